@@ -1,0 +1,120 @@
+package metrics
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMetricName(t *testing.T) {
+	for _, tc := range []struct {
+		event  string
+		compat bool
+		want   string
+	}{
+		{"cpu-clock", false, "cpu_clock"},
+		{"PERF_COUNT_SW_TASK_CLOCK", false, "PERF_COUNT_SW_TASK_CLOCK"},
+		{"perf::PAGE-FAULTS", false, "perf__PAGE_FAULTS"},
+		{"software.page-faults", false, "software.page_faults"},
+		{"snbep_unc_imc0::UNC_M_CAS_COUNT:RD", false, "snbep_unc_imc0__UNC_M_CAS_COUNT_RD"},
+		{"RAPL:PACKAGE_ENERGY", false, "RAPL_PACKAGE_ENERGY"},
+		{"RAW:foo", false, "RAW_foo"},
+		{"sched:sched_switch", false, "sched_sched_switch"},
+		{"cycles:u", false, "cycles_u"},
+		{"snbep_unc_imc0::UNC_M_CAS_COUNT:RD", true, "snbep_unc_imc0--UNC_M_CAS_COUNT-RD"},
+		{"cpu-clock", true, "cpu-clock"},
+	} {
+		if got := MetricName(tc.event, tc.compat); got != tc.want {
+			t.Errorf("MetricName(%q, %v) = %q, want %q", tc.event, tc.compat, got, tc.want)
+		}
+	}
+}
+
+func TestInstanceName(t *testing.T) {
+	if got := InstanceName(17); got != "cpu17" {
+		t.Errorf("InstanceName(17) = %q", got)
+	}
+}
+
+func TestClustersStableAcrossEdits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "pmids")
+	c, errs := LoadClusters(path)
+	if len(errs) != 0 {
+		t.Fatalf("missing file: %v", errs)
+	}
+	for i, key := range []string{"hwcounters.cpu_clock", "hwcounters.page_faults", "derived.ipc"} {
+		n, err := c.Cluster(key)
+		if err != nil || n != 2+i {
+			t.Fatalf("Cluster(%s) = %d, %v; want %d", key, n, err, 2+i)
+		}
+	}
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart with an edited config: page_faults is gone, a new event
+	// arrives. Old names keep their numbers; the new one does not reuse 3.
+	c, errs = LoadClusters(path)
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if n, _ := c.Cluster("derived.ipc"); n != 4 {
+		t.Errorf("derived.ipc moved to %d", n)
+	}
+	if n, _ := c.Cluster("hwcounters.task_clock"); n != 5 {
+		t.Errorf("new name got %d, want 5", n)
+	}
+	if n, _ := c.Cluster("hwcounters.cpu_clock"); n != 2 {
+		t.Errorf("cpu_clock moved to %d", n)
+	}
+	if !c.Changed() {
+		t.Error("Changed() = false after a new name")
+	}
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), "5 hwcounters.task_clock\n") {
+		t.Errorf("saved map lacks the new name:\n%s", data)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+}
+
+func TestClustersBadLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pmids")
+	os.WriteFile(path, []byte("# comment\n2 hwcounters.a\nbogus\n1 hwcounters.b\n2 hwcounters.c\n3 hwcounters.a\n9 hwcounters.d\n"), 0o644)
+	c, errs := LoadClusters(path)
+	want := []string{
+		path + ":3: want \"cluster name\", got \"bogus\"",
+		path + ":4: cluster \"1\" is not a number from 2 to 4095",
+		path + ":5: cluster 2 is already used by hwcounters.a",
+		path + ":6: hwcounters.a already has cluster 2",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("got %d errors %v, want %d", len(errs), errs, len(want))
+	}
+	for i := range want {
+		if errs[i].Error() != want[i] {
+			t.Errorf("error %d = %q, want %q", i, errs[i], want[i])
+		}
+	}
+	// The good lines survive, and numbering continues past the highest.
+	if n, _ := c.Cluster("hwcounters.d"); n != 9 {
+		t.Errorf("hwcounters.d = %d, want 9", n)
+	}
+	if n, _ := c.Cluster("hwcounters.new"); n != 10 {
+		t.Errorf("new = %d, want 10", n)
+	}
+}
+
+func TestClustersExhausted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pmids")
+	os.WriteFile(path, []byte("4095 hwcounters.last\n"), 0o644)
+	c, _ := LoadClusters(path)
+	if _, err := c.Cluster("hwcounters.more"); err == nil || !strings.Contains(err.Error(), "no PMID cluster left") {
+		t.Errorf("err = %v", err)
+	}
+}
