@@ -5,6 +5,7 @@ package pcpconf
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"strings"
 )
@@ -12,21 +13,18 @@ import (
 // Defaults are Debian's values, used when neither the environment nor
 // pcp.conf says otherwise.
 var Defaults = map[string]string{
-	"PCP_PMDAS_DIR":      "/var/lib/pcp/pmdas",
-	"PCP_VAR_DIR":        "/var/lib/pcp",
-	"PCP_LOG_DIR":        "/var/log/pcp",
-	"PCP_RUN_DIR":        "/run/pcp",
-	"PCP_SYSCONF_DIR":    "/etc/pcp",
-	"PCP_BINADM_DIR":     "/usr/lib/pcp/bin",
-	"PCP_SHARE_DIR":      "/usr/share/pcp",
-	"PCP_PMCDCONF_PATH":  "/etc/pcp/pmcd/pmcd.conf",
-	"PCP_USER":           "pcp",
-	"PCP_GROUP":          "pcp",
-	"PCP_TMPFILE_DIR":    "/var/tmp",
-	"PCP_SYSCONFIG_DIR":  "/etc/default",
-	"PCP_RC_DIR":         "/etc/init.d",
-	"PCP_PMDASADM_DIR":   "/var/lib/pcp/pmdas",
-	"PCP_SECURE_DB_PATH": "/etc/pki/nssdb",
+	"PCP_PMDAS_DIR":     "/var/lib/pcp/pmdas",
+	"PCP_VAR_DIR":       "/var/lib/pcp",
+	"PCP_LOG_DIR":       "/var/log/pcp",
+	"PCP_RUN_DIR":       "/run/pcp",
+	"PCP_SYSCONF_DIR":   "/etc/pcp",
+	"PCP_BINADM_DIR":    "/usr/lib/pcp/bin",
+	"PCP_SHARE_DIR":     "/usr/share/pcp",
+	"PCP_PMCDCONF_PATH": "/etc/pcp/pmcd/pmcd.conf",
+	"PCP_USER":          "pcp",
+	"PCP_GROUP":         "pcp",
+	"PCP_TMPFILE_DIR":   "/var/tmp",
+	"PCP_RC_DIR":        "/etc/init.d",
 }
 
 // Config is a resolved set of PCP_* variables.
@@ -53,9 +51,9 @@ func Load() *Config {
 
 // Parse reads NAME=value lines, ignoring comments and anything that is not
 // an assignment. Quotes around a value are dropped.
-func Parse(f *os.File) map[string]string {
+func Parse(r io.Reader) map[string]string {
 	m := map[string]string{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' {
