@@ -1,0 +1,99 @@
+# Build, install and test the pure-Go perfevent agent.
+#
+#   make build     bin/pmdaperfevent and bin/perfalloc (static, no cgo)
+#   make test      unit tests (everything except qa/, which drives the real pmcd)
+#   make check     the full suite: setup, unit tests, vet, gofmt, fuzz, qa (as root)
+#   make bench     Go benchmarks
+#   make install   copy the agent's files into $(DESTDIR)$(PMDADIR)
+#   make clean
+#
+# Packagers: make build && make install DESTDIR=/tmp/stage PCP_PMDAS_DIR=/var/lib/pcp/pmdas
+# then run $(PMDADIR)/Install on the target to register the agent with pmcd.
+
+SHELL := /bin/bash
+
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+GOFLAGS_BUILD ?= -trimpath
+
+# The agent's home, beside (never inside) the C agent's $(PCP_PMDAS_DIR)/perfevent.
+PCP_PMDAS_DIR ?= $(or $(shell . /etc/pcp.conf 2>/dev/null && echo $$PCP_PMDAS_DIR),/var/lib/pcp/pmdas)
+PMDADIR ?= $(PCP_PMDAS_DIR)/perfevent-go
+PREFIX ?= /usr
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+# What `make install` copies; override to install prebuilt binaries.
+AGENT_BIN ?= bin/pmdaperfevent
+PERFALLOC_BIN ?= bin/perfalloc
+
+INSTALL_SCRIPTS := install/Install install/Remove install/Upgrade
+INSTALL_DATA := install/pmns install/domain.h install/root install/help
+MANPAGES := $(wildcard man/*.[1-8])
+
+QA_TIMEOUT ?= 25m
+FUZZTIME ?= 5s
+
+.PHONY: all build test check vet fmt-check fuzz qa bench install clean FORCE
+
+all: build
+
+build: bin/pmdaperfevent bin/perfalloc
+
+# Always ask go: it knows what is up to date, and leaves an unchanged
+# binary alone, so a rebuild does not disturb a running agent's file.
+bin/pmdaperfevent: FORCE
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o $@ ./pmda
+
+bin/perfalloc: FORCE
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o $@ ./perfalloc
+
+test:
+	$(GO) test $$($(GO) list ./... | grep -v '^perfevent/qa$$')
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz
+
+# qa/ installs, removes and restarts the real agent under the real pmcd.
+# PERFEVENT_QA=1 turns its "no root or no pmcd" skips into failures.
+qa:
+	PERFEVENT_QA=1 $(GO) test -count=1 -timeout $(QA_TIMEOUT) -v ./qa/
+
+check:
+	scripts/setup
+	$(MAKE) test vet fmt-check fuzz qa
+
+bench:
+	$(GO) test -run='^$$' -bench=. ./...
+
+install: $(AGENT_BIN) $(PERFALLOC_BIN)
+	install -d -m 0755 $(DESTDIR)$(PMDADIR)
+	install -C -m 0755 $(AGENT_BIN) $(DESTDIR)$(PMDADIR)/pmdaperfevent
+	install -C -m 0755 $(PERFALLOC_BIN) $(DESTDIR)$(PMDADIR)/perfalloc
+	install -C -m 0755 $(INSTALL_SCRIPTS) $(DESTDIR)$(PMDADIR)/
+	install -C -m 0644 $(INSTALL_DATA) $(DESTDIR)$(PMDADIR)/
+	@# An administrator's edits to the installed configuration win over
+	@# ours: a different file is left alone and ours lands beside it.
+	@if [ ! -f perfevent.conf ]; then \
+		echo "note: no perfevent.conf in the source tree; the agent uses its built-in default"; \
+	elif [ ! -f $(DESTDIR)$(PMDADIR)/perfevent.conf ] || [ -n "$(FORCE_CONF)" ]; then \
+		install -C -m 0644 perfevent.conf $(DESTDIR)$(PMDADIR)/perfevent.conf; \
+	elif ! cmp -s perfevent.conf $(DESTDIR)$(PMDADIR)/perfevent.conf; then \
+		install -m 0644 perfevent.conf $(DESTDIR)$(PMDADIR)/perfevent.conf.new; \
+		echo "note: kept the existing $(PMDADIR)/perfevent.conf; the new default is perfevent.conf.new (FORCE_CONF=1 replaces it)"; \
+	fi
+	@if [ -n "$(MANPAGES)" ]; then \
+		for m in $(MANPAGES); do \
+			s=$${m##*.}; install -d -m 0755 $(DESTDIR)$(MANDIR)/man$$s; \
+			install -C -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; \
+		done; \
+	fi
+
+clean:
+	rm -rf bin
