@@ -1,0 +1,625 @@
+// Package counter owns the perf event descriptors of the agent: one per
+// event per CPU, opened system-wide. It reads them, scales multiplexed counts,
+// keeps the accumulated values that the agent exports, computes dutycycle,
+// derived sums and the `active` count, and closes and reopens everything when
+// perfalloc reserves and releases the counters.
+//
+// It knows nothing about pmcd or the configuration syntax: events arrive as
+// resolved perf attributes (see internal/pmu) and leave as numbers indexed by
+// event and instance.
+//
+// # Values
+//
+// A counter's exported value is an accumulator owned by the agent, as in the
+// C pmdaperfevent: on each read the increase of the raw count is scaled by
+// Δtime_enabled/Δtime_running and added. It therefore starts near zero when
+// the agent starts, and it does not jump when the counters are reopened after
+// a reservation: the new descriptor starts from zero and only its own counts
+// are added to the frozen value.
+//
+// # Instances
+//
+// The instances of an event are the CPUs whose descriptor opened at Open, in
+// the order the Spec listed them. They do not change afterwards, so indoms
+// stay stable across reservations even if a CPU fails to reopen.
+//
+// # Concurrency and lock order
+//
+// A fetch runs between Begin and Fetch.End and holds Set.mu throughout, so it
+// answers from one consistent state. Close, Reopen and Open may be called from
+// another goroutine (the reservation watcher). They take Set.opMu first (it
+// serialises them) and then Set.mu only briefly to swap descriptors in or
+// out; the slow part, the perf_event_open and close system calls, happens
+// outside Set.mu, so a fetch waits at most for a swap. Lock order: opMu, then
+// mu. Nothing in this package calls out while holding mu except the Logf
+// hook, which must not call back into the Set.
+package counter
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/perf"
+)
+
+// Spec is one event to count on a list of CPUs. Attr comes from
+// internal/pmu with Type, Config, Ext1, Ext2 and the exclude bits set; the
+// Set fills in Size and Read_format and clears the disabled and inherit bits.
+type Spec struct {
+	Name string
+	Attr unix.PerfEventAttr
+	CPUs []int // kernel CPU ids
+}
+
+// Source is one open counter: a perf descriptor, or a fake in tests.
+type Source interface {
+	Read() (perf.Count, error)
+	Close() error
+}
+
+// Opener opens one event on one CPU. The event name is passed along for
+// fakes and error messages; the kernel only sees attr.
+type Opener interface {
+	Open(event string, attr *unix.PerfEventAttr, cpu int) (Source, error)
+}
+
+// KernelOpener opens real perf events with perf_event_open(2): pid -1 (every
+// task), the given CPU, no group, close-on-exec.
+type KernelOpener struct{}
+
+func (KernelOpener) Open(event string, attr *unix.PerfEventAttr, cpu int) (Source, error) {
+	fd, err := perf.OpenCPU(attr, cpu)
+	if err != nil {
+		return nil, err // not a typed nil inside a Source
+	}
+	return fd, nil
+}
+
+// Config holds the optional parts of a Set.
+type Config struct {
+	// Opener defaults to KernelOpener.
+	Opener Opener
+	// Logf, if set, is told when reading a descriptor starts failing and
+	// when it recovers: once per transition, not once per fetch. It is called
+	// with Set.mu held and must not call back into the Set.
+	Logf func(format string, args ...any)
+}
+
+// slot is one (event, CPU).
+type slot struct {
+	cpu     int
+	src     Source     // nil while closed or when the open failed
+	openErr *OpenError // why the most recent open failed
+	readErr error      // why the most recent read failed
+	last    perf.Count // previous reading of src; zero right after an open
+	value   uint64     // the exported accumulator
+	duty    float64    // running/enabled since the open, as of the last read
+	ok      bool       // the most recent read since the open succeeded
+}
+
+type event struct {
+	name   string
+	attr   unix.PerfEventAttr // as handed to the Opener
+	slots  []slot             // one per Spec CPU
+	inst   []int              // indexes into slots of the served CPUs
+	cpus   []int              // the served CPU ids, parallel to inst
+	needed bool               // marked in the current fetch
+}
+
+type state int
+
+const (
+	unopened state = iota
+	open
+	closed
+)
+
+// Set is every configured event on every one of its CPUs.
+type Set struct {
+	opener Opener
+	logf   func(format string, args ...any)
+	byName map[string]int
+
+	opMu sync.Mutex // serialises Open, Close and Reopen; taken before mu
+
+	mu      sync.Mutex // guards everything below; held by a fetch
+	events  []event
+	derived []derived
+	state   state
+	fresh   bool  // no read has completed since the last open
+	muted   bool  // this fetch did the first read after an open
+	nOK     int   // slots whose most recent read succeeded
+	needed  []int // events marked in this fetch, to clear them cheaply
+	fetch   Fetch
+}
+
+// New checks the specs and prepares a Set; nothing is opened yet.
+// Event names must be unique and non-empty, CPU ids non-negative and not
+// repeated within an event. An event with no CPUs is accepted and never
+// served, like the C agent's events whose CPU option matched nothing.
+func New(specs []Spec, cfg Config) (*Set, error) {
+	s := &Set{
+		opener: cfg.Opener,
+		logf:   cfg.Logf,
+		byName: make(map[string]int, len(specs)),
+		events: make([]event, len(specs)),
+		needed: make([]int, 0, len(specs)),
+	}
+	if s.opener == nil {
+		s.opener = KernelOpener{}
+	}
+	s.fetch.s = s
+	for i, sp := range specs {
+		if sp.Name == "" {
+			return nil, fmt.Errorf("counter: event #%d has an empty name", i+1)
+		}
+		if j, dup := s.byName[sp.Name]; dup {
+			return nil, fmt.Errorf("counter: event %q is listed twice (#%d and #%d)", sp.Name, j+1, i+1)
+		}
+		s.byName[sp.Name] = i
+		ev := &s.events[i]
+		ev.name = sp.Name
+		ev.attr = sp.Attr
+		ev.attr.Size = perf.AttrSize
+		ev.attr.Read_format = perf.ReadFormat
+		// Open enabled: a reservation closes descriptors rather than
+		// disabling them, and inherit means nothing for pid -1.
+		ev.attr.Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
+		ev.slots = make([]slot, len(sp.CPUs))
+		seen := make(map[int]bool, len(sp.CPUs))
+		for k, cpu := range sp.CPUs {
+			if cpu < 0 {
+				return nil, fmt.Errorf("counter: event %q: CPU id %d is negative", sp.Name, cpu)
+			}
+			if seen[cpu] {
+				return nil, fmt.Errorf("counter: event %q: CPU %d is listed twice", sp.Name, cpu)
+			}
+			seen[cpu] = true
+			ev.slots[k].cpu = cpu
+		}
+	}
+	return s, nil
+}
+
+// Summary describes the outcome of Open or Reopen, for the log.
+type Summary struct {
+	Events   int          // events configured
+	Served   int          // events with at least one open CPU
+	FDs      int          // descriptors open now
+	Failures []*OpenError // every (event, CPU) that did not open
+}
+
+// String is one line for the log, e.g.
+// "14 of 16 events served on 28 descriptors; 4 opens failed".
+func (m Summary) String() string {
+	line := fmt.Sprintf("%d of %d events served on %d descriptors", m.Served, m.Events, m.FDs)
+	if n := len(m.Failures); n > 0 {
+		line += fmt.Sprintf("; %d opens failed", n)
+	}
+	return line
+}
+
+// FailureLines groups the failures by event and cause, one line each, so a
+// 256-CPU machine without a PMU logs one line per event rather than 256:
+// `perf_event_open failed for "cycles" on cpu0,cpu1: not supported on this
+// machine (e.g. a VM without a hardware PMU) (ENOENT)`.
+func (m Summary) FailureLines() []string {
+	type key struct {
+		event, advice string
+		errno         unix.Errno
+	}
+	var order []key
+	cpus := map[key][]string{}
+	for _, f := range m.Failures {
+		k := key{f.Event, f.Advice, f.Errno}
+		if _, ok := cpus[k]; !ok {
+			order = append(order, k)
+		}
+		cpus[k] = append(cpus[k], fmt.Sprintf("cpu%d", f.CPU))
+	}
+	lines := make([]string, 0, len(order))
+	for _, k := range order {
+		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, strings.Join(cpus[k], ","), k.advice)
+		if k.errno != 0 {
+			line += " (" + unix.ErrnoName(k.errno) + ")"
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// Open opens every event on every one of its CPUs. A failure on one CPU
+// drops that CPU only; an event is served if at least one CPU opened. The
+// served CPUs become the event's instances for the life of the Set. Whether
+// serving nothing at all is fatal is for the caller to decide (the C agent
+// refuses to start). If the counters are reserved at start-up, call Close
+// right after Open: the instances still need one successful open to exist.
+func (s *Set) Open() (Summary, error) {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	s.mu.Lock()
+	st := s.state
+	s.mu.Unlock()
+	if st != unopened {
+		return Summary{}, errors.New("counter: Open called twice; use Reopen after Close")
+	}
+	srcs, errs := s.openAll(false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.events {
+		ev := &s.events[i]
+		for k := range ev.slots {
+			if srcs[i][k] != nil {
+				ev.inst = append(ev.inst, k)
+				ev.cpus = append(ev.cpus, ev.slots[k].cpu)
+			}
+		}
+	}
+	s.install(srcs, errs)
+	return s.summary(), nil
+}
+
+// openAll opens the served slots (onlyServed) or all slots, without
+// touching the Set's state, so that it can run outside mu. The slot layout
+// and instance lists it reads are fixed once Open has run.
+func (s *Set) openAll(onlyServed bool) ([][]Source, [][]*OpenError) {
+	srcs := make([][]Source, len(s.events))
+	errs := make([][]*OpenError, len(s.events))
+	for i := range s.events {
+		ev := &s.events[i]
+		srcs[i] = make([]Source, len(ev.slots))
+		errs[i] = make([]*OpenError, len(ev.slots))
+		try := func(k int) {
+			src, err := s.opener.Open(ev.name, &ev.attr, ev.slots[k].cpu)
+			if err != nil {
+				errs[i][k] = NewOpenError(ev.name, ev.slots[k].cpu, err)
+				return
+			}
+			srcs[i][k] = src
+		}
+		if onlyServed {
+			for _, k := range ev.inst {
+				try(k)
+			}
+		} else {
+			for k := range ev.slots {
+				try(k)
+			}
+		}
+	}
+	return srcs, errs
+}
+
+// install puts freshly opened sources in place. Called with mu held.
+func (s *Set) install(srcs [][]Source, errs [][]*OpenError) {
+	for i := range s.events {
+		ev := &s.events[i]
+		for k := range ev.slots {
+			sl := &ev.slots[k]
+			if srcs[i][k] == nil && errs[i][k] == nil {
+				continue // not attempted: a CPU that was never served
+			}
+			sl.src = srcs[i][k]
+			sl.openErr = errs[i][k]
+			sl.readErr = nil
+			sl.last = perf.Count{}
+			if sl.ok {
+				sl.ok = false
+				s.nOK--
+			}
+		}
+	}
+	s.state = open
+	s.fresh = true
+}
+
+func (s *Set) summary() Summary {
+	m := Summary{Events: len(s.events)}
+	for i := range s.events {
+		ev := &s.events[i]
+		if len(ev.inst) > 0 {
+			m.Served++
+		}
+		for k := range ev.slots {
+			sl := &ev.slots[k]
+			if sl.src != nil {
+				m.FDs++
+			}
+			if sl.openErr != nil {
+				m.Failures = append(m.Failures, sl.openErr)
+			}
+		}
+	}
+	return m
+}
+
+// Close closes every descriptor, so that the PMU is free for whoever
+// reserved it. Values and dutycycles freeze at their last read, and Active
+// reports 0 until the counters are reopened and read twice. When Close
+// returns, every descriptor is closed. Closing a closed Set does nothing.
+func (s *Set) Close() error {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	var srcs []Source
+	var where []string
+	s.mu.Lock()
+	if s.state != open {
+		s.mu.Unlock()
+		return nil
+	}
+	for i := range s.events {
+		ev := &s.events[i]
+		for k := range ev.slots {
+			sl := &ev.slots[k]
+			if sl.src != nil {
+				srcs = append(srcs, sl.src)
+				where = append(where, fmt.Sprintf("%q on cpu%d", ev.name, sl.cpu))
+				sl.src = nil
+			}
+			sl.ok = false
+		}
+	}
+	s.nOK = 0
+	s.state = closed
+	s.mu.Unlock()
+
+	var errs []error
+	for j, src := range srcs {
+		if err := src.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("counter: closing %s: %w", where[j], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Reopen reopens the instances of every event after a Close. Each value
+// continues from where it froze; the counts made while closed are lost, as
+// with the C agent. A CPU that fails to reopen keeps its frozen value and
+// its error shows in Status. Reopening an open Set does nothing.
+func (s *Set) Reopen() (Summary, error) {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	s.mu.Lock()
+	st := s.state
+	s.mu.Unlock()
+	switch st {
+	case unopened:
+		return Summary{}, errors.New("counter: Reopen before Open")
+	case open:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.summary(), nil
+	}
+	srcs, errs := s.openAll(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.install(srcs, errs)
+	return s.summary(), nil
+}
+
+// Reserved reports whether the descriptors are closed by Close.
+func (s *Set) Reserved() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == closed
+}
+
+// NumEvents is the number of configured events, served or not. Event
+// indexes run from 0 in Spec order.
+func (s *Set) NumEvents() int { return len(s.events) }
+
+// Name is the event's Spec name.
+func (s *Set) Name(ev int) string { return s.events[ev].name }
+
+// Lookup finds an event by name.
+func (s *Set) Lookup(name string) (int, bool) {
+	i, ok := s.byName[name]
+	return i, ok
+}
+
+// CPUs are the event's instances: the CPU ids that opened at Open, in Spec
+// order. Empty means the event is not served. Fixed once Open has returned;
+// the caller must not modify the slice.
+func (s *Set) CPUs(ev int) []int { return s.events[ev].cpus }
+
+// CPUStatus is the state of one (event, CPU), for status reports.
+type CPUStatus struct {
+	CPU     int
+	Served  bool       // an instance of the event
+	Open    bool       // a descriptor is open now
+	OpenErr *OpenError // why the most recent open failed, if it did
+	ReadErr error      // why the most recent read failed, if it did
+}
+
+// Status lists every CPU of the event's Spec. It allocates; it is meant for
+// status files and --check, not for the fetch path.
+func (s *Set) Status(ev int) []CPUStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := &s.events[ev]
+	out := make([]CPUStatus, len(e.slots))
+	for k := range e.slots {
+		sl := &e.slots[k]
+		out[k] = CPUStatus{
+			CPU:     sl.cpu,
+			Served:  slices.Contains(e.inst, k),
+			Open:    sl.src != nil,
+			OpenErr: sl.openErr,
+			ReadErr: sl.readErr,
+		}
+	}
+	return out
+}
+
+// Fetch is the view of the Set during one fetch, from Begin to End. The
+// metrics layer marks the events the requested metrics touch, reads them
+// once with Read, then takes the values:
+//
+//	f := set.Begin()
+//	defer f.End()
+//	f.Need(ev)          // for every event (or f.NeedDerived(d)) the PDU asks for
+//	f.Read()
+//	v := f.Value(ev, i) // as often as needed; no further system calls
+//
+// A Fetch must not be used after End.
+type Fetch struct {
+	s *Set
+}
+
+// Begin starts a fetch and locks the Set until End. It never waits for
+// perf_event_open or close calls, only for another fetch or a swap.
+func (s *Set) Begin() *Fetch {
+	s.mu.Lock()
+	for _, i := range s.needed {
+		s.events[i].needed = false
+	}
+	s.needed = s.needed[:0]
+	s.muted = false
+	return &s.fetch
+}
+
+// End finishes the fetch and unlocks the Set.
+func (f *Fetch) End() { f.s.mu.Unlock() }
+
+// Need marks an event to be read by this fetch's Read.
+func (f *Fetch) Need(ev int) {
+	s := f.s
+	if !s.events[ev].needed {
+		s.events[ev].needed = true
+		s.needed = append(s.needed, ev)
+	}
+}
+
+// NeedAll marks every event. Use it when the fetch asks for `active` and
+// the C agent's meaning is wanted: the count of descriptors read now.
+func (f *Fetch) NeedAll() {
+	for i := range f.s.events {
+		f.Need(i)
+	}
+}
+
+// Read reads each marked event's open descriptors once: one read() per
+// descriptor, however many metrics of the fetch use it. While the Set is
+// closed it reads nothing and the values stay frozen.
+func (f *Fetch) Read() {
+	s := f.s
+	if s.state != open {
+		return
+	}
+	read := false
+	for _, i := range s.needed {
+		ev := &s.events[i]
+		for _, k := range ev.inst {
+			sl := &ev.slots[k]
+			if sl.src == nil {
+				continue
+			}
+			s.readSlot(ev, sl)
+			read = true
+		}
+	}
+	if read && s.fresh {
+		// The C agent reports active=0 for the fetch that first reads
+		// after the counters were (re-)enabled; consumers such as
+		// SUPReMM rely on seeing that 0 around a reservation.
+		s.fresh = false
+		s.muted = true
+	}
+}
+
+func (s *Set) readSlot(ev *event, sl *slot) {
+	c, err := sl.src.Read()
+	if err != nil {
+		if sl.ok {
+			sl.ok = false
+			s.nOK--
+		}
+		if sl.readErr == nil && s.logf != nil {
+			s.logf("reading %q on cpu%d failed, keeping its last value: %v", ev.name, sl.cpu, err)
+		}
+		sl.readErr = err
+		return
+	}
+	if sl.readErr != nil {
+		if s.logf != nil {
+			s.logf("reading %q on cpu%d works again", ev.name, sl.cpu)
+		}
+		sl.readErr = nil
+	}
+	if !sl.ok {
+		sl.ok = true
+		s.nOK++
+	}
+	// Unsigned differences are right even if a raw count wrapped.
+	sl.value += Scale(c.Value-sl.last.Value, c.Enabled-sl.last.Enabled, c.Running-sl.last.Running)
+	sl.last = c
+	if c.Enabled != 0 {
+		sl.duty = float64(c.Running) / float64(c.Enabled)
+	} else {
+		sl.duty = 0
+	}
+}
+
+// Scale extrapolates a count made while the event was on the PMU for
+// running of the enabled nanoseconds: raw × enabled / running, exactly, in
+// 128-bit arithmetic. It returns raw unchanged when no scaling applies or the
+// times make no sense (running is 0 or exceeds enabled), as the C agent does.
+func Scale(raw, enabled, running uint64) uint64 {
+	if running == 0 || running >= enabled {
+		return raw
+	}
+	hi, lo := bits.Mul64(raw, enabled)
+	if hi >= running {
+		return raw // the result would not fit in 64 bits
+	}
+	q, _ := bits.Div64(hi, lo, running)
+	return q
+}
+
+// Value is the accumulated value of instance i (an index into CPUs(ev)).
+func (f *Fetch) Value(ev, i int) uint64 {
+	e := &f.s.events[ev]
+	return e.slots[e.inst[i]].value
+}
+
+// Dutycycle is time_running/time_enabled of instance i since its last
+// open, as of its last successful read; 0 before any time was enabled.
+func (f *Fetch) Dutycycle(ev, i int) float64 {
+	e := &f.s.events[ev]
+	return e.slots[e.inst[i]].duty
+}
+
+// Active is the number of open descriptors whose most recent read
+// succeeded. It is 0 while the counters are closed for a reservation, and 0
+// from every open until the fetch after the one that first reads: exactly
+// when the C agent reports 0. Unlike the C agent, which reads every counter
+// on every fetch, a descriptor counts from its last read, whenever that was;
+// call NeedAll first to get the C meaning of "read by this fetch".
+func (f *Fetch) Active() int {
+	s := f.s
+	if s.state != open || s.fresh || s.muted {
+		return 0
+	}
+	return s.nOK
+}
+
+// Reserved reports whether the counters are closed for a reservation.
+func (f *Fetch) Reserved() bool { return f.s.state == closed }
+
+// cpuList formats CPU ids for error messages, in their given order.
+func cpuList(cpus []int) string {
+	if len(cpus) == 0 {
+		return "no CPUs"
+	}
+	parts := make([]string, len(cpus))
+	for i, n := range cpus {
+		parts[i] = fmt.Sprintf("cpu%d", n)
+	}
+	return strings.Join(parts, ",")
+}

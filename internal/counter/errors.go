@@ -1,0 +1,163 @@
+package counter
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kind says why perf_event_open refused an event on a CPU, in terms of what
+// the administrator can do about it. The same classification feeds the log
+// and `--check`.
+type Kind int
+
+const (
+	Other           Kind = iota // anything not listed below; the advice is strerror
+	Permission                  // EACCES, EPERM
+	Unsupported                 // ENOENT, EOPNOTSUPP: no such PMU or event here
+	CPUOffline                  // ENODEV
+	DescriptorLimit             // EMFILE, ENFILE
+	InvalidEncoding             // EINVAL
+	Busy                        // EBUSY
+)
+
+var kindNames = [...]string{
+	Other:           "other",
+	Permission:      "permission",
+	Unsupported:     "unsupported",
+	CPUOffline:      "cpu-offline",
+	DescriptorLimit: "descriptor-limit",
+	InvalidEncoding: "invalid-encoding",
+	Busy:            "busy",
+}
+
+func (k Kind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Classify maps an error from opening a counter to a Kind. Errors that are
+// not errnos are Other.
+func Classify(err error) Kind {
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return Other
+	}
+	switch errno {
+	case unix.EACCES, unix.EPERM:
+		return Permission
+	case unix.ENOENT, unix.EOPNOTSUPP:
+		return Unsupported
+	case unix.ENODEV:
+		return CPUOffline
+	case unix.EMFILE, unix.ENFILE:
+		return DescriptorLimit
+	case unix.EINVAL:
+		return InvalidEncoding
+	case unix.EBUSY:
+		return Busy
+	}
+	return Other
+}
+
+// OpenError is one failed (event, CPU) open, with advice for a human.
+type OpenError struct {
+	Event  string
+	CPU    int
+	Kind   Kind
+	Errno  unix.Errno // 0 when the cause was not an errno
+	Advice string     // e.g. "CPU 3 is offline"
+	Err    error      // the error as returned by the Opener
+}
+
+// NewOpenError classifies err and writes the advice. The advice reads the
+// current perf_event_paranoid setting or RLIMIT_NOFILE when they matter, so
+// it says what is true at the time of the failure.
+func NewOpenError(event string, cpu int, err error) *OpenError {
+	e := &OpenError{Event: event, CPU: cpu, Kind: Classify(err), Err: err}
+	errors.As(err, &e.Errno)
+	switch e.Kind {
+	case Permission:
+		e.Advice = fmt.Sprintf("permission denied: kernel.perf_event_paranoid is %s (see %s); run as root or grant CAP_PERFMON",
+			paranoidLevel(), paranoidPath)
+	case Unsupported:
+		e.Advice = "not supported on this machine (e.g. a VM without a hardware PMU)"
+	case CPUOffline:
+		e.Advice = fmt.Sprintf("CPU %d is offline", cpu)
+	case DescriptorLimit:
+		if soft, hard, lerr := getFileLimit(); lerr == nil {
+			e.Advice = fmt.Sprintf("descriptor limit reached (RLIMIT_NOFILE soft=%d, hard=%d)", soft, hard)
+		} else {
+			e.Advice = fmt.Sprintf("descriptor limit reached (RLIMIT_NOFILE unknown: %v)", lerr)
+		}
+	case InvalidEncoding:
+		e.Advice = "invalid event encoding for this kernel/PMU"
+	case Busy:
+		e.Advice = "the PMU is busy (another user holds exclusive counters)"
+	default:
+		e.Advice = err.Error()
+	}
+	return e
+}
+
+// Error reads like the C agent's log line, with the advice in place of the
+// bare strerror and the errno name for people who search for it.
+func (e *OpenError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "perf_event_open failed on cpu%d for %q: %s", e.CPU, e.Event, e.Advice)
+	if e.Errno != 0 {
+		fmt.Fprintf(&b, " (%s)", unix.ErrnoName(e.Errno))
+	}
+	return b.String()
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// paranoidPath and getFileLimit are variables so that the advice can be
+// tested without changing the machine.
+var (
+	paranoidPath = "/proc/sys/kernel/perf_event_paranoid"
+	getFileLimit = fileLimit
+)
+
+func paranoidLevel() string {
+	b, err := os.ReadFile(paranoidPath)
+	if err != nil {
+		return "unreadable"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func fileLimit() (soft, hard uint64, err error) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, 0, fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
+	}
+	return rl.Cur, rl.Max, nil
+}
+
+// RaiseFileLimit lifts the RLIMIT_NOFILE soft limit to the hard limit, since
+// the agent holds one descriptor per event per CPU (50 events on 256 CPUs is
+// 12800). It returns the limits in force afterwards, for the `maxfiles=` log
+// line. The Go runtime already does this at start-up since Go 1.19; calling
+// it anyway makes the limit explicit and covers a parent that lowered the
+// hard limit between exec and now.
+func RaiseFileLimit() (soft, hard uint64, err error) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, 0, fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
+	}
+	if rl.Cur < rl.Max {
+		want := unix.Rlimit{Cur: rl.Max, Max: rl.Max}
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &want); err != nil {
+			return rl.Cur, rl.Max, fmt.Errorf("setrlimit(RLIMIT_NOFILE, soft=%d): %w", rl.Max, err)
+		}
+		rl = want
+	}
+	return rl.Cur, rl.Max, nil
+}

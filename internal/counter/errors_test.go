@@ -1,0 +1,96 @@
+package counter
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestOpenErrorClassification(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "perf_event_paranoid")
+	if err := os.WriteFile(p, []byte("3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oldPath, oldLimit := paranoidPath, getFileLimit
+	paranoidPath = p
+	getFileLimit = func() (uint64, uint64, error) { return 1024, 524288, nil }
+	t.Cleanup(func() { paranoidPath, getFileLimit = oldPath, oldLimit })
+
+	wrapped := fmt.Errorf("opening: %w", unix.EBUSY)
+	for _, tc := range []struct {
+		err    error
+		kind   Kind
+		errno  unix.Errno
+		advice string
+	}{
+		{unix.EACCES, Permission, unix.EACCES, "permission denied: kernel.perf_event_paranoid is 3 (see " + p + "); run as root or grant CAP_PERFMON"},
+		{unix.EPERM, Permission, unix.EPERM, "permission denied: kernel.perf_event_paranoid is 3 (see " + p + "); run as root or grant CAP_PERFMON"},
+		{unix.EOPNOTSUPP, Unsupported, unix.EOPNOTSUPP, "not supported on this machine (e.g. a VM without a hardware PMU)"},
+		{unix.ENOENT, Unsupported, unix.ENOENT, "not supported on this machine (e.g. a VM without a hardware PMU)"},
+		{unix.ENODEV, CPUOffline, unix.ENODEV, "CPU 7 is offline"},
+		{unix.EMFILE, DescriptorLimit, unix.EMFILE, "descriptor limit reached (RLIMIT_NOFILE soft=1024, hard=524288)"},
+		{unix.ENFILE, DescriptorLimit, unix.ENFILE, "descriptor limit reached (RLIMIT_NOFILE soft=1024, hard=524288)"},
+		{unix.EINVAL, InvalidEncoding, unix.EINVAL, "invalid event encoding for this kernel/PMU"},
+		{wrapped, Busy, unix.EBUSY, "the PMU is busy (another user holds exclusive counters)"},
+		{unix.E2BIG, Other, unix.E2BIG, "argument list too long"},
+		{errors.New("fake trouble"), Other, 0, "fake trouble"},
+	} {
+		e := NewOpenError("ev", 7, tc.err)
+		if e.Kind != tc.kind || e.Errno != tc.errno || e.Advice != tc.advice || e.Event != "ev" || e.CPU != 7 {
+			t.Errorf("NewOpenError(%v) = kind %v errno %v advice %q, want %v %v %q", tc.err, e.Kind, e.Errno, e.Advice, tc.kind, tc.errno, tc.advice)
+		}
+		if !errors.Is(e, tc.err) {
+			t.Errorf("NewOpenError(%v) does not unwrap to its cause", tc.err)
+		}
+	}
+
+	e := NewOpenError("cycles", 1, unix.ENOENT)
+	if got, want := e.Error(), `perf_event_open failed on cpu1 for "cycles": not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)`; got != want {
+		t.Errorf("Error() = %q\nwant      %q", got, want)
+	}
+
+	paranoidPath = filepath.Join(dir, "missing")
+	if got := NewOpenError("ev", 0, unix.EACCES).Advice; got != "permission denied: kernel.perf_event_paranoid is unreadable (see "+paranoidPath+"); run as root or grant CAP_PERFMON" {
+		t.Errorf("advice without the sysctl: %q", got)
+	}
+	getFileLimit = func() (uint64, uint64, error) { return 0, 0, errors.New("no limits here") }
+	if got := NewOpenError("ev", 0, unix.EMFILE).Advice; got != "descriptor limit reached (RLIMIT_NOFILE unknown: no limits here)" {
+		t.Errorf("advice without getrlimit: %q", got)
+	}
+}
+
+func TestKindString(t *testing.T) {
+	if Unsupported.String() != "unsupported" || Kind(99).String() != "Kind(99)" {
+		t.Errorf("Kind names: %q %q", Unsupported, Kind(99))
+	}
+}
+
+func TestRaiseFileLimit(t *testing.T) {
+	var before unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &before); err != nil {
+		t.Fatal(err)
+	}
+	// Lower the soft limit so that there is something to raise; the test
+	// binary's own limits are restored afterwards.
+	if before.Max > 64 {
+		low := unix.Rlimit{Cur: 64, Max: before.Max}
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &before) })
+	}
+	soft, hard, err := RaiseFileLimit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_NOFILE, &now)
+	if soft != hard || hard != before.Max || now.Cur != soft {
+		t.Errorf("RaiseFileLimit = %d/%d, now %d/%d; want soft = hard = %d", soft, hard, now.Cur, now.Max, before.Max)
+	}
+}
