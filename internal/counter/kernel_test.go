@@ -1,0 +1,251 @@
+package counter_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/perf"
+)
+
+// needKernelPerf skips unless perf_event_open works here for system-wide
+// software events, which needs root (or CAP_PERFMON).
+func needKernelPerf(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root and perf_event_open (system-wide counters)")
+	}
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size: perf.AttrSize, Read_format: perf.ReadFormat}
+	fd, err := perf.OpenCPU(&attr, 0)
+	if err != nil {
+		t.Skipf("needs perf_event_open: cpu-clock on cpu0: %v", err)
+	}
+	fd.Close()
+}
+
+func onlineCPUs(t *testing.T) []int {
+	t.Helper()
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Skipf("needs /sys/devices/system/cpu/online: %v", err)
+	}
+	var cpus []int
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, found := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		z := a
+		var err2 error
+		if found {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil {
+			t.Fatalf("cannot parse /sys/devices/system/cpu/online %q", b)
+		}
+		for c := a; c <= z; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
+func sysfsInt(t *testing.T, path string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Skipf("needs %s: %v", path, err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return n
+}
+
+// schedSwitchID finds the sched:sched_switch tracepoint id, mounting
+// tracefs at /sys/kernel/tracing if nothing provides it yet.
+func schedSwitchID(t *testing.T) (uint64, bool) {
+	const rel = "events/sched/sched_switch/id"
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(filepath.Join(dir, rel)); err == nil {
+			return sysfsInt(t, filepath.Join(dir, rel)), true
+		}
+	}
+	if err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, ""); err != nil {
+		t.Logf("no tracepoint test: mounting tracefs at /sys/kernel/tracing: %v", err)
+		return 0, false
+	}
+	p := filepath.Join("/sys/kernel/tracing", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Logf("no tracepoint test: %v", err)
+		return 0, false
+	}
+	return sysfsInt(t, p), true
+}
+
+// TestKernelCounters opens the events this VM has, and two it has not, on
+// every online CPU, and checks that the first count and the second fail
+// with the right advice while the rest is served.
+func TestKernelCounters(t *testing.T) {
+	needKernelPerf(t)
+	cpus := onlineCPUs(t)
+	soft := func(name string, config uint64) counter.Spec {
+		return counter.Spec{Name: name, Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config}, CPUs: cpus}
+	}
+	specs := []counter.Spec{
+		soft("cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK),
+		soft("task-clock", unix.PERF_COUNT_SW_TASK_CLOCK),
+		soft("page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS),
+		soft("context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES),
+		soft("cpu-migrations", unix.PERF_COUNT_SW_CPU_MIGRATIONS),
+		soft("minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN),
+		soft("major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+		{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, "/sys/bus/event_source/devices/msr/type")), Config: 0}, CPUs: cpus},
+		{Name: "cycles", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES}, CPUs: cpus},
+		{Name: "instructions", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_INSTRUCTIONS}, CPUs: cpus},
+	}
+	// Events that need something to happen in the 50 ms window; the others
+	// must strictly increase whatever the machine does.
+	mayStandStill := map[string]bool{"cpu-migrations": true, "major-faults": true}
+	if id, ok := schedSwitchID(t); ok {
+		specs = append(specs, counter.Spec{Name: "sched:sched_switch", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, CPUs: cpus})
+	}
+
+	s, err := counter.New(specs, counter.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t.Log(sum)
+	for _, l := range sum.FailureLines() {
+		t.Log(l)
+	}
+	for _, f := range sum.Failures {
+		if f.Event != "cycles" && f.Event != "instructions" {
+			t.Errorf("unexpected failure: %v", f)
+		}
+	}
+	for _, name := range []string{"cycles", "instructions"} {
+		ev, _ := s.Lookup(name)
+		if len(s.CPUs(ev)) != 0 {
+			t.Skipf("this machine has a hardware PMU (%s opened); the test expects a VM without one", name)
+		}
+		for _, st := range s.Status(ev) {
+			if st.OpenErr == nil || st.OpenErr.Kind != counter.Unsupported ||
+				!(errors.Is(st.OpenErr, unix.ENOENT) || errors.Is(st.OpenErr, unix.EOPNOTSUPP)) {
+				t.Errorf("%s on cpu%d: %v, want ENOENT or EOPNOTSUPP classified as unsupported", name, st.CPU, st.OpenErr)
+			}
+		}
+	}
+	wantServed := len(specs) - 2
+	if sum.Served != wantServed || sum.FDs != wantServed*len(cpus) {
+		t.Fatalf("summary %+v, want %d events on %d descriptors", sum, wantServed, wantServed*len(cpus))
+	}
+
+	read := func() ([][]uint64, time.Time) {
+		f := s.Begin()
+		defer f.End()
+		f.NeedAll()
+		f.Read()
+		vals := make([][]uint64, len(specs))
+		for ev := range specs {
+			for i := range s.CPUs(ev) {
+				vals[ev] = append(vals[ev], f.Value(ev, i))
+				if d := f.Dutycycle(ev, i); d < 0.99 || d > 1.0 {
+					t.Errorf("%s cpu%d dutycycle %v, want 1 (nothing multiplexes software events)", specs[ev].Name, s.CPUs(ev)[i], d)
+				}
+			}
+		}
+		return vals, time.Now()
+	}
+	v1, t1 := read()
+	busyEveryCPU(t, cpus)
+	time.Sleep(50 * time.Millisecond)
+	v2, t2 := read()
+	elapsed := uint64(t2.Sub(t1))
+
+	for ev, sp := range specs {
+		for i, cpu := range s.CPUs(ev) {
+			a, b := v1[ev][i], v2[ev][i]
+			if b < a || (b == a && !mayStandStill[sp.Name]) {
+				t.Errorf("%s cpu%d went from %d to %d in %v", sp.Name, cpu, a, b, t2.Sub(t1))
+			}
+		}
+	}
+	// Per-CPU system-wide cpu-clock counts wall-clock nanoseconds.
+	for i, cpu := range s.CPUs(0) {
+		d := v2[0][i] - v1[0][i]
+		if d < elapsed/2 || d > elapsed*2 {
+			t.Errorf("cpu-clock on cpu%d advanced %d ns in %d ns of wall time", cpu, d, elapsed)
+		}
+	}
+	f := s.Begin()
+	active := f.Active()
+	f.End()
+	if active != sum.FDs {
+		t.Errorf("active %d, want %d", active, sum.FDs)
+	}
+
+	// A reservation frees the descriptors; the values continue afterwards.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	frozen, _ := read()
+	if frozen[0][0] != v2[0][0] {
+		t.Errorf("cpu-clock moved while closed: %d → %d", v2[0][0], frozen[0][0])
+	}
+	if sum, err = s.Reopen(); err != nil || sum.FDs != wantServed*len(cpus) {
+		t.Fatalf("Reopen: %v %v", sum, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	v3, _ := read()
+	if d := v3[0][0] - frozen[0][0]; v3[0][0] <= frozen[0][0] || d > uint64(time.Second) {
+		t.Errorf("cpu-clock after reopen went %d → %d: it must continue, not jump", frozen[0][0], v3[0][0])
+	}
+}
+
+// busyEveryCPU makes each CPU switch context and take page faults, so that
+// those counters move on an otherwise idle CPU too. Each worker pins its own
+// thread, which the runtime then discards (it exits locked).
+func busyEveryCPU(t *testing.T, cpus []int) {
+	var wg sync.WaitGroup
+	for _, cpu := range cpus {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			var set unix.CPUSet
+			set.Set(cpu)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				t.Errorf("pinning a thread to cpu%d: %v", cpu, err)
+				return
+			}
+			mem, err := unix.Mmap(-1, 0, 64<<10, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			if err != nil {
+				t.Errorf("mmap: %v", err)
+				return
+			}
+			for i := 0; i < len(mem); i += 4096 {
+				mem[i] = 1
+			}
+			unix.Munmap(mem)
+			for range 3 {
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+}
