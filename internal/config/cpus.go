@@ -1,0 +1,181 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Topology is what CPU options are expanded against. The caller reads it from
+// /sys/devices/system/cpu/online and /sys/devices/system/node/node*/cpulist
+// (both in the format ParseCPUList reads).
+type Topology struct {
+	// Online holds the online CPU ids, ascending.
+	Online []int
+	// Nodes holds the CPU ids of each NUMA node, in node order. CPUs that
+	// are not online are ignored. Empty means one node holding every online
+	// CPU (kernels without NUMA have no node directory).
+	Nodes [][]int
+}
+
+// CPUAllocator turns CPU options into CPU ids. It remembers where the
+// round-robin options (cpu_rr, node_rr) got to, so expand the events in file
+// order with one allocator to get the C agent's placement.
+type CPUAllocator struct {
+	online []int
+	// byRank[i] holds the i-th online CPU of every node that has one: the
+	// CPUs a node_rr event gets on its i-th turn.
+	byRank [][]int
+	rr     int
+	nodeRR int
+}
+
+// NewCPUAllocator checks the topology and prepares the round-robin state.
+func NewCPUAllocator(t Topology) (*CPUAllocator, error) {
+	if len(t.Online) == 0 {
+		return nil, fmt.Errorf("no online CPUs to count on")
+	}
+	online := slices.Clone(t.Online)
+	slices.Sort(online)
+	online = slices.Compact(online)
+
+	nodes := t.Nodes
+	if len(nodes) == 0 {
+		nodes = [][]int{online}
+	}
+	var byRank [][]int
+	for _, node := range nodes {
+		rank := 0
+		for _, cpu := range node {
+			if _, ok := slices.BinarySearch(online, cpu); !ok {
+				continue
+			}
+			if rank == len(byRank) {
+				byRank = append(byRank, nil)
+			}
+			byRank[rank] = append(byRank[rank], cpu)
+			rank++
+		}
+	}
+	if len(byRank) == 0 {
+		// The node lists named no online CPU; counting per node would count
+		// nowhere, so fall back to treating the machine as one node.
+		for _, cpu := range online {
+			byRank = append(byRank, []int{cpu})
+		}
+	}
+	return &CPUAllocator{online: online, byRank: byRank}, nil
+}
+
+// CPUs returns the CPU ids an event with option opt counts on; at is the
+// event's position, for the error. CPUDefault gives every online CPU: a
+// [dynamic] event whose PMU has a cpumask should use that instead, and not
+// call CPUs. Each cpu_rr or node_rr call advances the round robin.
+//
+// A CPU index beyond the online CPUs is an error; the C agent quietly used
+// the first CPU instead.
+func (a *CPUAllocator) CPUs(opt CPUOption, at Pos) ([]int, error) {
+	switch opt.Kind {
+	case CPUDefault, CPUAll:
+		return slices.Clone(a.online), nil
+	case CPURoundRobin:
+		cpu := a.online[a.rr]
+		a.rr = (a.rr + 1) % len(a.online)
+		return []int{cpu}, nil
+	case CPUNode:
+		return slices.Clone(a.byRank[0]), nil
+	case CPUNodeRoundRobin:
+		cpus := a.byRank[a.nodeRR]
+		a.nodeRR = (a.nodeRR + 1) % len(a.byRank)
+		return slices.Clone(cpus), nil
+	case CPUIndex:
+		if opt.Index < 0 || opt.Index >= len(a.online) {
+			return nil, errorf(at, "CPU index %d is out of range: this machine has %d online CPUs (%s), so the index must be 0 to %d",
+				opt.Index, len(a.online), FormatCPUList(a.online), len(a.online)-1)
+		}
+		return []int{a.online[opt.Index]}, nil
+	}
+	return nil, errorf(at, "unknown CPU option kind %d", int(opt.Kind))
+}
+
+// maxCPU bounds the ids ParseCPUList accepts, so that a corrupt range cannot
+// make it allocate gigabytes. Linux supports at most 8192 CPUs today.
+const maxCPU = 1 << 16
+
+// ParseCPUList parses the kernel's CPU list format, as in
+// /sys/devices/system/cpu/online or a PMU's cpumask: comma-separated ids and
+// inclusive ranges, e.g. "0-3,5,7-8". Surrounding white space is ignored and
+// an empty list (an offline node's cpulist) gives no CPUs. The result is
+// ascending without duplicates.
+func ParseCPUList(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	// A bitmap rather than a list keeps "0-65535,0-65535,…" from growing
+	// without bound.
+	var set []bool
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err := cpuID(lo)
+		if err != nil {
+			return nil, fmt.Errorf("CPU list %q: %v", s, err)
+		}
+		last := first
+		if isRange {
+			if last, err = cpuID(hi); err != nil {
+				return nil, fmt.Errorf("CPU list %q: %v", s, err)
+			}
+			if last < first {
+				return nil, fmt.Errorf("CPU list %q: range %s runs backwards", s, part)
+			}
+		}
+		if last >= len(set) {
+			set = append(set, make([]bool, last+1-len(set))...)
+		}
+		for c := first; c <= last; c++ {
+			set[c] = true
+		}
+	}
+	var cpus []int
+	for c, on := range set {
+		if on {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+func cpuID(s string) (int, error) {
+	if !allDigits(s) {
+		return 0, fmt.Errorf("%q is not a CPU number", s)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n >= maxCPU {
+		return 0, fmt.Errorf("CPU %s is beyond the largest supported id %d", s, maxCPU-1)
+	}
+	return n, nil
+}
+
+// FormatCPUList renders ascending CPU ids in the kernel's list format, e.g.
+// "0-3,5": the inverse of ParseCPUList, for messages.
+func FormatCPUList(cpus []int) string {
+	var b strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(cpus[i]))
+		if j > i {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(cpus[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
