@@ -403,7 +403,9 @@ func (s *Set) Reopen() (Summary, error) {
 	return s.summary(), nil
 }
 
-// Reserved reports whether the descriptors are closed by Close.
+// Reserved reports whether the descriptors are closed by Close. Like Status,
+// Open, Close and Reopen it takes the lock a fetch holds: do not call it
+// between Begin and End (use Fetch.Reserved there).
 func (s *Set) Reserved() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -438,7 +440,8 @@ type CPUStatus struct {
 }
 
 // Status lists every CPU of the event's Spec. It allocates; it is meant for
-// status files and --check, not for the fetch path.
+// status files and --check, not for the fetch path, and must not be called
+// between Begin and End.
 func (s *Set) Status(ev int) []CPUStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -31,7 +31,8 @@ type derived struct {
 // index. Every member must be served, on the same CPUs in the same order,
 // since the sum is taken instance by instance. Call it after Open. A config
 // with alternatives (`||`) tries them in order and keeps the first that is
-// accepted; the error says why the others were not.
+// accepted; the error says why the others were not. AddDerived is part of
+// setup: call it before fetches start.
 func (s *Set) AddDerived(d DerivedSpec) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,26 +77,16 @@ func (s *Set) AddDerived(d DerivedSpec) (int, error) {
 }
 
 // NumDerived is the number of derived events added; it is what
-// perfevent.derived.active reports.
-func (s *Set) NumDerived() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.derived)
-}
+// perfevent.derived.active reports. Like DerivedName and DerivedCPUs it does
+// not lock: derived events are added during setup, before fetches start.
+func (s *Set) NumDerived() int { return len(s.derived) }
 
 // DerivedName is the name given to AddDerived.
-func (s *Set) DerivedName(d int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.derived[d].name
-}
+func (s *Set) DerivedName(d int) string { return s.derived[d].name }
 
-// DerivedCPUs are the derived event's instances, those of its members.
-func (s *Set) DerivedCPUs(d int) []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.derived[d].cpus
-}
+// DerivedCPUs are the derived event's instances, those of its members. The
+// caller must not modify the slice.
+func (s *Set) DerivedCPUs(d int) []int { return s.derived[d].cpus }
 
 // NeedDerived marks the members of derived event d for Read. A member also
 // needed directly by the same fetch is still read only once.
