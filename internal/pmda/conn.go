@@ -1,0 +1,162 @@
+package pmda
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/user"
+	"strconv"
+)
+
+// Transport is how pmcd reaches the agent.
+type Transport int
+
+const (
+	Pipe Transport = iota // stdin/stdout, pmcd.conf "pipe" (the default)
+	Unix                  // unix socket at Endpoint.Path, pmcd.conf "socket unix"
+	Inet                  // 127.0.0.1:Endpoint.Port, pmcd.conf "socket inet" (-i)
+	IPv6                  // [::1]:Endpoint.Port, pmcd.conf "socket ipv6" (-6)
+)
+
+func (t Transport) String() string {
+	switch t {
+	case Pipe:
+		return "pipe"
+	case Unix:
+		return "unix"
+	case Inet:
+		return "inet"
+	case IPv6:
+		return "ipv6"
+	}
+	return "transport(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Endpoint says where to meet pmcd. The main package fills it from the
+// conventional flags: -p (pipe), -u path, -i port, -6 port.
+type Endpoint struct {
+	Transport Transport
+	Path      string // Unix
+	Port      int    // Inet, IPv6
+	// SocketOwner, if set, is the user (normally $PCP_USER) given the unix
+	// socket, so that a pmcd running as that user can connect.
+	SocketOwner string
+}
+
+// Listener is an endpoint that is ready for pmcd. For sockets the agent is
+// already listening, so it can Listen first thing (pmcd connects only 2 s
+// after starting it) and finish its set-up before Accept.
+type Listener struct {
+	ep Endpoint
+	ln net.Listener
+}
+
+// Listen prepares the endpoint. In socket modes it binds and listens now;
+// a unix socket path is first removed, then made mode 0660. Pipe mode does
+// nothing yet, and socket modes never touch os.Stdin (pmcd closes it).
+func Listen(ep Endpoint) (*Listener, error) {
+	l := &Listener{ep: ep}
+	var err error
+	switch ep.Transport {
+	case Pipe:
+		return l, nil
+	case Unix:
+		if ep.Path == "" {
+			return nil, errors.New("unix socket: no path given")
+		}
+		if err := os.Remove(ep.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("unix socket %s: removing the old file: %w", ep.Path, err)
+		}
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: ep.Path, Net: "unix"})
+		if err != nil {
+			return nil, fmt.Errorf("unix socket %s: %w", ep.Path, err)
+		}
+		// pmcd removes the path when it drops the agent, as with libpcp_pmda.
+		ln.SetUnlinkOnClose(false)
+		l.ln = ln
+		if err := os.Chmod(ep.Path, 0o660); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("unix socket %s: %w", ep.Path, err)
+		}
+		if ep.SocketOwner != "" {
+			if err := chown(ep.Path, ep.SocketOwner); err != nil {
+				ln.Close()
+				return nil, fmt.Errorf("unix socket %s: %w", ep.Path, err)
+			}
+		}
+	case Inet, IPv6:
+		if ep.Port <= 0 || ep.Port > 65535 {
+			return nil, fmt.Errorf("%s socket: port %d is outside 1..65535", ep.Transport, ep.Port)
+		}
+		network, host := "tcp4", "127.0.0.1"
+		if ep.Transport == IPv6 {
+			network, host = "tcp6", "::1"
+		}
+		l.ln, err = net.Listen(network, net.JoinHostPort(host, strconv.Itoa(ep.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("%s socket: %w", ep.Transport, err)
+		}
+	default:
+		return nil, fmt.Errorf("unknown transport %d", ep.Transport)
+	}
+	return l, nil
+}
+
+func chown(path, owner string) error {
+	u, err := user.Lookup(owner)
+	if err != nil {
+		return err
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("user %s has a non-numeric uid %q or gid %q", owner, u.Uid, u.Gid)
+	}
+	return os.Chown(path, uid, gid)
+}
+
+// Addr describes the endpoint for logs, e.g. "unix:/run/pcp/x.sock".
+func (l *Listener) Addr() string {
+	if l.ln == nil {
+		return "pipe"
+	}
+	return l.ep.Transport.String() + ":" + l.ln.Addr().String()
+}
+
+// Accept waits for pmcd and returns the connection. A socket listener
+// accepts exactly one connection and then closes, as libpcp_pmda does.
+func (l *Listener) Accept() (io.ReadWriteCloser, error) {
+	if l.ln == nil {
+		return stdio{}, nil
+	}
+	c, err := l.ln.Accept()
+	l.ln.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: accepting pmcd's connection: %w", l.Addr(), err)
+	}
+	return c, nil
+}
+
+// Close abandons a listener that was never accepted on.
+func (l *Listener) Close() error {
+	if l.ln == nil {
+		return nil
+	}
+	return l.ln.Close()
+}
+
+// stdio is pmcd's pipe pair: requests on fd 0, replies on fd 1.
+type stdio struct{}
+
+func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
+func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
+func (stdio) Close() error {
+	err := os.Stdin.Close()
+	if e := os.Stdout.Close(); err == nil {
+		err = e
+	}
+	return err
+}

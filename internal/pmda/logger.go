@@ -1,0 +1,85 @@
+package pmda
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// Log is what the framework needs from a logger. *Logger implements it;
+// tests may substitute their own.
+type Log interface {
+	Infof(format string, args ...any)
+	Warningf(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+// Logger writes lines in libpcp's format,
+//
+//	[Wed Dec  2 12:34:56] pmdaperfevent(1234) Info: message
+//
+// to one writer, usually the agent's log file (PCP agents log to stderr,
+// which pmcd points at pmcd.log unless the agent reopens it). It is safe
+// for concurrent use.
+type Logger struct {
+	mu   sync.Mutex
+	w    io.Writer
+	prog string
+	pid  int
+	now  func() time.Time
+	buf  []byte
+}
+
+// NewLogger returns a Logger that tags lines with prog (e.g.
+// "pmdaperfevent") and this process's id.
+func NewLogger(w io.Writer, prog string) *Logger {
+	return &Logger{w: w, prog: prog, pid: os.Getpid(), now: time.Now}
+}
+
+// Start writes the header libpcp's pmOpenLog writes when a log is opened:
+//
+//	Log for pmdaperfevent on HOST started Wed Dec  2 12:34:56 2026
+//
+// followed by a blank line.
+func (l *Logger) Start(host string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "Log for %s on %s started %s\n\n", l.prog, host, l.now().Format("Mon Jan _2 15:04:05 2006"))
+}
+
+// Finish writes libpcp's closing line, "Log finished <date>".
+func (l *Logger) Finish() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "\nLog finished %s\n", l.now().Format("Mon Jan _2 15:04:05 2006"))
+}
+
+func (l *Logger) Infof(format string, args ...any)    { l.logf("Info", format, args...) }
+func (l *Logger) Warningf(format string, args ...any) { l.logf("Warning", format, args...) }
+func (l *Logger) Errorf(format string, args ...any)   { l.logf("Error", format, args...) }
+
+// logf writes the whole line in one Write so that concurrent writers to a
+// shared file (pmcd.log) do not interleave within a line.
+func (l *Logger) logf(level, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buf[:0]
+	b = append(b, '[')
+	b = l.now().AppendFormat(b, "Mon Jan _2 15:04:05")
+	b = fmt.Appendf(b, "] %s(%d) %s: ", l.prog, l.pid, level)
+	b = fmt.Appendf(b, format, args...)
+	for len(b) > 0 && b[len(b)-1] == '\n' {
+		b = b[:len(b)-1]
+	}
+	b = append(b, '\n')
+	l.buf = b
+	l.w.Write(b)
+}
+
+type discard struct{}
+
+func (discard) Infof(string, ...any)    {}
+func (discard) Warningf(string, ...any) {}
+func (discard) Errorf(string, ...any)   {}

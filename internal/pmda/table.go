@@ -1,0 +1,380 @@
+package pmda
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"perfevent/internal/pdu"
+)
+
+// Labels is a label set: names ([A-Za-z0-9_]+) to JSON-encodable values.
+type Labels map[string]any
+
+// Metric is one metric the agent serves.
+type Metric struct {
+	Name    string   // full dotted name from the PMNS root, e.g. "perfevent.hwcounters.x.value"
+	Desc    pdu.Desc // Desc.PMID identifies the metric; Desc.InDom must be in the table or InDomNull
+	OneLine string   // one-line help
+	Help    string   // long help
+	Labels  Labels   // item labels
+
+	labels []byte // canonical JSON of Labels, or nil
+}
+
+// Instance is one instance of an instance domain.
+type Instance struct {
+	ID     int32
+	Name   string
+	Labels Labels
+
+	labels []byte
+}
+
+// InDom is an instance domain and its instances.
+type InDom struct {
+	InDom     pdu.InDom
+	Instances []Instance
+	OneLine   string
+	Help      string
+	Labels    Labels
+
+	labels []byte
+	byID   map[int32]int
+}
+
+// TableSpec describes everything an agent serves. NewTable checks it and
+// indexes it; the spec's slices must not be modified afterwards.
+type TableSpec struct {
+	Domain        int
+	Metrics       []Metric
+	InDoms        []InDom
+	DomainLabels  Labels         // e.g. {"agent":"perfevent"}
+	ClusterLabels map[int]Labels // by cluster number
+	// Subtrees are the dynamic namespace roots pmcd forwards to this agent
+	// (e.g. "perfevent.hwcounters"). They exist even while empty, so
+	// that CHILD and TRAVERSE on them answer an empty list, not an error.
+	Subtrees []string
+}
+
+// Table is an immutable, indexed TableSpec. Swap tables with Agent.SetTable.
+type Table struct {
+	domain        int
+	metrics       []Metric
+	byPMID        map[pdu.PMID]int
+	names         map[pdu.PMID][]string
+	indoms        []InDom
+	byInDom       map[pdu.InDom]int
+	domainLabels  []byte
+	clusterLabels map[int][]byte
+	root          *node
+}
+
+// node is one PMNS name component. Children keep insertion order so that
+// listings follow the order the agent gave.
+type node struct {
+	name     string // component
+	full     string // dotted name from the root
+	leaf     bool
+	pmid     pdu.PMID
+	children []*node
+	index    map[string]*node
+}
+
+func (n *node) child(name string) *node {
+	if n.index == nil {
+		return nil
+	}
+	return n.index[name]
+}
+
+// NewTable validates spec and builds the lookup structures.
+func NewTable(spec TableSpec) (*Table, error) {
+	t := &Table{
+		domain:        spec.Domain,
+		metrics:       spec.Metrics,
+		byPMID:        make(map[pdu.PMID]int, len(spec.Metrics)),
+		names:         make(map[pdu.PMID][]string, len(spec.Metrics)),
+		indoms:        spec.InDoms,
+		byInDom:       make(map[pdu.InDom]int, len(spec.InDoms)),
+		clusterLabels: make(map[int][]byte, len(spec.ClusterLabels)),
+		root:          &node{},
+	}
+	var err error
+	if t.domainLabels, err = canonical(spec.DomainLabels); err != nil {
+		return nil, fmt.Errorf("domain labels: %w", err)
+	}
+	for c, l := range spec.ClusterLabels {
+		if t.clusterLabels[c], err = canonical(l); err != nil {
+			return nil, fmt.Errorf("labels of cluster %d: %w", c, err)
+		}
+	}
+	for i := range t.indoms {
+		d := &t.indoms[i]
+		if d.InDom == pdu.InDomNull {
+			return nil, fmt.Errorf("instance domain #%d: PM_INDOM_NULL cannot have instances", i)
+		}
+		if _, dup := t.byInDom[d.InDom]; dup {
+			return nil, fmt.Errorf("instance domain %s: defined twice", d.InDom)
+		}
+		t.byInDom[d.InDom] = i
+		if d.labels, err = canonical(d.Labels); err != nil {
+			return nil, fmt.Errorf("labels of instance domain %s: %w", d.InDom, err)
+		}
+		d.byID = make(map[int32]int, len(d.Instances))
+		names := make(map[string]bool, len(d.Instances))
+		for j := range d.Instances {
+			in := &d.Instances[j]
+			if in.ID < 0 {
+				return nil, fmt.Errorf("instance domain %s: instance %q has negative id %d", d.InDom, in.Name, in.ID)
+			}
+			if in.Name == "" {
+				return nil, fmt.Errorf("instance domain %s: instance %d has no name", d.InDom, in.ID)
+			}
+			if _, dup := d.byID[in.ID]; dup {
+				return nil, fmt.Errorf("instance domain %s: instance id %d used twice", d.InDom, in.ID)
+			}
+			if names[in.Name] {
+				return nil, fmt.Errorf("instance domain %s: instance name %q used twice", d.InDom, in.Name)
+			}
+			d.byID[in.ID], names[in.Name] = j, true
+			if in.labels, err = canonical(in.Labels); err != nil {
+				return nil, fmt.Errorf("labels of instance %q of %s: %w", in.Name, d.InDom, err)
+			}
+		}
+	}
+	for _, s := range spec.Subtrees {
+		if _, err := t.insert(s, false, 0); err != nil {
+			return nil, fmt.Errorf("subtree %q: %w", s, err)
+		}
+	}
+	for i := range t.metrics {
+		m := &t.metrics[i]
+		if _, err := t.insert(m.Name, true, m.Desc.PMID); err != nil {
+			return nil, fmt.Errorf("metric %q: %w", m.Name, err)
+		}
+		if m.Desc.PMID == pdu.PMIDNull {
+			return nil, fmt.Errorf("metric %q: PMID is PM_ID_NULL", m.Name)
+		}
+		if m.Desc.InDom != pdu.InDomNull {
+			if _, ok := t.byInDom[m.Desc.InDom]; !ok {
+				return nil, fmt.Errorf("metric %q: instance domain %s is not in the table", m.Name, m.Desc.InDom)
+			}
+		}
+		if m.labels, err = canonical(m.Labels); err != nil {
+			return nil, fmt.Errorf("labels of metric %q: %w", m.Name, err)
+		}
+		// One PMID may have several names (aliases), but one descriptor.
+		if j, dup := t.byPMID[m.Desc.PMID]; dup {
+			if t.metrics[j].Desc != m.Desc {
+				return nil, fmt.Errorf("metric %q: PMID %s already belongs to %q with a different descriptor", m.Name, m.Desc.PMID, t.metrics[j].Name)
+			}
+		} else {
+			t.byPMID[m.Desc.PMID] = i
+		}
+		t.names[m.Desc.PMID] = append(t.names[m.Desc.PMID], m.Name)
+	}
+	return t, nil
+}
+
+// insert adds a dotted name as a leaf or as an interior node.
+func (t *Table) insert(name string, leaf bool, pmid pdu.PMID) (*node, error) {
+	if name == "" {
+		return nil, fmt.Errorf("empty name")
+	}
+	n := t.root
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("empty component in name")
+		}
+		if n.leaf {
+			return nil, fmt.Errorf("%q is a metric, so it cannot have children", n.full)
+		}
+		c := n.child(p)
+		if c == nil {
+			c = &node{name: p, full: strings.Join(parts[:i+1], ".")}
+			if n.index == nil {
+				n.index = make(map[string]*node)
+			}
+			n.index[p] = c
+			n.children = append(n.children, c)
+		}
+		n = c
+	}
+	if leaf {
+		if n.leaf {
+			return nil, fmt.Errorf("name defined twice")
+		}
+		if len(n.children) > 0 {
+			return nil, fmt.Errorf("name is also a subtree")
+		}
+		n.leaf, n.pmid = true, pmid
+	} else if n.leaf {
+		return nil, fmt.Errorf("name is a metric, not a subtree")
+	}
+	return n, nil
+}
+
+// canonical encodes labels as PCP wants them: compact JSON with sorted
+// keys (encoding/json sorts map keys). Names are checked here, so that a
+// bad label is reported when the table is built, not at request time.
+func canonical(l Labels) ([]byte, error) {
+	if len(l) == 0 {
+		return nil, nil
+	}
+	for k := range l {
+		if k == "" || len(k) >= 255 {
+			return nil, fmt.Errorf("label name %q must have 1..254 bytes", k)
+		}
+		for _, c := range k {
+			if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				return nil, fmt.Errorf("label name %q: only [A-Za-z0-9_] are allowed", k)
+			}
+		}
+	}
+	b, err := json.Marshal(map[string]any(l))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) >= 65535 {
+		return nil, fmt.Errorf("%d bytes of JSON, the limit is 65534", len(b))
+	}
+	return b, nil
+}
+
+// Domain returns the agent's domain number.
+func (t *Table) Domain() int { return t.domain }
+
+// Metric returns the metric with the given PMID.
+func (t *Table) Metric(pmid pdu.PMID) (*Metric, bool) {
+	i, ok := t.byPMID[pmid]
+	if !ok {
+		return nil, false
+	}
+	return &t.metrics[i], true
+}
+
+// Metrics returns every metric, in the order given to NewTable.
+func (t *Table) Metrics() []Metric { return t.metrics }
+
+// InDom returns an instance domain.
+func (t *Table) InDom(indom pdu.InDom) (*InDom, bool) {
+	i, ok := t.byInDom[indom]
+	if !ok {
+		return nil, false
+	}
+	return &t.indoms[i], true
+}
+
+// Instance returns the instance with id inst.
+func (d *InDom) Instance(inst int32) (*Instance, bool) {
+	i, ok := d.byID[inst]
+	if !ok {
+		return nil, false
+	}
+	return &d.Instances[i], true
+}
+
+// lookupInstance finds an instance by name the way libpcp_pmda does: an
+// exact match, or, when the name asked for has no space, a match with the
+// part of an instance name before its first space.
+func (d *InDom) lookupInstance(name []byte) (*Instance, bool) {
+	for i := range d.Instances {
+		if d.Instances[i].Name == string(name) {
+			return &d.Instances[i], true
+		}
+	}
+	if strings.IndexByte(string(name), ' ') >= 0 {
+		return nil, false
+	}
+	for i := range d.Instances {
+		n := d.Instances[i].Name
+		if sp := strings.IndexByte(n, ' '); sp >= 0 && n[:sp] == string(name) {
+			return &d.Instances[i], true
+		}
+	}
+	return nil, false
+}
+
+func (t *Table) find(name string) *node {
+	if name == "" {
+		return t.root
+	}
+	n := t.root
+	for name != "" {
+		p := name
+		if i := strings.IndexByte(name, '.'); i >= 0 {
+			p, name = name[:i], name[i+1:]
+			if name == "" {
+				return nil // trailing dot
+			}
+		} else {
+			name = ""
+		}
+		if n = n.child(p); n == nil {
+			return nil
+		}
+	}
+	return n
+}
+
+// PMID resolves a full metric name. Only leaves have PMIDs: an unknown or
+// non-leaf name gives PM_ERR_NAME, as libpcp_pmda's pmdaTreePMID does.
+func (t *Table) PMID(name string) (pdu.PMID, error) {
+	n := t.find(name)
+	if n == nil || !n.leaf {
+		return pdu.PMIDNull, pdu.ErrName
+	}
+	return n.pmid, nil
+}
+
+// Names returns every full name of pmid.
+func (t *Table) Names(pmid pdu.PMID) ([]string, error) {
+	if ns := t.names[pmid]; len(ns) > 0 {
+		return ns, nil
+	}
+	return nil, pdu.ErrPMID
+}
+
+// Child is one entry of a Children listing.
+type Child struct {
+	Name string // relative to the parent
+	Leaf bool
+}
+
+// Children lists the immediate children of name. A leaf has none; an
+// unknown name gives PM_ERR_NAME.
+func (t *Table) Children(name string, dst []Child) ([]Child, error) {
+	dst = dst[:0]
+	n := t.find(name)
+	if n == nil {
+		return dst, pdu.ErrName
+	}
+	for _, c := range n.children {
+		dst = append(dst, Child{c.name, c.leaf})
+	}
+	return dst, nil
+}
+
+// Traverse lists the full names of every leaf at or below name. A leaf
+// lists itself; an unknown name gives PM_ERR_NAME; a known but empty
+// subtree gives an empty list.
+func (t *Table) Traverse(name string, dst []string) ([]string, error) {
+	dst = dst[:0]
+	n := t.find(name)
+	if n == nil || n == t.root && name != "" {
+		return dst, pdu.ErrName
+	}
+	var walk func(*node)
+	walk = func(n *node) {
+		if n.leaf {
+			dst = append(dst, n.full)
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(n)
+	return dst, nil
+}
