@@ -232,7 +232,7 @@ func (p *parser) endSection() {
 	if s == nil {
 		return
 	}
-	p.sec = nil
+	defer func() { p.sec = nil }()
 	at := func(format string, args ...any) {
 		p.errs = append(p.errs, errorf(s.Pos, format, args...))
 	}
@@ -251,7 +251,7 @@ func (p *parser) endSection() {
 			if p.lines == 0 {
 				at("%s has no members; the section is ignored", s.Header())
 			} else {
-				at("%s has no usable group (see the errors above); the section is ignored", s.Header())
+				at("%s has no usable group (each has a bad member); the section is ignored", s.Header())
 			}
 			return
 		}
@@ -263,7 +263,7 @@ func (p *parser) endSection() {
 			if p.lines == 0 {
 				at("%s has no events; the section is ignored", s.Header())
 			} else {
-				at("%s has no usable events (see the errors above); the section is ignored", s.Header())
+				at("%s has no usable events (each line has an error); the section is ignored", s.Header())
 			}
 			return
 		}
