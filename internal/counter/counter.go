@@ -346,8 +346,12 @@ func (s *Set) summary() Summary {
 func (s *Set) Close() error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
-	var srcs []Source
-	var where []string
+	type closing struct {
+		src Source
+		ev  int
+		cpu int
+	}
+	var todo []closing
 	s.mu.Lock()
 	if s.state != open {
 		s.mu.Unlock()
@@ -358,8 +362,7 @@ func (s *Set) Close() error {
 		for k := range ev.slots {
 			sl := &ev.slots[k]
 			if sl.src != nil {
-				srcs = append(srcs, sl.src)
-				where = append(where, fmt.Sprintf("%q on cpu%d", ev.name, sl.cpu))
+				todo = append(todo, closing{sl.src, i, sl.cpu})
 				sl.src = nil
 			}
 			sl.ok = false
@@ -370,9 +373,9 @@ func (s *Set) Close() error {
 	s.mu.Unlock()
 
 	var errs []error
-	for j, src := range srcs {
-		if err := src.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("counter: closing %s: %w", where[j], err))
+	for _, c := range todo {
+		if err := c.src.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("counter: closing %q on cpu%d: %w", s.events[c.ev].name, c.cpu, err))
 		}
 	}
 	return errors.Join(errs...)
