@@ -1,0 +1,181 @@
+package reservation
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// LockMode is the mode of a lock file the agent creates. World-readable so
+// that any user may reserve the counters (a read lock needs only read
+// access); the C agent used 0744, whose execute bit meant nothing.
+const LockMode = 0o644
+
+// LockFile is the agent's handle on the lock file. It holds one descriptor
+// for the life of the process (see the package comment for why there must
+// never be a second one) and checks for reservations with F_GETLK.
+//
+// A LockFile is safe for concurrent use.
+type LockFile struct {
+	path string
+
+	mu  sync.Mutex
+	fd  int // -1 once closed
+	dev uint64
+	ino uint64
+}
+
+// Open opens the lock file for the agent, creating it if it is missing.
+// It refuses a symbolic link or anything but a regular file, and a file
+// owned by another user, and it resets the mode to [LockMode].
+func Open(path string) (*LockFile, error) {
+	fd, st, err := openLockFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &LockFile{path: path, fd: fd, dev: st.Dev, ino: st.Ino}, nil
+}
+
+// openLockFile opens or creates path for the agent and vets what it got.
+func openLockFile(path string) (int, *unix.Stat_t, error) {
+	// O_NONBLOCK: a FIFO planted at the path must not hang the agent.
+	// O_NOFOLLOW: a symbolic link planted at the path must not let anyone
+	// point a root-owned create (and a chmod) at a file of their choice.
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, LockMode)
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ELOOP):
+			return -1, nil, fmt.Errorf("lock file %s is a symbolic link: refusing to follow it (remove it and the agent will create the file)", path)
+		case errors.Is(err, unix.ENOENT):
+			return -1, nil, fmt.Errorf("lock file %s: directory %s does not exist", path, filepath.Dir(path))
+		}
+		return -1, nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("lock file %s: fstat: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("lock file %s is not a regular file (it is a %s): remove it and the agent will create the file", path, fileType(st.Mode))
+	}
+	if euid := uint32(os.Geteuid()); st.Uid != euid {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("lock file %s is owned by uid %d, not by the agent's uid %d: remove it and the agent will create the file", path, st.Uid, euid)
+	}
+	// Our own umask, or an older agent, may have left another mode; readers
+	// need exactly read access for everyone, and nobody else may write.
+	if st.Mode&0o7777 != LockMode {
+		if err := unix.Fchmod(fd, LockMode); err != nil {
+			unix.Close(fd)
+			return -1, nil, fmt.Errorf("lock file %s: chmod %04o: %w", path, LockMode, err)
+		}
+	}
+	return fd, &st, nil
+}
+
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	case unix.S_IFLNK:
+		return "symbolic link"
+	}
+	return fmt.Sprintf("file of type %#o", mode&unix.S_IFMT)
+}
+
+// Path returns the lock file's path.
+func (l *LockFile) Path() string { return l.path }
+
+// Ensure makes sure that the descriptor still refers to the file at the
+// path, and opens a new one when the file was deleted, renamed or replaced
+// (compared by device and inode). It reports whether it did so. On error
+// the old descriptor stays in use.
+func (l *LockFile) Ensure() (recreated bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fd < 0 {
+		return false, fmt.Errorf("lock file %s: already closed", l.path)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(l.path, &st); err == nil && st.Dev == l.dev && st.Ino == l.ino {
+		return false, nil
+	}
+	fd, nst, err := openLockFile(l.path)
+	if err != nil {
+		return false, err
+	}
+	// Closing the old descriptor is safe only because the agent never holds
+	// a lock itself: a close drops every lock this process has on that file.
+	unix.Close(l.fd)
+	l.fd, l.dev, l.ino = fd, nst.Dev, nst.Ino
+	return true, nil
+}
+
+// Check asks the kernel whether any other process holds a lock that
+// conflicts with a write lock on byte 0, that is, whether the counters are
+// reserved, and names the holders from /proc/locks. Since is left zero; the
+// [Watcher] fills it in.
+func (l *LockFile) Check() (Status, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fd < 0 {
+		return Status{}, fmt.Errorf("lock file %s: already closed", l.path)
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: 0, Len: 1}
+	if err := unix.FcntlFlock(uintptr(l.fd), unix.F_GETLK, &lk); err != nil {
+		return Status{}, fmt.Errorf("lock file %s: F_GETLK: %w", l.path, err)
+	}
+	if lk.Type == unix.F_UNLCK {
+		return Status{}, nil
+	}
+	holders, err := lockHolders(procLocksPath, l.dev, l.ino)
+	if err != nil || len(holders) == 0 {
+		// /proc/locks unreadable, or device numbers that do not match (btrfs
+		// subvolumes report another st_dev): F_GETLK names one holder, which
+		// is better than none. OFD locks have no owning pid (-1).
+		holders = nil
+		if lk.Pid > 0 {
+			holders = []int{int(lk.Pid)}
+		}
+	}
+	return Status{Reserved: true, Holders: holders}, nil
+}
+
+// identity returns the device and inode of the file the descriptor refers to.
+func (l *LockFile) identity() (dev, ino uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dev, l.ino
+}
+
+// Close closes the descriptor. The file itself stays: "no such file" tells a
+// perfalloc user that the agent never ran, which is a different story from
+// an agent that stopped.
+func (l *LockFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fd < 0 {
+		return nil
+	}
+	err := unix.Close(l.fd)
+	l.fd = -1
+	if err != nil {
+		return fmt.Errorf("lock file %s: close: %w", l.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package reservation
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func mode(t *testing.T, path string) fs.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode()
+}
+
+func TestOpenCreatesWorldReadable(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if m := mode(t, path); m != 0o644 {
+		t.Errorf("mode %v, want -rw-r--r--", m)
+	}
+}
+
+func TestOpenResetsMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	if err := os.WriteFile(path, nil, 0o744); err != nil { // what the C agent leaves
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o744)
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if m := mode(t, path); m != 0o644 {
+		t.Errorf("mode %v, want -rw-r--r--", m)
+	}
+}
+
+func TestOpenRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	path := filepath.Join(dir, "perflock")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(path)
+	want := "lock file " + path + " is a symbolic link: refusing to follow it (remove it and the agent will create the file)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the link's target was created: %v", err)
+	}
+}
+
+func TestOpenRefusesFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	if err := unix.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(path)
+	want := "lock file " + path + " is not a regular file (it is a FIFO): remove it and the agent will create the file"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}
+
+func TestOpenMissingDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nodir", "perflock")
+	_, err := Open(path)
+	if err == nil || !strings.Contains(err.Error(), "directory "+filepath.Dir(path)+" does not exist") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestEnsureRecreates(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if re, err := lf.Ensure(); re || err != nil {
+		t.Fatalf("Ensure on an intact file: %v %v", re, err)
+	}
+
+	os.Remove(path)
+	if re, err := lf.Ensure(); !re || err != nil {
+		t.Fatalf("Ensure after delete: %v %v", re, err)
+	}
+	if m := mode(t, path); m != 0o644 {
+		t.Errorf("recreated with mode %v", m)
+	}
+
+	// Replaced by rename: the descriptor must follow the new file, so
+	// that locks on it are seen.
+	other := filepath.Join(dir, "other")
+	os.WriteFile(other, nil, 0o600)
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if re, err := lf.Ensure(); !re || err != nil {
+		t.Fatalf("Ensure after replace: %v %v", re, err)
+	}
+	h := startHolder(t, path, false)
+	st, err := lf.Check()
+	if err != nil || !st.Reserved || !slices.Equal(st.Holders, []int{h.pid()}) {
+		t.Fatalf("after replace: %+v %v, want reserved by %d", st, err, h.pid())
+	}
+	h.release(t)
+
+	// Replaced by a symbolic link: refused, and the old fd stays usable.
+	os.Remove(path)
+	os.Symlink("/etc/passwd", path)
+	if _, err := lf.Ensure(); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Fatalf("Ensure with a symlink: %v", err)
+	}
+	if _, err := lf.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckAcrossProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if st, err := lf.Check(); err != nil || st.Reserved || st.Holders != nil {
+		t.Fatalf("fresh lock file: %+v %v", st, err)
+	}
+
+	a := startHolder(t, path, false)
+	b := startHolder(t, path, false) // read locks are shared
+	st, err := lf.Check()
+	want := []int{a.pid(), b.pid()}
+	slices.Sort(want)
+	if err != nil || !st.Reserved || !slices.Equal(st.Holders, want) {
+		t.Fatalf("two holders: %+v %v, want holders %v", st, err, want)
+	}
+
+	a.release(t)
+	st, _ = lf.Check()
+	if !st.Reserved || !slices.Equal(st.Holders, []int{b.pid()}) {
+		t.Fatalf("after one release: %+v, want holder %d", st, b.pid())
+	}
+
+	// SIGKILL: the kernel drops the lock with the process.
+	b.cmd.Process.Kill()
+	b.cmd.Wait()
+	if st, _ := lf.Check(); st.Reserved {
+		t.Fatalf("after SIGKILL: %+v", st)
+	}
+}
+
+func TestReserveErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	if _, err := Reserve(missing); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: %v", err)
+	}
+
+	link := filepath.Join(dir, "link")
+	os.WriteFile(filepath.Join(dir, "real"), nil, 0o644)
+	os.Symlink("real", link)
+	if _, err := Reserve(link); !errors.Is(err, unix.ELOOP) || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Errorf("symlink: %v", err)
+	}
+
+	if _, err := Reserve(dir); err == nil || err.Error() != "lock file "+dir+" is not a regular file (it is a directory)" {
+		t.Errorf("directory: %v", err)
+	}
+
+	path := filepath.Join(dir, "perflock")
+	os.WriteFile(path, nil, 0o644)
+	w := startHolder(t, path, true)
+	_, err := Reserve(path)
+	var held *HeldError
+	if !errors.As(err, &held) || held.PID != w.pid() {
+		t.Fatalf("write-locked file: %v, want a HeldError naming pid %d", err, w.pid())
+	}
+	want := "lock file " + path + ": process " + strconv.Itoa(w.pid()) + " holds a write lock on it, so the counters cannot be reserved now"
+	if err.Error() != want {
+		t.Errorf("got %q\nwant %q", err, want)
+	}
+}

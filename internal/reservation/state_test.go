@@ -1,0 +1,229 @@
+package reservation
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestWriteReadState(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	path := StatePath(filepath.Join(dir, "perflock"))
+	if path != filepath.Join(dir, "perflock.state") {
+		t.Fatalf("StatePath = %s", path)
+	}
+	since := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	in := &State{
+		Generation: 7, PID: 42, Program: "pmdaperfevent", Config: "/etc/pcp/perfevent/perfevent.conf",
+		LockFile: filepath.Join(dir, "perflock"), Counters: CountersReleased, Since: since, Holders: []int{100, 200},
+		Events: []EventState{{Name: "perf:cpu_clock", State: EventReleased, CPUs: 2}, {Name: "hw:cycles", State: EventFailed, Error: "no such device"}},
+	}
+	if err := WriteState(path, in); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(t, path); m != 0o644 {
+		t.Errorf("mode %v, want -rw-r--r--", m)
+	}
+	out, err := ReadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Generation != 7 || out.PID != 42 || !out.Since.Equal(since) || !out.HeldBy(200) || out.HeldBy(42) ||
+		len(out.Events) != 2 || out.Events[1] != in.Events[1] {
+		t.Errorf("round trip: got %+v", out)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+	raw, _ := os.ReadFile(path)
+	for _, key := range []string{`"generation": 7`, `"counters": "released"`, `"holders": [`, `"state": "failed"`, `"error": "no such device"`} {
+		if !strings.Contains(string(raw), key) {
+			t.Errorf("state file lacks %s:\n%s", key, raw)
+		}
+	}
+}
+
+func TestReadStateErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.state")
+	if _, err := ReadState(missing); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.state")
+	os.WriteFile(bad, []byte(`{"pid": "x"}`), 0o644)
+	if _, err := ReadState(bad); err == nil || !strings.HasPrefix(err.Error(), "state file "+bad+": json: ") {
+		t.Errorf("bad JSON: %v", err)
+	}
+	link := filepath.Join(dir, "link.state")
+	os.Symlink(bad, link)
+	if _, err := ReadState(link); err == nil {
+		t.Error("followed a symbolic link")
+	}
+}
+
+// A reader racing the writer sees one whole state or another, never a
+// truncated or mixed file.
+func TestStateAtomicReplace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.state")
+	small := &State{PID: 1, Counters: CountersOpen}
+	big := &State{PID: 2, Counters: CountersReleased}
+	for range 300 {
+		big.Events = append(big.Events, EventState{Name: strings.Repeat("x", 40), State: EventReleased, CPUs: 2})
+	}
+	if err := WriteState(path, small); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads, fails int
+	var mu sync.Mutex
+	{
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s, err := ReadState(path)
+				mu.Lock()
+				reads++
+				if err != nil || !(s.PID == 1 && len(s.Events) == 0 || s.PID == 2 && len(s.Events) == 300) {
+					fails++
+					t.Errorf("reader saw %v (state %v)", err, s != nil)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range 50 {
+		s := small
+		if i%2 == 0 {
+			s = big
+		}
+		if err := WriteState(path, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if reads == 0 {
+		t.Fatal("no reads happened")
+	}
+}
+
+func TestStateFileRefreshes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.state")
+	sf, err := NewStateFile(path, State{Program: "pmdaperfevent", Counters: CountersOpen}, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	s, err := WaitState(ctx, path, 0, func(s *State) bool { return s.Generation >= 3 })
+	if err != nil {
+		t.Fatalf("the state was not refreshed: %v (last %+v)", err, s)
+	}
+	if s.PID != os.Getpid() || s.StartTicks == 0 || s.RefreshSeconds != 0.01 || s.Started.IsZero() {
+		t.Errorf("filled-in fields: %+v", s)
+	}
+	if err := s.Alive(); err != nil {
+		t.Errorf("Alive: %v", err)
+	}
+	if err := s.Fresh(time.Now()); err != nil {
+		t.Errorf("Fresh: %v", err)
+	}
+	if err := sf.Update(func(s *State) { s.Counters = CountersReleased; s.Holders = []int{9} }); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := ReadState(path); s.Counters != CountersReleased || !s.HeldBy(9) {
+		t.Errorf("after Update: %+v", s)
+	}
+	if err := sf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Close left the state file: %v", err)
+	}
+}
+
+func TestStateLiveness(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("needs true(1)")
+	}
+	dead := &State{Program: "pmdaperfevent", PID: cmd.Process.Pid}
+	if err := dead.Alive(); err == nil || err.Error() != "pmdaperfevent (pid "+itoa(dead.PID)+") is not running" {
+		t.Errorf("dead pid: %v", err)
+	}
+	reused := &State{PID: os.Getpid(), StartTicks: 1}
+	if err := reused.Alive(); err == nil || !strings.Contains(err.Error(), "the pid now belongs to another process") {
+		t.Errorf("recycled pid: %v", err)
+	}
+	now := time.Now()
+	stale := &State{Generation: 5, Written: now.Add(-time.Minute), RefreshSeconds: 10}
+	if err := stale.Fresh(now); err == nil || err.Error() != "state generation 5 was written 1m0s ago, but the writer promised to refresh it every 10s" {
+		t.Errorf("stale: %v", err)
+	}
+	if err := stale.Fresh(now.Add(-30 * time.Second)); err != nil {
+		t.Errorf("30 s old with a 10 s refresh: %v", err)
+	}
+}
+
+func TestWaitStateWakesOnRename(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.state")
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		WriteState(path, &State{Generation: 1})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	// An hour-long poll: only the inotify hint can end this wait in time.
+	if s, err := WaitState(ctx, path, time.Hour, func(s *State) bool { return s.Generation == 1 }); err != nil {
+		t.Fatalf("%v (last %+v)", err, s)
+	}
+}
+
+func TestWaitStateTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.state")
+	WriteState(path, &State{Generation: 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	s, err := WaitState(ctx, path, 0, func(*State) bool { return false })
+	if !errors.Is(err, context.DeadlineExceeded) || s == nil || s.Generation != 4 {
+		t.Errorf("got %+v, %v; want the last state and DeadlineExceeded", s, err)
+	}
+}
+
+func TestDefaultLockPath(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "pcp.conf")
+	os.WriteFile(conf, []byte("# PCP\nPCP_VAR_DIR=/x\nPCP_PMDAS_DIR=\"/opt/pmdas\"\n"), 0o644)
+	t.Setenv("PCP_CONF", conf)
+	t.Setenv("PCP_PMDAS_DIR", "")
+	if got := DefaultLockPath(); got != "/opt/pmdas/perfevent/perflock" {
+		t.Errorf("from pcp.conf: %s", got)
+	}
+	t.Setenv("PCP_PMDAS_DIR", "/env/pmdas")
+	if got := DefaultLockPath(); got != "/env/pmdas/perfevent/perflock" {
+		t.Errorf("from the environment: %s", got)
+	}
+	t.Setenv("PCP_PMDAS_DIR", "")
+	t.Setenv("PCP_CONF", conf+".missing")
+	if got := DefaultLockPath(); got != "/var/lib/pcp/pmdas/perfevent/perflock" {
+		t.Errorf("default: %s", got)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,124 @@
+package reservation
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// A failure deadline, not a timing assertion: reaction times are measured
+// by BenchmarkReactionFsnotify and BenchmarkReactionPoll.
+const patience = 5 * time.Second
+
+func nextStatus(t *testing.T, ch <-chan Status) Status {
+	t.Helper()
+	select {
+	case st := <-ch:
+		return st
+	case <-time.After(patience):
+		t.Fatal("no callback")
+	}
+	panic("unreachable")
+}
+
+func testWatcher(t *testing.T, opts Options) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	ch := make(chan Status, 8)
+	w, err := Watch(lf, opts, func(st Status) { ch <- st })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	first := nextStatus(t, ch)
+	if first.Reserved || first.Since.IsZero() {
+		t.Fatalf("initial status %+v", first)
+	}
+
+	h := startHolder(t, path, false)
+	st := nextStatus(t, ch)
+	if !st.Reserved || !slices.Equal(st.Holders, []int{h.pid()}) || !st.Since.After(first.Since) {
+		t.Fatalf("after lock: %+v, want reserved by %d", st, h.pid())
+	}
+	if cur := w.Current(); !cur.sameAs(st) || cur.Since != st.Since {
+		t.Errorf("Current() = %+v, last callback %+v", cur, st)
+	}
+
+	// A second holder changes the holders, not Since.
+	h2 := startHolder(t, path, false)
+	st2 := nextStatus(t, ch)
+	want := []int{h.pid(), h2.pid()}
+	slices.Sort(want)
+	if !st2.Reserved || !slices.Equal(st2.Holders, want) || st2.Since != st.Since {
+		t.Fatalf("second holder: %+v, want holders %v since %v", st2, want, st.Since)
+	}
+
+	h.release(t)
+	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{h2.pid()}) {
+		t.Fatalf("one left: %+v", st)
+	}
+	h2.cmd.Process.Kill()
+	h2.cmd.Wait()
+	if st := nextStatus(t, ch); st.Reserved || st.Holders != nil {
+		t.Fatalf("after release: %+v", st)
+	}
+	w.Close()
+	select {
+	case st := <-ch:
+		t.Errorf("callback after Close: %+v", st)
+	default:
+	}
+}
+
+func TestWatcherHints(t *testing.T) {
+	// A poll far longer than the test proves that the hints did the work.
+	testWatcher(t, Options{Poll: time.Hour})
+}
+
+func TestWatcherPoll(t *testing.T) {
+	testWatcher(t, Options{Poll: 10 * time.Millisecond, NoNotify: true})
+}
+
+func TestWatcherRecreatesDeletedFile(t *testing.T) {
+	for _, opts := range []Options{{Poll: time.Hour}, {Poll: 10 * time.Millisecond, NoNotify: true}} {
+		path := filepath.Join(t.TempDir(), "perflock")
+		lf, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := make(chan string, 8)
+		opts.Logf = func(format string, args ...any) { logs <- format }
+		ch := make(chan Status, 8)
+		w, err := Watch(lf, opts, func(st Status) { ch <- st })
+		if err != nil {
+			t.Fatal(err)
+		}
+		nextStatus(t, ch)
+		os.Remove(path)
+		select {
+		case msg := <-logs:
+			if msg != "lock file %s was deleted or replaced: recreated it" {
+				t.Errorf("log %q", msg)
+			}
+		case <-time.After(patience):
+			t.Fatalf("NoNotify=%v: deleted lock file not recreated", opts.NoNotify)
+		}
+		if m := mode(t, path); m != 0o644 {
+			t.Errorf("recreated with mode %v", m)
+		}
+		// The watch follows the new file.
+		h := startHolder(t, path, false)
+		if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{h.pid()}) {
+			t.Fatalf("NoNotify=%v: lock on the recreated file: %+v", opts.NoNotify, st)
+		}
+		h.release(t)
+		w.Close()
+		lf.Close()
+	}
+}
