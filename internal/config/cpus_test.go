@@ -1,0 +1,176 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestParseCPUList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"0-3,5,7-8\n", []int{0, 1, 2, 3, 5, 7, 8}},
+		{"0", []int{0}},
+		{" 4 ", []int{4}},
+		{"\n", nil},
+		{"", nil},
+		{"3,1,2-3,0", []int{0, 1, 2, 3}},
+		{"65535", []int{65535}},
+	} {
+		got, err := ParseCPUList(tc.in)
+		if err != nil {
+			t.Errorf("ParseCPUList(%q): %v", tc.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseCPUList(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, err string }{
+		{"0-", `CPU list "0-": "" is not a CPU number`},
+		{"a", `CPU list "a": "a" is not a CPU number`},
+		{"1,,2", `CPU list "1,,2": "" is not a CPU number`},
+		{"-1", `CPU list "-1": "" is not a CPU number`},
+		{"3-1", `CPU list "3-1": range 3-1 runs backwards`},
+		{"0-65536", `CPU list "0-65536": CPU 65536 is beyond the largest supported id 65535`},
+		{"99999999999999999999", `CPU list "99999999999999999999": CPU 99999999999999999999 is beyond the largest supported id 65535`},
+		{"1 2", `CPU list "1 2": "1 2" is not a CPU number`},
+	} {
+		got, err := ParseCPUList(tc.in)
+		if err == nil || err.Error() != tc.err {
+			t.Errorf("ParseCPUList(%q) = %v, %v; want error %s", tc.in, got, err, tc.err)
+		}
+	}
+}
+
+func TestFormatCPUList(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{0}, "0"},
+		{[]int{0, 1}, "0-1"},
+		{[]int{0, 1, 2, 3, 5, 7, 8}, "0-3,5,7-8"},
+		{[]int{2, 4, 6}, "2,4,6"},
+	} {
+		if got := FormatCPUList(tc.in); got != tc.want {
+			t.Errorf("FormatCPUList(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+		if back, err := ParseCPUList(FormatCPUList(tc.in)); err != nil || !reflect.DeepEqual(back, tc.in) {
+			t.Errorf("round trip of %v gave %v, %v", tc.in, back, err)
+		}
+	}
+}
+
+// twoNodes is a machine with CPUs 0-3 on node 0 and 4-6 on node 1, with CPU 2
+// offline.
+var twoNodes = Topology{
+	Online: []int{0, 1, 3, 4, 5, 6},
+	Nodes:  [][]int{{0, 1, 2, 3}, {4, 5, 6}},
+}
+
+func TestCPUAllocator(t *testing.T) {
+	a, err := NewCPUAllocator(twoNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		opt  CPUOption
+		want []int
+	}{
+		{CPUOption{}, []int{0, 1, 3, 4, 5, 6}},
+		{CPUOption{Kind: CPUAll}, []int{0, 1, 3, 4, 5, 6}},
+		{CPUOption{Kind: CPUNode}, []int{0, 4}},
+		{CPUOption{Kind: CPUIndex, Index: 2}, []int{3}}, // an index, not an id
+		{CPUOption{Kind: CPUIndex, Index: 5}, []int{6}},
+		{CPUOption{Kind: CPURoundRobin}, []int{0}},
+		{CPUOption{Kind: CPURoundRobin}, []int{1}},
+		{CPUOption{Kind: CPUNodeRoundRobin}, []int{0, 4}},
+		{CPUOption{Kind: CPURoundRobin}, []int{3}},
+		{CPUOption{Kind: CPUNodeRoundRobin}, []int{1, 5}},
+		{CPUOption{Kind: CPUNodeRoundRobin}, []int{3, 6}},
+		{CPUOption{Kind: CPUNodeRoundRobin}, []int{0, 4}}, // node_rr wraps after 3 turns
+		{CPUOption{Kind: CPURoundRobin}, []int{4}},
+		{CPUOption{Kind: CPURoundRobin}, []int{5}},
+		{CPUOption{Kind: CPURoundRobin}, []int{6}},
+		{CPUOption{Kind: CPURoundRobin}, []int{0}}, // cpu_rr wraps after 6
+	}
+	for i, s := range steps {
+		got, err := a.CPUs(s.opt, at(i+1))
+		if err != nil {
+			t.Fatalf("step %d (%v): %v", i, s.opt, err)
+		}
+		if !reflect.DeepEqual(got, s.want) {
+			t.Errorf("step %d (%q): CPUs = %v, want %v", i, s.opt.String(), got, s.want)
+		}
+	}
+
+	// Callers own what they get back.
+	got, _ := a.CPUs(CPUOption{Kind: CPUAll}, at(1))
+	got[0] = 99
+	if again, _ := a.CPUs(CPUOption{Kind: CPUAll}, at(1)); again[0] != 0 {
+		t.Error("CPUs returned the allocator's own slice")
+	}
+}
+
+func TestCPUAllocatorErrors(t *testing.T) {
+	a, err := NewCPUAllocator(Topology{Online: []int{0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		opt CPUOption
+		err string
+	}{
+		{CPUOption{Kind: CPUIndex, Index: 2}, "perfevent.conf:7: CPU index 2 is out of range: this machine has 2 online CPUs (0-1), so the index must be 0 to 1"},
+		{CPUOption{Kind: CPUIndex, Index: -1}, "perfevent.conf:7: CPU index -1 is out of range: this machine has 2 online CPUs (0-1), so the index must be 0 to 1"},
+		{CPUOption{Kind: 42}, "perfevent.conf:7: unknown CPU option kind 42"},
+	} {
+		cpus, err := a.CPUs(tc.opt, at(7))
+		if err == nil || err.Error() != tc.err {
+			t.Errorf("CPUs(%v) = %v, %v; want error %s", tc.opt, cpus, err, tc.err)
+		}
+	}
+	if _, err := NewCPUAllocator(Topology{}); err == nil || err.Error() != "no online CPUs to count on" {
+		t.Errorf("no CPUs: err = %v", err)
+	}
+}
+
+func TestCPUAllocatorTopologyQuirks(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		topo          Topology
+		node, nodeRR2 []int
+	}{{
+		name: "no NUMA information: one node",
+		topo: Topology{Online: []int{0, 1, 2}},
+		node: []int{0}, nodeRR2: []int{1},
+	}, {
+		name: "node lists with only offline CPUs",
+		topo: Topology{Online: []int{0, 1}, Nodes: [][]int{{8, 9}}},
+		node: []int{0}, nodeRR2: []int{1},
+	}, {
+		name: "unsorted online list and a memory-only node",
+		topo: Topology{Online: []int{3, 1, 2, 0, 1}, Nodes: [][]int{{2, 3}, {}, {0, 1}}},
+		node: []int{2, 0}, nodeRR2: []int{3, 1},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := NewCPUAllocator(tc.topo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := a.CPUs(CPUOption{Kind: CPUNode}, at(1)); !reflect.DeepEqual(got, tc.node) {
+				t.Errorf("node = %v, want %v", got, tc.node)
+			}
+			a.CPUs(CPUOption{Kind: CPUNodeRoundRobin}, at(1))
+			if got, _ := a.CPUs(CPUOption{Kind: CPUNodeRoundRobin}, at(1)); !reflect.DeepEqual(got, tc.nodeRR2) {
+				t.Errorf("second node_rr = %v, want %v", got, tc.nodeRR2)
+			}
+			if got, _ := a.CPUs(CPUOption{Kind: CPUIndex}, at(1)); got[0] != 0 {
+				t.Errorf("index 0 = %v, want the lowest online CPU", got)
+			}
+		})
+	}
+}
