@@ -1,0 +1,416 @@
+// Package setup decides what a perfevent.conf means on this machine: which
+// PMU section applies, what each event line resolves to, on which CPUs it
+// counts, and which derived metrics can be built once the counters are open.
+//
+// Every line gets a Note that says what became of it, so the agent's log and
+// `pmdaperfevent --check` tell the same story. Lines that cannot work here
+// are skipped and the rest is served: one bad line never costs the others.
+package setup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"perfevent/internal/config"
+	"perfevent/internal/counter"
+	"perfevent/internal/metrics"
+	"perfevent/internal/pmu"
+
+	"golang.org/x/sys/unix"
+)
+
+// Severity says whether a note is a problem to fix or just information.
+type Severity int
+
+const (
+	// Info is normal: a line that works, or one that cannot work on this
+	// kind of machine (cycles on a VM without a PMU) and is skipped.
+	Info Severity = iota
+	// Problem is a mistake in the config or the system that someone should
+	// fix: a syntax error, an unknown event, a permission problem.
+	Problem
+)
+
+// Note is what became of one line of the config.
+type Note struct {
+	Pos      config.Pos
+	Severity Severity
+	Text     string
+}
+
+func (n Note) String() string {
+	if n.Pos.Line == 0 {
+		return n.Text
+	}
+	return n.Pos.String() + ": " + n.Text
+}
+
+// Counter is an event line that resolved: what to open, where, and the
+// metric name it is exported under (below perfevent.hwcounters).
+type Counter struct {
+	Pos    config.Pos
+	Event  pmu.Event
+	CPUs   []int
+	Metric string
+}
+
+// Derived is a derived section, exported below perfevent.derived.
+type Derived struct {
+	Section *config.Section
+	Metric  string
+}
+
+// Plan is what the config asks for on this machine.
+type Plan struct {
+	Config   *config.File
+	Section  *config.Section // the PMU section in use; nil if none matched
+	Counters []Counter       // in config order: the chosen section, then [dynamic]
+	Derived  []Derived       // in config order
+	Notes    []Note
+
+	compat      bool
+	unsupported map[string]bool // events that failed only as "not supported here"
+}
+
+// Machine is what the plan is made against. Tests fake both parts.
+type Machine struct {
+	PMU      *pmu.FS
+	Topology config.Topology
+}
+
+// ReadMachine reads the topology from fs's sysfs.
+func ReadMachine(fs *pmu.FS) (Machine, error) {
+	online, err := fs.OnlineCPUs()
+	if err != nil {
+		return Machine{}, err
+	}
+	m := Machine{PMU: fs, Topology: config.Topology{Online: online}}
+	root := fs.Sys
+	if root == "" {
+		root = "/sys"
+	}
+	// Nodes sort numerically (node10 after node9), as the C agent's
+	// versionsort does, so node_rr walks them in order.
+	dirs, _ := filepath.Glob(filepath.Join(root, "devices/system/node/node[0-9]*"))
+	sort.Slice(dirs, func(i, j int) bool {
+		if len(dirs[i]) != len(dirs[j]) {
+			return len(dirs[i]) < len(dirs[j])
+		}
+		return dirs[i] < dirs[j]
+	})
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, "cpulist"))
+		if err != nil {
+			continue
+		}
+		cpus, err := config.ParseCPUList(string(data))
+		if err != nil {
+			return Machine{}, fmt.Errorf("%s/cpulist: %w", d, err)
+		}
+		m.Topology.Nodes = append(m.Topology.Nodes, cpus)
+	}
+	return m, nil
+}
+
+// Make plans the counters of f. parseErr is what config.Parse returned
+// alongside f; its errors become Problem notes. compat selects the C
+// agent's pre-3.10.8 metric names (pmdaperfevent -C).
+func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
+	p := &Plan{Config: f, compat: compat}
+	var list config.ErrorList
+	if errors.As(parseErr, &list) {
+		for _, e := range list {
+			p.problem(e.Pos, "%s; line skipped", e.Msg)
+		}
+	} else if parseErr != nil {
+		p.Notes = append(p.Notes, Note{Severity: Problem, Text: parseErr.Error()})
+	}
+	if f == nil {
+		return p
+	}
+
+	present := map[string]bool{}
+	for _, n := range m.PMU.PresentNames() {
+		present[n] = true
+	}
+	section, why := f.ChoosePMUSection(func(name string) bool { return present[name] })
+	p.Section = section
+	for _, line := range why {
+		// The explanations already carry their position.
+		p.Notes = append(p.Notes, Note{Severity: Info, Text: line})
+	}
+
+	alloc, err := config.NewCPUAllocator(m.Topology)
+	if err != nil {
+		p.Notes = append(p.Notes, Note{Severity: Problem, Text: err.Error()})
+		return p
+	}
+	taken := map[string]config.Pos{}
+	if section != nil {
+		for _, ev := range section.Events {
+			p.addCounter(m.PMU, alloc, ev, false, taken)
+		}
+	}
+	for _, ev := range f.DynamicEvents() {
+		p.addCounter(m.PMU, alloc, ev, true, taken)
+	}
+
+	derivedTaken := map[string]config.Pos{}
+	for _, s := range f.DerivedSections() {
+		name := metrics.MetricName(s.Name, compat)
+		if prev, ok := derivedTaken[name]; ok {
+			p.problem(s.Pos, "%s: metric perfevent.derived.%s is already defined at line %d; section skipped", s.Header(), name, prev.Line)
+			continue
+		}
+		if name == "active" {
+			p.problem(s.Pos, "%s: the name clashes with perfevent.derived.active; section skipped", s.Header())
+			continue
+		}
+		derivedTaken[name] = s.Pos
+		p.Derived = append(p.Derived, Derived{Section: s, Metric: name})
+	}
+	return p
+}
+
+func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Event, dynamic bool, taken map[string]config.Pos) {
+	opts := pmu.Options{RawCode: ev.RawCode, HasRawCode: ev.HasRawCode}
+	if len(ev.Params) > 0 {
+		opts.Params = map[string]uint64{}
+		for _, prm := range ev.Params {
+			opts.Params[prm.Name] = uint64(prm.Value)
+		}
+	}
+	resolved, err := fs.ResolveWith(ev.Name, opts)
+	if err != nil {
+		p.problem(ev.Pos, "%v; line skipped", err)
+		return
+	}
+	var cpus []int
+	if ev.CPU.Kind == config.CPUDefault && resolved.CPUs != nil {
+		// An uncore PMU counts once per package, on the CPUs of its
+		// cpumask; counting it on every CPU would multiply the total.
+		cpus = slices.Clone(resolved.CPUs)
+	} else if cpus, err = alloc.CPUs(ev.CPU, ev.Pos); err != nil {
+		p.problem(ev.Pos, "%s: %s; line skipped", ev.Name, strings.TrimPrefix(err.Error(), ev.Pos.String()+": "))
+		return
+	}
+	name := metrics.MetricName(ev.Name, p.compat)
+	if prev, ok := taken[name]; ok {
+		p.problem(ev.Pos, "%s: metric perfevent.hwcounters.%s is already defined at line %d; line skipped", ev.Name, name, prev.Line)
+		return
+	}
+	if !validMetricName(name) {
+		p.problem(ev.Pos, "%s: %q is not a usable metric name; line skipped", ev.Name, name)
+		return
+	}
+	taken[name] = ev.Pos
+	p.Counters = append(p.Counters, Counter{Pos: ev.Pos, Event: resolved, CPUs: cpus, Metric: name})
+	p.info(ev.Pos, "%s: %s, on %s", ev.Name, describe(resolved), cpuNames(cpus))
+}
+
+// validMetricName rejects names that would break the PMNS: empty
+// components (from "a..b" or a leading or trailing dot).
+func validMetricName(name string) bool {
+	for _, part := range strings.Split(name, ".") {
+		if part == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func describe(ev pmu.Event) string {
+	a := ev.Attr
+	s := fmt.Sprintf("%s: type %d config %#x", ev.Source, a.Type, a.Config)
+	if a.Ext1 != 0 || a.Ext2 != 0 {
+		s += fmt.Sprintf(" config1 %#x config2 %#x", a.Ext1, a.Ext2)
+	}
+	if ev.Scale != 1 || ev.Unit != "" {
+		s += fmt.Sprintf(" (scale %g %s)", ev.Scale, ev.Unit)
+	}
+	return s
+}
+
+func cpuNames(cpus []int) string {
+	if len(cpus) == 1 {
+		return fmt.Sprintf("cpu%d", cpus[0])
+	}
+	return "cpus " + config.FormatCPUList(cpus)
+}
+
+func (p *Plan) info(pos config.Pos, format string, args ...any) {
+	p.Notes = append(p.Notes, Note{Pos: pos, Severity: Info, Text: fmt.Sprintf(format, args...)})
+}
+
+func (p *Plan) problem(pos config.Pos, format string, args ...any) {
+	p.Notes = append(p.Notes, Note{Pos: pos, Severity: Problem, Text: fmt.Sprintf(format, args...)})
+}
+
+// Specs are the counters to open, in plan order.
+func (p *Plan) Specs() []counter.Spec {
+	specs := make([]counter.Spec, len(p.Counters))
+	for i, c := range p.Counters {
+		specs[i] = counter.Spec{Name: c.Event.Name, Attr: c.Event.Attr, CPUs: c.CPUs}
+	}
+	return specs
+}
+
+// Opened records what Open did: a counter that opened nowhere is dropped
+// from the plan. A counter that is not supported on this machine is normal
+// on a VM and noted as Info; any other failure is a Problem.
+func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
+	byEvent := map[string][]*counter.OpenError{}
+	for _, f := range sum.Failures {
+		byEvent[f.Event] = append(byEvent[f.Event], f)
+	}
+	kept := p.Counters[:0]
+	for _, c := range p.Counters {
+		fails := byEvent[c.Event.Name]
+		ev, _ := set.Lookup(c.Event.Name)
+		served := len(set.CPUs(ev)) > 0
+		if len(fails) > 0 {
+			sev := Problem
+			if allUnsupported(fails) {
+				sev = Info
+				if !served {
+					if p.unsupported == nil {
+						p.unsupported = map[string]bool{}
+					}
+					p.unsupported[c.Event.Name] = true
+				}
+			}
+			cpus := make([]int, len(fails))
+			for i, f := range fails {
+				cpus[i] = f.CPU
+			}
+			verdict := "skipped"
+			if served {
+				verdict = "served on " + cpuNames(set.CPUs(ev))
+			}
+			text := fmt.Sprintf("%s: cannot count on %s: %s", c.Event.Name, cpuNames(cpus), fails[0].Advice)
+			if fails[0].Errno != 0 {
+				text += " (" + unix.ErrnoName(fails[0].Errno) + ")"
+			}
+			p.Notes = append(p.Notes, Note{Pos: c.Pos, Severity: sev, Text: text + "; " + verdict})
+		}
+		if served {
+			c.CPUs = set.CPUs(ev)
+			kept = append(kept, c)
+		}
+	}
+	p.Counters = kept
+}
+
+func allUnsupported(fails []*counter.OpenError) bool {
+	for _, f := range fails {
+		if f.Kind != counter.Unsupported {
+			return false
+		}
+	}
+	return true
+}
+
+// AddDerived builds the derived metrics from the opened counters: for each
+// section, the first alternative group whose members are all served on
+// the same CPUs. A section with no usable group is skipped with a note
+// naming what each group lacks. It returns the derived metrics that were
+// added, in the order of their Set indexes.
+func (p *Plan) AddDerived(set *counter.Set, fs *pmu.FS) []Derived {
+	cpus := func(event string) ([]int, bool) {
+		ev, ok := set.Lookup(event)
+		if !ok || len(set.CPUs(ev)) == 0 {
+			return nil, false
+		}
+		return set.CPUs(ev), true
+	}
+	var added []Derived
+	for _, d := range p.Derived {
+		s := d.Section
+		g, err := s.ChooseGroup(cpus)
+		if err != nil {
+			sev := Problem
+			if p.membersUnsupported(s) {
+				sev = Info
+			}
+			p.Notes = append(p.Notes, Note{Severity: sev, Text: err.Error() + "; section skipped"})
+			continue
+		}
+		spec := counter.DerivedSpec{Name: s.Name}
+		var parts []string
+		for _, t := range g.Terms {
+			scale, how := t.Scale, ""
+			if t.PerfScale {
+				sysScale, unit, found := 1.0, "", false
+				if c, ok := p.counter(t.Event); ok {
+					sysScale, unit, found = fs.ScaleFor(c.Event)
+				}
+				if !found {
+					p.problem(t.Pos, "%s: perf_scale: no sysfs .scale file describes this event; using 1", t.Event)
+					sysScale = 1
+				}
+				scale *= sysScale
+				how = " (perf_scale)"
+				if unit != "" {
+					how = " (perf_scale, " + unit + ")"
+				}
+			}
+			parts = append(parts, fmt.Sprintf("%s × %g%s", t.Event, scale, how))
+			spec.Terms = append(spec.Terms, counter.Term{Event: t.Event, Scale: scale})
+		}
+		if _, err := set.AddDerived(spec); err != nil {
+			p.problem(s.Pos, "%s: %s; section skipped", s.Header(), strings.TrimPrefix(err.Error(), "counter: "))
+			continue
+		}
+		p.info(s.Pos, "%s: perfevent.derived.%s.value = %s (group at line %d)", s.Header(), d.Metric, strings.Join(parts, " + "), g.Pos.Line)
+		added = append(added, d)
+	}
+	return added
+}
+
+// membersUnsupported reports whether a derived section is unusable only
+// because members are not supported on this machine (a hardware derived
+// metric on a VM): expected here, not a mistake in the config. Every group
+// must lack a member, and every member it lacks must be one of those.
+func (p *Plan) membersUnsupported(s *config.Section) bool {
+	for _, g := range s.Groups {
+		missing := 0
+		for _, t := range g.Terms {
+			if _, ok := p.counter(t.Event); ok {
+				continue
+			}
+			if !p.unsupported[t.Event] {
+				return false
+			}
+			missing++
+		}
+		if missing == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Plan) counter(event string) (Counter, bool) {
+	for _, c := range p.Counters {
+		if c.Event.Name == event {
+			return c, true
+		}
+	}
+	return Counter{}, false
+}
+
+// Problems counts the notes of severity Problem.
+func (p *Plan) Problems() int {
+	n := 0
+	for _, note := range p.Notes {
+		if note.Severity == Problem {
+			n++
+		}
+	}
+	return n
+}
