@@ -1,0 +1,934 @@
+#!/usr/bin/python3
+"""Side-by-side benchmarks of two perfevent agents, ours (Go) and PCP's (C).
+
+Each agent runs under its own private pmcd: the real pmcd binary, on its
+own port and unix socket, with a pmcd.conf that holds only that agent, a
+PMNS with only perfevent, and its own $PCP_PMDAS_DIR (so its own
+perfevent.conf and perflock).  The system pmcd, its pmcd.conf and its PMNS
+are never touched.  A PMAPI client in this process drives both, so process
+start-up never enters a measurement.
+
+See qa/bench/README.md for what each measure means and its caveats.
+"""
+
+import argparse
+import datetime
+import errno
+import fcntl
+import json
+import math
+import os
+import random
+import re
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    from pcp import pmapi
+    import cpmapi as c_api
+except ImportError:
+    sys.exit("pcpbench: the PCP python module is missing: apt-get install -y python3-pcp, "
+             "and run this with /usr/bin/python3 (a pyenv python3 lacks it)")
+
+PMCD = "/usr/lib/pcp/bin/pmcd"
+C_AGENT = "/var/lib/pcp/pmdas/perfevent/pmdaperfevent"
+DOMAIN = 127
+
+# perfevent-reference.md Part B §2.3: every line counts on a VM without a
+# hardware PMU.  The derived section must precede [dynamic] for the C agent
+# 6.0.3 to honour it.
+PERFEVENT_CONF = """\
+[perf]
+cpu-clock
+task-clock
+page-faults
+context-switches
+cpu-migrations
+minor-faults
+major-faults
+
+[sw_faults_cs:derived]
+page-faults
+context-switches
+
+[dynamic]
+software.cpu-clock
+software.task-clock
+software.page-faults
+software.context-switches
+msr.tsc
+"""
+
+# Numeric domain, so that pmcd needs neither <stdpmid> nor domain.h.
+PMNS_ROOT = """\
+root { perfevent }
+perfevent {
+    version\t%d:0:0
+    active\t%d:0:1
+    hwcounters\t%d:*:*
+    derived\t%d:*:*
+}
+""" % (DOMAIN, DOMAIN, DOMAIN, DOMAIN)
+
+ONE_METRIC = "perfevent.hwcounters.cpu_clock.value"
+
+# Targets, as ratios go/c unless absolute.
+TARGETS = {
+    "fetch_all_median_us": ("ratio", 0.7),
+    "fetch_one_median_us": ("ratio", 0.7),
+    "cpu_per_fetch_flat_us": ("ratio", 0.5),
+    "cpu_per_fetch_10hz_us": ("ratio", 0.5),
+    "idle_cpu_pct": ("ratio", 1.0),
+    "rss_kb": ("ratio", 1.25),
+    "perfalloc_release_p99_ms": ("go", 5.0),
+    "perfalloc_resume_p99_ms": ("go", 5.0),
+}
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def env_num(name, default, quick_default, quick, kind=float):
+    v = os.environ.get(name)
+    if v not in (None, ""):
+        try:
+            return kind(v)
+        except ValueError:
+            raise BenchError("%s=%r: not a number" % (name, v))
+    return quick_default if quick else default
+
+
+def pct(sorted_vals, p):
+    """Nearest-rank percentile of an already sorted list."""
+    if not sorted_vals:
+        return float("nan")
+    k = max(0, math.ceil(p / 100.0 * len(sorted_vals)) - 1)
+    return sorted_vals[k]
+
+
+def stats(vals):
+    s = sorted(vals)
+    return {
+        "n": len(s),
+        "min": s[0] if s else float("nan"),
+        "median": statistics.median(s) if s else float("nan"),
+        "p95": pct(s, 95),
+        "p99": pct(s, 99),
+        "max": s[-1] if s else float("nan"),
+    }
+
+
+def tail(path, n=15):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError as e:
+        return "(cannot read %s: %s)" % (path, e)
+
+
+# ---------------------------------------------------------------- /proc
+
+def proc_cpu_ns(pid):
+    """CPU time of every thread of pid, in ns, from schedstat (ns resolution).
+
+    Threads that exit between two samples take their time with them; neither
+    agent retires threads in steady state, and proc_stat_ns cross-checks."""
+    total = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError as e:
+        raise BenchError("agent pid %d: /proc/%d/task: %s" % (pid, pid, e))
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # the thread went away between listdir and open
+    return total
+
+
+def proc_stat_ns(pid):
+    """utime+stime of the whole process (exited threads included), in ns,
+    at clock-tick resolution."""
+    with open("/proc/%d/stat" % pid) as f:
+        s = f.read()
+    fields = s[s.rindex(")") + 2:].split()
+    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // CLK_TCK
+
+
+def proc_status(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "VmSize", "Threads"):
+                out[k] = int(v.split()[0])
+    return out
+
+
+def children(pid):
+    kids = []
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                    kids += [int(x) for x in f.read().split()]
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return kids
+
+
+def exe_of(pid):
+    try:
+        return os.path.realpath("/proc/%d/exe" % pid)
+    except OSError:
+        return None
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------- agents
+
+class Slot:
+    """One agent under its own private pmcd."""
+
+    def __init__(self, label, agent, args, base, transport):
+        self.label = label
+        self.agent = os.path.abspath(agent)
+        self.args = args  # list, with {log} {conf} {lock} {pmdas} placeholders
+        self.dir = os.path.join(base, label)
+        self.pmdas = os.path.join(self.dir, "pmdas")
+        self.conf = os.path.join(self.pmdas, "perfevent", "perfevent.conf")
+        self.lock = os.path.join(self.pmdas, "perfevent", "perflock")
+        self.rundir = os.path.join(self.dir, "run")
+        self.sock = os.path.join(self.rundir, "pmcd.socket")
+        self.pmcdconf = os.path.join(self.dir, "pmcd.conf")
+        self.root = os.path.join(self.dir, "root")
+        self.pmcdlog = os.path.join(self.dir, "pmcd.log")
+        self.agentlog = os.path.join(self.dir, "perfevent.log")
+        self.transport = transport
+        self.port = None
+        self.pmcd = None
+        self.pid = None
+        self.client = None
+        self.argv = None
+        self.exe = None
+
+    def expand(self, a):
+        return a.format(log=self.agentlog, conf=self.conf, lock=self.lock,
+                        pmdas=self.pmdas, domain=DOMAIN)
+
+    def start(self, timeout=20.0):
+        if not os.access(self.agent, os.X_OK):
+            raise BenchError("%s agent %s: not an executable file" % (self.label, self.agent))
+        for d in (self.rundir, os.path.dirname(self.conf)):
+            os.makedirs(d, mode=0o755, exist_ok=True)
+        with open(self.conf, "w") as f:
+            f.write(PERFEVENT_CONF)
+        with open(self.root, "w") as f:
+            f.write(PMNS_ROOT)
+        # Run a private copy under a name of its own: PCP's Install and
+        # Remove scripts (which other jobs may run meanwhile) TERM every
+        # process whose argv[0] ends in /pmdaperfevent.
+        bindir = os.path.join(self.dir, "bin")
+        os.makedirs(bindir, mode=0o755, exist_ok=True)
+        self.exe = os.path.join(bindir, "pmdaperfevent-" + self.label)
+        shutil.copy2(self.agent, self.exe)
+        self.argv = [self.exe] + [self.expand(a) for a in self.args]
+        for a in self.argv:
+            if re.search(r'[\s"#\\]', a):
+                raise BenchError("%s agent argument %r: pmcd.conf cannot carry spaces, quotes, # or \\ here" % (self.label, a))
+        with open(self.pmcdconf, "w") as f:
+            f.write("# private pmcd for qa/bench: only the agent under test\n")
+            f.write("perfevent %d pipe binary %s\n" % (DOMAIN, " ".join(self.argv)))
+        self.port = free_port()
+        env = dict(os.environ)
+        env.update({
+            # pmcd would otherwise ask the system's pmdaroot to start the
+            # agent, which makes it the system pmcd's grandchild.
+            "PMCD_ROOT_AGENT": "0",
+            "PCP_RUN_DIR": self.rundir,
+            # Both agents take perfevent.conf and perflock from here.
+            "PCP_PMDAS_DIR": self.pmdas,
+        })
+        # pmcd too runs under a name of its own: /etc/init.d/pmcd stop waits
+        # for every process called pmcd to go, and Install SIGHUPs them all.
+        self.pmcd_exe = os.path.join(bindir, "pmcd-bench-" + self.label)
+        shutil.copy2(PMCD, self.pmcd_exe)
+        cmd = [self.pmcd_exe, "-f", "-A", "-U", "root", "-p", str(self.port), "-i", "127.0.0.1",
+               "-c", self.pmcdconf, "-n", self.root, "-s", self.sock,
+               "-l", self.pmcdlog, "-x", os.path.join(self.dir, "pmcd.fatal")]
+        out = open(os.path.join(self.dir, "pmcd.stdout"), "w")
+        self.pmcd = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        out.close()
+        deadline = time.monotonic() + timeout
+        want = os.path.realpath(self.exe)
+        last = None
+        while time.monotonic() < deadline:
+            if self.pmcd.poll() is not None:
+                raise BenchError("%s: pmcd exited with %s\n--- %s\n%s--- %s\n%s" % (
+                    self.label, self.pmcd.returncode, self.pmcdlog, tail(self.pmcdlog),
+                    self.agentlog, tail(self.agentlog)))
+            if self.pid is None:
+                for k in children(self.pmcd.pid):
+                    if exe_of(k) == want:
+                        self.pid = k
+            if self.pid is not None and os.path.exists(self.sock):
+                try:
+                    self.client = Client(self.spec())
+                    if self.client.probe()[0] is not None:
+                        break
+                except pmapi.pmErr as e:
+                    last = e
+                self.client = None
+            time.sleep(0.05)
+        else:
+            raise BenchError("%s: no answer from perfevent through pmcd (port %s) within %.0f s: %s\n--- %s\n%s--- %s\n%s" % (
+                self.label, self.port, timeout, last or "agent process not found among pmcd's children",
+                self.pmcdlog, tail(self.pmcdlog), self.agentlog, tail(self.agentlog)))
+        self.lock = self.find_lock() or self.lock
+
+    def spec(self):
+        if self.transport == "unix":
+            return "unix:" + self.sock
+        return "localhost:%d" % self.port
+
+    def find_lock(self):
+        """The lock file the agent really holds open, from /proc/PID/fd."""
+        fddir = "/proc/%d/fd" % self.pid
+        try:
+            for fd in os.listdir(fddir):
+                try:
+                    t = os.readlink(os.path.join(fddir, fd))
+                except OSError:
+                    continue
+                if os.path.basename(t).startswith("perflock") and not t.endswith(".state"):
+                    return t
+        except OSError:
+            pass
+        return None
+
+    def stop(self):
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.pmcd is None:
+            return
+        if self.pmcd.poll() is None:
+            self.pmcd.send_signal(signal.SIGTERM)
+            try:
+                self.pmcd.wait(5)
+            except subprocess.TimeoutExpired:
+                self.pmcd.kill()
+                self.pmcd.wait(5)
+        # pmcd normally takes its agent down; make sure, by pid.
+        if self.pid is not None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                deadline = time.monotonic() + 2
+                while self.running() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if not self.running():
+                    break
+                try:
+                    os.kill(self.pid, sig)
+                except ProcessLookupError:
+                    break
+        self.pmcd = None
+
+    def running(self):
+        return self.pid is not None and alive(self.pid) and exe_of(self.pid) == os.path.realpath(self.exe)
+
+    def refind(self, timeout=15.0):
+        """After pmcd restarted a dead agent: its new pid and a new context."""
+        deadline = time.monotonic() + timeout
+        want = os.path.realpath(self.exe)
+        while time.monotonic() < deadline:
+            if self.pmcd.poll() is not None:
+                raise BenchError("%s: pmcd exited with %s\n--- %s\n%s" % (self.label, self.pmcd.returncode, self.pmcdlog, tail(self.pmcdlog)))
+            for k in children(self.pmcd.pid):
+                if exe_of(k) == want:
+                    try:
+                        client = Client(self.spec())
+                        if client.probe()[0] is not None:
+                            self.pid, self.client = k, client
+                            return
+                    except pmapi.pmErr:
+                        pass
+            time.sleep(0.1)
+        raise BenchError("%s: pmcd did not restart the agent within %.0f s\n--- %s\n%s" % (self.label, timeout, self.pmcdlog, tail(self.pmcdlog)))
+
+    def check(self, what):
+        """Fail a measure whose agent died or was replaced under it."""
+        if not self.running():
+            raise BenchError("%s: agent pid %d is gone after %s; pmcd may have restarted it\n--- %s\n%s--- %s\n%s" % (
+                self.label, self.pid, what, self.pmcdlog, tail(self.pmcdlog), self.agentlog, tail(self.agentlog)))
+
+    def cpu_ns(self):
+        return proc_cpu_ns(self.pid)
+
+    def pmcd_cpu_ns(self):
+        return proc_cpu_ns(self.pmcd.pid)
+
+
+class Client:
+    """An in-process PMAPI context on one private pmcd."""
+
+    def __init__(self, spec):
+        self.ctx = pmapi.pmContext(c_api.PM_CONTEXT_HOST, spec)
+        names = []
+        self.ctx.pmTraversePMNS("perfevent.hwcounters", names.append)
+        if not names:
+            raise BenchError("%s: perfevent.hwcounters has no leaves" % spec)
+        self.names = names
+        self.all = self.ctx.pmLookupName(names)
+        self.one = self.ctx.pmLookupName([ONE_METRIC])
+        self.probe_ids = self.ctx.pmLookupName(["perfevent.active", ONE_METRIC])
+
+    def fetch(self, pmids):
+        r = self.ctx.pmFetch(pmids)
+        self.ctx.pmFreeResult(r)
+
+    def probe(self):
+        """(perfevent.active, cpu_clock of the first instance); None where
+        there is no value."""
+        r = self.ctx.pmFetch(self.probe_ids)
+        try:
+            res = r.contents
+            active = value = None
+            if res.get_numval(0) > 0:
+                active = res.get_vlist(0, 0).value.lval
+            if res.get_numval(1) > 0:
+                value = self.ctx.pmExtractValue(res.get_valfmt(1), res.get_vlist(1, 0),
+                                                c_api.PM_TYPE_64, c_api.PM_TYPE_64).ll
+            return active, value
+        finally:
+            self.ctx.pmFreeResult(r)
+
+    def close(self):
+        # pmContext destroys its PMAPI context when collected.
+        self.ctx = None
+
+
+# ---------------------------------------------------------------- measures
+
+def measure_roundtrip(slots, n, block=50):
+    """pmFetch round trip, all hwcounters leaves and one metric.  The two
+    agents alternate in blocks so that a noisy moment hits both."""
+    out = {}
+    for kind in ("all", "one"):
+        samples = {s.label: [] for s in slots}
+        for s in slots:  # warm-up
+            ids = getattr(s.client, kind)
+            for _ in range(50):
+                s.client.fetch(ids)
+        done = 0
+        order = list(slots)
+        while done < n:
+            k = min(block, n - done)
+            for s in order:
+                ids = getattr(s.client, kind)
+                fetch = s.client.ctx.pmFetch
+                free = s.client.ctx.pmFreeResult
+                buf = samples[s.label]
+                for _ in range(k):
+                    t0 = time.perf_counter_ns()
+                    r = fetch(ids)
+                    t1 = time.perf_counter_ns()
+                    free(r)
+                    buf.append((t1 - t0) / 1000.0)
+            order.reverse()
+            done += k
+        for s in slots:
+            out[(kind, s.label)] = stats(samples[s.label])
+        out[("nleaves", kind)] = len(getattr(slots[0].client, kind))
+    return out
+
+
+def measure_flat(slots, seconds, rounds=2):
+    """Agent CPU per fetch with the client fetching all leaves flat out.  One
+    agent at a time (the VM has 2 cores), alternating the order per round."""
+    acc = {s.label: {"cpu": 0, "stat": 0, "pmcd": 0, "n": 0, "wall": 0.0} for s in slots}
+    order = list(slots)
+    for _ in range(rounds):
+        for s in order:
+            a = acc[s.label]
+            ids = s.client.all
+            fetch = s.client.fetch
+            c0, st0, p0 = s.cpu_ns(), proc_stat_ns(s.pid), s.pmcd_cpu_ns()
+            t0 = time.monotonic()
+            end = t0 + seconds / rounds
+            n = 0
+            while True:
+                for _ in range(20):
+                    fetch(ids)
+                n += 20
+                if time.monotonic() >= end:
+                    break
+            t1 = time.monotonic()
+            a["cpu"] += s.cpu_ns() - c0
+            a["stat"] += proc_stat_ns(s.pid) - st0
+            a["pmcd"] += s.pmcd_cpu_ns() - p0
+            a["n"] += n
+            a["wall"] += t1 - t0
+        order.reverse()
+    out = {}
+    for s in slots:
+        a = acc[s.label]
+        out[s.label] = {
+            "fetches": a["n"], "seconds": a["wall"], "rate": a["n"] / a["wall"],
+            "cpu_us_per_fetch": a["cpu"] / a["n"] / 1000.0,
+            "cpu_us_per_fetch_stat": a["stat"] / a["n"] / 1000.0,
+            "pmcd_us_per_fetch": a["pmcd"] / a["n"] / 1000.0,
+            "cpu_pct": 100.0 * a["cpu"] / 1e9 / a["wall"],
+        }
+    return out
+
+
+def measure_rate(slots, seconds, hz=10.0):
+    """Agent CPU per fetch at a fixed rate; both agents in the same ticks,
+    the order alternating, so both see the same background."""
+    c0 = {s.label: (s.cpu_ns(), s.pmcd_cpu_ns()) for s in slots}
+    t0 = time.monotonic()
+    period = 1.0 / hz
+    n = 0
+    order = list(slots)
+    next_t = t0
+    while True:
+        for s in order:
+            s.client.fetch(s.client.all)
+        n += 1
+        order.reverse()
+        next_t += period
+        if next_t - t0 >= seconds:
+            break
+        d = next_t - time.monotonic()
+        if d > 0:
+            time.sleep(d)
+    wall = time.monotonic() - t0
+    out = {}
+    for s in slots:
+        cpu = s.cpu_ns() - c0[s.label][0]
+        pm = s.pmcd_cpu_ns() - c0[s.label][1]
+        out[s.label] = {"fetches": n, "seconds": wall, "cpu_us_per_fetch": cpu / n / 1000.0,
+                        "pmcd_us_per_fetch": pm / n / 1000.0, "cpu_pct": 100.0 * cpu / 1e9 / wall}
+    return out
+
+
+def measure_idle(slots, seconds):
+    """Agent CPU with no client traffic at all (contexts stay open)."""
+    c0 = {s.label: (s.cpu_ns(), proc_stat_ns(s.pid)) for s in slots}
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    wall = time.monotonic() - t0
+    out = {}
+    for s in slots:
+        cpu = s.cpu_ns() - c0[s.label][0]
+        st = proc_stat_ns(s.pid) - c0[s.label][1]
+        out[s.label] = {"seconds": wall, "cpu_ms": cpu / 1e6, "cpu_pct": 100.0 * cpu / 1e9 / wall,
+                        "cpu_pct_stat": 100.0 * st / 1e9 / wall,
+                        "threads": proc_status(s.pid).get("Threads")}
+    return out
+
+
+def measure_rss(slots, warmup=1000):
+    out = {}
+    for s in slots:
+        for _ in range(warmup):
+            s.client.fetch(s.client.all)
+        out[s.label] = proc_status(s.pid)
+    return out
+
+
+def parse_go_time(v):
+    """Seconds since the epoch from a Go time.Time JSON (RFC 3339, up to ns)."""
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$", v or "")
+    if not m:
+        return None
+    base = datetime.datetime.fromisoformat(m.group(1) + ("+00:00" if m.group(3) == "Z" else m.group(3)))
+    frac = float("0." + m.group(2)) if m.group(2) else 0.0
+    return base.timestamp() + frac
+
+
+def read_state(lock):
+    try:
+        with open(lock + ".state") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def measure_perfalloc(slot, cycles, timeout, rng):
+    """Take and drop an F_RDLCK on byte 0 of the agent's lock file, as
+    perfalloc does, at random moments, and time from outside (through pmcd)
+    how long the agent takes to release its counters and to count again.
+
+    Released: perfevent.active == 0.  Counting again: active > 0, or the
+    cpu_clock value moved off the value seen while released (the C agent's
+    first fetch after re-enabling still says active=0)."""
+    c = slot.client
+    lock = slot.lock
+    if not os.path.exists(lock):
+        raise BenchError("%s: lock file %s does not exist" % (slot.label, lock))
+    gaps = []
+
+    def poll_until(pred, t_ref):
+        prev = time.perf_counter()
+        while True:
+            try:
+                st = c.probe()
+            except pmapi.pmErr:
+                st = (None, None)
+            now = time.perf_counter()
+            gaps.append(now - prev)
+            prev = now
+            if pred(st):
+                return (now - t_ref) * 1000.0, st
+            if now - t_ref > timeout:
+                return None, st
+
+    def poll_for(seconds):
+        end = time.perf_counter() + seconds
+        last = None
+        while time.perf_counter() < end:
+            try:
+                last = c.probe()
+            except pmapi.pmErr:
+                last = (None, None)
+        return last
+
+    def counting(st):
+        return st[0] is not None and st[0] > 0
+
+    released_ms, resumed_ms, agent_rel, agent_res = [], [], [], []
+    timeouts = {"release": 0, "resume": 0}
+    if poll_until(counting, time.perf_counter())[0] is None:
+        raise BenchError("%s: perfevent.active never became > 0 before the perfalloc cycles" % slot.label)
+    for _ in range(cycles):
+        poll_for(rng.uniform(0.0, 0.2))
+        fd = os.open(lock, os.O_RDONLY)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0, os.SEEK_SET)
+        except OSError:
+            os.close(fd)
+            raise
+        t_lock = time.perf_counter()
+        w_lock = time.time()
+        d, st = poll_until(lambda s: s[0] == 0, t_lock)
+        if d is None:
+            timeouts["release"] += 1
+        else:
+            released_ms.append(d)
+        frozen = st[1]
+        state = read_state(lock)
+        if state and state.get("counters") == "released":
+            since = parse_go_time(state.get("since"))
+            if since is not None:
+                agent_rel.append((since - w_lock) * 1000.0)
+        poll_for(rng.uniform(0.0, 0.2))
+        fcntl.lockf(fd, fcntl.LOCK_UN, 1, 0, os.SEEK_SET)
+        os.close(fd)
+        t_unlock = time.perf_counter()
+        w_unlock = time.time()
+        d, st = poll_until(lambda s: counting(s) or (s[1] is not None and s[1] != frozen), t_unlock)
+        if d is None:
+            timeouts["resume"] += 1
+        else:
+            resumed_ms.append(d)
+        # The C agent reports active=0 on its first fetch after re-enabling;
+        # settle so that the next cycle starts from "counting".
+        poll_until(counting, time.perf_counter())
+        state = read_state(lock)
+        if state and state.get("counters") == "open":
+            since = parse_go_time(state.get("since"))
+            if since is not None:
+                agent_res.append((since - w_unlock) * 1000.0)
+    out = {
+        "lock": lock,
+        "cycles": cycles,
+        "release": stats(released_ms),
+        "resume": stats(resumed_ms),
+        "timeouts": timeouts,
+        "poll_us": stats([g * 1e6 for g in gaps]),
+    }
+    if agent_rel or agent_res:
+        out["agent_view_release"] = stats(agent_rel)
+        out["agent_view_resume"] = stats(agent_res)
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(v):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "nan"
+    if abs(v) >= 100:
+        return "%.0f" % v
+    if abs(v) >= 10:
+        return "%.1f" % v
+    return "%.3g" % v
+
+
+def summary_line(name, go, c):
+    ratio = go / c if c else float("nan")
+    line = "%s go=%s c=%s ratio=%.2f" % (name, fmt(go), fmt(c), ratio)
+    t = TARGETS.get(name)
+    if t:
+        kind, limit = t
+        if kind == "ratio":
+            ok = ratio <= limit
+            line += " target=ratio<=%g %s" % (limit, "ok" if ok else "MISS")
+        else:
+            ok = go <= limit
+            line += " target=go<=%g %s" % (limit, "ok" if ok else "MISS")
+    return line
+
+
+def default_go_args(agent):
+    """Ask our agent which flags it takes: -c for the config and a lock-file
+    flag if it has one.  PCP_PMDAS_DIR already points both at the private
+    copies, so these are belt and braces."""
+    args = ["-d", str(DOMAIN), "-l", "{log}"]
+    try:
+        p = subprocess.run([agent, "-h"], capture_output=True, text=True, timeout=10)
+        helptext = p.stdout + p.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return args
+    if re.search(r"(^|\s)-c[\s,=]", helptext):
+        args += ["-c", "{conf}"]
+    m = re.search(r"(^|\s)(--?lock(?:file)?)\b", helptext) or re.search(r"(^|\s)(-L)[\s,=]", helptext)
+    if m:
+        args += [m.group(2), "{lock}"]
+    return args
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") not in (None, "", "0"),
+                    help="short durations, for a smoke test (or BENCH_QUICK=1)")
+    ap.add_argument("--go-agent", default=os.environ.get("BENCH_GO_AGENT"),
+                    help="our agent (default bin/pmdaperfevent; BENCH_GO_AGENT)")
+    ap.add_argument("--c-agent", default=os.environ.get("BENCH_C_AGENT", C_AGENT),
+                    help="the C agent (default %s; BENCH_C_AGENT)" % C_AGENT)
+    ap.add_argument("--go-args", default=os.environ.get("BENCH_GO_ARGS"),
+                    help="our agent's arguments, with {log} {conf} {lock} {pmdas} placeholders (BENCH_GO_ARGS)")
+    ap.add_argument("--c-args", default=os.environ.get("BENCH_C_ARGS", "-d 127 -l {log}"),
+                    help="the C agent's arguments (BENCH_C_ARGS)")
+    ap.add_argument("--transport", choices=("unix", "inet"), default=os.environ.get("BENCH_TRANSPORT", "unix"),
+                    help="how the client reaches pmcd (BENCH_TRANSPORT; default unix, like 'local:')")
+    ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc"),
+                    help="comma list of fetch,flat,rate,idle,rss,perfalloc (BENCH_MEASURES)")
+    ap.add_argument("--out", default=os.environ.get("BENCH_OUT"),
+                    help="directory for results.json, summary.txt and the logs (BENCH_OUT; default a new /tmp dir)")
+    ap.add_argument("--keep", action="store_true", default=bool(os.environ.get("BENCH_KEEP")),
+                    help="keep the private pmcd directories (BENCH_KEEP=1)")
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("BENCH_SEED", "0")) or None)
+    o = ap.parse_args()
+
+    if os.geteuid() != 0:
+        raise BenchError("needs root: the agents open system-wide perf counters and pmcd runs with -U root")
+    if not os.access(PMCD, os.X_OK):
+        raise BenchError("%s not found: install Debian's pcp" % PMCD)
+
+    q = o.quick
+    n_fetch = env_num("BENCH_FETCHES", 1000, 200, q, int)
+    flat_s = env_num("BENCH_FLAT_SECONDS", 5.0, 1.0, q)
+    rate_s = env_num("BENCH_RATE_SECONDS", 10.0, 3.0, q)
+    idle_s = env_num("BENCH_IDLE_SECONDS", 30.0, 5.0, q)
+    cycles = env_num("BENCH_PERFALLOC_CYCLES", 50, 10, q, int)
+    warm = env_num("BENCH_RSS_WARMUP", 1000, 1000, q, int)
+    measures = [m.strip() for m in o.measures.split(",") if m.strip()]
+    for m in measures:
+        if m not in ("fetch", "flat", "rate", "idle", "rss", "perfalloc"):
+            raise BenchError("--measures: unknown measure %r" % m)
+
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    go_agent = o.go_agent or os.path.join(repo, "bin", "pmdaperfevent")
+    if not os.access(go_agent, os.X_OK):
+        raise BenchError("our agent %s is missing: run `make build`, or set BENCH_GO_AGENT "
+                         "(e.g. BENCH_GO_AGENT=%s to check the harness with the C agent in both slots)" % (go_agent, C_AGENT))
+    go_args = shlex.split(o.go_args) if o.go_args else default_go_args(go_agent)
+    if os.path.realpath(go_agent) == os.path.realpath(o.c_agent) and not o.go_args:
+        go_args = shlex.split(o.c_args)  # C agent in both slots: C's flags
+    c_args = shlex.split(o.c_args)
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = o.out or tempfile.mkdtemp(prefix="perfevent-bench-%s-" % stamp)
+    os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o755)
+    rng = random.Random(o.seed)
+
+    slots = [Slot("go", go_agent, go_args, out, o.transport), Slot("c", o.c_agent, c_args, out, o.transport)]
+    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "quick": q, "transport": o.transport}
+    lines = []
+
+    def stop_all(*_):
+        for s in slots:
+            s.stop()
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    try:
+        for s in slots:
+            s.start()
+            log("%-2s agent pid %d  %s\n   pmcd pid %d  %s  lock %s" % (
+                s.label, s.pid, " ".join(s.argv), s.pmcd.pid, s.spec(), s.lock))
+        results["agents"] = {s.label: {"argv": s.argv, "pid": s.pid, "lock": s.lock,
+                                       "leaves": len(s.client.names)} for s in slots}
+        if len(slots[0].client.names) != len(slots[1].client.names):
+            log("note: go has %d hwcounters leaves, c has %d" % (len(slots[0].client.names), len(slots[1].client.names)))
+
+        if "fetch" in measures:
+            log("\n== 1. pmFetch round trip through pmcd, n=%d per row, µs" % n_fetch)
+            r = measure_roundtrip(slots, n_fetch)
+            log("%-4s %-3s %8s %8s %8s %8s %8s" % ("set", "", "min", "median", "p95", "p99", "max"))
+            for kind in ("all", "one"):
+                for s in slots:
+                    st = r[(kind, s.label)]
+                    log("%-4s %-3s %8.0f %8.0f %8.0f %8.0f %8.0f" % (kind, s.label, st["min"], st["median"], st["p95"], st["p99"], st["max"]))
+                results["fetch_" + kind] = {s.label: r[(kind, s.label)] for s in slots}
+                results["fetch_" + kind]["leaves"] = r[("nleaves", kind)]
+                for m in ("median", "p95"):
+                    lines.append(summary_line("fetch_%s_%s_us" % (kind, m), r[(kind, "go")][m], r[(kind, "c")][m]))
+            log("(all = %d perfevent.hwcounters leaves, one = %s)" % (r[("nleaves", "all")], ONE_METRIC))
+
+        for s in slots:
+            s.check("the previous measure")
+        if "flat" in measures:
+            log("\n== 2a. agent CPU per fetch, flat out, all leaves, %.1f s per agent" % flat_s)
+            r = measure_flat(slots, flat_s)
+            for s in slots:
+                x = r[s.label]
+                log("%-3s %7d fetches %6.0f/s  agent %6.1f µs/fetch (stat %5.1f)  %5.1f%% CPU   pmcd %5.1f µs/fetch" % (
+                    s.label, x["fetches"], x["rate"], x["cpu_us_per_fetch"], x["cpu_us_per_fetch_stat"], x["cpu_pct"], x["pmcd_us_per_fetch"]))
+            results["flat"] = r
+            lines.append(summary_line("cpu_per_fetch_flat_us", r["go"]["cpu_us_per_fetch"], r["c"]["cpu_us_per_fetch"]))
+
+        for s in slots:
+            s.check("the previous measure")
+        if "rate" in measures:
+            log("\n== 2b. agent CPU per fetch at 10 Hz, all leaves, %.1f s, both agents in the same ticks" % rate_s)
+            r = measure_rate(slots, rate_s)
+            for s in slots:
+                x = r[s.label]
+                log("%-3s %4d fetches  agent %7.1f µs/fetch  %5.2f%% CPU   pmcd %6.1f µs/fetch" % (
+                    s.label, x["fetches"], x["cpu_us_per_fetch"], x["cpu_pct"], x["pmcd_us_per_fetch"]))
+            results["rate10hz"] = r
+            lines.append(summary_line("cpu_per_fetch_10hz_us", r["go"]["cpu_us_per_fetch"], r["c"]["cpu_us_per_fetch"]))
+
+        for s in slots:
+            s.check("the previous measure")
+        if "idle" in measures:
+            log("\n== 3. idle CPU, no fetches, %.0f s, both agents at once" % idle_s)
+            r = measure_idle(slots, idle_s)
+            for s in slots:
+                x = r[s.label]
+                log("%-3s %7.2f ms CPU in %.1f s = %.3f%% of one core (stat %.3f%%), %s threads" % (
+                    s.label, x["cpu_ms"], x["seconds"], x["cpu_pct"], x["cpu_pct_stat"], x["threads"]))
+            results["idle"] = r
+            lines.append(summary_line("idle_cpu_pct", r["go"]["cpu_pct"], r["c"]["cpu_pct"]) + " duration=%.0fs" % idle_s)
+
+        for s in slots:
+            s.check("the previous measure")
+        if "rss" in measures:
+            log("\n== 4. memory after %d more fetches of all leaves, kB" % warm)
+            r = measure_rss(slots, warm)
+            for s in slots:
+                x = r[s.label]
+                log("%-3s VmRSS %6d  VmHWM %6d  RssAnon %6d  RssFile %6d  VmSize %7d  threads %s" % (
+                    s.label, x.get("VmRSS", 0), x.get("VmHWM", 0), x.get("RssAnon", 0), x.get("RssFile", 0), x.get("VmSize", 0), x.get("Threads")))
+            results["rss"] = r
+            lines.append(summary_line("rss_kb", r["go"]["VmRSS"], r["c"]["VmRSS"]))
+            lines.append(summary_line("hwm_kb", r["go"]["VmHWM"], r["c"]["VmHWM"]))
+
+        for s in slots:
+            s.check("the previous measure")
+        if "perfalloc" in measures:
+            log("\n== 5. perfalloc reaction, %d cycles per agent, ms (lock → active=0; unlock → counting)" % cycles)
+            r = {}
+            for s in slots:  # one at a time: the poll loop is the resolution
+                r[s.label] = measure_perfalloc(s, cycles, 3.0, rng)
+            log("%-3s %-8s %4s %8s %8s %8s %8s  %s" % ("", "", "n", "min", "median", "p99", "max", "timeouts"))
+            for s in slots:
+                x = r[s.label]
+                for k in ("release", "resume"):
+                    st = x[k]
+                    log("%-3s %-8s %4d %8.2f %8.2f %8.2f %8.2f  %d" % (s.label, k, st["n"], st["min"], st["median"], st["p99"], st["max"], x["timeouts"][k]))
+                log("%-3s poll period median %.0f µs, p99 %.0f µs; lock %s" % (s.label, x["poll_us"]["median"], x["poll_us"]["p99"], x["lock"]))
+                for k in ("agent_view_release", "agent_view_resume"):
+                    if k in x and x[k]["n"]:
+                        st = x[k]
+                        log("%-3s %s (state file 'since' − our lock/unlock time): n=%d median %.2f p99 %.2f max %.2f" % (
+                            s.label, k, st["n"], st["median"], st["p99"], st["max"]))
+            results["perfalloc"] = r
+            for k in ("release", "resume"):
+                for m in ("median", "p99"):
+                    go, c = r["go"][k][m], r["c"][k][m]
+                    if r["go"]["timeouts"][k]:
+                        go = float("inf")
+                    lines.append(summary_line("perfalloc_%s_%s_ms" % (k, m), go, c))
+        for s in slots:
+            s.check("the last measure")
+    except KeyboardInterrupt as e:
+        stop_all()
+        raise BenchError("interrupted (%s)" % e)
+    finally:
+        stop_all()
+
+    log("\n== summary (go = %s, c = %s)" % (go_agent, o.c_agent))
+    for l in lines:
+        log(l)
+    results["summary"] = lines
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if not o.keep:
+        for s in slots:
+            for p in (s.pmdas, s.rundir, os.path.dirname(s.exe or s.dir + "/bin/x")):
+                shutil.rmtree(p, ignore_errors=True)
+    log("results: %s" % out)
+    if os.environ.get("BENCH_STRICT") and any(l.endswith("MISS") for l in lines):
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        sys.exit("pcpbench: %s" % e)
