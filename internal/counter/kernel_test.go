@@ -200,8 +200,12 @@ func TestKernelCounters(t *testing.T) {
 	}
 
 	// A reservation frees the descriptors; the values continue afterwards.
+	before := openFDs(t)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if after := openFDs(t); before-after != sum.FDs {
+		t.Errorf("Close released %d descriptors (%d → %d), want %d", before-after, before, after, sum.FDs)
 	}
 	frozen, _ := read()
 	if frozen[0][0] != v2[0][0] {
@@ -281,4 +285,13 @@ func BenchmarkKernelRead(b *testing.B) {
 		f.End()
 	}
 	b.ReportMetric(float64(sum.FDs), "fds")
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("counting descriptors: %v", err)
+	}
+	return len(ents)
 }
