@@ -511,7 +511,8 @@ func (e *Env) Dbpmda(t testing.TB, script string) string {
 		script = fmt.Sprintf("open pipe %s -d %d\n%s", e.AgentBinary(t), Domain, script)
 	}
 	r := e.Exec(Cmd{
-		Dir:   e.Repo,
+		// The agent writes its log into the current directory.
+		Dir:   t.TempDir(),
 		Stdin: script,
 		Args:  []string{"dbpmda", "-e", "-n", filepath.Join(e.Repo, "install", "root")},
 	})
