@@ -230,6 +230,12 @@ func (b *Builder) AddName(name string, status int32) {
 		b.setErr(errNotStarted)
 		return
 	}
+	if name == "" {
+		// libpcp's decoder counts at least 4 bytes per name beyond its
+		// length word, so an empty name would make the PDU undecodable.
+		b.setErr(errors.New("pdu: PMNS_NAMES: empty name"))
+		return
+	}
 	if b.status {
 		b.put32(uint32(status))
 	}

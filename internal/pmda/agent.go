@@ -330,6 +330,10 @@ func errCode(err error) pdu.Err {
 		return e
 	case syscall.Errno:
 		return pdu.Err(-int32(e))
+	case *TypeError:
+		return pdu.ErrType
+	case *InstError:
+		return pdu.ErrInst
 	}
 	var pe pdu.Err
 	if errors.As(err, &pe) {

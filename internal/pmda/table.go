@@ -76,6 +76,7 @@ type node struct {
 	name     string // component
 	full     string // dotted name from the root
 	leaf     bool
+	dir      bool // a declared subtree or a prefix of another name
 	pmid     pdu.PMID
 	children []*node
 	index    map[string]*node
@@ -191,6 +192,7 @@ func (t *Table) insert(name string, leaf bool, pmid pdu.PMID) (*node, error) {
 		if n.leaf {
 			return nil, fmt.Errorf("%q is a metric, so it cannot have children", n.full)
 		}
+		n.dir = true
 		c := n.child(p)
 		if c == nil {
 			c = &node{name: p, full: strings.Join(parts[:i+1], ".")}
@@ -206,12 +208,14 @@ func (t *Table) insert(name string, leaf bool, pmid pdu.PMID) (*node, error) {
 		if n.leaf {
 			return nil, fmt.Errorf("name defined twice")
 		}
-		if len(n.children) > 0 {
+		if n.dir {
 			return nil, fmt.Errorf("name is also a subtree")
 		}
 		n.leaf, n.pmid = true, pmid
 	} else if n.leaf {
 		return nil, fmt.Errorf("name is a metric, not a subtree")
+	} else {
+		n.dir = true
 	}
 	return n, nil
 }

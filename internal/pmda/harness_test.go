@@ -1,0 +1,615 @@
+package pmda
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"perfevent/internal/pdu"
+)
+
+const dom = 127
+
+var (
+	pmidVersion  = pdu.NewPMID(dom, 0, 0)
+	pmidActive   = pdu.NewPMID(dom, 0, 1)
+	pmidCounter  = pdu.NewPMID(dom, 2, 0)
+	pmidDuty     = pdu.NewPMID(dom, 2, 1)
+	pmidBytes    = pdu.NewPMID(dom, 3, 0)
+	pmidBroken   = pdu.NewPMID(dom, 3, 1)
+	indomCPU     = pdu.NewInDom(dom, 2)
+	pmidUnknown  = pdu.NewPMID(dom, 9, 9)
+	indomUnknown = pdu.NewInDom(dom, 99)
+)
+
+func exampleSpec() TableSpec {
+	cpus := []Instance{
+		{ID: 0, Name: "cpu0", Labels: Labels{"cpu": 0}},
+		{ID: 1, Name: "cpu1", Labels: Labels{"cpu": 1}},
+		{ID: 3, Name: "cpu3 spare", Labels: Labels{"cpu": 3}},
+	}
+	return TableSpec{
+		Domain: dom,
+		Metrics: []Metric{
+			{Name: "example.version", Desc: pdu.Desc{PMID: pmidVersion, Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete},
+				OneLine: "Agent version", Help: "The version of the example agent."},
+			{Name: "example.active", Desc: pdu.Desc{PMID: pmidActive, Type: pdu.ValueInt32, InDom: pdu.InDomNull, Sem: pdu.SemInstant}},
+			{Name: "example.dyn.counter.value", Desc: pdu.Desc{PMID: pmidCounter, Type: pdu.ValueUint64, InDom: indomCPU, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+				OneLine: "The values of the counter", Labels: Labels{"units": "events"}},
+			{Name: "example.dyn.counter.dutycycle", Desc: pdu.Desc{PMID: pmidDuty, Type: pdu.ValueDouble, InDom: indomCPU, Sem: pdu.SemInstant}},
+			{Name: "example.dyn.bytes", Desc: pdu.Desc{PMID: pmidBytes, Type: pdu.ValueInt64, InDom: pdu.InDomNull, Sem: pdu.SemCounter}},
+			{Name: "example.dyn.broken", Desc: pdu.Desc{PMID: pmidBroken, Type: pdu.ValueInt64, InDom: pdu.InDomNull, Sem: pdu.SemCounter}},
+		},
+		InDoms: []InDom{{InDom: indomCPU, Instances: cpus, OneLine: "per cpu",
+			Labels: Labels{"device_type": "cpu", "indom_name": "per cpu"}}},
+		DomainLabels:  Labels{"agent": "example"},
+		ClusterLabels: map[int]Labels{2: {"cluster": "counters"}},
+		Subtrees:      []string{"example.dyn", "example.derived"},
+	}
+}
+
+// exampleFetcher serves the example table and records what it was asked.
+type exampleFetcher struct {
+	mu       sync.Mutex
+	prepared [][]pdu.PMID
+	values   int
+	failAll  error
+}
+
+func (f *exampleFetcher) Prepare(req *FetchRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prepared = append(f.prepared, append([]pdu.PMID(nil), req.PMIDs...))
+	return f.failAll
+}
+
+func (f *exampleFetcher) Values(m *Metric, w *ValueWriter) error {
+	f.mu.Lock()
+	f.values++
+	f.mu.Unlock()
+	switch m.Desc.PMID {
+	case pmidVersion:
+		w.String(pdu.InNull, "1.0.1")
+	case pmidActive:
+		w.Int32(pdu.InNull, 24)
+	case pmidCounter:
+		for _, i := range []int32{0, 1, 3} {
+			w.Uint64(i, uint64(1000+i))
+		}
+	case pmidDuty:
+		w.Double(0, 0.5)
+		w.Double(1, 1.0)
+	case pmidBytes:
+		return pdu.ErrAgain
+	case pmidBroken:
+		w.Double(pdu.InNull, 1) // wrong type on purpose
+	}
+	return nil
+}
+
+// fakePMCD plays pmcd's side of a connection to an agent.
+type fakePMCD struct {
+	t     *testing.T
+	conn  net.Conn
+	r     *pdu.Reader
+	b     pdu.Builder
+	p     pdu.Parser
+	done  chan error
+	agent *Agent
+	log   *bytes.Buffer
+}
+
+func startAgent(t *testing.T, f Fetcher, spec TableSpec, cfg Config) *fakePMCD {
+	t.Helper()
+	tab, err := NewTable(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := net.Pipe()
+	logbuf := &bytes.Buffer{}
+	lg := NewLogger(&lockedWriter{w: logbuf}, "pmdaexample")
+	cfg.Fetcher, cfg.Log = f, lg
+	a := New(cfg, tab)
+	h := &fakePMCD{t: t, conn: ours, r: pdu.NewReader(ours), done: make(chan error, 1), agent: a, log: logbuf}
+	go func() { h.done <- a.Serve(theirs); theirs.Close() }()
+	t.Cleanup(func() { ours.Close(); <-h.done })
+
+	hdr, msg := h.next()
+	if hdr.Type != pdu.TypeCreds {
+		t.Fatalf("agent spoke %s first, not CREDS", hdr.Type)
+	}
+	creds, err := h.parse(msg).Creds(nil)
+	if err != nil || len(creds) != 1 || creds[0] != pdu.VersionCred(cfg.CredFlags) || hdr.Len != 20 {
+		t.Fatalf("agent CREDS = %+v, %v (len %d)", creds, err, hdr.Len)
+	}
+	h.send(h.b.Creds(4242, pdu.VersionCred(0)))
+	return h
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (h *fakePMCD) send(msg []byte) {
+	h.t.Helper()
+	h.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := h.conn.Write(msg); err != nil {
+		h.t.Fatalf("writing to agent: %v", err)
+	}
+}
+
+func (h *fakePMCD) next() (pdu.Header, []byte) {
+	h.t.Helper()
+	h.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	hdr, msg, err := h.r.Next()
+	if err != nil {
+		h.t.Fatalf("reading from agent: %v", err)
+	}
+	return hdr, append([]byte(nil), msg...)
+}
+
+func (h *fakePMCD) parse(msg []byte) *pdu.Parser {
+	h.t.Helper()
+	var p pdu.Parser
+	if _, err := p.Start(msg); err != nil {
+		h.t.Fatal(err)
+	}
+	return &p
+}
+
+// ask sends a request and returns the reply, which must be of type want.
+func (h *fakePMCD) ask(req []byte, want pdu.Type) *pdu.Parser {
+	h.t.Helper()
+	h.send(append([]byte(nil), req...))
+	hdr, msg := h.next()
+	if hdr.Type != want {
+		code := pdu.Err(0)
+		if hdr.Type == pdu.TypeError {
+			code, _ = h.parse(msg).Error()
+		}
+		h.t.Fatalf("reply is %s (%v), want %s", hdr.Type, code, want)
+	}
+	if hdr.From != 0 {
+		h.t.Fatalf("reply from = %d, agents send 0", hdr.From)
+	}
+	return h.parse(msg)
+}
+
+func (h *fakePMCD) askErr(req []byte, want pdu.Err) {
+	h.t.Helper()
+	code, err := h.ask(req, pdu.TypeError).Error()
+	if err != nil || code != want {
+		h.t.Fatalf("error reply = %v (%d), %v; want %v (%d)", code, int32(code), err, want, int32(want))
+	}
+}
+
+func (h *fakePMCD) fetch(from int32, pmids ...pdu.PMID) *pdu.Result {
+	h.t.Helper()
+	var r pdu.Result
+	if err := h.ask(h.b.Fetch(from, 0, pmids), pdu.TypeResult).Result(&r); err != nil {
+		h.t.Fatal(err)
+	}
+	if len(r.Sets) != len(pmids) {
+		h.t.Fatalf("RESULT has %d sets for %d PMIDs", len(r.Sets), len(pmids))
+	}
+	for i := range pmids {
+		if r.Sets[i].PMID != pmids[i] {
+			h.t.Fatalf("set %d is %s, want %s", i, r.Sets[i].PMID, pmids[i])
+		}
+	}
+	return &r
+}
+
+func insts(vs pdu.ValueSet) []int32 {
+	var out []int32
+	for _, v := range vs.Values {
+		out = append(out, v.Inst)
+	}
+	return out
+}
+
+func TestDescAndFetch(t *testing.T) {
+	f := &exampleFetcher{}
+	h := startAgent(t, f, exampleSpec(), Config{})
+
+	d, err := h.ask(h.b.DescReq(0, pmidCounter), pdu.TypeDesc).Desc()
+	if err != nil || d != (pdu.Desc{PMID: pmidCounter, Type: pdu.ValueUint64, InDom: indomCPU, Sem: pdu.SemCounter, Units: pdu.UnitsCount}) {
+		t.Fatalf("Desc = %+v %v", d, err)
+	}
+	h.askErr(h.b.DescReq(0, pmidUnknown), pdu.ErrPMID)
+
+	r := h.fetch(0, pmidVersion, pmidActive, pmidCounter, pmidDuty, pmidBytes, pmidUnknown, pmidBroken, pmidCounter)
+	if r.Flags != 0 {
+		t.Errorf("flags = %#x", r.Flags)
+	}
+	if s := r.Sets[0]; s.NumVal != 1 || string(s.Values[0].Block) != "1.0.1\x00" || s.Values[0].Inst != pdu.InNull {
+		t.Errorf("version = %+v", s)
+	}
+	if s := r.Sets[1]; s.NumVal != 1 || s.ValFmt != pdu.ValInsitu || s.Values[0].Insitu != 24 {
+		t.Errorf("active = %+v", s)
+	}
+	if s := r.Sets[2]; s.NumVal != 3 || s.Values[2].Inst != 3 || s.Values[2].VType != pdu.ValueUint64 {
+		t.Errorf("counter = %+v", s)
+	} else if v, _ := s.Values[2].Uint64(); v != 1003 {
+		t.Errorf("counter[3] = %d", v)
+	}
+	if r.Sets[3].NumVal != 2 || r.Sets[4].NumVal != int32(pdu.ErrAgain) || r.Sets[5].NumVal != int32(pdu.ErrPMID) ||
+		r.Sets[6].NumVal != int32(pdu.ErrType) || r.Sets[7].NumVal != 3 {
+		t.Errorf("numvals = %d %d %d %d %d", r.Sets[3].NumVal, r.Sets[4].NumVal, r.Sets[5].NumVal, r.Sets[6].NumVal, r.Sets[7].NumVal)
+	}
+	if !strings.Contains(h.log.String(), "has type 64 but was given a DOUBLE value") {
+		t.Errorf("type mismatch not logged: %q", h.log.String())
+	}
+	// Prepare saw every PMID once, before the values, in request order.
+	if len(f.prepared) != 1 || len(f.prepared[0]) != 8 || f.prepared[0][5] != pmidUnknown {
+		t.Errorf("prepared = %v", f.prepared)
+	}
+	if f.values != 7 {
+		t.Errorf("Values called %d times, want 7 (unknown PMIDs skipped)", f.values)
+	}
+
+	// A whole-fetch failure is one ERROR PDU.
+	f.failAll = pdu.ErrAgain
+	h.askErr(h.b.Fetch(0, 0, []pdu.PMID{pmidActive}), pdu.ErrAgain)
+}
+
+func TestProfilesPerClient(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+	// Client 1 wants cpu1 only; client 2 excludes cpu0; client 0 sent none.
+	h.send(h.b.Profile(1, &pdu.Profile{GState: pdu.ProfileExclude, InDoms: []pdu.ProfileInDom{{InDom: indomCPU, State: pdu.ProfileExclude, Insts: []int32{1}}}}))
+	h.send(h.b.Profile(2, &pdu.Profile{InDoms: []pdu.ProfileInDom{{InDom: indomCPU, State: pdu.ProfileInclude, Insts: []int32{0}}}}))
+	// Neither PROFILE may be answered: the next reply must be this DESC.
+	h.ask(h.b.DescReq(0, pmidActive), pdu.TypeDesc)
+
+	for _, c := range []struct {
+		from int32
+		want []int32
+	}{{0, []int32{0, 1, 3}}, {1, []int32{1}}, {2, []int32{1, 3}}} {
+		r := h.fetch(c.from, pmidCounter, pmidActive)
+		if got := insts(r.Sets[0]); !equal(got, c.want) {
+			t.Errorf("client %d: instances %v, want %v", c.from, got, c.want)
+		}
+		if r.Sets[1].NumVal != 1 {
+			t.Errorf("client %d: singular metric filtered by profile", c.from)
+		}
+	}
+	// Labels of instances follow the profile too.
+	_, _, sets, err := h.ask(h.b.LabelReq(1, uint32(indomCPU), pdu.LabelInstances), pdu.TypeLabel).Label(nil)
+	if err != nil || len(sets) != 1 || sets[0].Inst != 1 || string(sets[0].JSON) != `{"cpu":1}` {
+		t.Fatalf("instance labels = %+v %v", sets, err)
+	}
+
+	// End of context drops client 1's profile: back to everything.
+	ended := make(chan int32, 1)
+	h.agent.cfg.OnEndContext = func(c int32) { ended <- c }
+	h.send(h.b.Error(1, pdu.ErrNotConn))
+	if r := h.fetch(1, pmidCounter); len(r.Sets[0].Values) != 3 {
+		t.Errorf("after NOTCONN: %v", insts(r.Sets[0]))
+	}
+	if c := <-ended; c != 1 {
+		t.Errorf("OnEndContext(%d)", c)
+	}
+	// A bad PROFILE is logged and the old one kept.
+	bad := h.b.Profile(2, &pdu.Profile{GState: 7})
+	h.send(bad)
+	if r := h.fetch(2, pmidCounter); !equal(insts(r.Sets[0]), []int32{1, 3}) {
+		t.Errorf("after a bad PROFILE: %v", insts(r.Sets[0]))
+	}
+}
+
+func equal(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestInstances(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+	// The profile never applies to INSTANCE requests.
+	h.send(h.b.Profile(0, &pdu.Profile{GState: pdu.ProfileExclude}))
+	_, list, err := h.ask(h.b.InstanceReq(0, indomCPU, pdu.InNull, ""), pdu.TypeInstance).Instance(nil)
+	if err != nil || len(list) != 3 || string(list[2].Name) != "cpu3 spare" || list[2].Inst != 3 {
+		t.Fatalf("all = %+v %v", list, err)
+	}
+	_, list, err = h.ask(h.b.InstanceReq(0, indomCPU, 1, ""), pdu.TypeInstance).Instance(nil)
+	if err != nil || len(list) != 1 || list[0].Inst != pdu.InNull || string(list[0].Name) != "cpu1" {
+		t.Fatalf("by id = %+v %v", list, err)
+	}
+	for _, name := range []string{"cpu0", "cpu3", "cpu3 spare"} {
+		_, list, err = h.ask(h.b.InstanceReq(0, indomCPU, pdu.InNull, name), pdu.TypeInstance).Instance(nil)
+		if err != nil || len(list) != 1 || list[0].Name != nil {
+			t.Fatalf("by name %q = %+v %v", name, list, err)
+		}
+	}
+	h.askErr(h.b.InstanceReq(0, indomCPU, 2, ""), pdu.ErrInst)
+	h.askErr(h.b.InstanceReq(0, indomCPU, pdu.InNull, "cpu3 other"), pdu.ErrInst)
+	h.askErr(h.b.InstanceReq(0, indomUnknown, pdu.InNull, ""), pdu.ErrInDom)
+}
+
+func TestText(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+	for _, c := range []struct {
+		ident uint32
+		typ   int32
+		want  string
+	}{
+		{uint32(pmidVersion), pdu.TextOneLine | pdu.TextPMID, "Agent version"},
+		{uint32(pmidVersion), pdu.TextHelp | pdu.TextPMID, "The version of the example agent."},
+		{uint32(indomCPU), pdu.TextOneLine | pdu.TextInDom, "per cpu"},
+	} {
+		_, text, err := h.ask(h.b.TextReq(0, c.ident, c.typ), pdu.TypeText).Text()
+		if err != nil || string(text) != c.want {
+			t.Errorf("text %#x/%d = %q %v", c.ident, c.typ, text, err)
+		}
+	}
+	h.askErr(h.b.TextReq(0, uint32(pmidActive), pdu.TextOneLine|pdu.TextPMID), pdu.ErrText)
+	h.askErr(h.b.TextReq(0, uint32(pmidCounter), pdu.TextHelp|pdu.TextPMID), pdu.ErrText)
+	h.askErr(h.b.TextReq(0, uint32(pmidUnknown), pdu.TextOneLine|pdu.TextPMID), pdu.ErrText)
+	h.askErr(h.b.TextReq(0, uint32(indomUnknown), pdu.TextOneLine|pdu.TextInDom), pdu.ErrText)
+}
+
+func (h *fakePMCD) names(req []byte) ([]string, []int32) {
+	h.t.Helper()
+	list, _, err := h.ask(req, pdu.TypePMNSNames).Names(nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var ns []string
+	var st []int32
+	for _, n := range list {
+		ns = append(ns, string(n.Name))
+		st = append(st, n.Status)
+	}
+	return ns, st
+}
+
+func (h *fakePMCD) nameToPMID(name string) []byte {
+	h.b.StartNames(0, false)
+	h.b.AddName(name, 0)
+	msg, _ := h.b.Finish()
+	return msg
+}
+
+func TestNamespace(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+
+	_, ids, err := h.ask(h.nameToPMID("example.dyn.counter.value"), pdu.TypePMNSIDs).IDs(nil)
+	if err != nil || len(ids) != 1 || ids[0] != pmidCounter {
+		t.Fatalf("name→PMID = %v %v", ids, err)
+	}
+	for _, bad := range []string{"example.dyn.counter", "example.dyn", "example.nope", "other", "example.dyn."} {
+		h.askErr(h.nameToPMID(bad), pdu.ErrName)
+	}
+
+	ns, _ := h.names(h.b.IDs(0, 0, pmidDuty))
+	if strings.Join(ns, ",") != "example.dyn.counter.dutycycle" {
+		t.Errorf("PMID→names = %v", ns)
+	}
+	h.askErr(h.b.IDs(0, 0, pmidUnknown), pdu.ErrPMID)
+
+	ns, st := h.names(h.b.NameReq(0, pdu.TypePMNSChild, 1, "example.dyn"))
+	if strings.Join(ns, ",") != "counter,bytes,broken" || !equal(st, []int32{1, 0, 0}) {
+		t.Errorf("children = %v %v", ns, st)
+	}
+	ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSChild, 0, "example"))
+	if strings.Join(ns, ",") != "dyn,derived,version,active" {
+		t.Errorf("children of example = %v", ns)
+	}
+	if ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSChild, 1, "example.version")); len(ns) != 0 {
+		t.Errorf("children of a leaf = %v", ns)
+	}
+	if ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSChild, 1, "example.derived")); len(ns) != 0 {
+		t.Errorf("children of an empty subtree = %v", ns)
+	}
+	h.askErr(h.b.NameReq(0, pdu.TypePMNSChild, 0, "example.nope"), pdu.ErrName)
+
+	ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.dyn"))
+	if strings.Join(ns, ",") != "example.dyn.counter.value,example.dyn.counter.dutycycle,example.dyn.bytes,example.dyn.broken" {
+		t.Errorf("traverse = %v", ns)
+	}
+	if ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.dyn.bytes")); strings.Join(ns, ",") != "example.dyn.bytes" {
+		t.Errorf("traverse of a leaf = %v", ns)
+	}
+	if ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.derived")); len(ns) != 0 {
+		t.Errorf("traverse of an empty subtree = %v", ns)
+	}
+	h.askErr(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.derived.x"), pdu.ErrName)
+}
+
+func TestLabels(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+	one := func(ident uint32, typ int32) []pdu.LabelSet {
+		t.Helper()
+		gi, gt, sets, err := h.ask(h.b.LabelReq(0, ident, typ), pdu.TypeLabel).Label(nil)
+		if err != nil || gi != ident || gt != typ {
+			t.Fatalf("label %#x/%d: echoed %#x/%d, %v", ident, typ, gi, gt, err)
+		}
+		return sets
+	}
+	check := func(sets []pdu.LabelSet, json string, flags uint8) {
+		t.Helper()
+		if len(sets) != 1 || string(sets[0].JSON) != json || sets[0].Inst != pdu.InNull || sets[0].Labels[0].Flags != flags {
+			t.Errorf("sets = %+v, want %s", sets, json)
+		}
+	}
+	check(one(dom, pdu.LabelDomain), `{"agent":"example"}`, pdu.LabelDomain)
+	check(one(uint32(indomCPU), pdu.LabelInDom), `{"device_type":"cpu","indom_name":"per cpu"}`, pdu.LabelInDom)
+	check(one(uint32(pdu.NewPMID(dom, 2, 7)), pdu.LabelCluster), `{"cluster":"counters"}`, pdu.LabelCluster)
+	check(one(uint32(pmidCounter), pdu.LabelItem), `{"units":"events"}`, pdu.LabelItem)
+	if sets := one(uint32(pmidVersion), pdu.LabelItem); len(sets) != 0 {
+		t.Errorf("no item labels: %+v", sets)
+	}
+	if sets := one(uint32(pdu.NewPMID(dom, 0, 0)), pdu.LabelCluster); len(sets) != 0 {
+		t.Errorf("no cluster labels: %+v", sets)
+	}
+	sets := one(uint32(indomCPU), pdu.LabelInstances)
+	if len(sets) != 3 || string(sets[2].JSON) != `{"cpu":3}` || sets[2].Inst != 3 || sets[2].Labels[0].Flags != pdu.LabelInstances {
+		t.Errorf("instances = %+v", sets)
+	}
+	h.askErr(h.b.LabelReq(0, uint32(pmidUnknown), pdu.LabelItem), pdu.ErrPMID)
+	h.askErr(h.b.LabelReq(0, uint32(indomUnknown), pdu.LabelInDom), pdu.ErrInDom)
+	h.askErr(h.b.LabelReq(0, 0, 0x40), pdu.ErrType)
+}
+
+func TestStoreAttrAndStrays(t *testing.T) {
+	attrs := make(chan string, 4)
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{CredFlags: pdu.FlagAuth,
+		OnAttr: func(c, k int32, v string) { attrs <- v }})
+
+	h.b.StartResult(3, 0)
+	h.b.AddSet(pmidActive)
+	h.b.AddInsitu(pdu.InNull, 42)
+	store, _ := h.b.Finish()
+	h.askErr(store, pdu.ErrPermission)
+	// A store whose block index is 2 words off is a decode failure.
+	h.b.StartResult(3, 0)
+	h.b.AddSet(pmidBytes)
+	h.b.AddInt64(pdu.InNull, 1)
+	store, _ = h.b.Finish()
+	store[35] += 2
+	h.askErr(store, pdu.ErrIPC)
+
+	// None of these may be answered.
+	h.send(h.b.Attr(5, pdu.AttrProcessID, []byte("15082\x00")))
+	h.send(h.b.Error(5, pdu.ErrGeneric))
+	h.send(h.b.Creds(1, pdu.VersionCred(0)))
+	h.send([]byte{0, 0, 0, 12, 0, 0, 0x70, 0x0a, 0, 0, 0, 0})
+	h.send([]byte{0, 0, 0, 16, 0, 0, 0x70, 0x14, 0, 0, 0, 0, 0, 0, 0, 0})
+	// net.Pipe is unbuffered, so the one request that is answered goes last.
+	h.send([]byte{0, 0, 0, 12, 0, 0, 0x70, 0x08, 0, 0, 0, 0}) // TEXT_REQ without a body
+	if v := <-attrs; v != "15082" {
+		t.Errorf("attr = %q", v)
+	}
+	// The TEXT_REQ without a body gets PM_ERR_IPC, and is the only reply.
+	code, err := h.parse(func() []byte { _, m := h.next(); return m }()).Error()
+	if err != nil || code != pdu.ErrIPC {
+		t.Fatalf("truncated TEXT_REQ: %v %v", code, err)
+	}
+	h.ask(h.b.DescReq(0, pmidActive), pdu.TypeDesc)
+	for _, want := range []string{"unexpected ERROR PDU", "ignoring unexpected CREDS", "CONTROL_REQ", "HIGHRES_FETCH"} {
+		if !strings.Contains(h.log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, h.log.String())
+		}
+	}
+}
+
+func TestMalformedRequestsGetIPC(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+	var b pdu.Builder
+	for name, msg := range map[string][]byte{
+		"DESC_REQ long":      append(b.DescReq(0, pmidActive)[:12:12], 0, 0, 0, 20, 0, 0, 0, 0, 1, 2, 3, 4),
+		"FETCH zero pmids":   b.Fetch(0, 0, nil),
+		"INSTANCE_REQ short": b.InstanceReq(0, indomCPU, pdu.InNull, "")[:28],
+		"PMNS_NAMES two": func() []byte {
+			b.StartNames(0, false)
+			b.AddName("a", 0)
+			b.AddName("b", 0)
+			m, _ := b.Finish()
+			return m
+		}(),
+		"LABEL_REQ short": b.LabelReq(0, 1, 2)[:16],
+		"CHILD namelen":   func() []byte { m := b.NameReq(0, pdu.TypePMNSChild, 0, "abc"); m[19] = 200; return m }(),
+	} {
+		msg = append([]byte(nil), msg...)
+		msg[0], msg[1], msg[2], msg[3] = 0, 0, byte(len(msg)>>8), byte(len(msg))
+		t.Run(name, func(t *testing.T) {
+			h.t = t
+			h.askErr(msg, pdu.ErrIPC)
+		})
+	}
+	h.t = t
+	h.ask(h.b.DescReq(0, pmidActive), pdu.TypeDesc)
+}
+
+func TestGarbageClosesCleanly(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+	h.send([]byte{0, 0, 0, 4, 0, 0, 0x70, 0x04, 0, 0, 0, 0}) // len below 12
+	select {
+	case err := <-h.done:
+		var fe *pdu.FrameError
+		if !errors.As(err, &fe) {
+			t.Fatalf("Serve = %v, want a framing error", err)
+		}
+		h.done <- err
+	case <-time.After(5 * time.Second):
+		t.Fatal("agent did not stop on a bad header")
+	}
+}
+
+func TestEOFEndsServe(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+	h.conn.Close()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatalf("Serve = %v, want nil at EOF", err)
+		}
+		h.done <- err
+	case <-time.After(5 * time.Second):
+		t.Fatal("agent did not stop at EOF")
+	}
+}
+
+func TestNamesChange(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
+	if r := h.fetch(0, pmidActive); r.Flags != 0 {
+		t.Fatalf("flags = %#x", r.Flags)
+	}
+	spec := exampleSpec()
+	spec.Metrics = append(spec.Metrics, Metric{Name: "example.derived.sum", Desc: pdu.Desc{PMID: pdu.NewPMID(dom, 4, 0), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemCounter}})
+	t2, err := NewTable(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.agent.SetTable(t2)
+	if ns, _ := h.names(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.derived")); strings.Join(ns, ",") != "example.derived.sum" {
+		t.Errorf("after swap: %v", ns)
+	}
+	if r := h.fetch(0, pmidActive); r.Flags != pdu.StateNamesChange {
+		t.Errorf("flags after swap = %#x, want NAMES_CHANGE", r.Flags)
+	}
+	if r := h.fetch(0, pmidActive); r.Flags != 0 {
+		t.Errorf("flags are sent once, got %#x again", r.Flags)
+	}
+}
+
+func TestTableErrors(t *testing.T) {
+	for name, mutate := range map[string]func(*TableSpec){
+		"duplicate name":  func(s *TableSpec) { s.Metrics[1].Name = s.Metrics[0].Name },
+		"leaf and parent": func(s *TableSpec) { s.Metrics[1].Name = "example.version.x" },
+		"subtree is leaf": func(s *TableSpec) { s.Subtrees = append(s.Subtrees, "example.version") },
+		"empty component": func(s *TableSpec) { s.Metrics[0].Name = "example..x" },
+		"unknown indom":   func(s *TableSpec) { s.Metrics[0].Desc.InDom = indomUnknown },
+		"pmid clash":      func(s *TableSpec) { s.Metrics[1].Desc.PMID = pmidVersion },
+		"bad label name":  func(s *TableSpec) { s.DomainLabels = Labels{"a-b": 1} },
+		"dup instance":    func(s *TableSpec) { s.InDoms[0].Instances[1].ID = 0 },
+		"dup inst name":   func(s *TableSpec) { s.InDoms[0].Instances[1].Name = "cpu0" },
+		"bad label value": func(s *TableSpec) { s.ClusterLabels[2] = Labels{"x": make(chan int)} },
+	} {
+		s := exampleSpec()
+		mutate(&s)
+		if _, err := NewTable(s); err == nil {
+			t.Errorf("%s: NewTable accepted it", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}
