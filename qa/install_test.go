@@ -1,0 +1,106 @@
+package qa
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The files in install/ checked on their own, without pmcd.
+
+func TestRootNamespace(t *testing.T) {
+	e := Direct(t)
+	out := e.Run(t, "pminfo", "-m", "-n", filepath.Join(e.Repo, "install", "root"), "perfevent")
+	want := "perfevent.version PMID: 127.0.0\n" +
+		"perfevent.active PMID: 127.0.1\n" +
+		"perfevent.hwcounters PMID: 127.*.*\n" +
+		"perfevent.derived PMID: 127.*.*\n"
+	if out != want {
+		t.Errorf("pminfo -m -n install/root perfevent:\n got: %q\nwant: %q", out, want)
+	}
+}
+
+func TestInstallRejectsUnknownIPC(t *testing.T) {
+	e := Direct(t)
+	r := e.Exec(Cmd{Dir: filepath.Join(e.Repo, "install"), Args: []string{"./Install", "--socket=carrier-pigeon"}})
+	if r.Err == nil || !strings.Contains(r.Stderr, `unknown IPC method "carrier-pigeon"`) {
+		t.Errorf("Install --socket=carrier-pigeon: want exit 1 naming the method:\n%s", r)
+	}
+	r = e.Exec(Cmd{Dir: filepath.Join(e.Repo, "install"), Args: []string{"./Install"}, Env: []string{"PERFEVENT_IPC=tcp"}})
+	if r.Err == nil || !strings.Contains(r.Stderr, `unknown IPC method "tcp"`) {
+		t.Errorf("PERFEVENT_IPC=tcp ./Install: want exit 1 naming the method:\n%s", r)
+	}
+}
+
+// Upgrade runs at every pmcd start; it must add or drop -c as
+// perfevent.conf comes and goes, and leave every other line alone.
+func TestUpgradeFollowsConfigFile(t *testing.T) {
+	e := Direct(t)
+	home := filepath.Join(t.TempDir(), "perfevent-go")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(e.Repo, "install", "Upgrade"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "Upgrade"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pmcdConf := filepath.Join(t.TempDir(), "pmcd.conf")
+	agent := filepath.Join(home, "pmdaperfevent")
+	conf := filepath.Join(home, "perfevent.conf")
+	other := "linux\t60\tpipe\tbinary\t\t/var/lib/pcp/pmdas/linux/pmdalinux\n"
+	access := "\n[access]\nallow \"local:*\" : all;\n"
+	write := func(perfevent string) {
+		t.Helper()
+		if err := os.WriteFile(pmcdConf, []byte(other+perfevent+"\n"+access), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upgrade := func() string {
+		t.Helper()
+		r := e.Exec(Cmd{Dir: home, Args: []string{"./Upgrade"}, Env: []string{"PCP_PMCDCONF_PATH=" + pmcdConf}})
+		if r.Err != nil {
+			t.Fatalf("Upgrade failed:\n%s", r)
+		}
+		data, err := os.ReadFile(pmcdConf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+
+	plain := "perfevent\t127\tpipe\tbinary\t\t" + agent + " -d 127"
+	write(plain)
+	if got := upgrade(); got != other+plain+"\n"+access {
+		t.Errorf("no perfevent.conf, no -c: Upgrade changed pmcd.conf to\n%s", got)
+	}
+
+	if err := os.WriteFile(conf, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := upgrade(); got != other+plain+" -c "+conf+"\n"+access {
+		t.Errorf("perfevent.conf appeared: want -c added, got\n%s", got)
+	}
+	if got := upgrade(); got != other+plain+" -c "+conf+"\n"+access {
+		t.Errorf("second Upgrade is not a no-op:\n%s", got)
+	}
+
+	if err := os.Remove(conf); err != nil {
+		t.Fatal(err)
+	}
+	if got := upgrade(); got != other+plain+"\n"+access {
+		t.Errorf("perfevent.conf went away: want -c dropped, got\n%s", got)
+	}
+
+	cLine := "perfevent\t127\tpipe\tbinary\t\t/var/lib/pcp/pmdas/perfevent/pmdaperfevent -d 127"
+	write(cLine)
+	if err := os.WriteFile(conf, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := upgrade(); got != other+cLine+"\n"+access {
+		t.Errorf("Upgrade touched the C agent's line:\n%s", got)
+	}
+}
