@@ -1,0 +1,121 @@
+package pmu
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// FS is where the package reads the kernel's description of its PMUs.
+// Construct it with Default or fill in the fields; the zero value of the
+// unexported state is ready to use. An FS is safe for concurrent use.
+type FS struct {
+	// Sys is the sysfs mount point, normally "/sys". PMUs are read from
+	// <Sys>/bus/event_source/devices and online CPUs from
+	// <Sys>/devices/system/cpu/online.
+	Sys string
+	// Proc is the procfs mount point, normally "/proc". Only cpuinfo and
+	// mounts are read.
+	Proc string
+	// Tracing lists candidate tracefs roots, tried in order. When empty,
+	// the tracefs and debugfs mounts listed in <Proc>/mounts are tried,
+	// then <Sys>/kernel/tracing and <Sys>/kernel/debug/tracing.
+	Tracing []string
+
+	once sync.Once
+	plm  plm // privilege levels the core PMU can filter; see libpfmDefaults
+}
+
+// Default returns an FS for the running system. Like the C agent it
+// honours SYSFS_PREFIX (used by its parse_events.c for PMU devices) and
+// SYSFS_MOUNT_POINT (used by its architecture.c for CPU lists) so that its
+// test harnesses work unchanged; both name the sysfs mount point, and
+// SYSFS_PREFIX wins when both are set.
+func Default() *FS {
+	sys := "/sys"
+	if v := os.Getenv("SYSFS_MOUNT_POINT"); v != "" {
+		sys = v
+	}
+	if v := os.Getenv("SYSFS_PREFIX"); v != "" {
+		sys = v
+	}
+	return &FS{Sys: sys, Proc: "/proc"}
+}
+
+func (fs *FS) sysPath(elem ...string) string {
+	root := fs.Sys
+	if root == "" {
+		root = "/sys"
+	}
+	return filepath.Join(append([]string{root}, elem...)...)
+}
+
+func (fs *FS) procPath(elem ...string) string {
+	root := fs.Proc
+	if root == "" {
+		root = "/proc"
+	}
+	return filepath.Join(append([]string{root}, elem...)...)
+}
+
+// devicesDir is the directory holding one entry per registered PMU.
+func (fs *FS) devicesDir() string {
+	return fs.sysPath("bus", "event_source", "devices")
+}
+
+// tracingCandidates lists the places a tracefs may be found, in the order
+// they are tried.
+func (fs *FS) tracingCandidates() []string {
+	if len(fs.Tracing) > 0 {
+		return fs.Tracing
+	}
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) {
+		if !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	// A tracefs mounted somewhere unusual is still found through mounts.
+	if f, err := os.Open(fs.procPath("mounts")); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 3 {
+				continue
+			}
+			switch fields[2] {
+			case "tracefs":
+				add(fields[1])
+			case "debugfs":
+				add(filepath.Join(fields[1], "tracing"))
+			}
+		}
+	}
+	add(fs.sysPath("kernel", "tracing"))
+	add(fs.sysPath("kernel", "debug", "tracing"))
+	return dirs
+}
+
+// tracingRoot returns the first candidate that holds an events directory.
+func (fs *FS) tracingRoot() (string, bool) {
+	for _, d := range fs.tracingCandidates() {
+		if st, err := os.Stat(filepath.Join(d, "events")); err == nil && st.IsDir() {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// readTrimmed reads a small sysfs or procfs attribute file.
+func readTrimmed(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}

@@ -1,0 +1,156 @@
+package pmu
+
+import (
+	"math/bits"
+	"reflect"
+	"testing"
+)
+
+func TestParseFormat(t *testing.T) {
+	tests := []struct {
+		text  string
+		field Field
+		bits  []BitRange
+		width uint
+	}{
+		{"config:0-7\n", Config, []BitRange{{0, 7}}, 8},
+		{"config:18", Config, []BitRange{{18, 18}}, 1},
+		{"config1:0-15", Config1, []BitRange{{0, 15}}, 16},
+		{"config2:0-63", Config2, []BitRange{{0, 63}}, 64},
+		{"config1:1,6-10,44", Config1, []BitRange{{1, 1}, {6, 10}, {44, 44}}, 7},
+		// Ranges out of order still fill from the lowest bit up.
+		{"config:44,1,6-10", Config, []BitRange{{1, 1}, {6, 10}, {44, 44}}, 7},
+		{"config3:0-3", Config3, []BitRange{{0, 3}}, 4},
+	}
+	for _, tt := range tests {
+		f, err := ParseFormat("x", tt.text)
+		if err != nil {
+			t.Errorf("ParseFormat(%q): %v", tt.text, err)
+			continue
+		}
+		if f.Field != tt.field || !reflect.DeepEqual(f.Ranges, tt.bits) || f.Width() != tt.width {
+			t.Errorf("ParseFormat(%q) = %v %v width %d, want %v %v width %d", tt.text, f.Field, f.Ranges, f.Width(), tt.field, tt.bits, tt.width)
+		}
+	}
+}
+
+func TestParseFormatErrors(t *testing.T) {
+	tests := map[string]string{
+		"config0-7":     `"config0-7" is not field:bits`,
+		"config4:0-7":   `unknown field "config4" (want config, config1, config2 or config3)`,
+		"config:64":     `bad bit "64" in "config:64"`,
+		"config:7-0":    `bad bit range "7-0" in "config:7-0"`,
+		"config:x":      `bad bit "x" in "config:x"`,
+		"config:0-7,5":  `overlapping bit ranges in "config:0-7,5"`,
+		"config:":       `bad bit "" in "config:"`,
+		"config:1-2-3":  `bad bit range "1-2-3" in "config:1-2-3"`,
+		"config1:0-999": `bad bit range "0-999" in "config1:0-999"`,
+	}
+	for text, want := range tests {
+		_, err := ParseFormat("x", text)
+		if err == nil || err.Error() != want {
+			t.Errorf("ParseFormat(%q) error = %v, want %s", text, err, want)
+		}
+	}
+}
+
+func TestFormatPlace(t *testing.T) {
+	multi, _ := ParseFormat("fe", "config1:1,6-10,44")
+	tests := []struct {
+		f    string
+		v    uint64
+		want uint64
+	}{
+		{"config:0-7", 0x3c, 0x3c},
+		{"config:8-15", 0x1, 0x100},
+		{"config:0-63", ^uint64(0), ^uint64(0)},
+		{"config:63", 1, 1 << 63},
+		// Low value bits go to the lowest range: bit 0 -> 1, bits 1-5 ->
+		// 6-10, bit 6 -> 44.
+		{"config1:1,6-10,44", 0x7f, 1<<1 | 0x1f<<6 | 1<<44},
+		{"config1:1,6-10,44", 0x40, 1 << 44},
+		{"config1:1,6-10,44", 0x3, 1<<1 | 1<<6},
+	}
+	for _, tt := range tests {
+		f, err := ParseFormat("x", tt.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Place(tt.v)
+		if err != nil || got != tt.want {
+			t.Errorf("%s.Place(%#x) = %#x, %v; want %#x", tt.f, tt.v, got, err, tt.want)
+		}
+	}
+	if _, err := multi.Place(0x80); err == nil || err.Error() != "value 0x80 does not fit fe=config1:1,6-10,44 (7 bits, max 0x7f)" {
+		t.Errorf("Place(0x80) error = %v", err)
+	}
+}
+
+func TestParseTerms(t *testing.T) {
+	got, err := ParseTerms("event=0xc2, umask=0x1,inv,cmask=1,chip=?\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Term{{"event", 0xc2, false}, {"umask", 1, false}, {"inv", 1, false}, {"cmask", 1, false}, {"chip", 0, true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseTerms = %+v, want %+v", got, want)
+	}
+	for text, msg := range map[string]string{
+		"":                          "empty term list",
+		"event=0x3c,":               `empty term in "event=0x3c,"`,
+		"event=zz":                  `term event: value "zz" is not a number`,
+		"=1":                        `empty term in "=1"`,
+		"event=0x1ffffffffffffffff": `term event: value "0x1ffffffffffffffff" is not a number`,
+	} {
+		if _, err := ParseTerms(text); err == nil || err.Error() != msg {
+			t.Errorf("ParseTerms(%q) error = %v, want %s", text, err, msg)
+		}
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for in, want := range map[string][]int{
+		"0-3,8,10-11\n": {0, 1, 2, 3, 8, 10, 11},
+		"0,18":          {0, 18},
+		"5,1-2,2":       {1, 2, 5},
+		"":              nil,
+	} {
+		got, err := ParseCPUList(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for in, msg := range map[string]string{
+		"a":       `bad CPU number "a" in list "a"`,
+		"3-1":     `bad CPU range "3-1" in list "3-1"`,
+		"0-99999": `CPU 99999 out of range in list "0-99999"`,
+		"-1":      `bad CPU number "" in list "-1"`,
+	} {
+		if _, err := ParseCPUList(in); err == nil || err.Error() != msg {
+			t.Errorf("ParseCPUList(%q) error = %v, want %s", in, err, msg)
+		}
+	}
+}
+
+func FuzzParseFormat(f *testing.F) {
+	for _, s := range []string{"config:0-7", "config1:1,6-10,44", "config2:63", "config:5-"} {
+		f.Add(s, uint64(0x7f))
+	}
+	f.Fuzz(func(t *testing.T, text string, v uint64) {
+		fm, err := ParseFormat("x", text)
+		if err != nil {
+			return
+		}
+		w, err := fm.Place(v)
+		if err == nil && v <= fm.Max() && bits.OnesCount64(w) != bits.OnesCount64(v) {
+			t.Errorf("Place(%#x) on %s = %#x lost bits", v, fm, w)
+		}
+	})
+}
+
+func FuzzParseTerms(f *testing.F) {
+	for _, s := range []string{"event=0x3c", "a,b=?,c=0x1", ",,", "x=="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) { _, _ = ParseTerms(text) })
+}

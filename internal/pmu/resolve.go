@@ -1,0 +1,501 @@
+package pmu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event is a resolved event name: what to pass to perf_event_open and how
+// to present the count.
+type Event struct {
+	Name string // the name as configured
+	// PMU is "perf" for generic, cache, software, tracepoint and ix86arch
+	// names (libpfm4's perf PMU), "perf_raw" for RAW:, and otherwise the
+	// sysfs PMU the event belongs to.
+	PMU string
+	// Attr holds Type, Config, Ext1 (config1), Ext2 (config2) and the
+	// exclude bits; the counter package owns everything else.
+	Attr  unix.PerfEventAttr
+	Scale float64 // multiply counts by this; 1 when sysfs gives none
+	Unit  string  // from sysfs .unit, e.g. "Joules", "MiB"
+	// CPUs is the PMU's cpumask (uncore PMUs count per package, on the
+	// listed CPUs only); nil means every online CPU.
+	CPUs     []int
+	Snapshot bool // sysfs .snapshot: an instantaneous value, not a count
+	PerPkg   bool // sysfs .per-pkg: count once per package
+	// Source says where the encoding came from, for logs and --check,
+	// e.g. "generic hardware PERF_COUNT_HW_CPU_CYCLES" or
+	// "tracepoint sched/sched_switch id 312".
+	Source string
+}
+
+// Options carries what perfevent.conf can say besides the event name.
+type Options struct {
+	// RawCode is the rawcode= of a RAW:name event; HasRawCode says it
+	// was given.
+	RawCode    uint64
+	HasRawCode bool
+	// Params fills "term=?" placeholders of sysfs events (hv_24x7 and
+	// hv_gpci): "chip", "core", "domain", "lpar", ...
+	Params map[string]uint64
+}
+
+// Resolve resolves an event name with no options.
+func (fs *FS) Resolve(name string) (Event, error) {
+	return fs.ResolveWith(name, Options{})
+}
+
+// ResolveWith turns a perfevent.conf event name into an Event. Errors name
+// the event and, where sysfs or tracefs is involved, the file at fault,
+// and say what to write instead when the name cannot work here.
+func (fs *FS) ResolveWith(name string, o Options) (Event, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return Event{}, errors.New("empty event name")
+	}
+	ev, err := fs.resolve(name, o)
+	if err != nil {
+		return Event{}, err
+	}
+	ev.Name = name
+	if ev.Scale == 0 {
+		ev.Scale = 1
+	}
+	return ev, nil
+}
+
+func (fs *FS) resolve(name string, o Options) (Event, error) {
+	// The C agent matches these two prefixes case-sensitively.
+	if strings.HasPrefix(name, "RAPL:") {
+		return Event{}, fmt.Errorf("event %q: RAPL through /dev/cpu/*/msr is not supported; use the kernel's power PMU in a [dynamic] section instead, e.g. power.energy-pkg (also energy-cores, energy-ram, energy-psys where present)", name)
+	}
+	if strings.HasPrefix(name, "RAW:") {
+		return fs.resolveRaw(name, o)
+	}
+	if strings.Contains(name, "/") {
+		return fs.resolvePerfSyntax(name, o)
+	}
+
+	rest, perfNS := cutPrefixFold(name, "perf::")
+	if !perfNS {
+		if pfx, ev, ok := strings.Cut(name, "::"); ok {
+			if strings.EqualFold(pfx, "perf_raw") {
+				return fs.resolvePerfRaw(name, ev)
+			}
+			return fs.resolveLibpfmPMU(name, pfx, ev)
+		}
+		if ev, ok, err := fs.resolveDynamic(name, o); ok {
+			return ev, err
+		}
+	}
+
+	base, mods, _ := strings.Cut(rest, ":")
+	var modList []string
+	if mods != "" {
+		modList = strings.Split(mods, ":")
+	}
+	if g, ok := genericNamed(base); ok {
+		return fs.genericEvent(name, g, modList)
+	}
+	if id, ok := cacheByLibpfm(base); ok {
+		return fs.libpfmCache(name, id, modList)
+	}
+	if !perfNS {
+		if g, ok := ix86archEvents[strings.ToUpper(base)]; ok {
+			return fs.ix86arch(name, strings.ToUpper(base), g, modList)
+		}
+	}
+	if len(modList) > 0 {
+		if ev, ok, err := fs.resolveTracepoint(name, base, modList); ok {
+			return ev, err
+		}
+	}
+	return Event{}, errUnknown(name)
+}
+
+func errUnknown(name string) error {
+	return fmt.Errorf("event %q: not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use \"RAW:%s rawcode=0x<code>\" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)", name, name)
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+func (fs *FS) resolveRaw(name string, o Options) (Event, error) {
+	if !o.HasRawCode {
+		return Event{}, fmt.Errorf("event %q: a RAW: event needs rawcode=0x<code> on its line", name)
+	}
+	// The same bits the C agent sets for RAW events.
+	return Event{
+		PMU: "perf_raw",
+		Attr: unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_RAW,
+			Config: o.RawCode,
+			Bits:   unix.PerfBitExcludeHv | unix.PerfBitExcludeGuest,
+		},
+		Source: fmt.Sprintf("raw rawcode %#x", o.RawCode),
+	}, nil
+}
+
+// resolvePerfRaw handles libpfm4's perf_raw PMU, "perf_raw::r<hex>[:mods]",
+// a raw code written in the name.
+func (fs *FS) resolvePerfRaw(name, rest string) (Event, error) {
+	code, mods, _ := strings.Cut(rest, ":")
+	hex, ok := cutPrefixFold(code, "r")
+	v, err := strconv.ParseUint(hex, 16, 64)
+	if !ok || err != nil {
+		return Event{}, fmt.Errorf("event %q: perf_raw events are written r<hex code>, e.g. perf_raw::r01c2", name)
+	}
+	var l levels
+	if mods != "" {
+		for _, m := range strings.Split(mods, ":") {
+			ok, err := l.parseLevel(m)
+			if err != nil {
+				return Event{}, fmt.Errorf("event %q: %w", name, err)
+			}
+			if !ok {
+				return Event{}, fmt.Errorf("event %q: unknown modifier %q (want u, k, h, mg or mh)", name, m)
+			}
+		}
+	}
+	return Event{
+		PMU:    "perf_raw",
+		Attr:   unix.PerfEventAttr{Type: unix.PERF_TYPE_RAW, Config: v, Bits: l.bits(fs.supportedPLM())},
+		Source: fmt.Sprintf("perf_raw code %#x", v),
+	}, nil
+}
+
+// genericEvent encodes a generic hardware, software or cache event the
+// way libpfm4's perf PMU does, modifiers included.
+func (fs *FS) genericEvent(name string, g genericEvent, mods []string) (Event, error) {
+	var l levels
+	for _, m := range mods {
+		ok, err := l.parseLevel(m)
+		if err != nil {
+			return Event{}, fmt.Errorf("event %q: %w", name, err)
+		}
+		if !ok {
+			return Event{}, fmt.Errorf("event %q: unknown modifier %q (want u, k, h, mg or mh)", name, m)
+		}
+	}
+	return Event{
+		PMU:    "perf",
+		Attr:   unix.PerfEventAttr{Type: g.Type, Config: g.Config, Bits: l.bits(fs.supportedPLM())},
+		Source: genericSource(g),
+	}, nil
+}
+
+func genericSource(g genericEvent) string {
+	kind := "generic hardware"
+	switch g.Type {
+	case unix.PERF_TYPE_SOFTWARE:
+		kind = "software"
+	case unix.PERF_TYPE_HW_CACHE:
+		kind = "generic cache"
+	}
+	return kind + " " + g.Const
+}
+
+func cacheByLibpfm(base string) (cacheDef, bool) {
+	rest, ok := cutPrefixFold(base, "PERF_COUNT_HW_CACHE_")
+	if !ok {
+		return cacheDef{}, false
+	}
+	for _, c := range caches {
+		if strings.EqualFold(rest, c.Libpfm) {
+			return c, true
+		}
+	}
+	return cacheDef{}, false
+}
+
+// libpfmCache handles PERF_COUNT_HW_CACHE_<cache>[:op][:result]; libpfm4
+// defaults to READ and MISS.
+func (fs *FS) libpfmCache(name string, c cacheDef, mods []string) (Event, error) {
+	op, result := uint64(unix.PERF_COUNT_HW_CACHE_OP_READ), uint64(unix.PERF_COUNT_HW_CACHE_RESULT_MISS)
+	var opSet, resSet bool
+	var l levels
+	for _, m := range mods {
+		switch strings.ToUpper(m) {
+		case "READ", "WRITE", "PREFETCH":
+			o := map[string]uint64{"READ": unix.PERF_COUNT_HW_CACHE_OP_READ, "WRITE": unix.PERF_COUNT_HW_CACHE_OP_WRITE, "PREFETCH": unix.PERF_COUNT_HW_CACHE_OP_PREFETCH}[strings.ToUpper(m)]
+			if opSet {
+				return Event{}, fmt.Errorf("event %q: more than one of READ, WRITE, PREFETCH", name)
+			}
+			if !slices.Contains(c.Ops, o) {
+				return Event{}, fmt.Errorf("event %q: %s has no %s operation", name, c.Perf, strings.ToUpper(m))
+			}
+			op, opSet = o, true
+		case "ACCESS", "MISS":
+			if resSet {
+				return Event{}, fmt.Errorf("event %q: more than one of ACCESS, MISS", name)
+			}
+			result, resSet = unix.PERF_COUNT_HW_CACHE_RESULT_ACCESS, true
+			if strings.EqualFold(m, "MISS") {
+				result = unix.PERF_COUNT_HW_CACHE_RESULT_MISS
+			}
+		default:
+			ok, err := l.parseLevel(m)
+			if err != nil {
+				return Event{}, fmt.Errorf("event %q: %w", name, err)
+			}
+			if !ok {
+				return Event{}, fmt.Errorf("event %q: unknown modifier %q (want READ, WRITE, PREFETCH, ACCESS, MISS, u, k, h, mg or mh)", name, m)
+			}
+		}
+	}
+	res := "ACCESS"
+	if result == unix.PERF_COUNT_HW_CACHE_RESULT_MISS {
+		res = "MISS"
+	}
+	return Event{
+		PMU: "perf",
+		Attr: unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_HW_CACHE,
+			Config: cacheConfig(c.ID, op, result),
+			Bits:   l.bits(fs.supportedPLM()),
+		},
+		Source: "generic cache PERF_COUNT_HW_CACHE_" + c.Libpfm + ":" + libpfmOp[op] + ":" + res,
+	}, nil
+}
+
+func (fs *FS) ix86arch(name, base, generic string, mods []string) (Event, error) {
+	g, _ := genericNamed(generic)
+	ev, err := fs.genericEvent(name, g, mods)
+	if err != nil {
+		return Event{}, err
+	}
+	ev.Source = "ix86arch " + base + " as generic hardware " + g.Const
+	return ev, nil
+}
+
+// resolveLibpfmPMU handles "pmu::event". Only the architectural Intel
+// events can be honoured; other libpfm4 tables are not carried.
+func (fs *FS) resolveLibpfmPMU(name, pfx, rest string) (Event, error) {
+	base, mods, _ := strings.Cut(rest, ":")
+	if g, ok := ix86archEvents[strings.ToUpper(base)]; ok && isIntelCoreName(pfx) {
+		var modList []string
+		if mods != "" {
+			modList = strings.Split(mods, ":")
+		}
+		return fs.ix86arch(name, strings.ToUpper(base), g, modList)
+	}
+	hint := ""
+	if sys, err := fs.PMUNames(); err == nil && len(sys) > 0 {
+		hint = " (this machine's kernel PMUs: " + strings.Join(sys, ", ") + ")"
+	}
+	return Event{}, fmt.Errorf("event %q: %s is a libpfm4 PMU whose event tables this agent does not carry; use the kernel's PMU in a [dynamic] section as pmu.event%s, or \"RAW:<name> rawcode=0x<code>\"", name, pfx, hint)
+}
+
+func isIntelCoreName(pfx string) bool {
+	if strings.EqualFold(pfx, "ix86arch") {
+		return true
+	}
+	for _, m := range intelModels {
+		if strings.EqualFold(pfx, m.name) {
+			return true
+		}
+	}
+	return slices.Contains([]string{"skx", "clx"}, strings.ToLower(pfx))
+}
+
+// resolveTracepoint handles "subsys:event[:mods]". It reports false when
+// the name is not plausibly a tracepoint, so that the caller can give the
+// generic advice instead.
+func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool, error) {
+	event, mods := mods[0], mods[1:]
+	if !isTracepointName(subsys) || !isTracepointName(event) {
+		return Event{}, false, nil
+	}
+	// Tracepoint subsystems are lower case; libpfm4 event names are not.
+	// That tells "sched:sched_switch" without tracefs from
+	// "INST_RETIRED:ANY_P".
+	lowerCase := subsys == strings.ToLower(subsys)
+	root, mounted := fs.tracingRoot()
+	if !mounted {
+		if lowerCase {
+			return Event{}, true, fmt.Errorf("event %q: %w", name, fs.errNoTracefs())
+		}
+		return Event{}, false, nil
+	}
+	id, _, found, err := fs.tracepointID(root, subsys, event)
+	if !found {
+		if lowerCase {
+			return Event{}, true, fmt.Errorf("event %q: not a generic event, and %s has no tracepoint subsystem %s", name, filepath.Join(root, "events"), subsys)
+		}
+		return Event{}, false, nil
+	}
+	if err != nil {
+		return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+	}
+	var l levels
+	for _, m := range mods {
+		ok, err := l.parseLevel(m)
+		if err != nil {
+			return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+		}
+		if !ok {
+			return Event{}, true, fmt.Errorf("event %q: unknown modifier %q (want u, k, h, mg or mh)", name, m)
+		}
+	}
+	return Event{
+		PMU: "perf",
+		Attr: unix.PerfEventAttr{
+			Type:   fs.tracepointType(),
+			Config: id,
+			Bits:   l.bits(fs.supportedPLM()),
+		},
+		Source: fmt.Sprintf("tracepoint %s/%s id %d", subsys, event, id),
+	}, true, nil
+}
+
+// resolveDynamic handles "pmu.event" from sysfs. It reports false when the
+// name does not look like one.
+func (fs *FS) resolveDynamic(name string, o Options) (Event, bool, error) {
+	pmuName, evName, ok := fs.splitDynamic(name)
+	if !ok {
+		return Event{}, false, nil
+	}
+	if pmuName == "software" {
+		ev, err := fs.dynamicSoftware(name, evName)
+		return ev, true, err
+	}
+	p, err := fs.PMU(pmuName)
+	if err != nil {
+		if pmuName == "hv_24x7" || pmuName == "hv_gpci" {
+			return Event{}, true, fmt.Errorf("event %q: %s parameters are only meaningful on IBM POWER; PMU %s is not present", name, pmuName, pmuName)
+		}
+		return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+	}
+	pe, ok := p.Event(evName)
+	if !ok {
+		return Event{}, true, fmt.Errorf("event %q: PMU %s has no event %s (no file %s/events/%s)", name, pmuName, evName, p.Dir, evName)
+	}
+	enc, err := p.Encode(pe, o.Params)
+	if err != nil {
+		return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+	}
+	return Event{
+		PMU: p.Name,
+		// The C agent opens sysfs events without exclude bits, and some
+		// PMUs (msr, power, uncore) reject any.
+		Attr:     unix.PerfEventAttr{Type: p.Type, Config: enc.Config, Ext1: enc.Config1, Ext2: enc.Config2},
+		Scale:    pe.Scale,
+		Unit:     pe.Unit,
+		CPUs:     p.CPUs,
+		Snapshot: pe.Snapshot,
+		PerPkg:   pe.PerPkg,
+		Source:   fmt.Sprintf("sysfs %s/events/%s (%s)", p.Name, pe.Name, pe.Text),
+	}, true, nil
+}
+
+// splitDynamic splits "pmu.event" at the first dot whose prefix is a
+// PMU (the synthetic "software" one included). A lower-case prefix that
+// is no PMU still counts as a dynamic name, so that "cpu.branch-misses"
+// on a machine without a cpu PMU says so, while Intel-style
+// "MEM_LOAD_RETIRED.L1_HIT" falls through to the generic advice.
+func (fs *FS) splitDynamic(name string) (string, string, bool) {
+	first := ""
+	for i := 0; i < len(name); i++ {
+		if name[i] != '.' {
+			continue
+		}
+		pmuName, ev := name[:i], name[i+1:]
+		if ev == "" || !isTracepointName(pmuName) {
+			continue
+		}
+		if first == "" {
+			first = pmuName
+		}
+		if pmuName == "software" {
+			return pmuName, ev, true
+		}
+		if _, err := os.Stat(fs.sysPath("bus", "event_source", "devices", pmuName)); err == nil {
+			return pmuName, ev, true
+		}
+	}
+	if first != "" && first == strings.ToLower(first) && !strings.Contains(first, ":") {
+		return first, name[len(first)+1:], true
+	}
+	return "", "", false
+}
+
+func (fs *FS) dynamicSoftware(name, evName string) (Event, error) {
+	if !slices.Contains(dynamicSoftware, evName) {
+		return Event{}, fmt.Errorf("event %q: the software PMU of [dynamic] has only %s", name, strings.Join(dynamicSoftware, ", "))
+	}
+	g, _ := genericNamed(evName)
+	typ := uint32(unix.PERF_TYPE_SOFTWARE)
+	if p, err := fs.PMU("software"); err == nil {
+		typ = p.Type
+	}
+	return Event{
+		PMU:    "software",
+		Attr:   unix.PerfEventAttr{Type: typ, Config: g.Config},
+		Source: "software " + g.Const,
+	}, nil
+}
+
+// resolvePerfSyntax handles perf's "pmu/term=value,.../mods". A bare term
+// that names one of the PMU's events stands for that event's terms, as
+// in perf ("cpu/mem-loads,ldlat=30/").
+func (fs *FS) resolvePerfSyntax(name string, o Options) (Event, error) {
+	pmuName, rest, _ := strings.Cut(name, "/")
+	body, mods, closed := strings.Cut(rest, "/")
+	if !closed || strings.Contains(mods, "/") {
+		return Event{}, fmt.Errorf("event %q: perf syntax is pmu/term=value,.../ with an optional u, k or h after the last slash", name)
+	}
+	p, err := fs.PMU(pmuName)
+	if err != nil {
+		return Event{}, fmt.Errorf("event %q: %w", name, err)
+	}
+	terms, err := ParseTerms(body)
+	if err != nil {
+		return Event{}, fmt.Errorf("event %q: %w", name, err)
+	}
+	ev := Event{PMU: p.Name, Scale: 1, CPUs: p.CPUs, Source: "perf syntax " + name}
+	// An event alias contributes its terms; terms written after it
+	// override them, as in perf ("cpu/mem-loads,ldlat=30/").
+	var all []Term
+	for _, t := range terms {
+		if _, isFormat := p.Formats[t.Name]; !isFormat && !t.Param && t.Value == 1 {
+			if pe, ok := p.Event(t.Name); ok {
+				if pe.Err != nil {
+					return Event{}, fmt.Errorf("event %q: %w", name, pe.Err)
+				}
+				all = append(all, pe.Terms...)
+				ev.Scale, ev.Unit, ev.Snapshot, ev.PerPkg = pe.Scale, pe.Unit, pe.Snapshot, pe.PerPkg
+				continue
+			}
+		}
+		all = slices.DeleteFunc(all, func(a Term) bool { return a.Name == t.Name })
+		all = append(all, t)
+	}
+	enc, err := p.Encode(&PMUEvent{Name: body, Path: p.Dir, Terms: all}, o.Params)
+	if err != nil {
+		return Event{}, fmt.Errorf("event %q: %w", name, err)
+	}
+	var bits uint64
+	if mods != "" {
+		var l levels
+		ok, err := l.parseLevel(mods)
+		if err != nil || !ok {
+			return Event{}, fmt.Errorf("event %q: unknown modifier %q after the last slash (want some of u, k, h)", name, mods)
+		}
+		// perf, unlike libpfm4, leaves guests and the hypervisor alone
+		// unless told.
+		bits = l.bits(plmAll) &^ (unix.PerfBitExcludeGuest | unix.PerfBitExcludeHost)
+	}
+	ev.Attr = unix.PerfEventAttr{Type: p.Type, Config: enc.Config, Ext1: enc.Config1, Ext2: enc.Config2, Bits: bits}
+	return ev, nil
+}

@@ -1,0 +1,299 @@
+package pmu
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// testFS points at one of the trees under testdata: "vm" is this project's
+// CI VM (no core PMU, AMD Zen 5 cpuinfo), "skylake" an Intel Xeon with
+// core, uncore, power, msr and cstate PMUs, "power9" an IBM POWER9 LPAR.
+func testFS(tree string) *FS {
+	return &FS{
+		Sys:     filepath.Join("testdata", tree, "sys"),
+		Proc:    filepath.Join("testdata", tree, "proc"),
+		Tracing: []string{filepath.Join("testdata", tree, "tracing")},
+	}
+}
+
+const (
+	exUser  = unix.PerfBitExcludeUser
+	exKern  = unix.PerfBitExcludeKernel
+	exHv    = unix.PerfBitExcludeHv
+	exGuest = unix.PerfBitExcludeGuest
+	exHost  = unix.PerfBitExcludeHost
+
+	// libpfm4's defaults for user+kernel counting: with no core PMU (or
+	// an AMD one) it excludes the hypervisor, on Intel it cannot.
+	dflNoCore = exHv | exGuest
+	dflIntel  = exGuest
+)
+
+type want struct {
+	pmu              string
+	typ              uint32
+	config, c1, c2   uint64
+	bits             uint64
+	scale            float64
+	unit             string
+	cpus             []int
+	source           string
+	snapshot, perPkg bool
+}
+
+func check(t *testing.T, tree, name string, o Options, w want) {
+	t.Helper()
+	ev, err := testFS(tree).ResolveWith(name, o)
+	if err != nil {
+		t.Errorf("%s: Resolve(%q): %v", tree, name, err)
+		return
+	}
+	if w.scale == 0 {
+		w.scale = 1
+	}
+	got := want{ev.PMU, ev.Attr.Type, ev.Attr.Config, ev.Attr.Ext1, ev.Attr.Ext2, ev.Attr.Bits,
+		ev.Scale, ev.Unit, ev.CPUs, ev.Source, ev.Snapshot, ev.PerPkg}
+	if w.source == "" {
+		got.source = ""
+	}
+	if !reflect.DeepEqual(got, w) {
+		t.Errorf("%s: Resolve(%q)\n got %+v\nwant %+v", tree, name, got, w)
+	}
+	if ev.Name != name {
+		t.Errorf("%s: Resolve(%q).Name = %q", tree, name, ev.Name)
+	}
+	// Resolve fills only what DESIGN.md gives it.
+	a := ev.Attr
+	a.Type, a.Config, a.Ext1, a.Ext2, a.Bits = 0, 0, 0, 0, 0
+	if a != (unix.PerfEventAttr{}) {
+		t.Errorf("%s: Resolve(%q) set attr fields it does not own: %+v", tree, name, a)
+	}
+}
+
+func TestResolveGeneric(t *testing.T) {
+	hw, sw, cache := uint32(unix.PERF_TYPE_HARDWARE), uint32(unix.PERF_TYPE_SOFTWARE), uint32(unix.PERF_TYPE_HW_CACHE)
+	tests := []struct {
+		name string
+		w    want
+	}{
+		{"cycles", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore, source: "generic hardware PERF_COUNT_HW_CPU_CYCLES"}},
+		{"cpu-cycles", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
+		{"perf::CYCLES", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
+		{"PERF_COUNT_HW_CPU_CYCLES", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
+		{"Instructions", want{pmu: "perf", typ: hw, config: 1, bits: dflNoCore}},
+		{"cache-references", want{pmu: "perf", typ: hw, config: 2, bits: dflNoCore}},
+		{"cache-misses", want{pmu: "perf", typ: hw, config: 3, bits: dflNoCore}},
+		{"branches", want{pmu: "perf", typ: hw, config: 4, bits: dflNoCore}},
+		{"branch-instructions", want{pmu: "perf", typ: hw, config: 4, bits: dflNoCore}},
+		{"branch-misses", want{pmu: "perf", typ: hw, config: 5, bits: dflNoCore}},
+		{"bus-cycles", want{pmu: "perf", typ: hw, config: 6, bits: dflNoCore}},
+		{"stalled-cycles-frontend", want{pmu: "perf", typ: hw, config: 7, bits: dflNoCore}},
+		{"idle-cycles-frontend", want{pmu: "perf", typ: hw, config: 7, bits: dflNoCore}},
+		{"idle-cycles-backend", want{pmu: "perf", typ: hw, config: 8, bits: dflNoCore}},
+		{"ref-cycles", want{pmu: "perf", typ: hw, config: 9, bits: dflNoCore}},
+		{"PERF_COUNT_HW_REF_CPU_CYCLES", want{pmu: "perf", typ: hw, config: 9, bits: dflNoCore}},
+
+		{"cpu-clock", want{pmu: "perf", typ: sw, config: 0, bits: dflNoCore, source: "software PERF_COUNT_SW_CPU_CLOCK"}},
+		{"task-clock", want{pmu: "perf", typ: sw, config: 1, bits: dflNoCore}},
+		{"page-faults", want{pmu: "perf", typ: sw, config: 2, bits: dflNoCore}},
+		{"faults", want{pmu: "perf", typ: sw, config: 2, bits: dflNoCore}},
+		{"perf::PAGE-FAULTS", want{pmu: "perf", typ: sw, config: 2, bits: dflNoCore}},
+		{"CONTEXT-SWITCHES", want{pmu: "perf", typ: sw, config: 3, bits: dflNoCore}},
+		{"cs", want{pmu: "perf", typ: sw, config: 3, bits: dflNoCore}},
+		{"migrations", want{pmu: "perf", typ: sw, config: 4, bits: dflNoCore}},
+		{"PERF_COUNT_SW_CPU_MIGRATIONS", want{pmu: "perf", typ: sw, config: 4, bits: dflNoCore}},
+		{"minor-faults", want{pmu: "perf", typ: sw, config: 5, bits: dflNoCore}},
+		{"major-faults", want{pmu: "perf", typ: sw, config: 6, bits: dflNoCore}},
+		{"alignment-faults", want{pmu: "perf", typ: sw, config: 7, bits: dflNoCore}},
+		{"emulation-faults", want{pmu: "perf", typ: sw, config: 8, bits: dflNoCore}},
+		{"dummy", want{pmu: "perf", typ: sw, config: 9, bits: dflNoCore}},
+		{"bpf-output", want{pmu: "perf", typ: sw, config: 10, bits: dflNoCore}},
+		{"cgroup-switches", want{pmu: "perf", typ: sw, config: 11, bits: dflNoCore}},
+
+		// config = cache | op<<8 | result<<16
+		{"L1-dcache-loads", want{pmu: "perf", typ: cache, config: 0x00000, bits: dflNoCore, source: "generic cache PERF_COUNT_HW_CACHE_L1D:READ:ACCESS"}},
+		{"L1-dcache-load-misses", want{pmu: "perf", typ: cache, config: 0x10000, bits: dflNoCore}},
+		{"perf::L1-DCACHE-LOAD-MISSES", want{pmu: "perf", typ: cache, config: 0x10000, bits: dflNoCore}},
+		{"L1-dcache-stores", want{pmu: "perf", typ: cache, config: 0x00100, bits: dflNoCore}},
+		{"L1-icache-prefetch-misses", want{pmu: "perf", typ: cache, config: 0x10201, bits: dflNoCore}},
+		{"LLC-loads", want{pmu: "perf", typ: cache, config: 0x00002, bits: dflNoCore}},
+		{"LLC-store-misses", want{pmu: "perf", typ: cache, config: 0x10102, bits: dflNoCore}},
+		{"dTLB-load-misses", want{pmu: "perf", typ: cache, config: 0x10003, bits: dflNoCore}},
+		{"dTLB-prefetches", want{pmu: "perf", typ: cache, config: 0x00203, bits: dflNoCore}},
+		{"iTLB-load-misses", want{pmu: "perf", typ: cache, config: 0x10004, bits: dflNoCore}},
+		{"branch-loads", want{pmu: "perf", typ: cache, config: 0x00005, bits: dflNoCore}},
+		{"branch-load-misses", want{pmu: "perf", typ: cache, config: 0x10005, bits: dflNoCore}},
+		{"node-loads", want{pmu: "perf", typ: cache, config: 0x00006, bits: dflNoCore}},
+		{"node-prefetch-misses", want{pmu: "perf", typ: cache, config: 0x10206, bits: dflNoCore}},
+		// libpfm4's spelling defaults to READ and MISS.
+		{"PERF_COUNT_HW_CACHE_L1D", want{pmu: "perf", typ: cache, config: 0x10000, bits: dflNoCore, source: "generic cache PERF_COUNT_HW_CACHE_L1D:READ:MISS"}},
+		{"PERF_COUNT_HW_CACHE_LL:WRITE:ACCESS", want{pmu: "perf", typ: cache, config: 0x00102, bits: dflNoCore}},
+		{"perf::PERF_COUNT_HW_CACHE_DTLB:prefetch", want{pmu: "perf", typ: cache, config: 0x10203, bits: dflNoCore}},
+		{"PERF_COUNT_HW_CACHE_L1D:WRITE:u", want{pmu: "perf", typ: cache, config: 0x10100, bits: exKern | exHv | exGuest}},
+
+		// Modifiers, libpfm4 style.
+		{"cycles:u", want{pmu: "perf", typ: hw, config: 0, bits: exKern | exHv | exGuest}},
+		{"cycles:k", want{pmu: "perf", typ: hw, config: 0, bits: exUser | exHv | exGuest}},
+		{"cycles:u:k", want{pmu: "perf", typ: hw, config: 0, bits: exHv | exGuest}},
+		{"cycles:uk", want{pmu: "perf", typ: hw, config: 0, bits: exHv | exGuest}},
+		{"cycles:h", want{pmu: "perf", typ: hw, config: 0, bits: exUser | exKern | exGuest}},
+		{"cycles:ukh", want{pmu: "perf", typ: hw, config: 0, bits: exGuest}},
+		{"instructions:u=0:k=1", want{pmu: "perf", typ: hw, config: 1, bits: exUser | exHv | exGuest}},
+		{"perf::PAGE-FAULTS:U", want{pmu: "perf", typ: sw, config: 2, bits: exKern | exHv | exGuest}},
+		{"cycles:mg", want{pmu: "perf", typ: hw, config: 0, bits: exHv | exHost}},
+		{"cycles:mg:mh", want{pmu: "perf", typ: hw, config: 0, bits: exHv}},
+
+		// libpfm4's ix86arch names become the generic events.
+		{"UNHALTED_CORE_CYCLES", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore, source: "ix86arch UNHALTED_CORE_CYCLES as generic hardware PERF_COUNT_HW_CPU_CYCLES"}},
+		{"INSTRUCTION_RETIRED", want{pmu: "perf", typ: hw, config: 1, bits: dflNoCore}},
+		{"INSTRUCTIONS_RETIRED", want{pmu: "perf", typ: hw, config: 1, bits: dflNoCore}},
+		{"UNHALTED_REFERENCE_CYCLES", want{pmu: "perf", typ: hw, config: 9, bits: dflNoCore}},
+		{"LLC_REFERENCES", want{pmu: "perf", typ: hw, config: 2, bits: dflNoCore}},
+		{"LLC_MISSES", want{pmu: "perf", typ: hw, config: 3, bits: dflNoCore}},
+		{"BRANCH_INSTRUCTIONS_RETIRED", want{pmu: "perf", typ: hw, config: 4, bits: dflNoCore}},
+		{"MISPREDICTED_BRANCH_RETIRED", want{pmu: "perf", typ: hw, config: 5, bits: dflNoCore}},
+		{"ix86arch::INSTRUCTION_RETIRED:u", want{pmu: "perf", typ: hw, config: 1, bits: exKern | exHv | exGuest}},
+		{"hsw::unhalted_core_cycles", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
+
+		{"perf_raw::r01c2", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x1c2, bits: dflNoCore, source: "perf_raw code 0x1c2"}},
+		{"perf_raw::r3c:k", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x3c, bits: exUser | exHv | exGuest}},
+	}
+	for _, tt := range tests {
+		check(t, "vm", tt.name, Options{}, tt.w)
+	}
+}
+
+func TestResolveDefaultsFollowCorePMU(t *testing.T) {
+	// On Intel, libpfm4's core PMU cannot filter the hypervisor, so it
+	// never sets exclude_hv; POWER (no x86 core PMU name) behaves like
+	// the VM.
+	check(t, "skylake", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflIntel})
+	check(t, "skylake", "cycles:u", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: exKern | exGuest})
+	check(t, "skylake", "INSTRUCTION_RETIRED:k", Options{}, want{pmu: "perf", typ: 0, config: 1, bits: exUser | exGuest})
+	check(t, "power9", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflNoCore})
+}
+
+func TestResolveTracepoints(t *testing.T) {
+	tp := uint32(unix.PERF_TYPE_TRACEPOINT)
+	check(t, "vm", "sched:sched_switch", Options{}, want{pmu: "perf", typ: tp, config: 312, bits: dflNoCore, source: "tracepoint sched/sched_switch id 312"})
+	check(t, "vm", "perf::sched:sched_wakeup", Options{}, want{pmu: "perf", typ: tp, config: 318, bits: dflNoCore})
+	check(t, "vm", "irq:irq_handler_entry:k", Options{}, want{pmu: "perf", typ: tp, config: 130, bits: exUser | exHv | exGuest})
+}
+
+func TestResolveRaw(t *testing.T) {
+	// The C agent's RAW events: exclude_hv and exclude_guest, nothing else.
+	check(t, "vm", "RAW:MY_EVENT", Options{RawCode: 0x5300c0, HasRawCode: true},
+		want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x5300c0, bits: exHv | exGuest, source: "raw rawcode 0x5300c0"})
+	check(t, "skylake", "RAW:zero", Options{HasRawCode: true},
+		want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0, bits: exHv | exGuest})
+}
+
+func TestResolveDynamic(t *testing.T) {
+	// sysfs events carry no exclude bits, like the C agent's [dynamic].
+	check(t, "vm", "msr.tsc", Options{}, want{pmu: "msr", typ: 9, config: 0, source: "sysfs msr/events/tsc (event=0x00)"})
+	check(t, "vm", "software.page-faults", Options{}, want{pmu: "software", typ: 1, config: 2, source: "software PERF_COUNT_SW_PAGE_FAULTS"})
+	check(t, "vm", "software.emulation-faults", Options{}, want{pmu: "software", typ: 1, config: 8})
+
+	sk := "skylake"
+	check(t, sk, "cpu.cpu-cycles", Options{}, want{pmu: "cpu", typ: 4, config: 0x3c})
+	check(t, sk, "cpu.branch-misses", Options{}, want{pmu: "cpu", typ: 4, config: 0xc5})
+	check(t, sk, "cpu.mem-loads", Options{}, want{pmu: "cpu", typ: 4, config: 0x1cd, c1: 3, source: "sysfs cpu/events/mem-loads (event=0xcd,umask=0x1,ldlat=3)"})
+	check(t, sk, "cpu.cycles-ct", Options{}, want{pmu: "cpu", typ: 4, config: 0x3c | 1<<32 | 1<<33})
+	// Bare flags mean 1: inv is bit 23.
+	check(t, sk, "cpu.uops-stalled", Options{}, want{pmu: "cpu", typ: 4, config: 0xc2 | 1<<8 | 1<<23 | 1<<24})
+	// A field split over config1:1,6-10,44.
+	check(t, sk, "cpu.split-fe", Options{}, want{pmu: "cpu", typ: 4, config: 0x1c6, c1: 1<<1 | 0x1f<<6 | 1<<44})
+	check(t, sk, "cpu.topdown-retiring", Options{}, want{pmu: "cpu", typ: 4, config: 0x8000, scale: 2, unit: "slots"})
+	check(t, sk, "uncore_imc_0.cas_count_read", Options{}, want{pmu: "uncore_imc_0", typ: 17, config: 0x304, scale: 6.103515625e-5, unit: "MiB", cpus: []int{0, 18}})
+	check(t, sk, "uncore_imc_0.clockticks", Options{}, want{pmu: "uncore_imc_0", typ: 17, config: 0, cpus: []int{0, 18}})
+	check(t, sk, "power.energy-pkg", Options{}, want{pmu: "power", typ: 19, config: 2, scale: 2.3283064365386962890625e-10, unit: "Joules", cpus: []int{0}})
+	check(t, sk, "msr.cpu_thermal_margin", Options{}, want{pmu: "msr", typ: 9, config: 5, unit: "C", snapshot: true})
+	check(t, sk, "cstate_pkg.c6-residency", Options{}, want{pmu: "cstate_pkg", typ: 21, config: 2, cpus: []int{0, 18}, perPkg: true})
+
+	// hv_24x7 placeholders take their value from the config options.
+	check(t, "power9", "hv_24x7.PM_PB_CYC", Options{Params: map[string]uint64{"chip": 1}},
+		want{pmu: "hv_24x7", typ: 27, config: 1 | 0x10<<16 | 1<<32})
+}
+
+func TestResolvePerfSyntax(t *testing.T) {
+	sk := "skylake"
+	check(t, sk, "cpu/event=0x3c,umask=1/", Options{}, want{pmu: "cpu", typ: 4, config: 0x13c, source: "perf syntax cpu/event=0x3c,umask=1/"})
+	// perf's modifiers: u excludes kernel and hypervisor, nothing else.
+	check(t, sk, "cpu/event=0x3c/u", Options{}, want{pmu: "cpu", typ: 4, config: 0x3c, bits: exKern | exHv})
+	check(t, sk, "cpu/config=0x5300c0/", Options{}, want{pmu: "cpu", typ: 4, config: 0x5300c0})
+	// An alias brings its terms; later terms override them.
+	check(t, sk, "cpu/mem-loads,ldlat=30/", Options{}, want{pmu: "cpu", typ: 4, config: 0x1cd, c1: 30})
+	check(t, sk, "cpu/topdown-retiring/", Options{}, want{pmu: "cpu", typ: 4, config: 0x8000, scale: 2, unit: "slots"})
+	check(t, sk, "uncore_imc_0/event=0x4,umask=0x3/", Options{}, want{pmu: "uncore_imc_0", typ: 17, config: 0x304, cpus: []int{0, 18}})
+}
+
+func TestResolveErrors(t *testing.T) {
+	vmPMUs := "breakpoint, msr, software, tracepoint, uprobe"
+	sk := "testdata/skylake/sys/bus/event_source/devices/"
+	tests := []struct {
+		tree, name string
+		o          Options
+		msg        string
+	}{
+		{"vm", " ", Options{}, "empty event name"},
+		{"vm", "RAPL:PACKAGE_ENERGY", Options{}, `event "RAPL:PACKAGE_ENERGY": RAPL through /dev/cpu/*/msr is not supported; use the kernel's power PMU in a [dynamic] section instead, e.g. power.energy-pkg (also energy-cores, energy-ram, energy-psys where present)`},
+		{"vm", "RAW:foo", Options{}, `event "RAW:foo": a RAW: event needs rawcode=0x<code> on its line`},
+		{"vm", "INST_RETIRED:ANY_P", Options{}, `event "INST_RETIRED:ANY_P": not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use "RAW:INST_RETIRED:ANY_P rawcode=0x<code>" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)`},
+		{"vm", "MEM_LOAD_RETIRED.L1_HIT", Options{}, `event "MEM_LOAD_RETIRED.L1_HIT": not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use "RAW:MEM_LOAD_RETIRED.L1_HIT rawcode=0x<code>" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)`},
+		{"vm", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": snbep_unc_imc0 is a libpfm4 PMU whose event tables this agent does not carry; use the kernel's PMU in a [dynamic] section as pmu.event (this machine's kernel PMUs: ` + vmPMUs + `), or "RAW:<name> rawcode=0x<code>"`},
+		{"vm", "cycles:x", Options{}, `event "cycles:x": unknown modifier "x" (want u, k, h, mg or mh)`},
+		{"vm", "cycles:u=2", Options{}, `event "cycles:u=2": modifier "u=2": value must be 0 or 1`},
+		{"vm", "PERF_COUNT_HW_CACHE_ITLB:WRITE", Options{}, `event "PERF_COUNT_HW_CACHE_ITLB:WRITE": iTLB has no WRITE operation`},
+		{"vm", "PERF_COUNT_HW_CACHE_L1D:READ:WRITE", Options{}, `event "PERF_COUNT_HW_CACHE_L1D:READ:WRITE": more than one of READ, WRITE, PREFETCH`},
+		{"vm", "PERF_COUNT_HW_CACHE_L1D:MISS:ACCESS", Options{}, `event "PERF_COUNT_HW_CACHE_L1D:MISS:ACCESS": more than one of ACCESS, MISS`},
+		{"vm", "PERF_COUNT_HW_CACHE_L1D:HIT", Options{}, `event "PERF_COUNT_HW_CACHE_L1D:HIT": unknown modifier "HIT" (want READ, WRITE, PREFETCH, ACCESS, MISS, u, k, h, mg or mh)`},
+		{"vm", "perf_raw::xyz", Options{}, `event "perf_raw::xyz": perf_raw events are written r<hex code>, e.g. perf_raw::r01c2`},
+		{"skylake", "sched:sched_switch", Options{}, `event "sched:sched_switch": no tracefs or debugfs is mounted (looked in testdata/skylake/tracing); mount it with: mount -t tracefs nodev /sys/kernel/tracing`},
+		{"vm", "sched:nonesuch", Options{}, `event "sched:nonesuch": no tracepoint nonesuch in testdata/vm/tracing/events/sched`},
+		{"vm", "block:block_rq_issue", Options{}, `event "block:block_rq_issue": not a generic event, and testdata/vm/tracing/events has no tracepoint subsystem block`},
+		{"vm", "sched:sched_switch:q", Options{}, `event "sched:sched_switch:q": unknown modifier "q" (want u, k, h, mg or mh)`},
+		{"vm", "cpu.branch-misses", Options{}, `event "cpu.branch-misses": no PMU "cpu": testdata/vm/sys/bus/event_source/devices/cpu does not exist`},
+		{"vm", "msr.aperf", Options{}, `event "msr.aperf": PMU msr has no event aperf (no file testdata/vm/sys/bus/event_source/devices/msr/events/aperf)`},
+		{"vm", "software.dummy", Options{}, `event "software.dummy": the software PMU of [dynamic] has only cpu-clock, task-clock, page-faults, context-switches, cpu-migrations, minor-faults, major-faults, alignment-faults, emulation-faults`},
+		{"vm", "hv_24x7.PM_PB_CYC", Options{Params: map[string]uint64{"chip": 0}}, `event "hv_24x7.PM_PB_CYC": hv_24x7 parameters are only meaningful on IBM POWER; PMU hv_24x7 is not present`},
+		{"vm", "hv_gpci.dispatch_timebase_by_processor", Options{}, `event "hv_gpci.dispatch_timebase_by_processor": hv_gpci parameters are only meaningful on IBM POWER; PMU hv_gpci is not present`},
+		{"power9", "hv_24x7.PM_PB_CYC", Options{}, `event "hv_24x7.PM_PB_CYC": testdata/power9/sys/bus/event_source/devices/hv_24x7/events/PM_PB_CYC says chip=?: give its value with the chip:N option`},
+		{"skylake", "cpu.bad-term", Options{}, `event "cpu.bad-term": ` + sk + `cpu/events/bad-term: unknown term "nosuchterm": PMU cpu has no format/nosuchterm`},
+		{"skylake", "cpu.too-wide", Options{}, `event "cpu.too-wide": ` + sk + `cpu/events/too-wide: term event: value 0x1ff does not fit event=config:0-7 (8 bits, max 0xff)`},
+		{"skylake", "cpu.uses-broken", Options{}, `event "cpu.uses-broken": ` + sk + `cpu/events/uses-broken: term broken: ` + sk + `cpu/format/broken: unknown field "config4" (want config, config1, config2 or config3)`},
+		{"skylake", "cpu.bad-scale", Options{}, `event "cpu.bad-scale": ` + sk + `cpu/events/bad-scale.scale: "fast" is not a positive number`},
+		{"skylake", "cpu/event=0x3c", Options{}, `event "cpu/event=0x3c": perf syntax is pmu/term=value,.../ with an optional u, k or h after the last slash`},
+		{"skylake", "cpu/event=0x3c/x", Options{}, `event "cpu/event=0x3c/x": unknown modifier "x" after the last slash (want some of u, k, h)`},
+		{"skylake", "cpu/event=0x3c,bogus=1/", Options{}, `event "cpu/event=0x3c,bogus=1/": ` + sk + `cpu: unknown term "bogus": PMU cpu has no format/bogus`},
+		{"skylake", "nope/event=1/", Options{}, `event "nope/event=1/": no PMU "nope": ` + sk + `nope does not exist`},
+	}
+	for _, tt := range tests {
+		_, err := testFS(tt.tree).ResolveWith(tt.name, tt.o)
+		if err == nil || err.Error() != tt.msg {
+			t.Errorf("%s: Resolve(%q) error\n got %v\nwant %s", tt.tree, tt.name, err, tt.msg)
+		}
+	}
+}
+
+func TestBrokenEventDoesNotSpoilPMU(t *testing.T) {
+	fs := testFS("skylake")
+	p, err := fs.PMU("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.FormatErrors["broken"]; !ok {
+		t.Errorf("FormatErrors = %v, want an entry for broken", p.FormatErrors)
+	}
+	if len(p.Formats) != 13 {
+		t.Errorf("len(Formats) = %d, want 13", len(p.Formats))
+	}
+	if _, err := fs.Resolve("cpu.bad-term"); err == nil {
+		t.Error("cpu.bad-term resolved")
+	}
+	if _, err := fs.Resolve("cpu.mem-loads"); err != nil {
+		t.Errorf("cpu.mem-loads after a broken sibling: %v", err)
+	}
+}

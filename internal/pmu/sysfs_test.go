@@ -1,0 +1,313 @@
+package pmu
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestPMUFixture(t *testing.T) {
+	fs := testFS("skylake")
+	p, err := fs.PMU("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Type != 4 || p.Caps["pmu_name"] != "skylake" || p.Caps["max_precise"] != "3" || p.CPUs != nil {
+		t.Errorf("cpu PMU: type %d caps %v cpus %v", p.Type, p.Caps, p.CPUs)
+	}
+	if f := p.Formats["fe_split"]; f.String() != "fe_split=config1:1,6-10,44" {
+		t.Errorf("fe_split = %s", f)
+	}
+	var names []string
+	for _, e := range p.Events {
+		names = append(names, e.Name)
+	}
+	wantNames := []string{"bad-scale", "bad-term", "branch-instructions", "branch-misses", "bus-cycles",
+		"cache-misses", "cache-references", "cpu-cycles", "cycles-ct", "instructions", "mem-loads",
+		"mem-stores", "ref-cycles", "split-fe", "too-wide", "topdown-retiring", "tx-start",
+		"uops-stalled", "uses-broken"}
+	if !reflect.DeepEqual(names, wantNames) {
+		t.Errorf("events = %v\nwant %v", names, wantNames)
+	}
+	e, ok := p.Event("topdown-retiring")
+	if !ok || e.Scale != 2 || e.Unit != "slots" || e.Text != "event=0x00,umask=0x80" || e.Err != nil {
+		t.Errorf("topdown-retiring = %+v", e)
+	}
+
+	imc, err := fs.PMU("uncore_imc_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imc.Type != 17 || !reflect.DeepEqual(imc.CPUs, []int{0, 18}) {
+		t.Errorf("uncore_imc_0: type %d cpus %v", imc.Type, imc.CPUs)
+	}
+
+	msr, _ := fs.PMU("msr")
+	var msrEvents []string
+	for _, e := range msr.Events {
+		msrEvents = append(msrEvents, e.Name)
+	}
+	// .snapshot and .unit are properties, not events (the C agent lists
+	// "cpu_thermal_margin.snapshot" as an event).
+	if want := []string{"aperf", "cpu_thermal_margin", "mperf", "smi", "tsc"}; !reflect.DeepEqual(msrEvents, want) {
+		t.Errorf("msr events = %v, want %v", msrEvents, want)
+	}
+}
+
+func TestPMUsOfThisVM(t *testing.T) {
+	pmus, err := testFS("vm").PMUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint32{}
+	for _, p := range pmus {
+		got[p.Name] = p.Type
+	}
+	want := map[string]uint32{"breakpoint": 5, "msr": 9, "software": 1, "tracepoint": 2, "uprobe": 8}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("PMUs = %v, want %v", got, want)
+	}
+}
+
+func TestPMUsReportsBrokenPMU(t *testing.T) {
+	dir := t.TempDir()
+	dev := filepath.Join(dir, "bus", "event_source", "devices")
+	for _, d := range []string{"good", "bad"} {
+		if err := os.MkdirAll(filepath.Join(dev, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dev, "good", "type"), []byte("7\n"), 0o644)
+	os.WriteFile(filepath.Join(dev, "bad", "type"), []byte("seven\n"), 0o644)
+	pmus, err := (&FS{Sys: dir}).PMUs()
+	if len(pmus) != 1 || pmus[0].Name != "good" || pmus[0].Type != 7 {
+		t.Errorf("PMUs = %v", pmus)
+	}
+	want := filepath.Join(dev, "bad", "type") + `: type "seven" is not a number`
+	if err == nil || err.Error() != want {
+		t.Errorf("PMUs error = %v, want %s", err, want)
+	}
+}
+
+func TestPresentNames(t *testing.T) {
+	tests := []struct {
+		fs   *FS
+		want []string
+	}{
+		// This VM: AMD Zen 5 cpuinfo but no core PMU, so no libpfm4
+		// model name.
+		{testFS("vm"), []string{"breakpoint", "msr", "perf", "perf_raw", "software", "tracepoint", "uprobe"}},
+		// Skylake-SP stepping 4 is skx; stepping >= 5 would be clx.
+		{testFS("skylake"), []string{"breakpoint", "cpu", "cstate_pkg", "ix86arch", "msr", "perf", "perf_raw", "power", "skx", "software", "tracepoint", "uncore_imc_0"}},
+		{testFS("power9"), []string{"cpu", "hv_24x7", "perf", "perf_raw", "software"}},
+		// An Intel guest without a virtual PMU: CPUID names the model, but
+		// nothing can count its events.
+		{&FS{Sys: "testdata/vm/sys", Proc: "testdata/skylake/proc"}, []string{"breakpoint", "msr", "perf", "perf_raw", "software", "tracepoint", "uprobe"}},
+	}
+	for _, tt := range tests {
+		if got := tt.fs.PresentNames(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: PresentNames = %v\nwant %v", tt.fs.Sys, got, tt.want)
+		}
+	}
+}
+
+func TestLibpfmCoreNames(t *testing.T) {
+	intel := func(model, stepping int) CPUInfo {
+		return CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: model, Stepping: stepping, Flags: map[string]bool{"arch_perfmon": true}}
+	}
+	amd := func(family, model int) CPUInfo { return CPUInfo{Vendor: "AuthenticAMD", Family: family, Model: model} }
+	tests := []struct {
+		c    CPUInfo
+		want []string
+	}{
+		{intel(85, 4), []string{"ix86arch", "skx"}},
+		{intel(85, 7), []string{"ix86arch", "clx"}},
+		{intel(60, 3), []string{"ix86arch", "hsw"}},
+		{intel(63, 2), []string{"ix86arch", "hsw_ep"}},
+		{intel(45, 7), []string{"ix86arch", "snb_ep"}},
+		{intel(26, 5), []string{"ix86arch", "nhm", "nhm_unc"}},
+		{intel(44, 2), []string{"ix86arch", "wsm_dp", "wsm_unc"}},
+		{intel(46, 6), []string{"ix86arch", "nhm_ex"}},
+		{intel(23, 10), []string{"ix86arch", "core"}},
+		{intel(106, 6), []string{"ix86arch", "icx"}},
+		{intel(143, 8), []string{"ix86arch", "spr"}},
+		{intel(0x97, 2), []string{"ix86arch", "adl_glc", "adl_grt"}},
+		{intel(250, 0), []string{"ix86arch"}},
+		{CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: 85, Flags: map[string]bool{}}, []string{"skx"}},
+		{amd(0x10, 2), []string{"amd64_fam10h_barcelona"}},
+		{amd(0x10, 4), []string{"amd64_fam10h_shanghai"}},
+		{amd(0x10, 9), []string{"amd64_fam10h_istanbul"}},
+		{amd(0x15, 1), []string{"amd64_fam15h_interlagos", "amd64_fam15h_nb"}},
+		{amd(0x17, 1), []string{"amd64_fam17h_zen1", "amd64_fam17h"}},
+		{amd(0x17, 49), []string{"amd64_fam17h_zen2"}},
+		{amd(0x19, 1), []string{"amd64_fam19h_zen3", "amd64_fam19h_zen3_l3"}},
+		{amd(0x19, 0x11), []string{"amd64_fam19h_zen4"}},
+		{amd(0x19, 0x61), []string{"amd64_fam19h_zen4"}},
+		{amd(0x1a, 2), []string{"amd64_fam1ah_zen5", "amd64_fam1ah_zen5_l3"}},
+		{CPUInfo{}, nil},
+	}
+	for _, tt := range tests {
+		if got := libpfmCoreNames(tt.c); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("libpfmCoreNames(%+v) = %v, want %v", tt.c, got, tt.want)
+		}
+	}
+}
+
+func TestCPUInfo(t *testing.T) {
+	c, err := testFS("vm").CPUInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Vendor != "AuthenticAMD" || c.Family != 26 || c.Model != 2 || c.Stepping != 1 || !c.Flags["avx512f"] {
+		t.Errorf("vm cpuinfo = %s %d %d %d", c.Vendor, c.Family, c.Model, c.Stepping)
+	}
+	p, err := testFS("power9").CPUInfo()
+	if err != nil || p.Vendor != "" {
+		t.Errorf("power9 cpuinfo = %+v, %v", p, err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cpuinfo"), []byte("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: six\n"), 0o644)
+	_, err = (&FS{Proc: dir}).CPUInfo()
+	if want := filepath.Join(dir, "cpuinfo") + `:3: cpu family "six" is not a number`; err == nil || err.Error() != want {
+		t.Errorf("bad cpuinfo error = %v, want %s", err, want)
+	}
+}
+
+func TestListEvents(t *testing.T) {
+	ls, err := testFS("skylake").ListEvents()
+	// No tracefs in this tree: the listing is complete otherwise.
+	if err == nil || !strings.Contains(err.Error(), "tracepoints: no tracefs or debugfs is mounted") {
+		t.Errorf("ListEvents error = %v", err)
+	}
+	kinds := map[Kind]int{}
+	byName := map[string]Listing{}
+	for _, l := range ls {
+		kinds[l.Kind]++
+		byName[l.Name] = l
+	}
+	// 10 hardware, 32 cache (perf list's table), 12 software, and the
+	// sysfs events of the fixture plus the 9 synthetic software ones.
+	want := map[Kind]int{KindHardware: 10, KindCache: 32, KindSoftware: 12, KindDynamic: 19 + 3 + 1 + 5 + 2 + 9}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("kinds = %v, want %v", kinds, want)
+	}
+	if ls[0].String() != "cpu-cycles OR cycles OR PERF_COUNT_HW_CPU_CYCLES [hardware: CPU cycles]" {
+		t.Errorf("first = %s", ls[0])
+	}
+	if got := byName["uncore_imc_0.cas_count_read"].String(); got != "uncore_imc_0.cas_count_read [dynamic: event=0x04,umask=0x03; scale 6.103515625e-05 MiB]" {
+		t.Errorf("cas_count_read = %s", got)
+	}
+	if l := byName["cpu.bad-term"]; l.Err == nil {
+		t.Error("cpu.bad-term listed without its error")
+	}
+	if l := byName["software.page-faults"]; l.Group != "software" || l.Kind != KindDynamic {
+		t.Errorf("software.page-faults = %+v", l)
+	}
+	if _, ok := byName["L1-icache-stores"]; ok {
+		t.Error("L1-icache-stores listed; perf has no such event")
+	}
+
+	vm, err := testFS("vm").ListEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tps []string
+	for _, l := range vm {
+		if l.Kind == KindTracepoint {
+			tps = append(tps, l.Group+"/"+l.Name)
+		}
+	}
+	if want := []string{"irq/irq:irq_handler_entry", "sched/sched:sched_switch", "sched/sched:sched_wakeup"}; !reflect.DeepEqual(tps, want) {
+		t.Errorf("tracepoints = %v, want %v", tps, want)
+	}
+	// Every listed name resolves, except the fixture's deliberately
+	// broken ones.
+	for _, l := range append(ls, vm...) {
+		fs := testFS("skylake")
+		if l.Kind == KindTracepoint {
+			fs = testFS("vm")
+		}
+		if _, err := fs.Resolve(l.Name); err != nil && l.Err == nil {
+			t.Errorf("listed %q does not resolve: %v", l.Name, err)
+		}
+	}
+}
+
+func TestScaleFor(t *testing.T) {
+	fs := testFS("skylake")
+	tests := []struct {
+		ev    Event
+		scale float64
+		unit  string
+		ok    bool
+	}{
+		// What libpfm4 would give for an Intel event: PERF_TYPE_RAW, which
+		// is the cpu PMU's type. The C agent's lookup needs both event and
+		// umask non-zero and would miss this one.
+		{Event{Attr: attr(4, 0x8000, 0)}, 2, "slots", true},
+		{Event{Attr: attr(17, 0x304, 0)}, 6.103515625e-5, "MiB", true},
+		{Event{Attr: attr(17, 0x30c, 0)}, 0, "", false},
+		{Event{Attr: attr(4, 0x3c, 0)}, 0, "", false},
+		{Event{Attr: attr(0, 0, 0)}, 0, "", false},
+		{Event{Scale: 0.5, Unit: "Joules"}, 0.5, "Joules", true},
+	}
+	for _, tt := range tests {
+		s, u, ok := fs.ScaleFor(tt.ev)
+		if s != tt.scale || u != tt.unit || ok != tt.ok {
+			t.Errorf("ScaleFor(%+v) = %g %q %v, want %g %q %v", tt.ev.Attr, s, u, ok, tt.scale, tt.unit, tt.ok)
+		}
+	}
+	ev, err := fs.ResolveWith("RAW:topdown", Options{RawCode: 0x8000, HasRawCode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, u, ok := fs.ScaleFor(ev); s != 2 || u != "slots" || !ok {
+		t.Errorf("ScaleFor(RAW:topdown) = %g %q %v", s, u, ok)
+	}
+}
+
+func TestTracefsFromMounts(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "mnt", "trace")
+	os.MkdirAll(filepath.Join(tr, "events", "sched", "sched_switch"), 0o755)
+	os.WriteFile(filepath.Join(tr, "events", "sched", "sched_switch", "id"), []byte("372\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "proc"), 0o755)
+	os.WriteFile(filepath.Join(dir, "proc", "mounts"), []byte("tracefs "+tr+" tracefs rw 0 0\n"), 0o644)
+	fs := &FS{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc")}
+	ev, err := fs.Resolve("sched:sched_switch")
+	if err != nil || ev.Attr.Config != 372 || ev.Attr.Type != 2 {
+		t.Errorf("Resolve via mounts = %+v, %v", ev.Attr, err)
+	}
+	want := []string{tr, filepath.Join(dir, "sys", "kernel", "tracing"), filepath.Join(dir, "sys", "kernel", "debug", "tracing")}
+	if got := fs.tracingCandidates(); !reflect.DeepEqual(got, want) {
+		t.Errorf("candidates = %v, want %v", got, want)
+	}
+}
+
+func TestDefaultHonoursCEnvironment(t *testing.T) {
+	t.Setenv("SYSFS_PREFIX", "")
+	t.Setenv("SYSFS_MOUNT_POINT", "")
+	if fs := Default(); fs.Sys != "/sys" || fs.Proc != "/proc" {
+		t.Errorf("Default() = %+v", fs)
+	}
+	t.Setenv("SYSFS_MOUNT_POINT", "/tmp/a")
+	if fs := Default(); fs.Sys != "/tmp/a" {
+		t.Errorf("with SYSFS_MOUNT_POINT: Sys = %s", fs.Sys)
+	}
+	t.Setenv("SYSFS_PREFIX", "testdata/vm/sys")
+	fs := Default()
+	if fs.Sys != "testdata/vm/sys" {
+		t.Errorf("with SYSFS_PREFIX: Sys = %s", fs.Sys)
+	}
+	if cpus, err := fs.OnlineCPUs(); err != nil || !reflect.DeepEqual(cpus, []int{0, 1}) {
+		t.Errorf("OnlineCPUs = %v, %v", cpus, err)
+	}
+}
+
+func attr(typ uint32, config, ext1 uint64) unix.PerfEventAttr {
+	return unix.PerfEventAttr{Type: typ, Config: config, Ext1: ext1}
+}

@@ -1,0 +1,88 @@
+package pmu
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// errNoTracefs explains how to make tracepoints available.
+func (fs *FS) errNoTracefs() error {
+	return fmt.Errorf("no tracefs or debugfs is mounted (looked in %s); mount it with: mount -t tracefs nodev /sys/kernel/tracing",
+		strings.Join(fs.tracingCandidates(), ", "))
+}
+
+// isTracepointName reports whether s can be a tracefs directory name.
+func isTracepointName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00")
+}
+
+// tracepointID reads events/<subsys>/<event>/id. The bool result reports
+// whether the subsystem exists, to tell a misspelt tracepoint from a name
+// that was never meant to be one.
+func (fs *FS) tracepointID(root, subsys, event string) (uint64, string, bool, error) {
+	sdir := filepath.Join(root, "events", subsys)
+	if st, err := os.Stat(sdir); err != nil || !st.IsDir() {
+		return 0, "", false, nil
+	}
+	path := filepath.Join(sdir, event, "id")
+	s, err := readTrimmed(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return 0, path, true, fmt.Errorf("no tracepoint %s in %s", event, sdir)
+		}
+		return 0, path, true, err
+	}
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, path, true, fmt.Errorf("%s: id %q is not a number", path, s)
+	}
+	return id, path, true, nil
+}
+
+// tracepointType is the tracepoint PMU's type: fixed by the kernel ABI,
+// but read from sysfs when there so that tests and odd kernels agree.
+func (fs *FS) tracepointType() uint32 {
+	if p, err := fs.PMU("tracepoint"); err == nil {
+		return p.Type
+	}
+	return unix.PERF_TYPE_TRACEPOINT
+}
+
+// Tracepoints lists "subsys:event" for every tracepoint with an id file,
+// sorted. It fails with advice when no tracefs is mounted.
+func (fs *FS) Tracepoints() ([]string, error) {
+	root, ok := fs.tracingRoot()
+	if !ok {
+		return nil, fmt.Errorf("tracepoints: %w", fs.errNoTracefs())
+	}
+	subs, err := os.ReadDir(filepath.Join(root, "events"))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range subs {
+		if !s.IsDir() {
+			continue
+		}
+		evs, err := os.ReadDir(filepath.Join(root, "events", s.Name()))
+		if err != nil {
+			continue
+		}
+		for _, e := range evs {
+			if !e.IsDir() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(root, "events", s.Name(), e.Name(), "id")); err == nil {
+				names = append(names, s.Name()+":"+e.Name())
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
