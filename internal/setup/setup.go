@@ -210,7 +210,6 @@ func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Even
 	}
 	taken[name] = ev.Pos
 	p.Counters = append(p.Counters, Counter{Pos: ev.Pos, Event: resolved, CPUs: cpus, Metric: name})
-	p.info(ev.Pos, "%s: %s, on %s", ev.Name, describe(resolved), cpuNames(cpus))
 }
 
 // validMetricName rejects names that would break the PMNS: empty
@@ -260,9 +259,10 @@ func (p *Plan) Specs() []counter.Spec {
 	return specs
 }
 
-// Opened records what Open did: a counter that opened nowhere is dropped
-// from the plan. A counter that is not supported on this machine is normal
-// on a VM and noted as Info; any other failure is a Problem.
+// Opened records what Open did, one note per event: what it resolved to
+// and where it counts, or why it cannot. A counter that opened nowhere is
+// dropped from the plan. Not being supported on this machine is normal on a
+// VM and noted as Info; any other failure is a Problem.
 func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 	byEvent := map[string][]*counter.OpenError{}
 	for _, f := range sum.Failures {
@@ -270,36 +270,41 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 	}
 	kept := p.Counters[:0]
 	for _, c := range p.Counters {
-		fails := byEvent[c.Event.Name]
 		ev, _ := set.Lookup(c.Event.Name)
-		served := len(set.CPUs(ev)) > 0
-		if len(fails) > 0 {
-			sev := Problem
-			if allUnsupported(fails) {
-				sev = Info
-				if !served {
-					if p.unsupported == nil {
-						p.unsupported = map[string]bool{}
-					}
-					p.unsupported[c.Event.Name] = true
-				}
-			}
-			cpus := make([]int, len(fails))
-			for i, f := range fails {
-				cpus[i] = f.CPU
-			}
-			verdict := "skipped"
-			if served {
-				verdict = "served on " + cpuNames(set.CPUs(ev))
-			}
-			text := fmt.Sprintf("%s: cannot count on %s: %s", c.Event.Name, cpuNames(cpus), fails[0].Advice)
-			if fails[0].Errno != 0 {
-				text += " (" + unix.ErrnoName(fails[0].Errno) + ")"
-			}
-			p.Notes = append(p.Notes, Note{Pos: c.Pos, Severity: sev, Text: text + "; " + verdict})
+		served := set.CPUs(ev)
+		text := c.Event.Name + ": " + describe(c.Event)
+		fails := byEvent[c.Event.Name]
+		if len(fails) == 0 {
+			p.info(c.Pos, "%s, on %s", text, cpuNames(served))
+			kept = append(kept, c)
+			continue
 		}
-		if served {
-			c.CPUs = set.CPUs(ev)
+		cpus := make([]int, len(fails))
+		for i, f := range fails {
+			cpus[i] = f.CPU
+		}
+		text += fmt.Sprintf("; cannot count on %s: %s", cpuNames(cpus), fails[0].Advice)
+		if fails[0].Errno != 0 {
+			text += " (" + unix.ErrnoName(fails[0].Errno) + ")"
+		}
+		if len(served) > 0 {
+			text += "; counting on " + cpuNames(served)
+		} else {
+			text += "; skipped"
+		}
+		sev := Problem
+		if allUnsupported(fails) {
+			sev = Info
+			if len(served) == 0 {
+				if p.unsupported == nil {
+					p.unsupported = map[string]bool{}
+				}
+				p.unsupported[c.Event.Name] = true
+			}
+		}
+		p.Notes = append(p.Notes, Note{Pos: c.Pos, Severity: sev, Text: text})
+		if len(served) > 0 {
+			c.CPUs = served
 			kept = append(kept, c)
 		}
 	}
@@ -337,7 +342,7 @@ func (p *Plan) AddDerived(set *counter.Set, fs *pmu.FS) []Derived {
 			if p.membersUnsupported(s) {
 				sev = Info
 			}
-			p.Notes = append(p.Notes, Note{Severity: sev, Text: err.Error() + "; section skipped"})
+			p.Notes = append(p.Notes, Note{Pos: s.Pos, Severity: sev, Text: strings.TrimPrefix(err.Error(), s.Pos.String()+": ") + "; section skipped"})
 			continue
 		}
 		spec := counter.DerivedSpec{Name: s.Name}

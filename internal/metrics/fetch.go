@@ -1,0 +1,162 @@
+package metrics
+
+import (
+	"perfevent/internal/counter"
+	"perfevent/internal/pdu"
+	"perfevent/internal/pmda"
+)
+
+type kind uint8
+
+const (
+	kindNone kind = iota
+	kindStatic
+	kindDerivedActive
+	kindCounter
+	kindDerived
+)
+
+// ref says what a cluster holds; Source looks clusters up by number, which
+// costs an index rather than a map lookup on every value.
+type ref struct {
+	kind kind
+	idx  int // event or derived index in the Set
+}
+
+// Source answers fetches from a counter.Set. It implements pmda.Fetcher.
+//
+// Prepare reads, once, only the counters that the fetch's metrics use, and
+// copies their values while it holds the Set; Values then answers from that
+// copy. So every metric of one fetch comes from one consistent snapshot, and
+// the Set is never held while the reply is built.
+type Source struct {
+	set     *counter.Set
+	version string
+	refs    []ref // by cluster
+
+	// The snapshot of the current fetch. gen stamps what this fetch marked,
+	// so nothing needs clearing between fetches.
+	gen      uint32
+	evGen    []uint32
+	derGen   []uint32
+	values   [][]uint64
+	duty     [][]float64
+	derived  [][]float64
+	active   int32
+	reserved bool
+}
+
+func (s *Source) setRef(cluster int, r ref) {
+	for len(s.refs) <= cluster {
+		s.refs = append(s.refs, ref{})
+	}
+	s.refs[cluster] = r
+}
+
+// prepare sizes the snapshot once, so fetches allocate nothing.
+func (s *Source) prepare() {
+	n := s.set.NumEvents()
+	s.evGen = make([]uint32, n)
+	s.values = make([][]uint64, n)
+	s.duty = make([][]float64, n)
+	for ev := range n {
+		k := len(s.set.CPUs(ev))
+		s.values[ev] = make([]uint64, k)
+		s.duty[ev] = make([]float64, k)
+	}
+	d := s.set.NumDerived()
+	s.derGen = make([]uint32, d)
+	s.derived = make([][]float64, d)
+	for i := range d {
+		s.derived[i] = make([]float64, len(s.set.DerivedCPUs(i)))
+	}
+}
+
+func (s *Source) lookup(pmid pdu.PMID) ref {
+	if pmid.Domain() != Domain || pmid.Cluster() >= len(s.refs) {
+		return ref{}
+	}
+	return s.refs[pmid.Cluster()]
+}
+
+// Prepare implements pmda.Fetcher.
+func (s *Source) Prepare(req *pmda.FetchRequest) error {
+	s.gen++
+	f := s.set.Begin()
+	defer f.End()
+	all := false
+	for _, pmid := range req.PMIDs {
+		switch r := s.lookup(pmid); r.kind {
+		case kindStatic:
+			// perfevent.active counts the descriptors read by this
+			// fetch, as in the C agent, so it reads them all; a
+			// client that only watches active still sees it move.
+			all = all || pmid.Item() == 1
+		case kindCounter:
+			f.Need(r.idx)
+			s.evGen[r.idx] = s.gen
+		case kindDerived:
+			f.NeedDerived(r.idx)
+			s.derGen[r.idx] = s.gen
+		}
+	}
+	if all {
+		f.NeedAll()
+	}
+	f.Read()
+	for ev, g := range s.evGen {
+		if g != s.gen {
+			continue
+		}
+		for i := range s.values[ev] {
+			s.values[ev][i] = f.Value(ev, i)
+			s.duty[ev][i] = f.Dutycycle(ev, i)
+		}
+	}
+	for d, g := range s.derGen {
+		if g != s.gen {
+			continue
+		}
+		for i := range s.derived[d] {
+			s.derived[d][i] = f.DerivedValue(d, i)
+		}
+	}
+	s.active = int32(f.Active())
+	s.reserved = f.Reserved()
+	return nil
+}
+
+// Values implements pmda.Fetcher.
+func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
+	pmid := m.Desc.PMID
+	r := s.lookup(pmid)
+	switch r.kind {
+	case kindStatic:
+		if pmid.Item() == 0 {
+			w.String(pdu.InNull, s.version)
+		} else {
+			w.Int32(pdu.InNull, s.active)
+		}
+	case kindDerivedActive:
+		w.Int32(pdu.InNull, int32(s.set.NumDerived()))
+	case kindCounter:
+		cpus := s.set.CPUs(r.idx)
+		if pmid.Item() == ItemValue {
+			for i, v := range s.values[r.idx] {
+				w.Int64(int32(cpus[i]), int64(v))
+			}
+		} else {
+			for i, v := range s.duty[r.idx] {
+				w.Double(int32(cpus[i]), v)
+			}
+		}
+	case kindDerived:
+		cpus := s.set.DerivedCPUs(r.idx)
+		for i, v := range s.derived[r.idx] {
+			w.Double(int32(cpus[i]), v)
+		}
+	default:
+		return pdu.ErrPMID
+	}
+	return nil
+}

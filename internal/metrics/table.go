@@ -1,0 +1,149 @@
+package metrics
+
+import (
+	"fmt"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/pdu"
+	"perfevent/internal/pmda"
+)
+
+// Help texts. The one-line texts are the C agent's, so that pminfo -t reads
+// the same with either agent; the long texts are ours.
+const (
+	oneLineVersion       = "The version number of the pmda."
+	oneLineActive        = "The number of active counters."
+	oneLineDerivedActive = "The number of derived metrics configured"
+	oneLineValue         = "The values of the counter"
+	oneLineDutycycle     = "The ratio of the time that the hardware counter was enabled to the total run time"
+	oneLineDerived       = "The values of the derived events"
+
+	helpActive = `The number of per-CPU counters that were read successfully by the
+most recent fetch of perfevent.active. It is 0 while perfalloc holds the
+counters, and on the first fetch after they are given back.`
+	helpDerivedActive = `The number of derived metrics that could be built from the counters
+that opened on this machine.`
+)
+
+// Counter describes one served event for the table.
+type Counter struct {
+	Event  int    // index in the counter.Set
+	Metric string // name below perfevent.hwcounters, from MetricName
+	About  string // what it counts, for the long help, e.g. the config line and encoding
+}
+
+// Derived describes one derived metric for the table.
+type Derived struct {
+	Derived int    // index among the Set's derived events
+	Metric  string // name below perfevent.derived
+	About   string
+}
+
+// Spec is what Build turns into a table.
+type Spec struct {
+	Version  string
+	Set      *counter.Set
+	Counters []Counter
+	Derived  []Derived
+	Clusters *Clusters
+}
+
+// Build lays out perfevent's namespace and returns the table to serve and
+// the Fetcher that answers for it.
+//
+// Each counter gets a cluster with items 0 (value) and 1 (dutycycle), and
+// an instance domain per event whose serial is the cluster minus 2, as in
+// the C agent. Unlike the C agent, whose instance ids are indexes, an
+// instance's id is its CPU number: "cpu3" is instance 3 even when CPU 2 is
+// offline, so values line up with kernel.percpu.* and with labels.
+func Build(spec Spec) (*pmda.Table, *Source, error) {
+	src := &Source{set: spec.Set, version: spec.Version}
+	ts := pmda.TableSpec{
+		Domain:       Domain,
+		DomainLabels: pmda.Labels{"agent": "perfevent"},
+		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived"},
+		Metrics: []pmda.Metric{
+			{
+				Name:    "perfevent.version",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 0), Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
+				OneLine: oneLineVersion,
+			},
+			{
+				Name:    "perfevent.active",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 1), Type: pdu.ValueInt32, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
+				OneLine: oneLineActive,
+				Help:    helpActive,
+			},
+			{
+				Name:    "perfevent.derived.active",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterDerived, 0), Type: pdu.ValueInt32, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
+				OneLine: oneLineDerivedActive,
+				Help:    helpDerivedActive,
+			},
+		},
+	}
+	src.refs = make([]ref, firstDynamic)
+	src.refs[ClusterStatic] = ref{kind: kindStatic}
+	src.refs[ClusterDerived] = ref{kind: kindDerivedActive}
+
+	for _, c := range spec.Counters {
+		cluster, err := spec.Clusters.Cluster("hwcounters." + c.Metric)
+		if err != nil {
+			return nil, nil, err
+		}
+		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
+		name := "perfevent.hwcounters." + c.Metric
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event)))
+		ts.Metrics = append(ts.Metrics,
+			pmda.Metric{
+				Name:    name + ".value",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+				OneLine: oneLineValue,
+				Help:    fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
+			},
+			pmda.Metric{
+				Name:    name + ".dutycycle",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
+				OneLine: oneLineDutycycle,
+				Help:    fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About),
+			})
+		src.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
+	}
+
+	for _, d := range spec.Derived {
+		cluster, err := spec.Clusters.Cluster("derived." + d.Metric)
+		if err != nil {
+			return nil, nil, err
+		}
+		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.DerivedCPUs(d.Derived)))
+		ts.Metrics = append(ts.Metrics, pmda.Metric{
+			Name:    "perfevent.derived." + d.Metric + ".value",
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+			OneLine: oneLineDerived,
+			Help:    fmt.Sprintf("%s.\n\n%s", oneLineDerived, d.About),
+		})
+		src.setRef(cluster, ref{kind: kindDerived, idx: d.Derived})
+	}
+
+	table, err := pmda.NewTable(ts)
+	if err != nil {
+		return nil, nil, err
+	}
+	src.prepare()
+	return table, src, nil
+}
+
+// cpuInDom is a per-CPU instance domain with the C agent's labels. The
+// per-instance "cpu" label is the CPU number, which the C agent gets wrong
+// (it gives the index) whenever a CPU is offline.
+func cpuInDom(indom pdu.InDom, cpus []int) pmda.InDom {
+	d := pmda.InDom{
+		InDom:  indom,
+		Labels: pmda.Labels{"device_type": "cpu", "indom_name": "per cpu"},
+	}
+	for _, cpu := range cpus {
+		d.Instances = append(d.Instances, pmda.Instance{ID: int32(cpu), Name: InstanceName(cpu), Labels: pmda.Labels{"cpu": cpu}})
+	}
+	return d
+}

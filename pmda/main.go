@@ -1,0 +1,536 @@
+// Command pmdaperfevent is PCP's perfevent agent (domain 127) in pure Go:
+// it counts the perf events that perfevent.conf names on every CPU and
+// serves them to pmcd as perfevent.hwcounters.* and perfevent.derived.*.
+// It gives the counters up while perfalloc holds the lock file, and says so
+// in a state file beside it.
+//
+// Usage (pmcd starts it; the flags are the C agent's, plus a few):
+//
+//	pmdaperfevent [-C] [-d domain] [-l logfile] [-c config] [-U user]
+//	              [-p | -u socket | -i port | -6 port] [-D debug]
+//	pmdaperfevent --check [-c config]
+//	pmdaperfevent --list-events
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"perfevent/internal/config"
+	"perfevent/internal/counter"
+	"perfevent/internal/metrics"
+	"perfevent/internal/pcpconf"
+	"perfevent/internal/pmda"
+	"perfevent/internal/pmu"
+	"perfevent/internal/reservation"
+	"perfevent/internal/setup"
+)
+
+// version is what perfevent.version reports. The C agent says "1.0.1".
+const version = "2.0.0"
+
+const prog = "pmdaperfevent"
+
+type options struct {
+	compat     bool
+	debug      string
+	domain     int
+	logfile    string
+	config     string
+	user       string
+	pipe       bool
+	socket     string
+	inet       int
+	ipv6       int
+	check      bool
+	listEvents bool
+	lockfile   string
+	pmids      string
+	poll       time.Duration
+	noInotify  bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.compat, "C", false, "compatibility names: only ':' becomes '-' (the pre-3.10.8 names)")
+	fs.StringVar(&o.debug, "D", "", "debug `options` (accepted for compatibility; any value logs each start-up step in detail)")
+	fs.IntVar(&o.domain, "d", metrics.Domain, "PMDA `domain` number; perfevent is 127")
+	fs.StringVar(&o.logfile, "l", filepath.Join(pcp.Get("PCP_LOG_DIR"), "pmcd", "perfevent.log"), "write the log to `file` (- for stderr)")
+	fs.StringVar(&o.config, "c", defaultConfig(pcp), "read the configuration from `file`")
+	fs.StringVar(&o.user, "U", "", "accepted for compatibility; the agent keeps the privilege to reopen counters after perfalloc")
+	fs.BoolVar(&o.pipe, "p", false, "talk to pmcd on stdin and stdout (the default)")
+	fs.StringVar(&o.socket, "u", "", "listen for pmcd on the unix socket `path`")
+	fs.IntVar(&o.inet, "i", 0, "listen for pmcd on 127.0.0.1:`port`")
+	fs.IntVar(&o.ipv6, "6", 0, "listen for pmcd on [::1]:`port`")
+	fs.BoolVar(&o.check, "check", false, "explain what the configuration means on this machine, line by line, and exit (1 if anything is wrong)")
+	fs.BoolVar(&o.listEvents, "list-events", false, "list the events this machine offers, as they are written in perfevent.conf, and exit")
+	fs.StringVar(&o.lockfile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
+	fs.StringVar(&o.pmids, "pmids", filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids"), "where metric names keep their PMIDs across restarts (`file`)")
+	fs.DurationVar(&o.poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
+	fs.BoolVar(&o.noInotify, "no-inotify", false, "check the lock file by polling only")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s [options]\n\nPCP's perfevent agent: performance counters as perfevent.* metrics.\n\nOptions:\n", prog)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.domain != metrics.Domain {
+		return nil, fmt.Errorf("-d %d: perfevent's domain is %d (PERFEVENT in stdpmid); its PMNS and pmcd.conf line must use it", o.domain, metrics.Domain)
+	}
+	n := 0
+	for _, set := range []bool{o.pipe, o.socket != "", o.inet != 0, o.ipv6 != 0} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, errors.New("choose one of -p, -u, -i and -6")
+	}
+	return o, nil
+}
+
+// defaultConfig is where PCP keeps perfevent.conf: Debian and Fedora put it
+// in $PCP_SYSCONF_DIR/perfevent, older layouts in the agent's directory.
+func defaultConfig(pcp *pcpconf.Config) string {
+	sys := filepath.Join(pcp.Get("PCP_SYSCONF_DIR"), "perfevent", "perfevent.conf")
+	if _, err := os.Stat(sys); err == nil {
+		return sys
+	}
+	return filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent", "perfevent.conf")
+}
+
+func (o *options) endpoint(pcp *pcpconf.Config) pmda.Endpoint {
+	switch {
+	case o.socket != "":
+		return pmda.Endpoint{Transport: pmda.Unix, Path: o.socket, SocketOwner: pcp.Get("PCP_USER")}
+	case o.inet != 0:
+		return pmda.Endpoint{Transport: pmda.Inet, Port: o.inet}
+	case o.ipv6 != 0:
+		return pmda.Endpoint{Transport: pmda.IPv6, Port: o.ipv6}
+	}
+	return pmda.Endpoint{Transport: pmda.Pipe}
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	pcp := pcpconf.Load()
+	o, err := parseFlags(args, pcp, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 1
+	}
+	switch {
+	case o.listEvents:
+		return listEvents(pmu.Default(), stdout, stderr)
+	case o.check:
+		return check(o, stdout, stderr)
+	}
+	return serve(o, pcp, stderr)
+}
+
+func listEvents(fs *pmu.FS, stdout, stderr io.Writer) int {
+	ls, err := fs.ListEvents()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	}
+	var kind pmu.Kind
+	group := ""
+	for _, l := range ls {
+		if l.Kind != kind || l.Group != group {
+			kind, group = l.Kind, l.Group
+			title := string(kind)
+			if group != "" {
+				title += " " + group
+			}
+			fmt.Fprintf(stdout, "\n# %s\n", title)
+		}
+		fmt.Fprintln(stdout, l.String())
+	}
+	return 0
+}
+
+// agent is the running perfevent agent: its plan, counters, table and the
+// reservation plumbing.
+type agent struct {
+	log     *pmda.Logger
+	plan    *setup.Plan
+	set     *counter.Set
+	state   *reservation.StateFile
+	lock    *reservation.LockFile
+	watcher *reservation.Watcher
+}
+
+// prepare turns the configuration into open counters and the table that
+// serves them. Problems with single lines are logged and skipped; only a
+// failure that leaves nothing to serve at all is returned.
+func prepare(o *options, fs *pmu.FS, logf func(setup.Note)) (*setup.Plan, *counter.Set, *pmda.Table, *metrics.Source, error) {
+	f, perr := config.ParseFile(o.config)
+	if f == nil && perr != nil {
+		// An unreadable file: serve the static metrics and say why, rather
+		// than leave pmcd without an agent (the C agent exits here).
+		logf(setup.Note{Severity: setup.Problem, Text: perr.Error()})
+	}
+	m, err := setup.ReadMachine(fs)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("reading the CPU topology: %w", err)
+	}
+	plan := setup.Make(f, perr, m, o.compat)
+	set, err := counter.New(plan.Specs(), counter.Config{})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	sum, err := set.Open()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	plan.Opened(set, sum)
+	derived := plan.AddDerived(set, fs)
+
+	clusters, cerrs := metrics.LoadClusters(o.pmids)
+	for _, e := range cerrs {
+		logf(setup.Note{Severity: setup.Problem, Text: e.Error()})
+	}
+	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
+	for _, c := range plan.Counters {
+		ev, _ := set.Lookup(c.Event.Name)
+		spec.Counters = append(spec.Counters, metrics.Counter{
+			Event:  ev,
+			Metric: c.Metric,
+			About:  fmt.Sprintf("Configured as %q at %s: %s.", c.Event.Name, c.Pos, c.Event.Source),
+		})
+	}
+	for i, d := range derived {
+		spec.Derived = append(spec.Derived, metrics.Derived{
+			Derived: i,
+			Metric:  d.Metric,
+			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
+		})
+	}
+	table, src, err := metrics.Build(spec)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := clusters.Save(); err != nil {
+		logf(setup.Note{Severity: setup.Problem, Text: fmt.Sprintf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)})
+	}
+	for _, n := range plan.Notes {
+		logf(n)
+	}
+	return plan, set, table, src, nil
+}
+
+func check(o *options, stdout, stderr io.Writer) int {
+	fs := pmu.Default()
+	f, perr := config.ParseFile(o.config)
+	if f == nil && perr != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, perr)
+		return 1
+	}
+	m, err := setup.ReadMachine(fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: reading the CPU topology: %v\n", prog, err)
+		return 1
+	}
+	plan := setup.Make(f, perr, m, o.compat)
+	set, err := counter.New(plan.Specs(), counter.Config{})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 1
+	}
+	sum, err := set.Open()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 1
+	}
+	plan.Opened(set, sum)
+	derived := plan.AddDerived(set, fs)
+	set.Close()
+
+	for _, n := range sortedNotes(plan.Notes) {
+		mark := "  "
+		if n.Severity == setup.Problem {
+			mark = "! "
+		}
+		fmt.Fprintln(stdout, mark+n.String())
+	}
+	fmt.Fprintf(stdout, "\n%s: %d events served on %d counters, %d derived metrics; %d problems\n",
+		o.config, sum.Served, sum.FDs, len(derived), plan.Problems())
+	if plan.Problems() > 0 {
+		return 1
+	}
+	return 0
+}
+
+// sortedNotes orders notes by line, keeping the order of notes about the
+// same line (what the line resolved to, then whether it opened).
+func sortedNotes(notes []setup.Note) []setup.Note {
+	out := make([]setup.Note, len(notes))
+	copy(out, notes)
+	// A stable insertion sort: the lists are short.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].Pos.Line < out[j-1].Pos.Line; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// openLog opens the agent's log as libpcp does for an agent pmcd starts:
+// the previous log is kept as .prev. If the file cannot be opened the log
+// goes to stderr, which pmcd points at its own log.
+func openLog(path string, stderr io.Writer) (io.Writer, func(), error) {
+	if path == "-" {
+		return stderr, func() {}, nil
+	}
+	if _, err := os.Stat(path); err == nil {
+		os.Rename(path, path+".prev")
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return stderr, func() {}, err
+	}
+	// Later panics and runtime errors land in the log too.
+	syscall.Dup2(int(f.Fd()), 2)
+	return f, func() { f.Close() }, nil
+}
+
+func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
+	// pmcd connects to a socket agent 2 s after starting it and wants
+	// CREDS within 3 s of that, so listen before anything slow.
+	ln, err := pmda.Listen(o.endpoint(pcp))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 1
+	}
+	defer ln.Close()
+
+	w, closeLog, lerr := openLog(o.logfile, stderr)
+	defer closeLog()
+	log := pmda.NewLogger(w, prog)
+	host, _ := os.Hostname()
+	log.Start(host)
+	defer log.Finish()
+	if lerr != nil {
+		log.Warningf("cannot open the log file: %v; logging to stderr", lerr)
+	}
+	if o.user != "" {
+		log.Infof("-U %s ignored: the agent keeps the privilege to reopen the counters after perfalloc releases them", o.user)
+	}
+	signal.Ignore(syscall.SIGPIPE)
+
+	soft, hard, err := counter.RaiseFileLimit()
+	if err != nil {
+		log.Warningf("raising the descriptor limit: %v", err)
+	}
+	log.Infof("perfevent version %s (maxfiles=%d of %d), config %s", version, soft, hard, o.config)
+
+	fs := pmu.Default()
+	logNote := func(n setup.Note) {
+		if n.Severity == setup.Problem {
+			log.Warningf("%s", n)
+		} else {
+			log.Infof("%s", n)
+		}
+	}
+	plan, set, table, src, err := prepare(o, fs, logNote)
+	if err != nil {
+		log.Errorf("%v", err)
+		return 1
+	}
+	a := &agent{log: log, plan: plan, set: set}
+	served := 0
+	for ev := range set.NumEvents() {
+		if len(set.CPUs(ev)) > 0 {
+			served++
+		}
+	}
+	log.Infof("serving %d counters and %d derived metrics", served, set.NumDerived())
+	if served == 0 {
+		log.Warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", prog)
+	}
+
+	if err := a.startReservation(o); err != nil {
+		log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+	}
+	defer a.stopReservation()
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		ln.Close()
+		agent := pmda.New(pmda.Config{Fetcher: src, Log: log}, table)
+		done <- agent.Serve(conn)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Errorf("talking to pmcd: %v", err)
+			return 1
+		}
+		log.Infof("pmcd closed the connection")
+	case s := <-sigs:
+		log.Infof("caught %v, exiting", s)
+	}
+	return 0
+}
+
+// startReservation opens the lock file and starts watching it: counters are
+// closed while someone holds a read lock on it and reopened when the last
+// holder lets go. The state file beside it tells perfalloc when that has
+// happened.
+func (a *agent) startReservation(o *options) error {
+	lf, err := reservation.Open(o.lockfile)
+	if err != nil {
+		return err
+	}
+	a.lock = lf
+	st, err := reservation.NewStateFile(reservation.StatePath(o.lockfile), reservation.State{
+		Program:  prog,
+		Config:   o.config,
+		LockFile: o.lockfile,
+		Counters: reservation.CountersOpen,
+		Since:    time.Now(),
+		Holders:  []int{},
+		Events:   a.events(),
+	}, 0)
+	if err != nil {
+		a.log.Warningf("state file: %v; perfalloc will not be able to confirm releases", err)
+	}
+	a.state = st
+	w, err := reservation.Watch(lf, reservation.Options{
+		Poll:     o.poll,
+		NoNotify: o.noInotify,
+		Logf:     func(format string, args ...any) { a.log.Warningf(format, args...) },
+	}, a.reservationChanged)
+	if err != nil {
+		return err
+	}
+	a.watcher = w
+	return nil
+}
+
+func (a *agent) stopReservation() {
+	if a.watcher != nil {
+		a.watcher.Close()
+	}
+	if a.state != nil {
+		a.state.Close()
+		os.Remove(a.state.Path())
+	}
+	if a.lock != nil {
+		a.lock.Close()
+	}
+}
+
+// reservationChanged runs on the watcher's goroutine.
+func (a *agent) reservationChanged(s reservation.Status) {
+	reserved := a.set.Reserved()
+	switch {
+	case s.Reserved && !reserved:
+		start := time.Now()
+		if err := a.set.Close(); err != nil {
+			a.log.Warningf("closing counters for perfalloc: %v", err)
+		}
+		a.log.Infof("counters released for perfalloc (holders %s) in %v", pids(s.Holders), time.Since(start).Round(time.Microsecond))
+	case !s.Reserved && reserved:
+		start := time.Now()
+		sum, err := a.set.Reopen()
+		if err != nil {
+			a.log.Warningf("reopening counters: %v", err)
+		}
+		a.log.Infof("counters reopened after perfalloc in %v: %s", time.Since(start).Round(time.Microsecond), sum)
+		for _, line := range sum.FailureLines() {
+			a.log.Warningf("%s", line)
+		}
+	}
+	if a.state == nil {
+		return
+	}
+	events := a.events()
+	err := a.state.Update(func(st *reservation.State) {
+		counters := reservation.CountersOpen
+		if s.Reserved {
+			counters = reservation.CountersReleased
+		}
+		if st.Counters != counters {
+			st.Since = time.Now()
+		}
+		st.Counters = counters
+		st.Holders = append(st.Holders[:0], s.Holders...)
+		st.Events = events
+	})
+	if err != nil {
+		a.log.Warningf("state file: %v", err)
+	}
+}
+
+// events describes every configured event for the state file.
+func (a *agent) events() []reservation.EventState {
+	out := make([]reservation.EventState, 0, a.set.NumEvents())
+	for ev := range a.set.NumEvents() {
+		e := reservation.EventState{Name: a.set.Name(ev), State: reservation.EventFailed}
+		var why error
+		for _, c := range a.set.Status(ev) {
+			if c.Open {
+				e.CPUs++
+			}
+			if why == nil && c.OpenErr != nil {
+				why = c.OpenErr
+			}
+			if why == nil && c.ReadErr != nil {
+				why = c.ReadErr
+			}
+		}
+		switch {
+		case e.CPUs > 0:
+			e.State = reservation.EventCounting
+		case len(a.set.CPUs(ev)) > 0 && a.set.Reserved():
+			e.State = reservation.EventReleased
+		}
+		if why != nil {
+			e.Error = why.Error()
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func pids(p []int) string {
+	if len(p) == 0 {
+		return "unknown"
+	}
+	s := ""
+	for i, pid := range p {
+		if i > 0 {
+			s += ","
+		}
+		s += strconv.Itoa(pid)
+	}
+	return s
+}
