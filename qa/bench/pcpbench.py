@@ -212,6 +212,36 @@ def alive(pid):
         return True
 
 
+def parse_cpus(spec):
+    cpus = set()
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        try:
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            raise BenchError("BENCH_PIN=%r: want a CPU list such as 0 or 0-1" % spec)
+    return cpus
+
+
+def pin_process(pid, cpus):
+    """Every thread of pid; threads and children created later inherit it."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:
+            pass
+
+
+def last_cpu(pid):
+    """The CPU pid last ran on (/proc/PID/stat field 39)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+        return int(s[s.rindex(")") + 2:].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -308,7 +338,9 @@ class Slot:
             if self.pid is not None and os.path.exists(self.sock):
                 try:
                     self.client = Client(self.spec())
-                    if self.client.probe()[0] is not None:
+                    # Both agents open their counters disabled and enable
+                    # them a moment later: wait for "counting".
+                    if (self.client.probe()[0] or 0) > 0:
                         break
                 except pmapi.pmErr as e:
                     last = e
@@ -381,19 +413,13 @@ class Slot:
                 if exe_of(k) == want:
                     try:
                         client = Client(self.spec())
-                        if client.probe()[0] is not None:
+                        if (client.probe()[0] or 0) > 0:
                             self.pid, self.client = k, client
                             return
                     except pmapi.pmErr:
                         pass
             time.sleep(0.1)
         raise BenchError("%s: pmcd did not restart the agent within %.0f s\n--- %s\n%s" % (self.label, timeout, self.pmcdlog, tail(self.pmcdlog)))
-
-    def check(self, what):
-        """Fail a measure whose agent died or was replaced under it."""
-        if not self.running():
-            raise BenchError("%s: agent pid %d is gone after %s; pmcd may have restarted it\n--- %s\n%s--- %s\n%s" % (
-                self.label, self.pid, what, self.pmcdlog, tail(self.pmcdlog), self.agentlog, tail(self.agentlog)))
 
     def cpu_ns(self):
         return proc_cpu_ns(self.pid)
@@ -443,16 +469,31 @@ class Client:
 
 # ---------------------------------------------------------------- measures
 
-def measure_roundtrip(slots, n, block=50):
+def count_values(res):
+    return sum(max(0, res.get_numval(i)) for i in range(res.numpmid))
+
+
+def measure_roundtrip(slots, n, block=10):
     """pmFetch round trip, all hwcounters leaves and one metric.  The two
-    agents alternate in blocks so that a noisy moment hits both."""
+    agents alternate in small blocks so that a noisy moment hits both.
+    Every result is checked (outside the timed part): a fetch with fewer
+    values than the warm-up's is counted as short, since an error answer
+    from pmcd is much faster than a real one."""
     out = {}
     for kind in ("all", "one"):
         samples = {s.label: [] for s in slots}
+        short = {s.label: 0 for s in slots}
+        inactive = {s.label: 0 for s in slots}
+        expect = {}
         for s in slots:  # warm-up
             ids = getattr(s.client, kind)
             for _ in range(50):
                 s.client.fetch(ids)
+            r = s.client.ctx.pmFetch(ids)
+            expect[s.label] = count_values(r.contents)
+            s.client.ctx.pmFreeResult(r)
+            if expect[s.label] == 0:
+                raise BenchError("%s: a fetch of %s gave no values" % (s.label, kind))
         done = 0
         order = list(slots)
         while done < n:
@@ -462,16 +503,26 @@ def measure_roundtrip(slots, n, block=50):
                 fetch = s.client.ctx.pmFetch
                 free = s.client.ctx.pmFreeResult
                 buf = samples[s.label]
+                want = expect[s.label]
                 for _ in range(k):
                     t0 = time.perf_counter_ns()
                     r = fetch(ids)
                     t1 = time.perf_counter_ns()
+                    if count_values(r.contents) < want:
+                        short[s.label] += 1
                     free(r)
                     buf.append((t1 - t0) / 1000.0)
+                # A released agent (active=0) answers from stale values,
+                # and fast: note it.
+                if (s.client.probe()[0] or 0) == 0:
+                    inactive[s.label] += 1
             order.reverse()
             done += k
         for s in slots:
             out[(kind, s.label)] = stats(samples[s.label])
+            out[(kind, s.label)]["inactive_blocks"] = inactive[s.label]
+            out[(kind, s.label)]["short"] = short[s.label]
+            out[(kind, s.label)]["values"] = expect[s.label]
         out[("nleaves", kind)] = len(getattr(slots[0].client, kind))
     return out
 
@@ -747,6 +798,9 @@ def main():
                     help="the C agent's arguments (BENCH_C_ARGS)")
     ap.add_argument("--transport", choices=("unix", "inet"), default=os.environ.get("BENCH_TRANSPORT", "unix"),
                     help="how the client reaches pmcd (BENCH_TRANSPORT; default unix, like 'local:')")
+    ap.add_argument("--pin", default=os.environ.get("BENCH_PIN", ""),
+                    help="CPU list (e.g. 0) for the client, both pmcds and both agents, so that both agents "
+                         "read their per-CPU counters from the same place (BENCH_PIN; default: not pinned)")
     ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc"),
                     help="comma list of fetch,flat,rate,idle,rss,perfalloc (BENCH_MEASURES)")
     ap.add_argument("--out", default=os.environ.get("BENCH_OUT"),
@@ -802,35 +856,65 @@ def main():
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
+    def run(name, fn):
+        """Run one measure; if an agent died or was restarted under it (other
+        jobs on a shared machine signal processes by name), repeat it."""
+        for attempt in range(3):
+            for s in slots:
+                if not s.running():
+                    log("note: %s agent (pid %d) was gone before %s; waiting for pmcd to restart it" % (s.label, s.pid, name))
+                    s.refind()
+            r = err = None
+            try:
+                r = fn()
+            except (pmapi.pmErr, BenchError, OSError) as e:
+                err = e
+            lost = [s for s in slots if not s.running()]
+            if r is not None and not lost:
+                return r
+            if not lost and not isinstance(err, pmapi.pmErr):
+                raise err
+            why = "%s agent restarted" % "/".join(x.label for x in lost) if lost else "PMAPI error: %s" % err
+            log("note: %s during %s; repeating it (attempt %d)" % (why, name, attempt + 2))
+            for s in lost:
+                s.refind()
+        raise BenchError("%s: failed three times; see the logs in %s" % (name, out))
+
     try:
         for s in slots:
             s.start()
             log("%-2s agent pid %d  %s\n   pmcd pid %d  %s  lock %s" % (
                 s.label, s.pid, " ".join(s.argv), s.pmcd.pid, s.spec(), s.lock))
-        results["agents"] = {s.label: {"argv": s.argv, "pid": s.pid, "lock": s.lock,
+        if o.pin:
+            cpus = parse_cpus(o.pin)
+            for pid in [os.getpid()] + [p for s in slots for p in (s.pmcd.pid, s.pid)]:
+                pin_process(pid, cpus)
+            log("pinned this client, both pmcds and both agents to CPU(s) %s" % o.pin)
+        results["pin"] = o.pin
+        results["agents"] = {s.label: {"agent": s.agent, "argv": s.argv, "pid": s.pid, "lock": s.lock,
                                        "leaves": len(s.client.names)} for s in slots}
         if len(slots[0].client.names) != len(slots[1].client.names):
             log("note: go has %d hwcounters leaves, c has %d" % (len(slots[0].client.names), len(slots[1].client.names)))
 
         if "fetch" in measures:
             log("\n== 1. pmFetch round trip through pmcd, n=%d per row, µs" % n_fetch)
-            r = measure_roundtrip(slots, n_fetch)
-            log("%-4s %-3s %8s %8s %8s %8s %8s" % ("set", "", "min", "median", "p95", "p99", "max"))
+            r = run("the fetch round trip", lambda: measure_roundtrip(slots, n_fetch))
+            log("%-4s %-3s %8s %8s %8s %8s %8s  %6s" % ("set", "", "min", "median", "p95", "p99", "max", "values"))
             for kind in ("all", "one"):
                 for s in slots:
                     st = r[(kind, s.label)]
-                    log("%-4s %-3s %8.0f %8.0f %8.0f %8.0f %8.0f" % (kind, s.label, st["min"], st["median"], st["p95"], st["p99"], st["max"]))
+                    log("%-4s %-3s %8.0f %8.0f %8.0f %8.0f %8.0f  %6d %s" % (kind, s.label, st["min"], st["median"], st["p95"], st["p99"], st["max"],
+                                                                      st["values"], ("  %d SHORT" % st["short"]) if st["short"] else "")
+                        + (("  active=0 after %d blocks" % st["inactive_blocks"]) if st["inactive_blocks"] else ""))
                 results["fetch_" + kind] = {s.label: r[(kind, s.label)] for s in slots}
                 results["fetch_" + kind]["leaves"] = r[("nleaves", kind)]
                 for m in ("median", "p95"):
                     lines.append(summary_line("fetch_%s_%s_us" % (kind, m), r[(kind, "go")][m], r[(kind, "c")][m]))
             log("(all = %d perfevent.hwcounters leaves, one = %s)" % (r[("nleaves", "all")], ONE_METRIC))
 
-        for s in slots:
-            s.check("the previous measure")
         if "flat" in measures:
             log("\n== 2a. agent CPU per fetch, flat out, all leaves, %.1f s per agent" % flat_s)
-            r = measure_flat(slots, flat_s)
+            r = run("the flat-out CPU measure", lambda: measure_flat(slots, flat_s))
             for s in slots:
                 x = r[s.label]
                 log("%-3s %7d fetches %6.0f/s  agent %6.1f µs/fetch (stat %5.1f)  %5.1f%% CPU   pmcd %5.1f µs/fetch" % (
@@ -838,11 +922,9 @@ def main():
             results["flat"] = r
             lines.append(summary_line("cpu_per_fetch_flat_us", r["go"]["cpu_us_per_fetch"], r["c"]["cpu_us_per_fetch"]))
 
-        for s in slots:
-            s.check("the previous measure")
         if "rate" in measures:
             log("\n== 2b. agent CPU per fetch at 10 Hz, all leaves, %.1f s, both agents in the same ticks" % rate_s)
-            r = measure_rate(slots, rate_s)
+            r = run("the 10 Hz CPU measure", lambda: measure_rate(slots, rate_s))
             for s in slots:
                 x = r[s.label]
                 log("%-3s %4d fetches  agent %7.1f µs/fetch  %5.2f%% CPU   pmcd %6.1f µs/fetch" % (
@@ -850,11 +932,9 @@ def main():
             results["rate10hz"] = r
             lines.append(summary_line("cpu_per_fetch_10hz_us", r["go"]["cpu_us_per_fetch"], r["c"]["cpu_us_per_fetch"]))
 
-        for s in slots:
-            s.check("the previous measure")
         if "idle" in measures:
             log("\n== 3. idle CPU, no fetches, %.0f s, both agents at once" % idle_s)
-            r = measure_idle(slots, idle_s)
+            r = run("the idle measure", lambda: measure_idle(slots, idle_s))
             for s in slots:
                 x = r[s.label]
                 log("%-3s %7.2f ms CPU in %.1f s = %.3f%% of one core (stat %.3f%%), %s threads" % (
@@ -862,26 +942,22 @@ def main():
             results["idle"] = r
             lines.append(summary_line("idle_cpu_pct", r["go"]["cpu_pct"], r["c"]["cpu_pct"]) + " duration=%.0fs" % idle_s)
 
-        for s in slots:
-            s.check("the previous measure")
         if "rss" in measures:
             log("\n== 4. memory after %d more fetches of all leaves, kB" % warm)
-            r = measure_rss(slots, warm)
+            r = run("the memory measure", lambda: measure_rss(slots, warm))
             for s in slots:
                 x = r[s.label]
                 log("%-3s VmRSS %6d  VmHWM %6d  RssAnon %6d  RssFile %6d  VmSize %7d  threads %s" % (
-                    s.label, x.get("VmRSS", 0), x.get("VmHWM", 0), x.get("RssAnon", 0), x.get("RssFile", 0), x.get("VmSize", 0), x.get("Threads")))
+                    s.label, x["VmRSS"], x["VmHWM"], x["RssAnon"], x["RssFile"], x["VmSize"], x["Threads"]))
             results["rss"] = r
             lines.append(summary_line("rss_kb", r["go"]["VmRSS"], r["c"]["VmRSS"]))
             lines.append(summary_line("hwm_kb", r["go"]["VmHWM"], r["c"]["VmHWM"]))
 
-        for s in slots:
-            s.check("the previous measure")
         if "perfalloc" in measures:
             log("\n== 5. perfalloc reaction, %d cycles per agent, ms (lock → active=0; unlock → counting)" % cycles)
             r = {}
             for s in slots:  # one at a time: the poll loop is the resolution
-                r[s.label] = measure_perfalloc(s, cycles, 3.0, rng)
+                r[s.label] = run("the perfalloc measure (%s)" % s.label, lambda: measure_perfalloc(s, cycles, 3.0, rng))
             log("%-3s %-8s %4s %8s %8s %8s %8s  %s" % ("", "", "n", "min", "median", "p99", "max", "timeouts"))
             for s in slots:
                 x = r[s.label]
@@ -901,8 +977,6 @@ def main():
                     if r["go"]["timeouts"][k]:
                         go = float("inf")
                     lines.append(summary_line("perfalloc_%s_%s_ms" % (k, m), go, c))
-        for s in slots:
-            s.check("the last measure")
     except KeyboardInterrupt as e:
         stop_all()
         raise BenchError("interrupted (%s)" % e)
