@@ -1,0 +1,250 @@
+package metrics
+
+import (
+	"math"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/counter/countertest"
+	"perfevent/internal/pdu"
+	"perfevent/internal/pmda"
+)
+
+// rig is a perfevent table on fake counters, served by a real pmda.Agent
+// over a pipe, with this test playing pmcd.
+type rig struct {
+	t     *testing.T
+	fake  *countertest.Opener
+	set   *counter.Set
+	table *pmda.Table
+	conn  net.Conn
+	r     *pdu.Reader
+	b     pdu.Builder
+	p     pdu.Parser
+	res   pdu.Result
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	fake := countertest.New()
+	fake.FailOpen("cycles", countertest.AnyCPU, unix.ENOENT)
+	// CPU 1 is offline: instances are cpu0, cpu2, cpu3, with ids 0, 2, 3.
+	cpus := []int{0, 2, 3}
+	set, err := counter.New([]counter.Spec{
+		{Name: "cpu-clock", CPUs: cpus},
+		{Name: "page-faults", CPUs: cpus},
+		{Name: "cycles", CPUs: cpus},
+	}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Open(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.AddDerived(counter.DerivedSpec{Name: "both", Terms: []counter.Term{{Event: "cpu-clock", Scale: 0.5}, {Event: "page-faults", Scale: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	clusters, _ := LoadClusters(filepath.Join(t.TempDir(), "pmids"))
+	table, src, err := Build(Spec{
+		Version:  "test",
+		Set:      set,
+		Clusters: clusters,
+		Counters: []Counter{{Event: 0, Metric: "cpu_clock"}, {Event: 1, Metric: "page_faults"}},
+		Derived:  []Derived{{Derived: 0, Metric: "both"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := net.Pipe()
+	agent := pmda.New(pmda.Config{Fetcher: src}, table)
+	done := make(chan error, 1)
+	go func() { done <- agent.Serve(theirs); theirs.Close() }()
+	t.Cleanup(func() { ours.Close(); <-done })
+	r := &rig{t: t, fake: fake, set: set, table: table, conn: ours, r: pdu.NewReader(ours)}
+	r.next() // the agent's CREDS
+	r.send(r.b.Creds(1, pdu.VersionCred(0)))
+	return r
+}
+
+func (r *rig) send(msg []byte) {
+	r.t.Helper()
+	r.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.conn.Write(msg); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) next() []byte {
+	r.t.Helper()
+	r.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, msg, err := r.r.Next()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return msg
+}
+
+// fetch returns, per requested PMID, instance id → value as a float64
+// (doubles decoded, integers converted), or the set's error code.
+func (r *rig) fetch(names ...string) []map[int32]float64 {
+	r.t.Helper()
+	var pmids []pdu.PMID
+	for _, n := range names {
+		id, err := r.table.PMID(n)
+		if err != nil {
+			r.t.Fatalf("PMID(%s): %v", n, err)
+		}
+		pmids = append(pmids, id)
+	}
+	r.send(r.b.Fetch(0, 0, pmids))
+	if _, err := r.p.Start(r.next()); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.p.Result(&r.res); err != nil {
+		r.t.Fatalf("decoding RESULT: %v", err)
+	}
+	out := make([]map[int32]float64, len(r.res.Sets))
+	for i, vs := range r.res.Sets {
+		m := &r.table.Metrics()[0]
+		for j := range r.table.Metrics() {
+			if r.table.Metrics()[j].Desc.PMID == vs.PMID {
+				m = &r.table.Metrics()[j]
+			}
+		}
+		out[i] = map[int32]float64{}
+		if vs.NumVal < 0 {
+			out[i][-99] = float64(vs.NumVal)
+		}
+		for _, v := range vs.Values {
+			switch m.Desc.Type {
+			case pdu.ValueInt32:
+				out[i][v.Inst] = float64(int32(v.Insitu))
+			case pdu.ValueInt64:
+				u, _ := v.Uint64()
+				out[i][v.Inst] = float64(int64(u))
+			case pdu.ValueDouble:
+				u, _ := v.Uint64()
+				out[i][v.Inst] = math.Float64frombits(u)
+			}
+		}
+	}
+	return out
+}
+
+func TestTableLayout(t *testing.T) {
+	r := newRig(t)
+	for name, want := range map[string]string{
+		"perfevent.version":                        "127.0.0",
+		"perfevent.active":                         "127.0.1",
+		"perfevent.derived.active":                 "127.1.0",
+		"perfevent.hwcounters.cpu_clock.value":     "127.2.0",
+		"perfevent.hwcounters.cpu_clock.dutycycle": "127.2.1",
+		"perfevent.hwcounters.page_faults.value":   "127.3.0",
+		"perfevent.derived.both.value":             "127.4.0",
+	} {
+		id, err := r.table.PMID(name)
+		if err != nil || id.String() != want {
+			t.Errorf("%s = %v, %v; want %s", name, id, err, want)
+		}
+	}
+	m, _ := r.table.Metric(pdu.NewPMID(127, 3, 0))
+	if m.Desc.Type != pdu.ValueInt64 || m.Desc.Sem != pdu.SemCounter || m.Desc.Units != pdu.UnitsCount || m.Desc.InDom != pdu.NewInDom(127, 1) {
+		t.Errorf("page_faults.value desc %+v", m.Desc)
+	}
+	if m.OneLine != "The values of the counter" {
+		t.Errorf("one-line help %q", m.OneLine)
+	}
+	d, ok := r.table.InDom(pdu.NewInDom(127, 1))
+	if !ok || len(d.Instances) != 3 || d.Instances[1].ID != 2 || d.Instances[1].Name != "cpu2" || d.Instances[1].Labels["cpu"] != 2 {
+		t.Errorf("indom %+v", d)
+	}
+	if _, err := r.table.PMID("perfevent.hwcounters.cycles.value"); err == nil {
+		t.Error("cycles opened nowhere but is in the table")
+	}
+}
+
+func TestFetchValuesAndReads(t *testing.T) {
+	r := newRig(t)
+	r.fake.Add("cpu-clock", 0, 1000, 10, 10)
+	r.fake.Add("cpu-clock", 2, 2000, 10, 5) // multiplexed: scaled ×2
+	r.fake.Add("page-faults", 3, 7, 10, 10)
+
+	got := r.fetch("perfevent.hwcounters.cpu_clock.value")
+	if want := map[int32]float64{0: 1000, 2: 4000, 3: 0}; !same(got[0], want) {
+		t.Errorf("cpu_clock = %v, want %v", got[0], want)
+	}
+	// Only cpu-clock's descriptors were read, once each.
+	if n := r.fake.ReadsOf("page-faults", 3); n != 0 {
+		t.Errorf("page-faults read %d times by a fetch of cpu_clock", n)
+	}
+	if n := r.fake.ReadsOf("cpu-clock", 2); n != 1 {
+		t.Errorf("cpu-clock read %d times, want 1", n)
+	}
+
+	got = r.fetch("perfevent.hwcounters.cpu_clock.dutycycle", "perfevent.derived.both.value", "perfevent.hwcounters.cpu_clock.value")
+	if want := map[int32]float64{0: 1, 2: 0.5, 3: 0}; !same(got[0], want) {
+		t.Errorf("dutycycle = %v, want %v", got[0], want)
+	}
+	if want := map[int32]float64{0: 500, 2: 2000, 3: 14}; !same(got[1], want) {
+		t.Errorf("derived = %v, want %v", got[1], want)
+	}
+	// Three metrics over two events: each descriptor read once more.
+	if n := r.fake.ReadsOf("cpu-clock", 2); n != 2 {
+		t.Errorf("cpu-clock read %d times after two fetches, want 2", n)
+	}
+}
+
+func TestActiveAndReservation(t *testing.T) {
+	r := newRig(t)
+	// As in C: 0 on the first read after an open, then the descriptors.
+	if got := r.fetch("perfevent.active")[0][pdu.InNull]; got != 0 {
+		t.Errorf("first active = %v, want 0", got)
+	}
+	got := r.fetch("perfevent.active", "perfevent.derived.active", "perfevent.version")
+	if got[0][pdu.InNull] != 6 || got[1][pdu.InNull] != 1 {
+		t.Errorf("active = %v, derived.active = %v; want 6 and 1", got[0], got[1])
+	}
+	// A fetch of active alone reads every descriptor, as the C agent does.
+	if n := r.fake.ReadsOf("page-faults", 0); n != 2 {
+		t.Errorf("page-faults read %d times by two fetches of active, want 2", n)
+	}
+
+	r.fake.Add("cpu-clock", 0, 100, 1, 1)
+	before := r.fetch("perfevent.hwcounters.cpu_clock.value")[0][0]
+	if err := r.set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.fake.AddAll(555, 1, 1) // nothing is open: must not show
+	got = r.fetch("perfevent.active", "perfevent.hwcounters.cpu_clock.value")
+	if got[0][pdu.InNull] != 0 || got[1][0] != before {
+		t.Errorf("while reserved: active %v, cpu_clock %v; want 0 and the frozen %v", got[0], got[1][0], before)
+	}
+	if _, err := r.set.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	r.fake.Add("cpu-clock", 0, 5, 1, 1)
+	got = r.fetch("perfevent.active", "perfevent.hwcounters.cpu_clock.value")
+	if got[0][pdu.InNull] != 0 || got[1][0] != before+5 {
+		t.Errorf("first fetch after release: active %v, cpu_clock %v; want 0 and %v", got[0], got[1][0], before+5)
+	}
+	if got := r.fetch("perfevent.active")[0][pdu.InNull]; got != 6 {
+		t.Errorf("active after release = %v, want 6", got)
+	}
+}
+
+func same(a, b map[int32]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
