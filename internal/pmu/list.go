@@ -35,8 +35,9 @@ type Listing struct {
 }
 
 // ListEvents lists every event name Resolve accepts on this machine, in
-// perf list's order: hardware, cache, software, [dynamic] sysfs events by
-// PMU, tracepoints. Whether an event can actually be opened needs
+// perf list's order: hardware, cache, software, [dynamic] sysfs events
+// (PMUs and their events sorted by name, then the synthetic software PMU,
+// as the C agent orders them), tracepoints. Whether an event can actually be opened needs
 // perf_event_open and is left to the caller. The returned error collects
 // non-fatal problems (an unreadable PMU, no tracefs); the listings are
 // valid either way.
@@ -57,17 +58,7 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	var software []Listing
-	for _, name := range dynamicSoftware {
-		g, _ := genericNamed(name)
-		software = append(software, Listing{Name: "software." + name, Kind: KindDynamic, Group: "software", Desc: g.Desc, Scale: 1})
-	}
 	for _, p := range pmus {
-		// The synthetic software PMU sorts with the real ones, as the C
-		// agent appends it after sorting; keep perf list's name order.
-		if p.Name > "software" && software != nil {
-			ls, software = append(ls, software...), nil
-		}
 		for i := range p.Events {
 			pe := &p.Events[i]
 			l := Listing{Name: p.Name + "." + pe.Name, Kind: KindDynamic, Group: p.Name, Desc: pe.Text, Scale: pe.Scale, Unit: pe.Unit}
@@ -77,7 +68,12 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 			ls = append(ls, l)
 		}
 	}
-	ls = append(ls, software...)
+	// The C agent appends its synthetic software PMU after the sorted
+	// sysfs ones; keeping its order keeps its metric order.
+	for _, name := range dynamicSoftware {
+		g, _ := genericNamed(name)
+		ls = append(ls, Listing{Name: "software." + name, Kind: KindDynamic, Group: "software", Desc: g.Desc, Scale: 1})
+	}
 
 	tps, err := fs.Tracepoints()
 	if err != nil {

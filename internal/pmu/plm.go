@@ -30,6 +30,12 @@ type levels struct {
 // "mg", "mh=1") to l. It reports false for anything else.
 func (l *levels) parseLevel(mod string) (bool, error) {
 	name, val, hasVal := strings.Cut(strings.ToLower(mod), "=")
+	// perf-style letter runs ("uk") are accepted as well as libpfm4's
+	// one-letter modifiers; a value applies to one letter only.
+	letters := name != "" && strings.Trim(name, "ukh") == "" && (!hasVal || len(name) == 1)
+	if !letters && name != "mg" && name != "mh" {
+		return false, nil
+	}
 	on := true
 	if hasVal {
 		switch val {
@@ -41,23 +47,49 @@ func (l *levels) parseLevel(mod string) (bool, error) {
 		}
 	}
 	switch name {
-	case "mg", "mh":
+	case "mg":
 		l.vmxSet = true
 		if on {
-			l.vmx |= map[string]plm{"mg": plmUser, "mh": plmKernel}[name]
+			l.vmx |= plmUser
+		}
+		return true, nil
+	case "mh":
+		l.vmxSet = true
+		if on {
+			l.vmx |= plmKernel
 		}
 		return true, nil
 	}
-	if name == "" || strings.Trim(name, "ukh") != "" || (hasVal && len(name) != 1) {
-		return false, nil
-	}
 	l.set = true
-	if on {
-		for _, c := range name {
-			l.plm |= map[rune]plm{'u': plmUser, 'k': plmKernel, 'h': plmHyp}[c]
+	if !on {
+		return true, nil
+	}
+	for _, c := range name {
+		switch c {
+		case 'u':
+			l.plm |= plmUser
+		case 'k':
+			l.plm |= plmKernel
+		case 'h':
+			l.plm |= plmHyp
 		}
 	}
 	return true, nil
+}
+
+// levelsFrom parses the modifiers of a libpfm4-style name.
+func levelsFrom(name string, mods []string) (levels, error) {
+	var l levels
+	for _, m := range mods {
+		ok, err := l.parseLevel(m)
+		if err != nil {
+			return levels{}, fmt.Errorf("event %q: %w", name, err)
+		}
+		if !ok {
+			return levels{}, fmt.Errorf("event %q: unknown modifier %q (want u, k, h, mg or mh)", name, m)
+		}
+	}
+	return l, nil
 }
 
 // bits turns the request into perf exclude bits the way libpfm4's

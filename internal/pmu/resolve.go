@@ -97,10 +97,7 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 	}
 
 	base, mods, _ := strings.Cut(rest, ":")
-	var modList []string
-	if mods != "" {
-		modList = strings.Split(mods, ":")
-	}
+	modList := splitMods(mods)
 	if g, ok := genericNamed(base); ok {
 		return fs.genericEvent(name, g, modList)
 	}
@@ -122,6 +119,14 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 
 func errUnknown(name string) error {
 	return fmt.Errorf("event %q: not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use \"RAW:%s rawcode=0x<code>\" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)", name, name)
+}
+
+// splitMods splits libpfm4's ":"-separated modifiers.
+func splitMods(mods string) []string {
+	if mods == "" {
+		return nil
+	}
+	return strings.Split(mods, ":")
 }
 
 func cutPrefixFold(s, prefix string) (string, bool) {
@@ -156,17 +161,9 @@ func (fs *FS) resolvePerfRaw(name, rest string) (Event, error) {
 	if !ok || err != nil {
 		return Event{}, fmt.Errorf("event %q: perf_raw events are written r<hex code>, e.g. perf_raw::r01c2", name)
 	}
-	var l levels
-	if mods != "" {
-		for _, m := range strings.Split(mods, ":") {
-			ok, err := l.parseLevel(m)
-			if err != nil {
-				return Event{}, fmt.Errorf("event %q: %w", name, err)
-			}
-			if !ok {
-				return Event{}, fmt.Errorf("event %q: unknown modifier %q (want u, k, h, mg or mh)", name, m)
-			}
-		}
+	l, err := levelsFrom(name, splitMods(mods))
+	if err != nil {
+		return Event{}, err
 	}
 	return Event{
 		PMU:    "perf_raw",
@@ -178,15 +175,9 @@ func (fs *FS) resolvePerfRaw(name, rest string) (Event, error) {
 // genericEvent encodes a generic hardware, software or cache event the
 // way libpfm4's perf PMU does, modifiers included.
 func (fs *FS) genericEvent(name string, g genericEvent, mods []string) (Event, error) {
-	var l levels
-	for _, m := range mods {
-		ok, err := l.parseLevel(m)
-		if err != nil {
-			return Event{}, fmt.Errorf("event %q: %w", name, err)
-		}
-		if !ok {
-			return Event{}, fmt.Errorf("event %q: unknown modifier %q (want u, k, h, mg or mh)", name, m)
-		}
+	l, err := levelsFrom(name, mods)
+	if err != nil {
+		return Event{}, err
 	}
 	return Event{
 		PMU:    "perf",
@@ -284,11 +275,7 @@ func (fs *FS) ix86arch(name, base, generic string, mods []string) (Event, error)
 func (fs *FS) resolveLibpfmPMU(name, pfx, rest string) (Event, error) {
 	base, mods, _ := strings.Cut(rest, ":")
 	if g, ok := ix86archEvents[strings.ToUpper(base)]; ok && isIntelCoreName(pfx) {
-		var modList []string
-		if mods != "" {
-			modList = strings.Split(mods, ":")
-		}
-		return fs.ix86arch(name, strings.ToUpper(base), g, modList)
+		return fs.ix86arch(name, strings.ToUpper(base), g, splitMods(mods))
 	}
 	hint := ""
 	if sys, err := fs.PMUNames(); err == nil && len(sys) > 0 {
@@ -338,15 +325,9 @@ func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool
 	if err != nil {
 		return Event{}, true, fmt.Errorf("event %q: %w", name, err)
 	}
-	var l levels
-	for _, m := range mods {
-		ok, err := l.parseLevel(m)
-		if err != nil {
-			return Event{}, true, fmt.Errorf("event %q: %w", name, err)
-		}
-		if !ok {
-			return Event{}, true, fmt.Errorf("event %q: unknown modifier %q (want u, k, h, mg or mh)", name, m)
-		}
+	l, err := levelsFrom(name, mods)
+	if err != nil {
+		return Event{}, true, err
 	}
 	return Event{
 		PMU: "perf",

@@ -201,6 +201,15 @@ func TestListEvents(t *testing.T) {
 	if got := byName["uncore_imc_0.cas_count_read"].String(); got != "uncore_imc_0.cas_count_read [dynamic: event=0x04,umask=0x03; scale 6.103515625e-05 MiB]" {
 		t.Errorf("cas_count_read = %s", got)
 	}
+	var dyn []string
+	for _, l := range ls {
+		if l.Kind == KindDynamic {
+			dyn = append(dyn, l.Name)
+		}
+	}
+	if dyn[0] != "cpu.bad-scale" || dyn[len(dyn)-10] != "uncore_imc_0.clockticks" || dyn[len(dyn)-9] != "software.cpu-clock" {
+		t.Errorf("dynamic order = %v", dyn)
+	}
 	if l := byName["cpu.bad-term"]; l.Err == nil {
 		t.Error("cpu.bad-term listed without its error")
 	}
