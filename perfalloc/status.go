@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -57,7 +58,8 @@ func status(o *options, stdout io.Writer, u *ui) int {
 	ago := func(t time.Time) string {
 		return fmt.Sprintf("%s (%v ago)", t.Local().Format("2006-01-02 15:04:05"), now.Sub(t).Round(100*time.Millisecond))
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "agent:\t%s, pid %d, up %v\n", agentName(s), s.PID, now.Sub(s.Started).Round(time.Second))
 	fmt.Fprintf(tw, "config:\t%s\n", s.Config)
 	fmt.Fprintf(tw, "lock file:\t%s\n", s.LockFile)
@@ -69,14 +71,18 @@ func status(o *options, stdout io.Writer, u *ui) int {
 	fmt.Fprintf(tw, "holders:\t%s\n", holders)
 	fmt.Fprintf(tw, "state:\tgeneration %d, written %s\n", s.Generation, ago(s.Written))
 	tw.Flush()
-	fmt.Fprintf(stdout, "events: %d\n", len(s.Events))
+	fmt.Fprintf(&buf, "events: %d\n", len(s.Events))
 	if len(s.Events) > 0 {
-		tw = tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		tw = tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 		fmt.Fprintf(tw, "  NAME\tSTATE\tCPUS\tERROR\n")
 		for _, e := range s.Events {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", e.Name, e.State, e.CPUs, e.Error)
 		}
 		tw.Flush()
+	}
+	// tabwriter pads the column before an empty last cell.
+	for line := range strings.Lines(buf.String()) {
+		fmt.Fprintln(stdout, strings.TrimRight(line, " \n"))
 	}
 	if err != nil {
 		u.say("warning: %v", err)

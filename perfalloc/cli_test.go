@@ -1,0 +1,523 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/reservation"
+)
+
+// binary is perfalloc built once for all CLI tests, in a directory every
+// user may enter (the permission test runs it as nobody).
+var binary string
+
+const helperEnv = "PERFALLOC_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "write-lock" {
+		writeLockHelper(os.Getenv("PERFALLOC_TEST_LOCK"))
+		return
+	}
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "perfalloc-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	binary = filepath.Join(dir, "perfalloc")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = "/usr/local/go/bin/go"
+	}
+	if out, err := exec.Command(gobin, "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		return 2
+	}
+	// Orphans of -d come back to us, so the tests can reap them.
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	return m.Run()
+}
+
+// writeLockHelper holds a write lock on byte 0 until stdin ends: something
+// perfalloc must refuse to share with.
+func writeLockHelper(path string) {
+	fd, err := unix.Open(path, unix.O_RDWR, 0)
+	if err == nil {
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Start: 0, Len: 1}
+		err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &lk)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	fmt.Println("locked")
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+type result struct {
+	stdout, stderr string
+	rc             int
+}
+
+func perfalloc(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+}
+
+// lockFile creates a lock file as the agent would and returns its path.
+func lockFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := reservation.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf.Close()
+	return path
+}
+
+func noState(path string) string {
+	return "perfalloc: lock held; no state from the agent at " + path + ".state, cannot confirm the release (the C pmdaperfevent does not report it)\n"
+}
+
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		r := perfalloc(t, []string{"PCP_PMDAS_DIR=/opt/pmdas"}, arg)
+		if r.rc != 0 || r.stderr != "" || !strings.HasPrefix(r.stdout, "Usage: perfalloc [options] [command [argument ...]]\n") ||
+			!strings.Contains(r.stdout, "(default /opt/pmdas/perfevent/perflock)") {
+			t.Errorf("%s: %+v", arg, r)
+		}
+	}
+}
+
+func TestBadOption(t *testing.T) {
+	for arg, want := range map[string]string{"-x": "perfalloc: unknown option -x\n", "--bogus": "perfalloc: unknown option --bogus\n"} {
+		r := perfalloc(t, nil, arg)
+		if r.rc != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, want+"Usage: perfalloc") {
+			t.Errorf("%s: %+v", arg, r)
+		}
+	}
+}
+
+func TestLockFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "perflock")
+	r := perfalloc(t, nil, "-f", missing)
+	if want := "perfalloc: lock file " + missing + " does not exist: is pmdaperfevent running? (it creates the lock file)\n"; r.rc != 1 || r.stderr != want {
+		t.Errorf("missing file: %+v\nwant %q", r, want)
+	}
+	r = perfalloc(t, []string{"PCP_PMDAS_DIR=" + dir})
+	if want := "perfalloc: lock file " + dir + "/perfevent/perflock does not exist, nor does its directory " + dir + "/perfevent: check -f or $PCP_PMDAS_DIR\n"; r.rc != 1 || r.stderr != want {
+		t.Errorf("default path in a missing directory: %+v\nwant %q", r, want)
+	}
+	r = perfalloc(t, nil, "-d", "-f", missing)
+	if r.rc != 1 || r.stdout != "" || !strings.Contains(r.stderr, "does not exist: is pmdaperfevent running?") {
+		t.Errorf("-d with a missing file: %+v", r)
+	}
+
+	link := filepath.Join(dir, "link")
+	os.Symlink(lockFile(t), link)
+	r = perfalloc(t, nil, "-f", link, "true")
+	if want := "perfalloc: lock file " + link + " is a symbolic link: refusing to follow it (pmdaperfevent creates a regular file)\n"; r.rc != 1 || r.stderr != want {
+		t.Errorf("symlink: %+v\nwant %q", r, want)
+	}
+
+	// A write lock (which neither agent takes) cannot be shared.
+	held := lockFile(t)
+	h := exec.Command(os.Args[0], "-test.run=^$")
+	h.Env = append(os.Environ(), helperEnv+"=write-lock", "PERFALLOC_TEST_LOCK="+held)
+	stdin, _ := h.StdinPipe()
+	stdout, _ := h.StdoutPipe()
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Wait()
+	defer stdin.Close()
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "locked\n" {
+		t.Fatalf("helper: %q", line)
+	}
+	r = perfalloc(t, nil, "-f", held, "true")
+	if want := fmt.Sprintf("perfalloc: lock file %s: process %d holds a write lock on it, so the counters cannot be reserved now; try again later\n", held, h.Process.Pid); r.rc != 1 || r.stderr != want {
+		t.Errorf("write-locked: %+v\nwant %q", r, want)
+	}
+}
+
+func TestUnreadableLockFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run perfalloc as nobody")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "perflock")
+	os.WriteFile(path, nil, 0)
+	os.Chmod(path, 0)
+	asNobody := func() (string, int) {
+		cmd := exec.Command(binary, "-f", path, "true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	// t.TempDir's parent is private: nobody cannot even look.
+	want := "perfalloc: lock file " + path + ": permission denied: cannot reach it (check the directories on its path)\n"
+	if out, rc := asNobody(); rc != 1 || out != want {
+		t.Errorf("unreachable: rc %d %q\nwant %q", rc, out, want)
+	}
+	os.Chmod(filepath.Dir(dir), 0o755)
+	os.Chmod(dir, 0o755)
+	want = "perfalloc: lock file " + path + ": permission denied (mode 0000, owner uid 0): pmdaperfevent creates it readable by everyone (0644), so ask the administrator to restore that\n"
+	if out, rc := asNobody(); rc != 1 || out != want {
+		t.Errorf("mode 0000: rc %d %q\nwant %q", rc, out, want)
+	}
+}
+
+func TestCommandStatus(t *testing.T) {
+	lock := lockFile(t)
+	for _, tc := range []struct {
+		args []string
+		rc   int
+	}{
+		{[]string{"sh", "-c", "exit 7"}, 7},
+		{[]string{"false"}, 1},
+		{[]string{"sh", "-c", "kill -KILL $$"}, 128 + 9},
+	} {
+		r := perfalloc(t, nil, append([]string{"-f", lock}, tc.args...)...)
+		if r.rc != tc.rc || r.stderr != noState(lock) {
+			t.Errorf("%q: %+v, want rc %d", tc.args, r, tc.rc)
+		}
+	}
+}
+
+func TestCommandCannotRun(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "perflock") // resolved before the lock is taken
+	r := perfalloc(t, nil, "-f", missing, "no-such-command-perfalloc")
+	if r.rc != 127 || r.stderr != "perfalloc: no-such-command-perfalloc: command not found\n" {
+		t.Errorf("not found: %+v", r)
+	}
+	r = perfalloc(t, nil, "-f", missing, filepath.Join(dir, "nothing"))
+	if r.rc != 127 || r.stderr != "perfalloc: "+filepath.Join(dir, "nothing")+": no such file or directory\n" {
+		t.Errorf("no such path: %+v", r)
+	}
+	script := filepath.Join(dir, "script")
+	os.WriteFile(script, []byte("#!/bin/sh\n"), 0o644)
+	r = perfalloc(t, nil, "-f", missing, script)
+	if r.rc != 126 || r.stderr != "perfalloc: "+script+": permission denied\n" {
+		t.Errorf("not executable: %+v", r)
+	}
+}
+
+// The C perfalloc started the command before its child took the lock. Ours
+// must hold it already when the command starts: the command looks for it
+// in /proc/locks from its own process.
+func TestCommandRunsUnderTheLock(t *testing.T) {
+	lock := lockFile(t)
+	cmd := exec.Command(binary, "-f", lock, "cat", "/proc/locks")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks, err := reservation.ParseProcLocks(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	unix.Stat(lock, &st)
+	holders := reservation.HoldersOf(locks, st.Dev, st.Ino)
+	if len(holders) != 1 || holders[0] != cmd.Process.Pid {
+		t.Errorf("holders of %s while the command ran: %v, want perfalloc's pid %d", lock, holders, cmd.Process.Pid)
+	}
+}
+
+func startPerfalloc(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr *bufio.Reader) {
+	t.Helper()
+	cmd = exec.Command(binary, args...)
+	outPipe, _ := cmd.StdoutPipe()
+	errPipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, bufio.NewReader(outPipe), bufio.NewReader(errPipe)
+}
+
+func TestSignalForwarded(t *testing.T) {
+	lock := lockFile(t)
+	cmd, out, _ := startPerfalloc(t, "--no-wait", "-f", lock, "sh", "-c", "echo ready; exec sleep 10")
+	if line, _ := out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("command: %q", line)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if rc := cmd.ProcessState.ExitCode(); rc != 128+15 {
+		t.Errorf("exit status %d, want 143 (the command died of the forwarded SIGTERM)", rc)
+	}
+}
+
+func reserved(t *testing.T, lock string) reservation.Status {
+	t.Helper()
+	lf, err := reservation.Open(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	st, err := lf.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// waitFree waits until nobody holds the lock; a deadline, not a timing test.
+func waitFree(t *testing.T, lock string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); reserved(t, lock).Reserved; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still reserved", lock)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestForegroundReleasesOnSignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM} {
+		lock := lockFile(t)
+		cmd, _, stderr := startPerfalloc(t, "-v", "-f", lock)
+		for {
+			line, err := stderr.ReadString('\n')
+			if err != nil {
+				t.Fatalf("perfalloc -v ended before holding the lock: %v", err)
+			}
+			if strings.HasPrefix(line, "perfalloc: holding the lock") {
+				break
+			}
+		}
+		if st := reserved(t, lock); !st.Reserved || len(st.Holders) != 1 || st.Holders[0] != cmd.Process.Pid {
+			t.Fatalf("holding: %+v", st)
+		}
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		if rc := cmd.ProcessState.ExitCode(); rc != 0 {
+			t.Errorf("%v: exit status %d, want 0", sig, rc)
+		}
+		waitFree(t, lock)
+	}
+}
+
+func TestDaemon(t *testing.T) {
+	lock := lockFile(t)
+	r := perfalloc(t, nil, "-d", "-f", lock)
+	pid, err := strconv.Atoi(strings.TrimSpace(r.stdout))
+	if r.rc != 0 || err != nil || r.stderr != noState(lock) {
+		t.Fatalf("-d: %+v", r)
+	}
+	if st := reserved(t, lock); !st.Reserved || len(st.Holders) != 1 || st.Holders[0] != pid {
+		t.Errorf("after -d: %+v, want held by %d", st, pid)
+	}
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); string(comm) != "perfalloc\n" {
+		t.Errorf("the background process is called %q", comm)
+	}
+	unix.Kill(pid, syscall.SIGTERM)
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+		t.Errorf("background process: %v, status %v", err, ws)
+	}
+	waitFree(t, lock)
+}
+
+// fakeAgent does what the agent does with the reservation package: watch
+// the lock and report in the state file.
+func fakeAgent(t *testing.T, lock string, watch bool) *reservation.StateFile {
+	t.Helper()
+	lf, err := reservation.Open(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lf.Close() })
+	sf, err := reservation.NewStateFile(reservation.StatePath(lock), reservation.State{
+		Program: "fakeagent", Config: "/etc/fake.conf", LockFile: lock, Counters: reservation.CountersOpen,
+		Events: []reservation.EventState{{Name: "perf:cpu_clock", State: reservation.EventCounting, CPUs: 2}},
+	}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sf.Close() })
+	if !watch {
+		return sf
+	}
+	w, err := reservation.Watch(lf, reservation.Options{}, func(st reservation.Status) {
+		sf.Update(func(s *reservation.State) {
+			s.Counters, s.Events[0].State = reservation.CountersOpen, reservation.EventCounting
+			if st.Reserved {
+				s.Counters, s.Events[0].State = reservation.CountersReleased, reservation.EventReleased
+			}
+			s.Holders, s.Since = st.Holders, st.Since
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return sf
+}
+
+var confirmed = regexp.MustCompile(`^perfalloc: counters released by fakeagent \(pid (\d+)\) after \d+\.\d ms\n$`)
+
+func TestConfirmation(t *testing.T) {
+	lock := lockFile(t)
+	fakeAgent(t, lock, true)
+	r := perfalloc(t, nil, "-f", lock, "sh", "-c", "exit 3")
+	m := confirmed.FindStringSubmatch(r.stderr)
+	if r.rc != 3 || m == nil || m[1] != strconv.Itoa(os.Getpid()) {
+		t.Errorf("command mode: %+v", r)
+	}
+
+	// -d confirms in the child, for the child's pid, before the parent
+	// reports success.
+	r = perfalloc(t, nil, "-d", "-f", lock)
+	pid, _ := strconv.Atoi(strings.TrimSpace(r.stdout))
+	if r.rc != 0 || pid == 0 || !confirmed.MatchString(r.stderr) {
+		t.Errorf("-d: %+v", r)
+	}
+	if s, err := reservation.ReadState(reservation.StatePath(lock)); err != nil || !s.HeldBy(pid) || s.Counters != reservation.CountersReleased {
+		t.Errorf("state after -d: %+v %v", s, err)
+	}
+	unix.Kill(pid, syscall.SIGTERM)
+	unix.Wait4(pid, nil, 0, nil)
+	waitFree(t, lock)
+}
+
+func TestConfirmationTimeout(t *testing.T) {
+	lock := lockFile(t)
+	fakeAgent(t, lock, false) // alive, but never releases
+	marker := filepath.Join(t.TempDir(), "ran")
+	r := perfalloc(t, nil, "--timeout", "50ms", "-f", lock, "touch", marker)
+	want := fmt.Sprintf("perfalloc: fakeagent (pid %d) is running but did not release the counters within 50ms (%s.state: counters open, holders []); releasing the lock\n", os.Getpid(), lock)
+	if r.rc != 1 || r.stderr != want {
+		t.Errorf("got %+v\nwant %q", r, want)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran without a confirmed release")
+	}
+	waitFree(t, lock)
+
+	// --no-wait does not ask.
+	if r := perfalloc(t, nil, "--no-wait", "-f", lock, "true"); r.rc != 0 || r.stderr != "" {
+		t.Errorf("--no-wait: %+v", r)
+	}
+}
+
+func deadPID(t *testing.T) int {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func TestConfirmationDeadAgent(t *testing.T) {
+	lock := lockFile(t)
+	pid := deadPID(t)
+	reservation.WriteState(reservation.StatePath(lock), &reservation.State{Program: "fakeagent", PID: pid, Written: time.Now()})
+	r := perfalloc(t, nil, "-f", lock, "true")
+	want := fmt.Sprintf("perfalloc: lock held; cannot confirm the release: fakeagent (pid %d) is not running (state file %s.state)\n", pid, lock)
+	if r.rc != 0 || r.stderr != want {
+		t.Errorf("got %+v\nwant %q", r, want)
+	}
+}
+
+func TestStatusAndPing(t *testing.T) {
+	lock := lockFile(t)
+	state := reservation.StatePath(lock)
+	r := perfalloc(t, nil, "--status", "-f", lock)
+	noFile := "no state file " + state + ": the agent is not running, or it is the C pmdaperfevent, which writes none\n"
+	if r.rc != 1 || r.stdout != "" || r.stderr != "perfalloc: "+noFile {
+		t.Errorf("--status without state: %+v", r)
+	}
+	r = perfalloc(t, nil, "--ping", "-f", lock)
+	if r.rc != 1 || r.stdout != "" || r.stderr != "perfalloc: not OK: "+noFile {
+		t.Errorf("--ping without state: %+v", r)
+	}
+
+	ticks, _ := reservation.ProcessStartTicks(os.Getpid())
+	now := time.Now()
+	s := &reservation.State{
+		Generation: 12, Written: now, RefreshSeconds: 10, Program: "fakeagent", PID: os.Getpid(), StartTicks: ticks,
+		Started: now.Add(-90 * time.Second), Config: "/etc/fake.conf", LockFile: lock,
+		Counters: reservation.CountersReleased, Since: now.Add(-3 * time.Second), Holders: []int{111, 222},
+		Events: []reservation.EventState{
+			{Name: "perf:cpu_clock", State: reservation.EventReleased, CPUs: 2},
+			{Name: "hw:cycles", State: reservation.EventFailed, Error: "no such device"},
+		},
+	}
+	reservation.WriteState(state, s)
+	r = perfalloc(t, nil, "--status", "-f", lock)
+	for _, line := range []string{
+		fmt.Sprintf("agent:      fakeagent, pid %d, up 1m30s\n", os.Getpid()),
+		"config:     /etc/fake.conf\n",
+		"lock file:  " + lock + "\n",
+		"counters:   released since ",
+		"holders:    111 222\n",
+		"state:      generation 12, written ",
+		"events: 2\n",
+		"  NAME            STATE     CPUS  ERROR\n",
+		"  perf:cpu_clock  released  2\n",
+		"  hw:cycles       failed    0     no such device\n",
+	} {
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("--status lacks %q:\n%s", line, r.stdout)
+		}
+	}
+	if r.rc != 0 || r.stderr != "" {
+		t.Errorf("--status: %+v", r)
+	}
+	if r := perfalloc(t, nil, "--ping", "-f", lock); r.rc != 0 || r.stdout != "OK\n" || r.stderr != "" {
+		t.Errorf("--ping: %+v", r)
+	}
+
+	// Alive but silent for a minute: stuck.
+	s.Written = now.Add(-time.Minute)
+	reservation.WriteState(state, s)
+	r = perfalloc(t, nil, "--ping", "-f", lock)
+	if !strings.HasPrefix(r.stderr, fmt.Sprintf("perfalloc: not OK: fakeagent (pid %d) may be stuck: state generation 12 was written 1m0", os.Getpid())) || r.rc != 1 {
+		t.Errorf("--ping with a stale state: %+v", r)
+	}
+	r = perfalloc(t, nil, "--status", "-f", lock)
+	if r.rc != 1 || !strings.Contains(r.stdout, "holders:    111 222\n") || !strings.HasPrefix(r.stderr, "perfalloc: warning: fakeagent") {
+		t.Errorf("--status with a stale state: %+v", r)
+	}
+
+	s.PID, s.StartTicks = deadPID(t), 0
+	reservation.WriteState(state, s)
+	r = perfalloc(t, nil, "--status", "-f", lock)
+	if want := fmt.Sprintf("perfalloc: fakeagent (pid %d) is not running (state file %s)\n", s.PID, state); r.rc != 1 || r.stdout != "" || r.stderr != want {
+		t.Errorf("--status, dead agent: %+v\nwant %q", r, want)
+	}
+}
