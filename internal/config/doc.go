@@ -3,8 +3,9 @@
 //
 // # Grammar
 //
-// The file is line oriented. A '#' that begins a word starts a comment that
-// runs to the end of the line; blank lines are ignored. Every other line is a
+// The file is line oriented. A '#' that begins a word, or that follows an
+// option, ']' or "||", starts a comment that runs to the end of the line
+// ("ev#1" is an event name, as in the C agent). Blank lines are ignored. Every other line is a
 // section header, an event line, or the "||" group separator.
 //
 // A section header is a '[' (leading blanks allowed), a list of names, and a

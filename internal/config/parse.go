@@ -118,6 +118,9 @@ func (p *parser) line(l string) {
 		return
 	}
 	ws := words(t)
+	if strings.HasPrefix(ws[0], "||#") {
+		ws[0] = "||" // the C lexer reads "||#…" as || and a comment
+	}
 	if ws[0] == "||" {
 		if len(ws) > 1 {
 			p.errorf("|| must stand alone on its line, found %q after it", ws[1])
@@ -126,7 +129,22 @@ func (p *parser) line(l string) {
 		p.separator()
 		return
 	}
-	p.eventLine(ws[0], ws[1:])
+	p.eventLine(ws[0], optionWords(ws[1:]))
+}
+
+// optionWords drops everything from a '#' inside an option word on, as the
+// C lexer does ("cpu#all" is cpu and a comment). No option contains '#';
+// event names may, so the name is left alone.
+func optionWords(args []string) []string {
+	for i, w := range args {
+		if j := strings.IndexByte(w, '#'); j >= 0 {
+			if j == 0 {
+				return args[:i]
+			}
+			return append(args[:i:i], w[:j])
+		}
+	}
+	return args
 }
 
 // header reads a section header; s is what follows the '['.
@@ -232,43 +250,31 @@ func (p *parser) endSection() {
 	if s == nil {
 		return
 	}
-	defer func() { p.sec = nil }()
+	p.sec = nil
 	at := func(format string, args ...any) {
 		p.errs = append(p.errs, errorf(s.Pos, format, args...))
 	}
-	switch s.Kind {
-	case DerivedSection:
-		p.endGroup()
+	if s.Kind == DerivedSection {
+		p.endGroup(s)
 		if p.sepLine != 0 {
 			p.errs = append(p.errs, errorf(Pos{p.pos.File, p.sepLine},
 				"|| ends %s with no members after it", s.Header()))
 			p.sepLine = 0
 		}
-		if !p.keep {
-			return
-		}
-		if len(s.Groups) == 0 {
-			if p.lines == 0 {
-				at("%s has no members; the section is ignored", s.Header())
-			} else {
-				at("%s has no usable group (each has a bad member); the section is ignored", s.Header())
-			}
-			return
-		}
-	case PMUSection:
-		if !p.keep {
-			return
-		}
-		if len(s.Events) == 0 {
-			if p.lines == 0 {
-				at("%s has no events; the section is ignored", s.Header())
-			} else {
-				at("%s has no usable events (each line has an error); the section is ignored", s.Header())
-			}
-			return
-		}
 	}
-	if p.keep {
+	if !p.keep {
+		return
+	}
+	switch {
+	case s.Kind == DerivedSection && len(s.Groups) == 0 && p.lines == 0:
+		at("%s has no members; the section is ignored", s.Header())
+	case s.Kind == DerivedSection && len(s.Groups) == 0:
+		at("%s has no usable group (each has a bad member); the section is ignored", s.Header())
+	case s.Kind == PMUSection && len(s.Events) == 0 && p.lines == 0:
+		at("%s has no events; the section is ignored", s.Header())
+	case s.Kind == PMUSection && len(s.Events) == 0:
+		at("%s has no usable events (each line has an error); the section is ignored", s.Header())
+	default:
 		p.file.Sections = append(p.file.Sections, s)
 	}
 }
@@ -286,13 +292,15 @@ func (p *parser) separator() {
 		}
 		return
 	}
-	p.endGroup()
+	p.endGroup(p.sec)
 	p.sepLine = p.pos.Line
 }
 
-func (p *parser) endGroup() {
+// endGroup closes the alternative group being read in derived section s,
+// keeping it if all its member lines were good.
+func (p *parser) endGroup(s *Section) {
 	if p.started && !p.groupBad && p.keep {
-		p.sec.Groups = append(p.sec.Groups, p.group)
+		s.Groups = append(s.Groups, p.group)
 	}
 	p.group, p.started, p.groupBad = Group{}, false, false
 	p.seen = map[string]int{}

@@ -132,6 +132,16 @@ func TestParseConstructs(t *testing.T) {
 		name: "hash inside a word is part of it",
 		src:  "[a#b]\nev#1\n",
 		want: []*Section{{Pos: at(1), Kind: PMUSection, PMUs: []string{"a#b"}, Events: []Event{{Pos: at(2), Name: "ev#1"}}}},
+	}, {
+		name: "hash right after an option or separator starts a comment",
+		src:  "[perf]#x\ncycles cpu_rr#x y\n[d:derived]\na 0.5#x\n||#x\nb\n",
+		want: []*Section{
+			{Pos: at(1), Kind: PMUSection, PMUs: []string{"perf"}, Events: []Event{{Pos: at(2), Name: "cycles", CPU: CPUOption{Kind: CPURoundRobin}}}},
+			{Pos: at(3), Kind: DerivedSection, Name: "d", Groups: []Group{
+				{Pos: at(4), Terms: []Term{{Pos: at(4), Event: "a", Scale: 0.5}}},
+				{Pos: at(6), Terms: []Term{{Pos: at(6), Event: "b", Scale: 1}}},
+			}},
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
