@@ -297,3 +297,21 @@ func TestBrokenEventDoesNotSpoilPMU(t *testing.T) {
 		t.Errorf("cpu.mem-loads after a broken sibling: %v", err)
 	}
 }
+
+func BenchmarkResolveGeneric(b *testing.B) {
+	fs := testFS("vm")
+	for b.Loop() {
+		if _, err := fs.Resolve("perf::PAGE-FAULTS:u"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkResolveSysfs(b *testing.B) {
+	fs := testFS("skylake")
+	for b.Loop() {
+		if _, err := fs.Resolve("uncore_imc_0.cas_count_read"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
