@@ -501,18 +501,17 @@ func (p *Parser) Label(dst []LabelSet) (ident uint32, typ int32, sets []LabelSet
 	}
 	off, jsonTotal := 28, 0
 	for i := range int(n) {
-		field := fmt.Sprintf("labelset[%d]", i)
 		if off+16 > p.h.Len {
-			return 0, 0, dst, p.fail(field, "runs past the end of the PDU")
+			return 0, 0, dst, p.fail(fmt.Sprintf("labelset[%d]", i), "runs past the end of the PDU")
 		}
 		s := LabelSet{Inst: p.i32(off), NLabels: p.i32(off + 4)}
 		jo, jl := p.i32(off+8), p.i32(off+12)
 		off += 16
 		if s.NLabels >= 255 {
-			return 0, 0, dst, p.fail(field+".nlabels", "%d is not below 255", s.NLabels)
+			return 0, 0, dst, p.fail(fmt.Sprintf("labelset[%d].nlabels", i), "%d is not below 255", s.NLabels)
 		}
 		if jl < 0 || jl >= 65535 || jo < 0 || int64(jo)+int64(jl) > int64(p.h.Len) {
-			return 0, 0, dst, p.fail(field+".json", "offset %d length %d is outside the PDU", jo, jl)
+			return 0, 0, dst, p.fail(fmt.Sprintf("labelset[%d].json", i), "offset %d length %d is outside the PDU", jo, jl)
 		}
 		s.JSON = p.msg[jo : jo+jl : jo+jl]
 		jsonTotal += int(jl)
@@ -521,14 +520,14 @@ func (p *Parser) Label(dst []LabelSet) (ident uint32, typ int32, sets []LabelSet
 		}
 		for j := range max(int(s.NLabels), 0) {
 			if off+8 > p.h.Len {
-				return 0, 0, dst, p.fail(fmt.Sprintf("%s.label[%d]", field, j), "runs past the end of the PDU")
+				return 0, 0, dst, p.fail(fmt.Sprintf("labelset[%d].label[%d]", i, j), "runs past the end of the PDU")
 			}
 			l := Label{
 				Name: binary.BigEndian.Uint16(p.msg[off:]), NameLen: p.msg[off+2], Flags: p.msg[off+3],
 				Value: binary.BigEndian.Uint16(p.msg[off+4:]), ValueLen: binary.BigEndian.Uint16(p.msg[off+6:]),
 			}
 			if int(l.Name)+int(l.NameLen) > int(jl) || int(l.Value)+int(l.ValueLen) > int(jl) {
-				return 0, 0, dst, p.fail(fmt.Sprintf("%s.label[%d]", field, j), "name or value lies outside the set's %d JSON bytes", jl)
+				return 0, 0, dst, p.fail(fmt.Sprintf("labelset[%d].label[%d]", i, j), "name or value lies outside the set's %d JSON bytes", jl)
 			}
 			s.Labels = append(s.Labels, l)
 			off += 8
@@ -608,20 +607,19 @@ func (p *Parser) Result(r *Result) error {
 	r.Flags, r.USec = p.i32(12), p.i32(16)
 	off := 24
 	for i := range int(n) {
-		field := fmt.Sprintf("vset[%d]", i)
 		if off+8 > p.h.Len {
-			return p.fail(field, "runs past the end of the PDU")
+			return p.fail(fmt.Sprintf("vset[%d]", i), "runs past the end of the PDU")
 		}
 		vs := ValueSet{PMID: PMID(p.u32(off)), NumVal: p.i32(off + 4)}
 		off += 8
 		if vs.NumVal > 0 {
 			if int64(vs.NumVal) > int64(p.h.Len-off-4)/8 {
-				return p.fail(field+".numval", "%d values cannot fit in the PDU", vs.NumVal)
+				return p.fail(fmt.Sprintf("vset[%d].numval", i), "%d values cannot fit in the PDU", vs.NumVal)
 			}
 			vs.ValFmt = p.i32(off)
 			off += 4
 			if vs.ValFmt != ValInsitu && vs.ValFmt != ValDPtr && vs.ValFmt != ValSPtr {
-				return p.fail(field+".valfmt", "%d is not 0, 1 or 2", vs.ValFmt)
+				return p.fail(fmt.Sprintf("vset[%d].valfmt", i), "%d is not 0, 1 or 2", vs.ValFmt)
 			}
 			// The sets' Values are cut from r.values once every append is
 			// done, so that growth cannot strand earlier slices.
@@ -647,16 +645,15 @@ func (p *Parser) Result(r *Result) error {
 		}
 		for j := range vs.Values {
 			v := &vs.Values[j]
-			field := fmt.Sprintf("vset[%d].value[%d]", i, j)
 			idx := int64(v.Insitu) * 4
 			if idx < int64(setsEnd) || idx+4 > int64(p.h.Len) {
-				return p.fail(field, "block index %d (byte %d) is outside the value block area %d..%d", v.Insitu, idx, setsEnd, p.h.Len)
+				return p.fail(fmt.Sprintf("vset[%d].value[%d]", i, j), "block index %d (byte %d) is outside the value block area %d..%d", v.Insitu, idx, setsEnd, p.h.Len)
 			}
 			b := int(idx)
 			hdr := p.u32(b)
 			vlen := int(hdr & 0xFFFFFF)
 			if vlen < 4 || b+vlen > p.h.Len {
-				return p.fail(field+".vlen", "%d does not fit between byte %d and the PDU end %d", vlen, b, p.h.Len)
+				return p.fail(fmt.Sprintf("vset[%d].value[%d].vlen", i, j), "%d does not fit between byte %d and the PDU end %d", vlen, b, p.h.Len)
 			}
 			v.VType = ValueType(hdr >> 24)
 			v.Block = p.msg[b+4 : b+vlen : b+vlen]
