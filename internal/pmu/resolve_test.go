@@ -216,6 +216,12 @@ func TestResolveDynamic(t *testing.T) {
 	// hv_24x7 placeholders take their value from the config options.
 	check(t, "power9", "hv_24x7.PM_PB_CYC", Options{Params: map[string]uint64{"chip": 1}},
 		want{pmu: "hv_24x7", typ: 27, config: 1 | 0x10<<16 | 1<<32})
+	// For the per-partition domains (above 2) a configured lpar replaces
+	// the file's lpar=0x0, as in the C agent; for the others it is ignored.
+	check(t, "power9", "hv_24x7.PM_LPAR_CYC", Options{Params: map[string]uint64{"domain": 3, "core": 2, "lpar": 5}},
+		want{pmu: "hv_24x7", typ: 27, config: 3 | 0x80<<16 | 2<<32, c1: 5})
+	check(t, "power9", "hv_24x7.PM_LPAR_CYC", Options{Params: map[string]uint64{"domain": 2, "core": 2, "lpar": 5}},
+		want{pmu: "hv_24x7", typ: 27, config: 2 | 0x80<<16 | 2<<32})
 }
 
 func TestResolvePerfSyntax(t *testing.T) {

@@ -242,6 +242,15 @@ func (p *PMU) Encode(ev *PMUEvent, params map[string]uint64) (Encoding, error) {
 		return Encoding{}, ev.Err
 	}
 	var enc Encoding
+	domain := uint64(0)
+	for _, t := range ev.Terms {
+		if t.Name == "domain" {
+			domain = t.Value
+			if t.Param {
+				domain = params["domain"]
+			}
+		}
+	}
 	for _, t := range ev.Terms {
 		v := t.Value
 		if t.Param {
@@ -249,6 +258,11 @@ func (p *PMU) Encode(ev *PMUEvent, params map[string]uint64) (Encoding, error) {
 			if !ok {
 				return Encoding{}, fmt.Errorf("%s says %s=?: give its value with the %s:N option", ev.Path, t.Name, t.Name)
 			}
+			v = pv
+		}
+		// hv_24x7 events fix lpar=0x0, but for the per-partition domains
+		// (above 2) the C agent substitutes a configured lpar:N.
+		if pv, ok := params["lpar"]; ok && t.Name == "lpar" && domain > 2 && pv != 0 {
 			v = pv
 		}
 		if err := p.setTerm(&enc, t.Name, v); err != nil {
