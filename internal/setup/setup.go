@@ -187,6 +187,12 @@ func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Even
 	}
 	resolved, err := fs.ResolveWith(ev.Name, opts)
 	if err != nil {
+		if pmuName, _, ok := strings.Cut(ev.Name, "."); dynamic && ok && !p.sysfsPMU(fs, pmuName) {
+			// A shared config lists PMUs that only some machines have
+			// (msr on x86, power with RAPL): expected, not a mistake.
+			p.info(ev.Pos, "%s: this machine has no PMU %s; line skipped", ev.Name, pmuName)
+			return
+		}
 		p.problem(ev.Pos, "%v; line skipped", err)
 		return
 	}
@@ -210,6 +216,16 @@ func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Even
 	}
 	taken[name] = ev.Pos
 	p.Counters = append(p.Counters, Counter{Pos: ev.Pos, Event: resolved, CPUs: cpus, Metric: name})
+}
+
+// sysfsPMU reports whether sysfs lists a PMU of that name; "software" is
+// always there, as the agent synthesises its events.
+func (p *Plan) sysfsPMU(fs *pmu.FS, name string) bool {
+	if name == "software" {
+		return true
+	}
+	names, _ := fs.PMUNames()
+	return slices.Contains(names, name)
 }
 
 // validMetricName rejects names that would break the PMNS: empty

@@ -228,3 +228,15 @@ func TestOpenedPartialFailureIsAProblem(t *testing.T) {
 		t.Errorf("counters %+v", p.Counters)
 	}
 }
+
+func TestPlanDynamicPMUAbsentIsInfo(t *testing.T) {
+	p := plan(t, fixture(t, "vm"), "[dynamic]\npower.energy-pkg\nmsr.no-such-event\n")
+	text := notes(p)
+	if !strings.Contains(text, "info    test.conf:2: power.energy-pkg: this machine has no PMU power; line skipped\n") {
+		t.Errorf("absent PMU not noted as info:\n%s", text)
+	}
+	// A PMU that exists but lacks the event is a mistake in the config.
+	if !strings.Contains(text, "PROBLEM test.conf:3: event \"msr.no-such-event\": PMU msr has no event no-such-event") || p.Problems() != 1 {
+		t.Errorf("missing event not a problem:\n%s", text)
+	}
+}
