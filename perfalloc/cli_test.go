@@ -79,7 +79,7 @@ type result struct {
 	rc             int
 }
 
-func perfalloc(t *testing.T, env []string, args ...string) result {
+func perfalloc(t testing.TB, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -94,7 +94,7 @@ func perfalloc(t *testing.T, env []string, args ...string) result {
 }
 
 // lockFile creates a lock file as the agent would and returns its path.
-func lockFile(t *testing.T) string {
+func lockFile(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "perflock")
 	lf, err := reservation.Open(path)
@@ -354,7 +354,7 @@ func TestDaemon(t *testing.T) {
 
 // fakeAgent does what the agent does with the reservation package: watch
 // the lock and report in the state file.
-func fakeAgent(t *testing.T, lock string, watch bool) *reservation.StateFile {
+func fakeAgent(t testing.TB, lock string, watch bool) *reservation.StateFile {
 	t.Helper()
 	lf, err := reservation.Open(lock)
 	if err != nil {
@@ -388,7 +388,7 @@ func fakeAgent(t *testing.T, lock string, watch bool) *reservation.StateFile {
 	return sf
 }
 
-var confirmed = regexp.MustCompile(`^perfalloc: counters released by fakeagent \(pid (\d+)\) after \d+\.\d ms\n$`)
+var confirmed = regexp.MustCompile(`^perfalloc: counters released by fakeagent \(pid (\d+)\) after (\d+\.\d) ms\n$`)
 
 func TestConfirmation(t *testing.T) {
 	lock := lockFile(t)

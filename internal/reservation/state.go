@@ -136,9 +136,15 @@ func ProcessStartTicks(pid int) (uint64, error) {
 }
 
 // WriteState replaces the state file atomically: it writes a new file in the
-// same directory (created exclusively, never through a symbolic link), syncs
-// it, makes it mode 0644 and renames it over path. Readers see the old or
-// the new state, never a mixture.
+// same directory (created exclusively, never through a symbolic link), makes
+// it mode 0644 and renames it over path. Readers see the old or the new
+// state, never a mixture.
+//
+// It does not fsync. Atomicity for readers comes from rename alone; an
+// fsync only buys durability across a crash, after which the file describes
+// a dead process that readers reject by its pid anyway. Measured on ext4 in
+// a VM, the fsync cost 2-10 ms per write, all of it on the path from the
+// agent releasing its counters to perfalloc confirming that it did.
 func WriteState(path string, s *State) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
@@ -170,9 +176,6 @@ func WriteState(path string, s *State) error {
 	// Against the umask: the file must be readable by every perfalloc user.
 	if err := f.Chmod(0o644); err != nil {
 		return fail("chmod", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail("fsync", err)
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
