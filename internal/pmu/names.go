@@ -9,14 +9,19 @@ import (
 	"strings"
 )
 
-// CPUInfo is the identity of the first CPU in /proc/cpuinfo (x86 only;
-// other architectures leave Vendor empty).
+// CPUInfo is the identity of the first CPU in /proc/cpuinfo, as far as
+// libpfm4 looks at it: vendor, family, model and stepping on x86,
+// implementer and part on ARM, the processor version on POWER.
 type CPUInfo struct {
 	Vendor   string // "GenuineIntel", "AuthenticAMD"
 	Family   int
 	Model    int
 	Stepping int
 	Flags    map[string]bool
+
+	Implementer int // ARM "CPU implementer", e.g. 0x41 for Arm Ltd
+	Part        int // ARM "CPU part", e.g. 0xd0c for Neoverse N1
+	PVR         int // POWER processor version, e.g. 0x004e for POWER9
 }
 
 // CPUInfo reads <Proc>/cpuinfo up to the end of the first processor.
@@ -44,11 +49,11 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
 		num := func(dst *int) error {
-			n, err := strconv.Atoi(val)
+			n, err := strconv.ParseInt(val, 0, 32)
 			if err != nil {
 				return fmt.Errorf("%s:%d: %s %q is not a number", path, line, key, val)
 			}
-			*dst = n
+			*dst = int(n)
 			return nil
 		}
 		var err error
@@ -69,6 +74,17 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 		case "flags":
 			for _, fl := range strings.Fields(val) {
 				info.Flags[fl] = true
+			}
+		case "CPU implementer":
+			err = num(&info.Implementer)
+		case "CPU part":
+			err = num(&info.Part)
+		case "revision":
+			// POWER: "2.2 (pvr 004e 1202)"; the version is the first half.
+			if _, pvr, ok := strings.Cut(val, "(pvr "); ok {
+				if v, err := strconv.ParseUint(strings.Fields(pvr)[0], 16, 16); err == nil {
+					info.PVR = int(v)
+				}
 			}
 		}
 		if err != nil {
@@ -143,7 +159,46 @@ func libpfmCoreNames(c CPUInfo) []string {
 	case "AuthenticAMD":
 		names = append(names, amdNames(c)...)
 	}
+	for _, a := range armParts {
+		if c.Implementer == a.implementer && c.Part == a.part {
+			names = append(names, a.name)
+		}
+	}
+	switch c.PVR {
+	case 0x3f, 0x4a:
+		names = append(names, "power7")
+	case 0x4b, 0x4c, 0x4d:
+		names = append(names, "power8")
+	case 0x4e:
+		names = append(names, "power9")
+	case 0x80:
+		names = append(names, "power10")
+	}
 	return names
+}
+
+// ARM cores libpfm4 knows, by "CPU implementer" and "CPU part"
+// (lib/pfmlib_arm_armv8.c, lib/pfmlib_arm_armv9.c).
+var armParts = []struct {
+	implementer, part int
+	name              string
+}{
+	{0x41, 0xd03, "arm_ac53"},
+	{0x41, 0xd05, "arm_ac55"},
+	{0x41, 0xd07, "arm_ac57"},
+	{0x41, 0xd08, "arm_ac72"},
+	{0x41, 0xd0b, "arm_ac76"},
+	{0x41, 0xd0c, "arm_n1"},
+	{0x41, 0xd40, "arm_v1"},
+	{0x41, 0xd49, "arm_n2"},
+	{0x41, 0xd4f, "arm_v2"},
+	{0x41, 0xd84, "arm_v3"},
+	{0x41, 0xd8e, "arm_n3"},
+	{0x42, 0x516, "arm_thunderx2"},
+	{0x43, 0xaf, "arm_thunderx2"},
+	{0x46, 0x001, "arm_a64fx"},
+	{0x48, 0xd01, "arm_kunpeng"},
+	{0x50, 0x000, "arm_xgene"},
 }
 
 func amdNames(c CPUInfo) []string {
@@ -186,7 +241,15 @@ func amdNames(c CPUInfo) []string {
 // Without one, guests whose CPUID still names a real model cannot count
 // its events, so that model must not select a perfevent.conf section.
 func (fs *FS) hasCorePMU() bool {
-	for _, n := range []string{"cpu", "cpu_core", "cpu_atom"} {
+	names, _ := fs.PMUNames()
+	for _, n := range names {
+		// x86 and POWER call it cpu (cpu_core and cpu_atom on hybrid
+		// Intel); ARM names it after the architecture and core.
+		core := n == "cpu" || n == "cpu_core" || n == "cpu_atom" ||
+			strings.HasPrefix(n, "armv8_") || strings.HasPrefix(n, "armv9_")
+		if !core {
+			continue
+		}
 		if st, err := os.Stat(fs.sysPath("bus", "event_source", "devices", n, "events")); err == nil && st.IsDir() {
 			return true
 		}

@@ -10,7 +10,8 @@ import (
 
 // testFS points at one of the trees under testdata: "vm" is this project's
 // CI VM (no core PMU, AMD Zen 5 cpuinfo), "skylake" an Intel Xeon with
-// core, uncore, power, msr and cstate PMUs, "power9" an IBM POWER9 LPAR.
+// core, uncore, power, msr and cstate PMUs, "power9" an IBM POWER9 LPAR,
+// "graviton2" an AWS Graviton2 (Neoverse N1) instance.
 func testFS(tree string) *FS {
 	return &FS{
 		Sys:     filepath.Join("testdata", tree, "sys"),
@@ -174,6 +175,8 @@ func TestResolveDefaultsFollowCorePMU(t *testing.T) {
 	check(t, "skylake", "cycles:u", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: exKern | exGuest})
 	check(t, "skylake", "INSTRUCTION_RETIRED:k", Options{}, want{pmu: "perf", typ: 0, config: 1, bits: exUser | exGuest})
 	check(t, "power9", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflNoCore})
+	check(t, "graviton2", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflNoCore})
+	check(t, "graviton2", "armv8_pmuv3_0.l1d_cache_refill", Options{}, want{pmu: "armv8_pmuv3_0", typ: 10, config: 3})
 }
 
 func TestResolveTracepoints(t *testing.T) {

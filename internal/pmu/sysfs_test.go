@@ -103,7 +103,8 @@ func TestPresentNames(t *testing.T) {
 		{testFS("vm"), []string{"breakpoint", "msr", "perf", "perf_raw", "software", "tracepoint", "uprobe"}},
 		// Skylake-SP stepping 4 is skx; stepping >= 5 would be clx.
 		{testFS("skylake"), []string{"breakpoint", "cpu", "cstate_pkg", "ix86arch", "msr", "perf", "perf_raw", "power", "skx", "software", "tracepoint", "uncore_imc_0"}},
-		{testFS("power9"), []string{"cpu", "hv_24x7", "perf", "perf_raw", "software"}},
+		{testFS("power9"), []string{"cpu", "hv_24x7", "perf", "perf_raw", "power9", "software"}},
+		{testFS("graviton2"), []string{"arm_n1", "armv8_pmuv3_0", "perf", "perf_raw", "software", "tracepoint"}},
 		// An Intel guest without a virtual PMU: CPUID names the model, but
 		// nothing can count its events.
 		{&FS{Sys: "testdata/vm/sys", Proc: "testdata/skylake/proc"}, []string{"breakpoint", "msr", "perf", "perf_raw", "software", "tracepoint", "uprobe"}},
@@ -148,6 +149,11 @@ func TestLibpfmCoreNames(t *testing.T) {
 		{amd(0x19, 0x11), []string{"amd64_fam19h_zen4"}},
 		{amd(0x19, 0x61), []string{"amd64_fam19h_zen4"}},
 		{amd(0x1a, 2), []string{"amd64_fam1ah_zen5", "amd64_fam1ah_zen5_l3"}},
+		{CPUInfo{Implementer: 0x41, Part: 0xd0c}, []string{"arm_n1"}},
+		{CPUInfo{Implementer: 0x41, Part: 0xd4f}, []string{"arm_v2"}},
+		{CPUInfo{Implementer: 0x43, Part: 0xaf}, []string{"arm_thunderx2"}},
+		{CPUInfo{PVR: 0x4e}, []string{"power9"}},
+		{CPUInfo{PVR: 0x80}, []string{"power10"}},
 		{CPUInfo{}, nil},
 	}
 	for _, tt := range tests {
@@ -166,7 +172,7 @@ func TestCPUInfo(t *testing.T) {
 		t.Errorf("vm cpuinfo = %s %d %d %d", c.Vendor, c.Family, c.Model, c.Stepping)
 	}
 	p, err := testFS("power9").CPUInfo()
-	if err != nil || p.Vendor != "" {
+	if err != nil || p.Vendor != "" || p.PVR != 0x4e {
 		t.Errorf("power9 cpuinfo = %+v, %v", p, err)
 	}
 	dir := t.TempDir()
