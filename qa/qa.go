@@ -16,7 +16,6 @@
 package qa
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -202,20 +201,33 @@ func (e *Env) Exec(c Cmd) Result {
 	cmd.Dir = c.Dir
 	cmd.Env = append(e.environ(), c.Env...)
 	cmd.Stdin = strings.NewReader(c.Stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	// Install starts pmcd's children; without WaitDelay a grandchild that
-	// keeps stdout open would hold Wait forever.
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %v: %w", CommandTimeout, err)
-	}
 	name := strings.Join(c.Args, " ")
 	if c.Dir != "" {
 		name = "(cd " + c.Dir + " && " + name + ")"
 	}
-	return Result{Cmd: name, Stdout: out.String(), Stderr: errb.String(), Err: err}
+	// Output goes to files, not pipes: pmcd's rc script leaves a
+	// background job (its agent set-up) holding the parent's stdout, and
+	// a pipe would keep Wait waiting for that job too.
+	out, err := os.CreateTemp("", "qa-stdout-")
+	if err != nil {
+		return Result{Cmd: name, Err: err}
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	errf, err := os.CreateTemp("", "qa-stderr-")
+	if err != nil {
+		return Result{Cmd: name, Err: err}
+	}
+	defer os.Remove(errf.Name())
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = out, errf
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %v: %w", CommandTimeout, err)
+	}
+	stdout, _ := os.ReadFile(out.Name())
+	stderr, _ := os.ReadFile(errf.Name())
+	return Result{Cmd: name, Stdout: string(stdout), Stderr: string(stderr), Err: err}
 }
 
 // Try runs a command with stdin from nothing and returns its result.
