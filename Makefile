@@ -3,7 +3,7 @@
 #   make build     bin/pmdaperfevent and bin/perfalloc (static, no cgo)
 #   make test      unit tests (everything except qa/, which drives the real pmcd)
 #   make check     the full suite: setup, unit tests, vet, gofmt, fuzz, qa (as root)
-#   make bench     Go benchmarks
+#   make bench     Go benchmarks, then our agent against the C agent (qa/bench)
 #   make install   copy the agent's files into $(DESTDIR)$(PMDADIR)
 #   make clean
 #
@@ -69,8 +69,11 @@ check:
 	scripts/setup
 	$(MAKE) test vet fmt-check fuzz qa
 
-bench:
-	$(GO) test -run='^$$' -bench=. ./...
+# qa/bench/run runs the Go micro-benchmarks, then times our agent against
+# the C one, each under a private pmcd (qa/bench/README.md).
+bench: build
+	@if [ -x qa/bench/run ]; then GO=$(GO) qa/bench/run; \
+	else $(GO) test -run='^$$' -bench=. ./...; fi
 
 install: $(AGENT_BIN) $(PERFALLOC_BIN)
 	install -d -m 0755 $(DESTDIR)$(PMDADIR)
