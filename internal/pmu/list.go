@@ -22,8 +22,9 @@ type Listing struct {
 	Name    string   // what to write in perfevent.conf
 	Aliases []string // other accepted spellings
 	Kind    Kind
-	// Group is the PMU for dynamic events and the subsystem for
-	// tracepoints, so long lists can be shown in sections.
+	// Group is the PMU for dynamic events, the subsystem for
+	// tracepoints and empty otherwise, so long lists can be shown in
+	// sections.
 	Group string
 	Desc  string  // what it counts, or the sysfs encoding
 	Scale float64 // sysfs .scale, 1 otherwise
@@ -81,7 +82,7 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 	}
 	for _, tp := range tps {
 		sub, _, _ := strings.Cut(tp, ":")
-		ls = append(ls, Listing{Name: tp, Kind: KindTracepoint, Group: sub, Desc: "tracepoint", Scale: 1})
+		ls = append(ls, Listing{Name: tp, Kind: KindTracepoint, Group: sub, Scale: 1})
 	}
 	return ls, errors.Join(errs...)
 }
@@ -96,7 +97,7 @@ func needsParams(pe *PMUEvent) bool {
 }
 
 func genericListing(g genericEvent, k Kind) Listing {
-	l := Listing{Name: g.Name, Kind: k, Group: string(k), Desc: g.Desc, Scale: 1}
+	l := Listing{Name: g.Name, Kind: k, Desc: g.Desc, Scale: 1}
 	l.Aliases = append(l.Aliases, g.Aliases...)
 	l.Aliases = append(l.Aliases, g.Const)
 	return l
