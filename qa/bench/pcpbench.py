@@ -276,8 +276,8 @@ class Slot:
         self.exe = None
 
     def expand(self, a):
-        return a.format(log=self.agentlog, conf=self.conf, lock=self.lock,
-                        pmdas=self.pmdas, domain=DOMAIN)
+        return a.format(log=self.agentlog, conf=self.conf, lock=self.lock, pmdas=self.pmdas,
+                        pmids=os.path.join(self.pmdas, "perfevent", "pmids"), domain=DOMAIN)
 
     def start(self, timeout=20.0):
         if not os.access(self.agent, os.X_OK):
@@ -527,7 +527,7 @@ def measure_roundtrip(slots, n, block=10):
     return out
 
 
-def measure_flat(slots, seconds, rounds=2):
+def measure_flat(slots, seconds, rounds=10):
     """Agent CPU per fetch with the client fetching all leaves flat out.  One
     agent at a time (the VM has 2 cores), alternating the order per round."""
     acc = {s.label: {"cpu": 0, "stat": 0, "pmcd": 0, "n": 0, "wall": 0.0} for s in slots}
@@ -739,6 +739,69 @@ def measure_perfalloc(slot, cycles, timeout, rng):
     return out
 
 
+def fetch_for(slot, seconds):
+    ids, fetch = slot.client.all, slot.client.fetch
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        for _ in range(20):
+            fetch(ids)
+        n += 20
+    return n
+
+
+def parse_strace_c(path, fetches):
+    """strace -c's table as [(syscall, calls per fetch, µs per call, % time)]."""
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                # % time, seconds, usecs/call, calls, [errors], syscall
+                if len(p) >= 5 and re.match(r"^[0-9.]+$", p[0]) and p[-1] != "total":
+                    rows.append((p[-1], int(p[3]) / max(1, fetches), float(p[2]), float(p[0])))
+    except OSError:
+        pass
+    return rows
+
+
+def profile(slot, seconds, out):
+    """Where an agent's time goes while fetching flat out: syscall counts
+    (strace -c) and, separately, CPU samples (perf record -e cpu-clock)."""
+    res = {}
+    if shutil.which("strace"):
+        path = os.path.join(out, "strace-%s.txt" % slot.label)
+        p = subprocess.Popen(["strace", "-c", "-f", "-o", path, "-p", str(slot.pid)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        n = fetch_for(slot, seconds)
+        p.send_signal(signal.SIGINT)
+        p.wait(10)
+        res["strace"] = {"file": path, "fetches": n, "rows": parse_strace_c(path, n)}
+    if shutil.which("perf"):
+        data = os.path.join(out, "perf-%s.data" % slot.label)
+        p = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "2999", "-g",
+                              "-o", data, "-p", str(slot.pid)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        n = fetch_for(slot, seconds)
+        p.send_signal(signal.SIGINT)
+        p.wait(20)
+        report = os.path.join(out, "perf-%s.txt" % slot.label)
+        with open(report, "w") as f:
+            subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
+                            "--sort", "dso,sym", "--percent-limit", "2", "-g", "none"],
+                           stdout=f, stderr=subprocess.DEVNULL)
+        top = []
+        with open(report) as f:
+            for line in f:
+                m = re.match(r"\s*([0-9.]+)%\s+(\S+)\s+\[[.k]\]\s+(.*)", line)
+                if m:
+                    top.append((float(m.group(1)), m.group(2), m.group(3).strip()))
+        res["perf"] = {"file": report, "fetches": n, "top": top}
+    return res
+
+
 # ---------------------------------------------------------------- report
 
 def fmt(v):
@@ -781,6 +844,11 @@ def default_go_args(agent):
     m = re.search(r"(^|\s)(--?lock(?:file)?)\b", helptext) or re.search(r"(^|\s)(-L)[\s,=]", helptext)
     if m:
         args += [m.group(2), "{lock}"]
+    # Our agent keeps its PMIDs in a file; a private run must not share the
+    # installed agent's.
+    m = re.search(r"(^|\s)(--?pmids)\b", helptext)
+    if m:
+        args += [m.group(2), "{pmids}"]
     return args
 
 
@@ -801,6 +869,9 @@ def main():
     ap.add_argument("--pin", default=os.environ.get("BENCH_PIN", ""),
                     help="CPU list (e.g. 0) for the client, both pmcds and both agents, so that both agents "
                          "read their per-CPU counters from the same place (BENCH_PIN; default: not pinned)")
+    ap.add_argument("--profile", type=float, default=float(os.environ.get("BENCH_PROFILE") or 0),
+                    help="after the measures, profile each agent flat out for this many seconds with strace -c "
+                         "and perf record (BENCH_PROFILE=3; default off)")
     ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc"),
                     help="comma list of fetch,flat,rate,idle,rss,perfalloc (BENCH_MEASURES)")
     ap.add_argument("--out", default=os.environ.get("BENCH_OUT"),
@@ -977,6 +1048,21 @@ def main():
                     if r["go"]["timeouts"][k]:
                         go = float("inf")
                     lines.append(summary_line("perfalloc_%s_%s_ms" % (k, m), go, c))
+        if o.profile:
+            log("\n== where the time goes, flat out, %.0f s per agent per tool (strace slows the agent: counts, not times)" % o.profile)
+            r = {}
+            for s in slots:
+                r[s.label] = run("profiling (%s)" % s.label, lambda: profile(s, o.profile, out))
+                x = r[s.label]
+                if "strace" in x:
+                    log("%-3s syscalls per fetch (strace -c, %d fetches):" % (s.label, x["strace"]["fetches"]))
+                    for name, per, us, pc in sorted(x["strace"]["rows"], key=lambda t: -t[1])[:8]:
+                        log("      %-20s %7.2f/fetch  %5.1f%% of syscall time" % (name, per, pc))
+                if "perf" in x:
+                    log("%-3s CPU samples (perf record -e cpu-clock), symbols over 2%%:" % s.label)
+                    for pc, dso, sym in x["perf"]["top"][:12]:
+                        log("      %5.1f%%  %-18s %s" % (pc, dso[:18], sym[:70]))
+            results["profile"] = r
     except KeyboardInterrupt as e:
         stop_all()
         raise BenchError("interrupted (%s)" % e)
