@@ -1,0 +1,39 @@
+package pcpconf
+
+import (
+	"maps"
+	"strings"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary text to Parse as pcp.conf. Keys kept must be
+// what an assignment line could name, and every pair written back as
+// NAME="value" must parse to the same map.
+//
+//	go test -run '^$' -fuzz '^FuzzParse$' ./internal/pcpconf
+func FuzzParse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, text string) {
+		m := Parse(strings.NewReader(text))
+		if m == nil {
+			t.Fatal("nil map")
+		}
+		var b strings.Builder
+		for k, v := range m {
+			if strings.ContainsAny(k, " \t\n=") || strings.HasPrefix(k, "#") {
+				t.Fatalf("kept key %q", k)
+			}
+			if strings.ContainsRune(v, '\n') || strings.HasPrefix(v, `"`) || strings.HasSuffix(v, `'`) {
+				t.Fatalf("kept value %q for %s", v, k)
+			}
+			b.WriteString(k + `="` + v + "\"\n")
+		}
+		// bufio.Scanner stops at a line longer than 64 KiB; quoting adds
+		// two bytes, which could push an accepted line over.
+		if b.Len() > 60<<10 {
+			return
+		}
+		if again := Parse(strings.NewReader(b.String())); !maps.Equal(again, m) {
+			t.Fatalf("written back as\n%s\nparses to %q, want %q", b.String(), again, m)
+		}
+	})
+}
