@@ -119,3 +119,9 @@ func readTrimmed(path string) (string, error) {
 	}
 	return strings.TrimSpace(string(b)), nil
 }
+
+// isPathElem reports whether s is one plain path element, safe to join
+// below a sysfs or tracefs directory.
+func isPathElem(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00")
+}

@@ -301,7 +301,7 @@ func isIntelCoreName(pfx string) bool {
 // generic advice instead.
 func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool, error) {
 	event, mods := mods[0], mods[1:]
-	if !isTracepointName(subsys) || !isTracepointName(event) {
+	if !isPathElem(subsys) || !isPathElem(event) {
 		return Event{}, false, nil
 	}
 	// Tracepoint subsystems are lower case; libpfm4 event names are not.
@@ -353,7 +353,8 @@ func (fs *FS) resolveDynamic(name string, o Options) (Event, bool, error) {
 	}
 	p, err := fs.PMU(pmuName)
 	if err != nil {
-		if pmuName == "hv_24x7" || pmuName == "hv_gpci" {
+		_, statErr := os.Stat(fs.sysPath("bus", "event_source", "devices", pmuName))
+		if (pmuName == "hv_24x7" || pmuName == "hv_gpci") && statErr != nil {
 			return Event{}, true, fmt.Errorf("event %q: %s parameters are only meaningful on IBM POWER; PMU %s is not present", name, pmuName, pmuName)
 		}
 		return Event{}, true, fmt.Errorf("event %q: %w", name, err)
@@ -392,7 +393,7 @@ func (fs *FS) splitDynamic(name string) (string, string, bool) {
 			continue
 		}
 		pmuName, ev := name[:i], name[i+1:]
-		if ev == "" || !isTracepointName(pmuName) {
+		if ev == "" || !isPathElem(pmuName) {
 			continue
 		}
 		if first == "" {

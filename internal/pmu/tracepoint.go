@@ -17,11 +17,6 @@ func (fs *FS) errNoTracefs() error {
 		strings.Join(fs.tracingCandidates(), ", "))
 }
 
-// isTracepointName reports whether s can be a tracefs directory name.
-func isTracepointName(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00")
-}
-
 // tracepointID reads events/<subsys>/<event>/id. The bool result reports
 // whether the subsystem exists, to tell a misspelt tracepoint from a name
 // that was never meant to be one.
