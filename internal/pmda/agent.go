@@ -364,7 +364,8 @@ func (a *Agent) fetch(h pdu.Header, t *Table) error {
 		}
 	}
 	prof := a.profileOf(h.From)
-	a.b.StartResult(0, a.pending.Swap(0))
+	flags := a.pending.Swap(0)
+	a.b.StartResult(0, flags)
 	for _, pmid := range pmids {
 		a.b.AddSet(pmid)
 		m, ok := t.Metric(pmid)
@@ -390,6 +391,7 @@ func (a *Agent) fetch(h pdu.Header, t *Table) error {
 	msg, err := a.b.Finish()
 	if err != nil {
 		a.log.Errorf("fetch: building the RESULT: %v", err)
+		a.SignalChange(flags) // still owed to the clients
 		return a.reply(pdu.ErrGeneric)
 	}
 	return a.send(msg)
