@@ -60,7 +60,11 @@ func status(o *options, stdout io.Writer, u *ui) int {
 	}
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "agent:\t%s, pid %d, up %v\n", agentName(s), s.PID, now.Sub(s.Started).Round(time.Second))
+	up := "uptime unknown"
+	if !s.Started.IsZero() {
+		up = fmt.Sprintf("up %v", now.Sub(s.Started).Round(time.Second))
+	}
+	fmt.Fprintf(tw, "agent:\t%s, pid %d, %s\n", agentName(s), s.PID, up)
 	fmt.Fprintf(tw, "config:\t%s\n", s.Config)
 	fmt.Fprintf(tw, "lock file:\t%s\n", s.LockFile)
 	fmt.Fprintf(tw, "counters:\t%s since %s\n", s.Counters, ago(s.Since))
