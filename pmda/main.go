@@ -21,6 +21,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pcpconf"
+	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
 	"perfevent/internal/pmu"
 	"perfevent/internal/reservation"
@@ -169,46 +172,77 @@ func listEvents(fs *pmu.FS, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// agent is the running perfevent agent: its plan, counters, table and the
-// reservation plumbing.
-type agent struct {
-	log     *pmda.Logger
-	plan    *setup.Plan
-	set     *counter.Set
-	state   *reservation.StateFile
-	lock    *reservation.LockFile
-	watcher *reservation.Watcher
+// generation is everything one reading of the configuration produced: a
+// SIGHUP builds a new one and swaps it in whole.
+type generation struct {
+	plan  *setup.Plan
+	set   *counter.Set
+	table *pmda.Table
+	src   *metrics.Source
 }
 
-// prepare turns the configuration into open counters and the table that
-// serves them. Problems with single lines are logged and skipped; only a
-// failure that leaves nothing to serve at all is returned.
-func prepare(o *options, fs *pmu.FS, logf func(setup.Note)) (*setup.Plan, *counter.Set, *pmda.Table, *metrics.Source, error) {
-	f, perr := config.ParseFile(o.config)
-	if f == nil && perr != nil {
-		// An unreadable file: serve the static metrics and say why, rather
-		// than leave pmcd without an agent (the C agent exits here).
-		logf(setup.Note{Severity: setup.Problem, Text: perr.Error()})
-	}
-	m, err := setup.ReadMachine(fs)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("reading the CPU topology: %w", err)
-	}
-	plan := setup.Make(f, perr, m, o.compat)
-	set, err := counter.New(plan.Specs(), counter.Config{})
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	sum, err := set.Open()
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	plan.Opened(set, sum)
-	derived := plan.AddDerived(set, fs)
+// agent is the running perfevent agent. It is the pmda.Fetcher: each fetch
+// is answered by the generation whose table pmcd's request was served from.
+type agent struct {
+	o   *options
+	fs  *pmu.FS
+	log *pmda.Logger
+	pm  *pmda.Agent
 
-	clusters, cerrs := metrics.LoadClusters(o.pmids)
+	gen  atomic.Pointer[generation]
+	prev atomic.Pointer[generation] // the one before a reload, for a fetch in flight
+	cur  *generation                // the fetch being answered; Serve's goroutine only
+
+	// mu serialises reloads and reservation changes; reserved is what the
+	// lock file said last.
+	mu       sync.Mutex
+	reserved bool
+	state    *reservation.StateFile
+	lock     *reservation.LockFile
+	watcher  *reservation.Watcher
+}
+
+// Prepare implements pmda.Fetcher.
+func (a *agent) Prepare(req *pmda.FetchRequest) error {
+	g := a.gen.Load()
+	if g.table != req.Table {
+		if p := a.prev.Load(); p != nil && p.table == req.Table {
+			g = p
+		} else {
+			return pdu.ErrAgain
+		}
+	}
+	a.cur = g
+	return g.src.Prepare(req)
+}
+
+// Values implements pmda.Fetcher.
+func (a *agent) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
+	return a.cur.src.Values(m, w)
+}
+
+func (a *agent) logNote(n setup.Note) {
+	if n.Severity == setup.Problem {
+		a.log.Warningf("%s", n)
+	} else {
+		a.log.Infof("%s", n)
+	}
+}
+
+// build reads the configuration and turns it into open counters and the
+// table that serves them. Problems with single lines are logged and
+// skipped; only a configuration that cannot be read at all is an error.
+func (a *agent) build() (*generation, error) {
+	plan, set, sum, derived, err := count(a.o, a.fs, counter.Config{
+		Logf: func(format string, args ...any) { a.log.Warningf(format, args...) },
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	clusters, cerrs := metrics.LoadClusters(a.o.pmids)
 	for _, e := range cerrs {
-		logf(setup.Note{Severity: setup.Problem, Text: e.Error()})
+		a.log.Warningf("%v", e)
 	}
 	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
 	for _, c := range plan.Counters {
@@ -228,42 +262,80 @@ func prepare(o *options, fs *pmu.FS, logf func(setup.Note)) (*setup.Plan, *count
 	}
 	table, src, err := metrics.Build(spec)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		set.Close()
+		return nil, err
 	}
 	if err := clusters.Save(); err != nil {
-		logf(setup.Note{Severity: setup.Problem, Text: fmt.Sprintf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)})
+		a.log.Warningf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)
 	}
 	for _, n := range plan.Notes {
-		logf(n)
+		a.logNote(n)
 	}
-	return plan, set, table, src, nil
+	a.log.Infof("serving %d counters on %d descriptors and %d derived metrics", len(plan.Counters), sum.FDs, len(derived))
+	if len(plan.Counters) == 0 {
+		a.log.Warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", prog)
+	}
+	return &generation{plan: plan, set: set, table: table, src: src}, nil
 }
 
-func check(o *options, stdout, stderr io.Writer) int {
-	fs := pmu.Default()
+// reload rereads the configuration (SIGHUP). If it cannot be read at all,
+// the agent keeps serving the old one.
+func (a *agent) reload() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.log.Infof("reloading %s", a.o.config)
+	g, err := a.build()
+	if err != nil {
+		a.log.Errorf("reload: %v; still serving the previous configuration", err)
+		return
+	}
+	if a.reserved {
+		g.set.Close()
+	}
+	old := a.gen.Load()
+	a.prev.Store(old)
+	a.gen.Store(g)
+	if a.pm != nil {
+		a.pm.SetTable(g.table)
+	}
+	if err := old.set.Close(); err != nil {
+		a.log.Warningf("closing the previous counters: %v", err)
+	}
+	a.updateState(nil)
+	a.log.Infof("reload done: the new configuration is served")
+}
+
+// count reads the configuration, plans it for this machine and opens the
+// counters: the steps --check and the agent share. Only a configuration
+// that cannot be read at all is an error; everything else is in the notes.
+func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Set, counter.Summary, []setup.Derived, error) {
 	f, perr := config.ParseFile(o.config)
 	if f == nil && perr != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, perr)
-		return 1
+		return nil, nil, counter.Summary{}, nil, perr
 	}
 	m, err := setup.ReadMachine(fs)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: reading the CPU topology: %v\n", prog, err)
-		return 1
+		return nil, nil, counter.Summary{}, nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
 	plan := setup.Make(f, perr, m, o.compat)
-	set, err := counter.New(plan.Specs(), counter.Config{})
+	set, err := counter.New(plan.Specs(), cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return 1
+		return nil, nil, counter.Summary{}, nil, err
 	}
 	sum, err := set.Open()
 	if err != nil {
+		return nil, nil, counter.Summary{}, nil, err
+	}
+	plan.Opened(set, sum)
+	return plan, set, sum, plan.AddDerived(set, fs), nil
+}
+
+func check(o *options, stdout, stderr io.Writer) int {
+	plan, set, sum, derived, err := count(o, pmu.Default(), counter.Config{})
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
-	plan.Opened(set, sum)
-	derived := plan.AddDerived(set, fs)
 	set.Close()
 
 	for _, n := range sortedNotes(plan.Notes) {
@@ -326,57 +398,46 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 
 	w, closeLog, lerr := openLog(o.logfile, stderr)
 	defer closeLog()
-	log := pmda.NewLogger(w, prog)
+	a := &agent{o: o, fs: pmu.Default(), log: pmda.NewLogger(w, prog)}
 	host, _ := os.Hostname()
-	log.Start(host)
-	defer log.Finish()
+	a.log.Start(host)
+	defer a.log.Finish()
 	if lerr != nil {
-		log.Warningf("cannot open the log file: %v; logging to stderr", lerr)
+		a.log.Warningf("cannot open the log file: %v; logging to stderr", lerr)
 	}
 	if o.user != "" {
-		log.Infof("-U %s ignored: the agent keeps the privilege to reopen the counters after perfalloc releases them", o.user)
+		a.log.Infof("-U %s ignored: the agent keeps the privilege to reopen the counters after perfalloc releases them", o.user)
 	}
 	signal.Ignore(syscall.SIGPIPE)
 
 	soft, hard, err := counter.RaiseFileLimit()
 	if err != nil {
-		log.Warningf("raising the descriptor limit: %v", err)
+		a.log.Warningf("raising the descriptor limit: %v", err)
 	}
-	log.Infof("perfevent version %s (maxfiles=%d of %d), config %s", version, soft, hard, o.config)
+	a.log.Infof("perfevent version %s (maxfiles=%d of %d), config %s", version, soft, hard, o.config)
 
-	fs := pmu.Default()
-	logNote := func(n setup.Note) {
-		if n.Severity == setup.Problem {
-			log.Warningf("%s", n)
-		} else {
-			log.Infof("%s", n)
-		}
-	}
-	plan, set, table, src, err := prepare(o, fs, logNote)
+	g, err := a.build()
 	if err != nil {
-		log.Errorf("%v", err)
-		return 1
-	}
-	a := &agent{log: log, plan: plan, set: set}
-	served := 0
-	for ev := range set.NumEvents() {
-		if len(set.CPUs(ev)) > 0 {
-			served++
+		// An unreadable configuration: serve the static metrics and say
+		// why, rather than leave pmcd without an agent (the C agent exits).
+		a.log.Errorf("%v; serving perfevent.version and perfevent.active only until the file is fixed and the agent gets SIGHUP", err)
+		g, err = a.empty()
+		if err != nil {
+			a.log.Errorf("%v", err)
+			return 1
 		}
 	}
-	log.Infof("serving %d counters and %d derived metrics", served, set.NumDerived())
-	if served == 0 {
-		log.Warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", prog)
-	}
+	a.gen.Store(g)
 
-	if err := a.startReservation(o); err != nil {
-		log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+	if err := a.startReservation(); err != nil {
+		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
 	}
 	defer a.stopReservation()
 
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	done := make(chan error, 1)
+	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log}, g.table)
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -384,36 +445,59 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 			return
 		}
 		ln.Close()
-		agent := pmda.New(pmda.Config{Fetcher: src, Log: log}, table)
-		done <- agent.Serve(conn)
+		done <- a.pm.Serve(conn)
 	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			log.Errorf("talking to pmcd: %v", err)
-			return 1
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				a.log.Errorf("talking to pmcd: %v", err)
+				return 1
+			}
+			a.log.Infof("pmcd closed the connection")
+			return 0
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				a.reload()
+				continue
+			}
+			a.log.Infof("caught %v, exiting", s)
+			return 0
 		}
-		log.Infof("pmcd closed the connection")
-	case s := <-sigs:
-		log.Infof("caught %v, exiting", s)
 	}
-	return 0
+}
+
+// empty is a generation with no counters.
+func (a *agent) empty() (*generation, error) {
+	set, err := counter.New(nil, counter.Config{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := set.Open(); err != nil {
+		return nil, err
+	}
+	clusters, _ := metrics.LoadClusters(a.o.pmids)
+	table, src, err := metrics.Build(metrics.Spec{Version: version, Set: set, Clusters: clusters})
+	if err != nil {
+		return nil, err
+	}
+	return &generation{plan: &setup.Plan{}, set: set, table: table, src: src}, nil
 }
 
 // startReservation opens the lock file and starts watching it: counters are
 // closed while someone holds a read lock on it and reopened when the last
 // holder lets go. The state file beside it tells perfalloc when that has
 // happened.
-func (a *agent) startReservation(o *options) error {
-	lf, err := reservation.Open(o.lockfile)
+func (a *agent) startReservation() error {
+	lf, err := reservation.Open(a.o.lockfile)
 	if err != nil {
 		return err
 	}
 	a.lock = lf
-	st, err := reservation.NewStateFile(reservation.StatePath(o.lockfile), reservation.State{
+	st, err := reservation.NewStateFile(reservation.StatePath(a.o.lockfile), reservation.State{
 		Program:  prog,
-		Config:   o.config,
-		LockFile: o.lockfile,
+		Config:   a.o.config,
+		LockFile: a.o.lockfile,
 		Counters: reservation.CountersOpen,
 		Since:    time.Now(),
 		Holders:  []int{},
@@ -424,8 +508,8 @@ func (a *agent) startReservation(o *options) error {
 	}
 	a.state = st
 	w, err := reservation.Watch(lf, reservation.Options{
-		Poll:     o.poll,
-		NoNotify: o.noInotify,
+		Poll:     a.o.poll,
+		NoNotify: a.o.noInotify,
 		Logf:     func(format string, args ...any) { a.log.Warningf(format, args...) },
 	}, a.reservationChanged)
 	if err != nil {
@@ -450,17 +534,19 @@ func (a *agent) stopReservation() {
 
 // reservationChanged runs on the watcher's goroutine.
 func (a *agent) reservationChanged(s reservation.Status) {
-	reserved := a.set.Reserved()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	set := a.gen.Load().set
 	switch {
-	case s.Reserved && !reserved:
+	case s.Reserved && !a.reserved:
 		start := time.Now()
-		if err := a.set.Close(); err != nil {
+		if err := set.Close(); err != nil {
 			a.log.Warningf("closing counters for perfalloc: %v", err)
 		}
 		a.log.Infof("counters released for perfalloc (holders %s) in %v", pids(s.Holders), time.Since(start).Round(time.Microsecond))
-	case !s.Reserved && reserved:
+	case !s.Reserved && a.reserved:
 		start := time.Now()
-		sum, err := a.set.Reopen()
+		sum, err := set.Reopen()
 		if err != nil {
 			a.log.Warningf("reopening counters: %v", err)
 		}
@@ -469,20 +555,29 @@ func (a *agent) reservationChanged(s reservation.Status) {
 			a.log.Warningf("%s", line)
 		}
 	}
+	a.reserved = s.Reserved
+	a.updateState(&s)
+}
+
+// updateState writes the state file; s is nil when only the events changed.
+// The caller holds a.mu.
+func (a *agent) updateState(s *reservation.Status) {
 	if a.state == nil {
 		return
 	}
 	events := a.events()
 	err := a.state.Update(func(st *reservation.State) {
-		counters := reservation.CountersOpen
-		if s.Reserved {
-			counters = reservation.CountersReleased
+		if s != nil {
+			counters := reservation.CountersOpen
+			if s.Reserved {
+				counters = reservation.CountersReleased
+			}
+			if st.Counters != counters {
+				st.Since = time.Now()
+			}
+			st.Counters = counters
+			st.Holders = append(st.Holders[:0], s.Holders...)
 		}
-		if st.Counters != counters {
-			st.Since = time.Now()
-		}
-		st.Counters = counters
-		st.Holders = append(st.Holders[:0], s.Holders...)
 		st.Events = events
 	})
 	if err != nil {
@@ -492,11 +587,12 @@ func (a *agent) reservationChanged(s reservation.Status) {
 
 // events describes every configured event for the state file.
 func (a *agent) events() []reservation.EventState {
-	out := make([]reservation.EventState, 0, a.set.NumEvents())
-	for ev := range a.set.NumEvents() {
-		e := reservation.EventState{Name: a.set.Name(ev), State: reservation.EventFailed}
+	set := a.gen.Load().set
+	out := make([]reservation.EventState, 0, set.NumEvents())
+	for ev := range set.NumEvents() {
+		e := reservation.EventState{Name: set.Name(ev), State: reservation.EventFailed}
 		var why error
-		for _, c := range a.set.Status(ev) {
+		for _, c := range set.Status(ev) {
 			if c.Open {
 				e.CPUs++
 			}
@@ -510,7 +606,7 @@ func (a *agent) events() []reservation.EventState {
 		switch {
 		case e.CPUs > 0:
 			e.State = reservation.EventCounting
-		case len(a.set.CPUs(ev)) > 0 && a.set.Reserved():
+		case len(set.CPUs(ev)) > 0 && set.Reserved():
 			e.State = reservation.EventReleased
 		}
 		if why != nil {

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"encoding/binary"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/pdu"
+	"perfevent/internal/reservation"
+)
+
+// pmcd plays pmcd's side of a pipe to a real pmdaperfevent process.
+type pmcd struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	r    *pdu.Reader
+	b    pdu.Builder
+	p    pdu.Parser
+	res  pdu.Result
+	dir  string
+	conf string
+	lock string
+	log  string
+}
+
+func startPMDA(t *testing.T, conf string) *pmcd {
+	t.Helper()
+	needPerf(t)
+	bin := agentBinary(t)
+	dir := t.TempDir()
+	h := &pmcd{t: t, dir: dir, conf: filepath.Join(dir, "perfevent.conf"), lock: filepath.Join(dir, "perflock"), log: filepath.Join(dir, "perfevent.log")}
+	if err := os.WriteFile(h.conf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.cmd = exec.Command(bin, "-d", "127", "-c", h.conf, "-l", h.log, "--lockfile", h.lock, "--pmids", filepath.Join(dir, "pmids"))
+	var err error
+	if h.in, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.in.Close()
+		done := make(chan error, 1)
+		go func() { done <- h.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			h.cmd.Process.Kill()
+			t.Error("the agent did not exit within 5 s of pmcd closing its pipe")
+		}
+		if t.Failed() {
+			data, _ := os.ReadFile(h.log)
+			t.Logf("agent log:\n%s", data)
+		}
+	})
+	h.r = pdu.NewReader(out)
+	if hdr, _ := h.next(); hdr.Type != pdu.TypeCreds {
+		t.Fatalf("agent spoke %s first", hdr.Type)
+	}
+	h.send(h.b.Creds(1, pdu.VersionCred(0)))
+	return h
+}
+
+func (h *pmcd) send(msg []byte) {
+	h.t.Helper()
+	if _, err := h.in.Write(msg); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *pmcd) next() (pdu.Header, []byte) {
+	h.t.Helper()
+	type reply struct {
+		hdr pdu.Header
+		msg []byte
+		err error
+	}
+	c := make(chan reply, 1)
+	go func() {
+		hdr, msg, err := h.r.Next()
+		c <- reply{hdr, append([]byte(nil), msg...), err}
+	}()
+	select {
+	case r := <-c:
+		if r.err != nil {
+			h.t.Fatalf("reading from the agent: %v", r.err)
+		}
+		if _, err := h.p.Start(r.msg); err != nil {
+			h.t.Fatal(err)
+		}
+		return r.hdr, r.msg
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("no reply within pmcd's 5 s timeout")
+	}
+	return pdu.Header{}, nil
+}
+
+// pmid asks the agent for a name's PMID, as pmcd does for dynamic names.
+func (h *pmcd) pmid(name string) (pdu.PMID, pdu.Err) {
+	h.t.Helper()
+	h.b.StartNames(0, false)
+	h.b.AddName(name, 0)
+	msg, err := h.b.Finish()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.send(msg)
+	hdr, _ := h.next()
+	if hdr.Type == pdu.TypeError {
+		code, _ := h.p.Error()
+		return 0, code
+	}
+	_, ids, err := h.p.IDs(nil)
+	if err != nil || len(ids) != 1 {
+		h.t.Fatalf("PMNS_IDS reply: %v %v", ids, err)
+	}
+	return ids[0], 0
+}
+
+// fetch returns instance → value for one metric, decoding 32-bit, 64-bit
+// and double values, and the set's numval.
+func (h *pmcd) fetch(name string) (map[int32]float64, int32) {
+	h.t.Helper()
+	id, code := h.pmid(name)
+	if code != 0 {
+		h.t.Fatalf("pmid(%s): %v", name, code)
+	}
+	h.send(h.b.Fetch(0, 0, []pdu.PMID{id}))
+	h.next()
+	if err := h.p.Result(&h.res); err != nil {
+		h.t.Fatal(err)
+	}
+	vs := h.res.Sets[0]
+	out := map[int32]float64{}
+	for _, v := range vs.Values {
+		switch {
+		case vs.ValFmt == pdu.ValInsitu:
+			out[v.Inst] = float64(int32(v.Insitu))
+		case v.VType == pdu.ValueDouble:
+			out[v.Inst] = math.Float64frombits(binary.BigEndian.Uint64(v.Block))
+		default:
+			out[v.Inst] = float64(int64(binary.BigEndian.Uint64(v.Block)))
+		}
+	}
+	return out, vs.NumVal
+}
+
+func (h *pmcd) waitLog(t *testing.T, text string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(h.log)
+		if strings.Contains(string(data), text) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the agent log never said %q", text)
+}
+
+func TestReloadKeepsPMIDs(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\npage-faults\n")
+	clock, _ := h.pmid("perfevent.hwcounters.cpu_clock.value")
+	faults, _ := h.pmid("perfevent.hwcounters.page_faults.value")
+	if _, code := h.pmid("perfevent.hwcounters.task_clock.value"); code != pdu.ErrName {
+		t.Fatalf("task_clock before the reload: %v, want PM_ERR_NAME", code)
+	}
+
+	// A new first line, one line gone: in the C agent every PMID would move.
+	os.WriteFile(h.conf, []byte("[perf]\ntask-clock\ncpu-clock\n"), 0o644)
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog(t, "reload done")
+
+	if id, _ := h.pmid("perfevent.hwcounters.cpu_clock.value"); id != clock {
+		t.Errorf("cpu_clock moved from %v to %v", clock, id)
+	}
+	task, code := h.pmid("perfevent.hwcounters.task_clock.value")
+	if code != 0 || task == clock || task == faults {
+		t.Errorf("task_clock = %v, %v; want a new PMID", task, code)
+	}
+	if _, code := h.pmid("perfevent.hwcounters.page_faults.value"); code != pdu.ErrName {
+		t.Errorf("page_faults after the reload: %v, want PM_ERR_NAME", code)
+	}
+	v, n := h.fetch("perfevent.hwcounters.task_clock.value")
+	if n <= 0 || len(v) == 0 {
+		t.Errorf("task_clock after reload: numval %d, %v", n, v)
+	}
+	// The names changed: the first RESULT after the reload says so.
+	if h.res.Flags&pdu.StateNamesChange == 0 {
+		t.Errorf("RESULT flags %#x lack PMCD_NAMES_CHANGE", h.res.Flags)
+	}
+
+	// A reload of an unreadable file keeps the old configuration.
+	os.Remove(h.conf)
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog(t, "still serving the previous configuration")
+	if _, code := h.pmid("perfevent.hwcounters.task_clock.value"); code != 0 {
+		t.Errorf("task_clock after a failed reload: %v", code)
+	}
+}
+
+func TestPerfallocLockReleasesCounters(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	h.fetch("perfevent.active")
+	active, _ := h.fetch("perfevent.active")
+	if active[pdu.InNull] < 1 {
+		t.Fatalf("active = %v before the lock", active)
+	}
+
+	// This test process is not the agent, so its POSIX read lock is what
+	// perfalloc's would be.
+	f, err := os.Open(h.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0, Start: 0, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	st, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
+	})
+	if err != nil {
+		t.Fatalf("the state file never showed the release: %v", err)
+	}
+	if st.PID != h.cmd.Process.Pid || len(st.Events) != 1 || st.Events[0].Name != "cpu-clock" || st.Events[0].State != reservation.EventReleased {
+		t.Errorf("state %+v", st)
+	}
+	frozen, _ := h.fetch("perfevent.hwcounters.cpu_clock.value")
+	active, _ = h.fetch("perfevent.active")
+	time.Sleep(20 * time.Millisecond)
+	again, _ := h.fetch("perfevent.hwcounters.cpu_clock.value")
+	if active[pdu.InNull] != 0 || frozen[0] != again[0] {
+		t.Errorf("while reserved: active %v, cpu_clock %v then %v; want 0 and frozen", active, frozen, again)
+	}
+	if fds := countPerfFDs(t, h.cmd.Process.Pid); fds != 0 {
+		t.Errorf("%d perf descriptors open while reserved, want 0", fds)
+	}
+
+	lk.Type = unix.F_UNLCK
+	unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersOpen
+	}); err != nil {
+		t.Fatalf("the state file never showed the counters back: %v", err)
+	}
+	h.fetch("perfevent.active")
+	active, _ = h.fetch("perfevent.active")
+	moved, _ := h.fetch("perfevent.hwcounters.cpu_clock.value")
+	if active[pdu.InNull] < 1 || moved[0] <= frozen[0] {
+		t.Errorf("after release: active %v, cpu_clock %v (frozen at %v)", active, moved, frozen)
+	}
+}
+
+func countPerfFDs(t *testing.T, pid int) int {
+	t.Helper()
+	dir := filepath.Join("/proc", strconvItoa(pid), "fd")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.Contains(target, "perf_event") {
+			n++
+		}
+	}
+	return n
+}
+
+func strconvItoa(n int) string { return pids([]int{n}) }
