@@ -54,6 +54,10 @@ Options:
 
 Options end at the first argument that is not one, so the command keeps its
 own: perfalloc sh -c 'exit 7' runs sh -c 'exit 7'.
+
+Exit status: the command's own (128+N if signal N killed it); 126 if it
+cannot be executed, 127 if it does not exist; otherwise 0, or 1 when the lock
+cannot be taken or the agent does not confirm the release in time.
 `
 
 // usageError is a mistake on the command line: perfalloc prints it and the
