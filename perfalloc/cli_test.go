@@ -409,6 +409,11 @@ func TestConfirmation(t *testing.T) {
 	if s, err := reservation.ReadState(reservation.StatePath(lock)); err != nil || !s.HeldBy(pid) || s.Counters != reservation.CountersReleased {
 		t.Errorf("state after -d: %+v %v", s, err)
 	}
+	// A second user joins while the first holds the lock: the counters are
+	// already released, but the confirmation waits for its own pid.
+	if r := perfalloc(t, nil, "-f", lock, "true"); r.rc != 0 || !confirmed.MatchString(r.stderr) {
+		t.Errorf("second holder: %+v", r)
+	}
 	unix.Kill(pid, syscall.SIGTERM)
 	unix.Wait4(pid, nil, 0, nil)
 	waitFree(t, lock)
