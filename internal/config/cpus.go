@@ -9,7 +9,7 @@ import (
 
 // Topology is what CPU options are expanded against. The caller reads it from
 // /sys/devices/system/cpu/online and /sys/devices/system/node/node*/cpulist
-// (both in the format ParseCPUList reads).
+// (both in the kernel's CPU list format, which internal/pmu parses).
 type Topology struct {
 	// Online holds the online CPU ids, ascending.
 	Online []int
@@ -99,67 +99,8 @@ func (a *CPUAllocator) CPUs(opt CPUOption, at Pos) ([]int, error) {
 	return nil, errorf(at, "unknown CPU option kind %d", int(opt.Kind))
 }
 
-// maxCPU bounds the ids ParseCPUList accepts, so that a corrupt range cannot
-// make it allocate gigabytes. Linux supports at most 8192 CPUs today.
-const maxCPU = 1 << 16
-
-// ParseCPUList parses the kernel's CPU list format, as in
-// /sys/devices/system/cpu/online or a PMU's cpumask: comma-separated ids and
-// inclusive ranges, e.g. "0-3,5,7-8". Surrounding white space is ignored and
-// an empty list (an offline node's cpulist) gives no CPUs. The result is
-// ascending without duplicates.
-func ParseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	// A bitmap rather than a list keeps "0-65535,0-65535,…" from growing
-	// without bound.
-	var set []bool
-	for part := range strings.SplitSeq(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		first, err := cpuID(lo)
-		if err != nil {
-			return nil, fmt.Errorf("CPU list %q: %v", s, err)
-		}
-		last := first
-		if isRange {
-			if last, err = cpuID(hi); err != nil {
-				return nil, fmt.Errorf("CPU list %q: %v", s, err)
-			}
-			if last < first {
-				return nil, fmt.Errorf("CPU list %q: range %s runs backwards", s, part)
-			}
-		}
-		if last >= len(set) {
-			set = append(set, make([]bool, last+1-len(set))...)
-		}
-		for c := first; c <= last; c++ {
-			set[c] = true
-		}
-	}
-	var cpus []int
-	for c, on := range set {
-		if on {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
-}
-
-func cpuID(s string) (int, error) {
-	if !allDigits(s) {
-		return 0, fmt.Errorf("%q is not a CPU number", s)
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n >= maxCPU {
-		return 0, fmt.Errorf("CPU %s is beyond the largest supported id %d", s, maxCPU-1)
-	}
-	return n, nil
-}
-
 // FormatCPUList renders ascending CPU ids in the kernel's list format, e.g.
-// "0-3,5": the inverse of ParseCPUList, for messages.
+// "0-3,5", for messages.
 func FormatCPUList(cpus []int) string {
 	var b strings.Builder
 	for i := 0; i < len(cpus); {

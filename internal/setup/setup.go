@@ -108,7 +108,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 		if err != nil {
 			continue
 		}
-		cpus, err := config.ParseCPUList(string(data))
+		cpus, err := pmu.ParseCPUList(string(data))
 		if err != nil {
 			return Machine{}, fmt.Errorf("%s/cpulist: %w", d, err)
 		}
