@@ -616,3 +616,43 @@ func TestTableErrors(t *testing.T) {
 		}
 	}
 }
+
+// Tables swapped from another goroutine while fetches and name lookups run
+// (go test -race checks the sharing).
+func TestConcurrentTableSwap(t *testing.T) {
+	h := startAgent(t, &exampleFetcher{quiet: true}, exampleSpec(), Config{})
+	t1, _ := NewTable(exampleSpec())
+	spec := exampleSpec()
+	spec.Metrics = spec.Metrics[:2]
+	t2, _ := NewTable(spec)
+	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i%2 == 0 {
+				h.agent.SetTable(t1)
+			} else {
+				h.agent.SetTable(t2)
+			}
+			h.agent.SignalChange(pdu.StateLabelChange)
+		}
+	}()
+	for range 200 {
+		r := h.fetch(0, pmidActive, pmidCounter)
+		if r.Sets[0].NumVal != 1 {
+			t.Fatalf("active: numval %d", r.Sets[0].NumVal)
+		}
+		if n := r.Sets[1].NumVal; n != 3 && n != int32(pdu.ErrPMID) {
+			t.Fatalf("counter: numval %d", n)
+		}
+		h.ask(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example"), pdu.TypePMNSNames)
+	}
+	close(stop)
+	<-swapped
+}
