@@ -140,7 +140,17 @@ func (w *Watcher) run() {
 	burst := time.NewTimer(time.Hour)
 	burst.Stop()
 	var hintAt time.Time
-	next := len(recheckAfter) // index into recheckAfter; len means no burst
+	var step int // index into recheckAfter of the check just made
+	recheck := func() {
+		w.check()
+		// Skip the steps that a slow check already overran.
+		for step++; step < len(recheckAfter); step++ {
+			if d := time.Until(hintAt.Add(recheckAfter[step])); d > 0 {
+				burst.Reset(d)
+				break
+			}
+		}
+	}
 
 	for {
 		select {
@@ -149,17 +159,11 @@ func (w *Watcher) run() {
 		case <-poll.C:
 			w.check()
 		case <-w.hints:
-			hintAt, next = time.Now(), 0
-			burst.Reset(0)
+			// A new hint restarts the follow-ups from its own time.
+			hintAt, step = time.Now(), 0
+			recheck()
 		case <-burst.C:
-			w.check()
-			// Skip the steps that a slow check already overran.
-			for next++; next < len(recheckAfter); next++ {
-				if d := time.Until(hintAt.Add(recheckAfter[next])); d > 0 {
-					burst.Reset(d)
-					break
-				}
-			}
+			recheck()
 		}
 	}
 }
