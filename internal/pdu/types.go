@@ -65,6 +65,7 @@ func NewPMID(domain, cluster, item int) PMID {
 	return PMID(uint32(domain&0x1FF)<<22 | uint32(cluster&0xFFF)<<10 | uint32(item&0x3FF))
 }
 
+// Domain, Cluster and Item unpack the PMID's three parts.
 func (p PMID) Domain() int  { return int(p>>22) & 0x1FF }
 func (p PMID) Cluster() int { return int(p>>10) & 0xFFF }
 func (p PMID) Item() int    { return int(p) & 0x3FF }
@@ -91,6 +92,7 @@ func NewInDom(domain, serial int) InDom {
 	return InDom(uint32(domain&0x1FF)<<22 | uint32(serial&0x3FFFFF))
 }
 
+// Domain and Serial unpack the InDom's two parts.
 func (i InDom) Domain() int { return int(i>>22) & 0x1FF }
 func (i InDom) Serial() int { return int(i) & 0x3FFFFF }
 
@@ -134,6 +136,8 @@ var (
 
 func sext4(v uint32) int { return int(int8(v<<4) >> 4) }
 
+// The accessors below unpack a Units word; dimensions and the count scale
+// are signed.
 func (u Units) DimSpace() int   { return sext4(uint32(u) >> 28) }
 func (u Units) DimTime() int    { return sext4(uint32(u) >> 24 & 0xF) }
 func (u Units) DimCount() int   { return sext4(uint32(u) >> 20 & 0xF) }
@@ -158,6 +162,7 @@ const (
 
 var valueTypeNames = [...]string{"32", "U32", "64", "U64", "FLOAT", "DOUBLE", "STRING", "AGGREGATE"}
 
+// String returns PCP's short name for the type, e.g. "U64".
 func (t ValueType) String() string {
 	if t >= 0 && int(t) < len(valueTypeNames) {
 		return valueTypeNames[t]

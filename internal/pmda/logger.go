@@ -56,6 +56,8 @@ func (l *Logger) Finish() {
 	fmt.Fprintf(l.w, "\nLog finished %s\n", l.now().Format("Mon Jan _2 15:04:05 2006"))
 }
 
+// Infof, Warningf and Errorf write one line at their level; a trailing
+// newline in the message is dropped.
 func (l *Logger) Infof(format string, args ...any)    { l.logf("Info", format, args...) }
 func (l *Logger) Warningf(format string, args ...any) { l.logf("Warning", format, args...) }
 func (l *Logger) Errorf(format string, args ...any)   { l.logf("Error", format, args...) }

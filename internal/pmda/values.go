@@ -76,42 +76,49 @@ func (w *ValueWriter) accept(inst int32, t pdu.ValueType) bool {
 	return true
 }
 
+// Int32 writes a value of a PM_TYPE_32 metric.
 func (w *ValueWriter) Int32(inst int32, v int32) {
 	if w.accept(inst, pdu.ValueInt32) {
 		w.b.AddInsitu(inst, uint32(v))
 	}
 }
 
+// Uint32 writes a value of a PM_TYPE_U32 metric.
 func (w *ValueWriter) Uint32(inst int32, v uint32) {
 	if w.accept(inst, pdu.ValueUint32) {
 		w.b.AddInsitu(inst, v)
 	}
 }
 
+// Int64 writes a value of a PM_TYPE_64 metric.
 func (w *ValueWriter) Int64(inst int32, v int64) {
 	if w.accept(inst, pdu.ValueInt64) {
 		w.b.AddInt64(inst, v)
 	}
 }
 
+// Uint64 writes a value of a PM_TYPE_U64 metric.
 func (w *ValueWriter) Uint64(inst int32, v uint64) {
 	if w.accept(inst, pdu.ValueUint64) {
 		w.b.AddUint64(inst, v)
 	}
 }
 
+// Float writes a value of a PM_TYPE_FLOAT metric.
 func (w *ValueWriter) Float(inst int32, v float32) {
 	if w.accept(inst, pdu.ValueFloat) {
 		w.b.AddFloat(inst, v)
 	}
 }
 
+// Double writes a value of a PM_TYPE_DOUBLE metric.
 func (w *ValueWriter) Double(inst int32, v float64) {
 	if w.accept(inst, pdu.ValueDouble) {
 		w.b.AddDouble(inst, v)
 	}
 }
 
+// String writes a value of a PM_TYPE_STRING metric.
 func (w *ValueWriter) String(inst int32, s string) {
 	if w.accept(inst, pdu.ValueString) {
 		w.b.AddString(inst, s)
