@@ -171,7 +171,7 @@ func TestLockFileErrors(t *testing.T) {
 	}
 }
 
-func TestUnreadableLockFile(t *testing.T) {
+func TestLockFileAsNobody(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run perfalloc as nobody")
 	}
@@ -195,6 +195,11 @@ func TestUnreadableLockFile(t *testing.T) {
 	want = "perfalloc: lock file " + path + ": permission denied (mode 0000, owner uid 0): pmdaperfevent creates it readable by everyone (0644), so ask the administrator to restore that\n"
 	if out, rc := asNobody(); rc != 1 || out != want {
 		t.Errorf("mode 0000: rc %d %q\nwant %q", rc, out, want)
+	}
+	// The agent's mode: any user may reserve the counters.
+	os.Chmod(path, reservation.LockMode)
+	if out, rc := asNobody(); rc != 0 || out != noState(path) {
+		t.Errorf("mode 0644: rc %d %q", rc, out)
 	}
 }
 
