@@ -15,9 +15,17 @@
 //   - sysfs PMU events for [dynamic] sections, "pmu.event"
 //     ("msr.tsc", "power.energy-pkg"), and perf's "pmu/term=value/" syntax.
 //
-// The package also reports which libpfm4 PMU names are present, for
-// choosing a perfevent.conf section, and lists every event it can resolve.
+// FS.ResolveWith returns an Event whose Attr carries the type, config
+// words and exclude bits; libpfm4-style names get libpfm4's exclude bits
+// (user and kernel, guests excluded, exclude_hv only where the core PMU
+// can filter the hypervisor), sysfs names none, as in the C agent.
+// FS.PresentNames gives the names a perfevent.conf section header can
+// match, FS.ListEvents everything --list-events shows, and FS.ScaleFor the
+// sysfs scale behind the perf_scale option.
 //
 // Everything is read below the roots held by an FS, so tests point it at
-// the trees under testdata/.
+// the trees under testdata/: "vm" is a copy of the CI VM's PMUs (software,
+// msr, tracepoint, breakpoint, uprobe), "skylake" an Intel Xeon with core,
+// uncore, power, msr and cstate PMUs and a few deliberately broken event
+// files, "power9" an LPAR with hv_24x7, "graviton2" an ARM Neoverse N1.
 package pmu
