@@ -326,3 +326,26 @@ func TestDefaultHonoursCEnvironment(t *testing.T) {
 func attr(typ uint32, config, ext1 uint64) unix.PerfEventAttr {
 	return unix.PerfEventAttr{Type: typ, Config: config, Ext1: ext1}
 }
+
+// TestNoSysfs: in a container without /sys/bus/event_source, generic
+// names still resolve and sysfs names fail with the path that is missing.
+func TestNoSysfs(t *testing.T) {
+	dir := t.TempDir()
+	fs := &FS{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc"), Tracing: []string{filepath.Join(dir, "tracing")}}
+	ev, err := fs.Resolve("page-faults")
+	if err != nil || ev.Attr.Type != 1 || ev.Attr.Config != 2 || ev.Attr.Bits != dflNoCore {
+		t.Errorf("page-faults = %+v, %v", ev.Attr, err)
+	}
+	if got := fs.PresentNames(); !reflect.DeepEqual(got, []string{"perf", "perf_raw"}) {
+		t.Errorf("PresentNames = %v", got)
+	}
+	_, err = fs.Resolve("msr.tsc")
+	want := `event "msr.tsc": no PMU "msr": ` + filepath.Join(dir, "sys", "bus", "event_source", "devices", "msr") + " does not exist"
+	if err == nil || err.Error() != want {
+		t.Errorf("msr.tsc error = %v, want %s", err, want)
+	}
+	ls, err := fs.ListEvents()
+	if err == nil || len(ls) != 10+32+12+9 {
+		t.Errorf("ListEvents = %d listings, %v", len(ls), err)
+	}
+}
