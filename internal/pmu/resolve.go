@@ -278,10 +278,37 @@ func (fs *FS) resolveLibpfmPMU(name, pfx, rest string) (Event, error) {
 		return fs.ix86arch(name, strings.ToUpper(base), g, splitMods(mods))
 	}
 	hint := ""
-	if sys, err := fs.PMUNames(); err == nil && len(sys) > 0 {
+	if k, ok := fs.kernelUncoreName(pfx); ok {
+		hint = fmt.Sprintf(" (the kernel calls this PMU %s; its events are in %s)", k, filepath.Join(fs.devicesDir(), k, "events"))
+	} else if sys, err := fs.PMUNames(); err == nil && len(sys) > 0 {
 		hint = " (this machine's kernel PMUs: " + strings.Join(sys, ", ") + ")"
 	}
 	return Event{}, fmt.Errorf("event %q: %s is a libpfm4 PMU whose event tables this agent does not carry; use the kernel's PMU in a [dynamic] section as pmu.event%s, or \"RAW:<name> rawcode=0x<code>\"", name, pfx, hint)
+}
+
+// kernelUncoreName guesses the kernel's name for a libpfm4 uncore PMU:
+// snbep_unc_imc0 is uncore_imc_0, hswep_unc_cbo3 is uncore_cbox_3,
+// snbep_unc_pcu is uncore_pcu. It reports false unless that PMU exists.
+func (fs *FS) kernelUncoreName(libpfm string) (string, bool) {
+	_, unit, ok := strings.Cut(strings.ToLower(libpfm), "_unc_")
+	if !ok {
+		return "", false
+	}
+	base := strings.TrimRight(unit, "0123456789")
+	unit, num := base, unit[len(base):]
+	if unit == "cbo" {
+		unit = "cbox"
+	}
+	candidates := []string{"uncore_" + unit}
+	if num != "" {
+		candidates = []string{"uncore_" + unit + "_" + num, "uncore_" + unit + num}
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(filepath.Join(fs.devicesDir(), c)); err == nil {
+			return c, true
+		}
+	}
+	return "", false
 }
 
 func isIntelCoreName(pfx string) bool {
