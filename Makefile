@@ -7,8 +7,9 @@
 #   make install   copy the agent's files into $(DESTDIR)$(PMDADIR)
 #   make clean
 #
-# Packagers: make build && make install DESTDIR=/tmp/stage PCP_PMDAS_DIR=/var/lib/pcp/pmdas
+# Packagers: make build && make install DESTDIR=/tmp/stage MANDIR=/usr/share/man
 # then run $(PMDADIR)/Install on the target to register the agent with pmcd.
+# Nothing is installed over a file of Debian's pcp package.
 
 SHELL := /bin/bash
 
@@ -18,8 +19,12 @@ GOFLAGS_BUILD ?= -trimpath
 # The agent's home, beside (never inside) the C agent's $(PCP_PMDAS_DIR)/perfevent.
 PCP_PMDAS_DIR ?= $(or $(shell . /etc/pcp.conf 2>/dev/null && echo $$PCP_PMDAS_DIR),/var/lib/pcp/pmdas)
 PMDADIR ?= $(PCP_PMDAS_DIR)/perfevent-go
+# Man pages stay in the agent's home by default (man -M $(PMDADIR)/man
+# pmdaperfevent): Debian's pcp owns pmdaperfevent.1 and perfevent.conf.5 in
+# the system man tree. A package that replaces the C agent sets
+# MANDIR=$(PREFIX)/share/man.
 PREFIX ?= /usr
-MANDIR ?= $(PREFIX)/share/man
+MANDIR ?= $(PMDADIR)/man
 DESTDIR ?=
 
 # What `make install` copies; override to install prebuilt binaries.
