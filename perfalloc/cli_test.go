@@ -438,6 +438,13 @@ func TestConfirmationTimeout(t *testing.T) {
 	}
 	waitFree(t, lock)
 
+	// -d fails the same way, in the parent, before detaching anything.
+	r = perfalloc(t, nil, "-d", "--timeout", "50ms", "-f", lock)
+	if r.rc != 1 || r.stdout != "" || r.stderr != want {
+		t.Errorf("-d: got %+v\nwant %q", r, want)
+	}
+	waitFree(t, lock)
+
 	// --no-wait does not ask.
 	if r := perfalloc(t, nil, "--no-wait", "-f", lock, "true"); r.rc != 0 || r.stderr != "" {
 		t.Errorf("--no-wait: %+v", r)
