@@ -414,6 +414,8 @@ class Slot:
                     try:
                         client = Client(self.spec())
                         if (client.probe()[0] or 0) > 0:
+                            if self.client is not None:
+                                client.use_names(self.client.names)
                             self.pid, self.client = k, client
                             return
                     except pmapi.pmErr:
@@ -441,6 +443,10 @@ class Client:
         self.all = self.ctx.pmLookupName(names)
         self.one = self.ctx.pmLookupName([ONE_METRIC])
         self.probe_ids = self.ctx.pmLookupName(["perfevent.active", ONE_METRIC])
+
+    def use_names(self, names):
+        self.names = list(names)
+        self.all = self.ctx.pmLookupName(self.names)
 
     def fetch(self, pmids):
         r = self.ctx.pmFetch(pmids)
@@ -964,8 +970,18 @@ def main():
         results["pin"] = o.pin
         results["agents"] = {s.label: {"agent": s.agent, "argv": s.argv, "pid": s.pid, "lock": s.lock,
                                        "leaves": len(s.client.names)} for s in slots}
-        if len(slots[0].client.names) != len(slots[1].client.names):
-            log("note: go has %d hwcounters leaves, c has %d" % (len(slots[0].client.names), len(slots[1].client.names)))
+        names = {s.label: set(s.client.names) for s in slots}
+        if names["go"] != names["c"]:
+            # e.g. the C agent lists all nine software.* events, configured
+            # or not.  Fetch the same names from both.
+            common = sorted(names["go"] & names["c"])
+            log("note: go has %d hwcounters leaves, c has %d; 'all' fetches the %d they share (only in c: %s; only in go: %s)" % (
+                len(names["go"]), len(names["c"]), len(common),
+                " ".join(n.replace("perfevent.hwcounters.", "") for n in sorted(names["c"] - names["go"])) or "-",
+                " ".join(n.replace("perfevent.hwcounters.", "") for n in sorted(names["go"] - names["c"])) or "-"))
+            for s in slots:
+                s.client.use_names(common)
+            results["leaves_only_in"] = {"c": sorted(names["c"] - names["go"]), "go": sorted(names["go"] - names["c"])}
 
         if "fetch" in measures:
             log("\n== 1. pmFetch round trip through pmcd, n=%d per row, µs" % n_fetch)
@@ -1035,7 +1051,7 @@ def main():
                 for k in ("release", "resume"):
                     st = x[k]
                     log("%-3s %-8s %4d %8.2f %8.2f %8.2f %8.2f  %d" % (s.label, k, st["n"], st["min"], st["median"], st["p99"], st["max"], x["timeouts"][k]))
-                log("%-3s poll period median %.0f µs, p99 %.0f µs; lock %s" % (s.label, x["poll_us"]["median"], x["poll_us"]["p99"], x["lock"]))
+                log("%-3s poll period around the transitions: median %.0f µs, p99 %.0f µs; lock %s" % (s.label, x["poll_us"]["median"], x["poll_us"]["p99"], x["lock"]))
                 for k in ("agent_view_release", "agent_view_resume"):
                     if k in x and x[k]["n"]:
                         st = x[k]
