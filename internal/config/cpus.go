@@ -3,8 +3,8 @@ package config
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
+
+	"perfevent/internal/cpulist"
 )
 
 // Topology is what CPU options are expanded against. The caller reads it from
@@ -92,31 +92,9 @@ func (a *CPUAllocator) CPUs(opt CPUOption, at Pos) ([]int, error) {
 	case CPUIndex:
 		if opt.Index < 0 || opt.Index >= len(a.online) {
 			return nil, errorf(at, "CPU index %d is out of range: this machine has %d online CPUs (%s), so the index must be 0 to %d",
-				opt.Index, len(a.online), FormatCPUList(a.online), len(a.online)-1)
+				opt.Index, len(a.online), cpulist.Format(a.online), len(a.online)-1)
 		}
 		return []int{a.online[opt.Index]}, nil
 	}
 	return nil, errorf(at, "unknown CPU option kind %d", int(opt.Kind))
-}
-
-// FormatCPUList renders ascending CPU ids in the kernel's list format, e.g.
-// "0-3,5", for messages.
-func FormatCPUList(cpus []int) string {
-	var b strings.Builder
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(cpus[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(cpus[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }

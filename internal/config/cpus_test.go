@@ -5,23 +5,6 @@ import (
 	"testing"
 )
 
-func TestFormatCPUList(t *testing.T) {
-	for _, tc := range []struct {
-		in   []int
-		want string
-	}{
-		{nil, ""},
-		{[]int{0}, "0"},
-		{[]int{0, 1}, "0-1"},
-		{[]int{0, 1, 2, 3, 5, 7, 8}, "0-3,5,7-8"},
-		{[]int{2, 4, 6}, "2,4,6"},
-	} {
-		if got := FormatCPUList(tc.in); got != tc.want {
-			t.Errorf("FormatCPUList(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // twoNodes is a machine with CPUs 0-3 on node 0 and 4-6 on node 1, with CPU 2
 // offline.
 var twoNodes = Topology{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"perfevent/internal/config"
+	"perfevent/internal/cpulist"
 )
 
 func Example() {
@@ -32,7 +33,7 @@ instructions 0.001
 	cpus, _ := config.NewCPUAllocator(config.Topology{Online: []int{0, 1, 2, 3}})
 	for _, ev := range sec.Events {
 		ids, _ := cpus.CPUs(ev.CPU, ev.Pos)
-		fmt.Printf("%v: %s on cpus %s\n", ev.Pos, ev.Name, config.FormatCPUList(ids))
+		fmt.Printf("%v: %s on cpus %s\n", ev.Pos, ev.Name, cpulist.Format(ids))
 	}
 
 	for _, d := range f.DerivedSections() {

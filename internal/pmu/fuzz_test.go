@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,63 +155,6 @@ func FuzzParseTerms(f *testing.F) {
 			t.Fatalf("ParseTerms(%q) = %+v, %v; from %q gave %+v", b.String(), again, err, text, terms)
 		}
 	})
-}
-
-// FuzzParseCPUList parses a kernel CPU list and checks that the result is
-// sorted, distinct and in range, and that writing it back as ranges gives
-// the same CPUs.
-func FuzzParseCPUList(f *testing.F) {
-	for _, s := range []string{"0", "0-3", "0-3,8,10-11", "0,2-3\n", " 1 , 0 ", "0-65535", "3-1", "-1", "0-", ",", "1,1,1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		cpus, err := ParseCPUList(s)
-		if err != nil {
-			if cpus != nil {
-				t.Fatalf("ParseCPUList(%q) returned CPUs and error %v", s, err)
-			}
-			return
-		}
-		if strings.TrimSpace(s) == "" {
-			if cpus != nil {
-				t.Fatalf("ParseCPUList(%q) = %v, want nil", s, cpus)
-			}
-			return
-		}
-		if len(cpus) == 0 {
-			t.Fatalf("ParseCPUList(%q) accepted a list of nothing", s)
-		}
-		for i, c := range cpus {
-			if c < 0 || c >= 1<<16 || (i > 0 && c <= cpus[i-1]) {
-				t.Fatalf("ParseCPUList(%q) = %v: not sorted, distinct and in 0-65535", s, cpus)
-			}
-		}
-		text := formatCPUList(cpus)
-		again, err := ParseCPUList(text)
-		if err != nil || !slices.Equal(again, cpus) {
-			t.Fatalf("ParseCPUList(%q) = %v, %v; from %q gave %v", text, again, err, s, cpus)
-		}
-	})
-}
-
-// formatCPUList writes CPUs in the kernel's compressed form, "0-3,8".
-func formatCPUList(cpus []int) string {
-	var b strings.Builder
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(cpus[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(cpus[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }
 
 // fuzzTrees are the fixture machines FuzzResolve resolves names on.

@@ -106,27 +106,3 @@ func TestParseTerms(t *testing.T) {
 		}
 	}
 }
-
-func TestParseCPUList(t *testing.T) {
-	for in, want := range map[string][]int{
-		"0-3,8,10-11\n": {0, 1, 2, 3, 8, 10, 11},
-		"0,18":          {0, 18},
-		"5,1-2,2":       {1, 2, 5},
-		"":              nil,
-	} {
-		got, err := ParseCPUList(in)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for in, msg := range map[string]string{
-		"a":       `bad CPU number "a" in list "a"`,
-		"3-1":     `bad CPU range "3-1" in list "3-1"`,
-		"0-99999": `CPU 99999 out of range in list "0-99999"`,
-		"-1":      `bad CPU number "" in list "-1"`,
-	} {
-		if _, err := ParseCPUList(in); err == nil || err.Error() != msg {
-			t.Errorf("ParseCPUList(%q) error = %v, want %s", in, err, msg)
-		}
-	}
-}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"perfevent/internal/cpulist"
 )
 
 // PMU is one directory of /sys/bus/event_source/devices.
@@ -126,7 +128,7 @@ func (fs *FS) PMU(name string) (*PMU, error) {
 		if err != nil {
 			continue
 		}
-		cpus, err := ParseCPUList(s)
+		cpus, err := cpulist.Parse(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

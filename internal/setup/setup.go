@@ -18,6 +18,7 @@ import (
 
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
+	"perfevent/internal/cpulist"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmu"
 
@@ -108,7 +109,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 		if err != nil {
 			continue
 		}
-		cpus, err := pmu.ParseCPUList(string(data))
+		cpus, err := cpulist.Parse(string(data))
 		if err != nil {
 			return Machine{}, fmt.Errorf("%s/cpulist: %w", d, err)
 		}
@@ -255,7 +256,7 @@ func cpuNames(cpus []int) string {
 	if len(cpus) == 1 {
 		return fmt.Sprintf("cpu%d", cpus[0])
 	}
-	return "cpus " + config.FormatCPUList(cpus)
+	return "cpus " + cpulist.Format(cpus)
 }
 
 func (p *Plan) info(pos config.Pos, format string, args ...any) {

@@ -9,6 +9,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/cpulist"
 	"perfevent/internal/pmu"
 )
 
@@ -78,7 +79,7 @@ func TestPlanOnVM(t *testing.T) {
 	}
 	var got []string
 	for _, c := range p.Counters {
-		got = append(got, c.Metric+"@"+config.FormatCPUList(c.CPUs))
+		got = append(got, c.Metric+"@"+cpulist.Format(c.CPUs))
 	}
 	want := "cpu_clock@0-1 cycles@0-1 page_faults@1 sched_sched_switch@0-1 RAW_r1@0-1 msr.tsc@0-1 software.page_faults@0-1"
 	if strings.Join(got, " ") != want {
@@ -172,10 +173,10 @@ func TestPlanUncoreUsesCPUMask(t *testing.T) {
 	if len(p.Counters) != 2 {
 		t.Fatalf("counters %+v\n%s", p.Counters, notes(p))
 	}
-	if got := config.FormatCPUList(p.Counters[0].CPUs); got != "0,18" {
+	if got := cpulist.Format(p.Counters[0].CPUs); got != "0,18" {
 		t.Errorf("cas_count_read on %s, want the cpumask 0,18", got)
 	}
-	if got := config.FormatCPUList(p.Counters[1].CPUs); got != "3" {
+	if got := cpulist.Format(p.Counters[1].CPUs); got != "3" {
 		t.Errorf("an explicit CPU index overrides the cpumask: got %s", got)
 	}
 	if c := p.Counters[0]; c.Event.Scale != 6.103515625e-5 || c.Event.Unit != "MiB" {
@@ -224,7 +225,7 @@ func TestOpenedPartialFailureIsAProblem(t *testing.T) {
 	if !strings.Contains(text, want) || !strings.Contains(text, "(EACCES); counting on cpu1\n") {
 		t.Errorf("notes lack %q … counting on cpu1:\n%s", want, text)
 	}
-	if len(p.Counters) != 1 || config.FormatCPUList(p.Counters[0].CPUs) != "1" {
+	if len(p.Counters) != 1 || cpulist.Format(p.Counters[0].CPUs) != "1" {
 		t.Errorf("counters %+v", p.Counters)
 	}
 }
