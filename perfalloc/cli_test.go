@@ -106,7 +106,7 @@ func lockFile(t testing.TB) string {
 }
 
 func noState(path string) string {
-	return "perfalloc: lock held; no state from the agent at " + path + ".state, cannot confirm the release (the C pmdaperfevent does not report it)\n"
+	return "perfalloc: lock held; no state from the agent at " + reservation.StatePath(path) + ", cannot confirm the release (the C pmdaperfevent does not report it)\n"
 }
 
 func TestHelp(t *testing.T) {
@@ -429,7 +429,7 @@ func TestConfirmationTimeout(t *testing.T) {
 	fakeAgent(t, lock, false) // alive, but never releases
 	marker := filepath.Join(t.TempDir(), "ran")
 	r := perfalloc(t, nil, "--timeout", "50ms", "-f", lock, "touch", marker)
-	want := fmt.Sprintf("perfalloc: fakeagent (pid %d) is running but did not release the counters within 50ms (%s.state: counters open, holders []); releasing the lock\n", os.Getpid(), lock)
+	want := fmt.Sprintf("perfalloc: fakeagent (pid %d) is running but did not release the counters within 50ms (%s: counters open, holders []); releasing the lock\n", os.Getpid(), reservation.StatePath(lock))
 	if r.rc != 1 || r.stderr != want {
 		t.Errorf("got %+v\nwant %q", r, want)
 	}
@@ -464,7 +464,7 @@ func TestConfirmationDeadAgent(t *testing.T) {
 	pid := deadPID(t)
 	reservation.WriteState(reservation.StatePath(lock), &reservation.State{Program: "fakeagent", PID: pid, Written: time.Now()})
 	r := perfalloc(t, nil, "-f", lock, "true")
-	want := fmt.Sprintf("perfalloc: lock held; cannot confirm the release: fakeagent (pid %d) is not running (state file %s.state)\n", pid, lock)
+	want := fmt.Sprintf("perfalloc: lock held; cannot confirm the release: fakeagent (pid %d) is not running (state file %s)\n", pid, reservation.StatePath(lock))
 	if r.rc != 0 || r.stderr != want {
 		t.Errorf("got %+v\nwant %q", r, want)
 	}

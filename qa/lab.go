@@ -30,11 +30,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/reservation"
 )
 
 // CAgent is the C agent as Debian's pcp package installs it.
@@ -68,9 +71,15 @@ software.context-switches
 msr.tsc
 `
 
-// labPMNS is the lab pmcd's namespace: perfevent only, with the numeric
-// domain, so that it needs neither <stdpmid> nor the agent's domain.h.
-const labPMNS = `root { perfevent }
+// labPMNS is the lab pmcd's namespace: perfevent, with the numeric
+// domain, so that it needs neither <stdpmid> nor the agent's domain.h,
+// and pmcd's own metrics (pmcd.agent.status, ...), which clients such as
+// pmproxy look up when they make a context.
+const labPMNS = `root {
+    perfevent
+    pmcd
+}
+
 perfevent {
     version     127:0:0
     active      127:0:1
@@ -138,6 +147,13 @@ func StartLab(t testing.TB, a Agent) *Lab {
 		unmet(t, "needs pmcd at %s: %v", pmcdBinary(e), err)
 	}
 	dir := t.TempDir()
+	// The C agent reads its help after it has become user pcp, and
+	// t.TempDir() and its parent are 0700.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	pmdas := filepath.Join(dir, "pmdas", "perfevent")
 	l := &Lab{
 		Agent:      a,
@@ -163,7 +179,7 @@ func StartLab(t testing.TB, a Agent) *Lab {
 		conf = VMConfig
 	}
 	writeFile(t, l.Conf, conf)
-	writeFile(t, filepath.Join(dir, "root"), labPMNS)
+	writeFile(t, filepath.Join(dir, "root"), labPMNS+pmcdPMNS(t, e))
 	label := "c"
 	if a.Go {
 		label = "go"
@@ -180,6 +196,23 @@ func StartLab(t testing.TB, a Agent) *Lab {
 	t.Cleanup(l.stop)
 	l.start(t)
 	return l
+}
+
+// pmcdPMNS is the system's namespace of pmcd's own metrics, without its
+// root node (pmcd's PMNS loader runs it through pmcpp, so its #define
+// stays as it is).
+func pmcdPMNS(t testing.TB, e *Env) string {
+	t.Helper()
+	path := filepath.Join(e.PCP.Get("PCP_VAR_DIR"), "pmns", "root_pmcd")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		unmet(t, "needs pmcd's namespace %s (Debian's pcp package): %v", path, err)
+	}
+	root := regexp.MustCompile(`(?m)^root\s*\{[^}]*\}`)
+	if !root.Match(data) {
+		t.Fatalf("%s: no root node to take out", path)
+	}
+	return "\n" + root.ReplaceAllString(string(data), "")
 }
 
 func pmcdBinary(e *Env) string {
@@ -223,9 +256,13 @@ func (l *Lab) writePMCDConf(t testing.TB) {
 	if l.Agent.Socket {
 		ipc = "socket unix " + l.AgentSock
 	}
+	// pmcd's own agent is a DSO inside pmcd, named by the system's
+	// path: PCP_PMDAS_DIR points elsewhere in the lab.
+	pmcdDSO := filepath.Join(l.env.PCP.Get("PCP_PMDAS_DIR"), "pmcd", "pmda_pmcd.so")
 	writeFile(t, filepath.Join(l.Dir, "pmcd.conf"), fmt.Sprintf(
-		"# private pmcd for one qa test: only the agent under test\nperfevent %d %s %s\n",
-		Domain, ipc, strings.Join(argv, " ")))
+		"# private pmcd for one qa test: pmcd's own metrics and the agent under test\n"+
+			"pmcd 2 dso pmcd_init %s\nperfevent %d %s %s\n",
+		pmcdDSO, Domain, ipc, strings.Join(argv, " ")))
 }
 
 // start runs pmcd and waits for the agent.
@@ -394,7 +431,7 @@ func (l *Lab) PMCDPID() int { return l.pmcd.Process.Pid }
 func (l *Lab) LockFile() string { return l.Lock }
 
 // StateFile is where our agent tells perfalloc what it has done.
-func (l *Lab) StateFile() string { return l.Lock + ".state" }
+func (l *Lab) StateFile() string { return reservation.StatePath(l.Lock) }
 
 // HostSpec names the lab's pmcd for a client's -h, or for pmproxy's
 // hostspec parameter.

@@ -65,8 +65,49 @@ type EventState struct {
 	Error string `json:"error,omitempty"`
 }
 
-// StatePath returns the state file's path for a lock file.
-func StatePath(lockPath string) string { return lockPath + ".state" }
+// StatePath returns the state file's path for a lock file: the file "state"
+// in the directory StateDir, beside the lock file.
+//
+// The state lives in a directory of its own because the agent gives up root
+// after start-up but must still replace the file atomically, by rename, which
+// needs write access to the directory that holds it. The lock file's
+// directory belongs to root (and to the distribution's package); this one is
+// made at start-up for the user the agent runs as (see PrepareStateDir).
+func StatePath(lockPath string) string { return filepath.Join(StateDir(lockPath), "state") }
+
+// StateDir returns the directory that holds the state file of a lock file.
+func StateDir(lockPath string) string { return lockPath + ".d" }
+
+// PrepareStateDir makes StateDir(lockPath) ready for an agent that will run
+// as uid:gid: it creates the directory (mode 0755) if missing and gives it
+// to that user. An existing directory is used only if it is a real directory
+// (not a symlink) owned by root or by uid, and writable by nobody else, so
+// that no other user can plant files where the agent writes. It must run
+// while the agent is still root if uid is not root.
+func PrepareStateDir(lockPath string, uid, gid int) error {
+	dir := StateDir(lockPath)
+	if err := unix.Mkdir(dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("state directory %s is not a directory (a symlink or file is in the way); remove it and restart the agent", dir)
+	case st.Uid != 0 && int(st.Uid) != uid:
+		return fmt.Errorf("state directory %s belongs to uid %d, not root or uid %d; remove it and restart the agent", dir, st.Uid, uid)
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("state directory %s is writable by group or others (mode %#o); remove it and restart the agent", dir, st.Mode&0o7777)
+	}
+	if int(st.Uid) != uid || int(st.Gid) != gid {
+		if err := unix.Lchown(dir, uid, gid); err != nil {
+			return fmt.Errorf("state directory %s: giving it to uid %d: %w", dir, uid, err)
+		}
+	}
+	return nil
+}
 
 // HeldBy reports whether pid is among the holders.
 func (s *State) HeldBy(pid int) bool { return slices.Contains(s.Holders, pid) }
@@ -152,6 +193,11 @@ func WriteState(path string, s *State) error {
 	}
 	data = append(data, '\n')
 	dir, base := filepath.Dir(path), filepath.Base(path)
+	// The agent prepares the directory with PrepareStateDir; this covers a
+	// writer that has no other user to hand it to.
+	if err := unix.Mkdir(dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("state file %s: %w", path, err)
+	}
 	var tmp string
 	var fd int
 	for i := 0; ; i++ {

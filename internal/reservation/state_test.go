@@ -20,7 +20,7 @@ func TestWriteReadState(t *testing.T) {
 	defer syscall.Umask(old)
 	dir := t.TempDir()
 	path := StatePath(filepath.Join(dir, "perflock"))
-	if path != filepath.Join(dir, "perflock.state") {
+	if path != filepath.Join(dir, "perflock.d", "state") {
 		t.Fatalf("StatePath = %s", path)
 	}
 	since := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -227,3 +227,37 @@ func TestDefaultLockPath(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestPrepareStateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the directory to another user")
+	}
+	const nobody = 65534
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "perflock")
+	if err := PrepareStateDir(lock, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(StateDir(lock), &st); err != nil || st.Uid != nobody || st.Mode&0o777 != 0o755 {
+		t.Fatalf("state dir: uid %d mode %#o, %v; want %d and 0755", st.Uid, st.Mode&0o777, err, nobody)
+	}
+	// Again, already prepared: fine.
+	if err := PrepareStateDir(lock, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, spoil := range map[string]func(path string){
+		"symlink":        func(p string) { os.Symlink(t.TempDir(), p) },
+		"file":           func(p string) { os.WriteFile(p, nil, 0o644) },
+		"world-writable": func(p string) { os.Mkdir(p, 0o755); os.Chmod(p, 0o777) },
+		"foreign owner":  func(p string) { os.Mkdir(p, 0o755); os.Chown(p, 12345, 12345) },
+	} {
+		lock := filepath.Join(t.TempDir(), "perflock")
+		spoil(StateDir(lock))
+		err := PrepareStateDir(lock, nobody, nobody)
+		if err == nil || !strings.Contains(err.Error(), StateDir(lock)) || !strings.Contains(err.Error(), "remove it and restart the agent") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
