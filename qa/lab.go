@@ -284,8 +284,9 @@ func (l *Lab) start(t testing.TB) {
 	defer out.Close()
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group: a ^C to go test must not reach pmcd before
-	// the cleanup does.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// the cleanup does. But if the test binary dies without its cleanups
+	// (a test timeout panics), pmcd goes too, and takes its agent along.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", l.pmcdExe, err)
 	}
@@ -488,6 +489,7 @@ func (l *Lab) Background(t testing.TB, out string, name string, args ...string) 
 	cmd.Dir = l.Dir
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatalf("starting %s: %v", name, err)
