@@ -13,7 +13,6 @@ See qa/bench/README.md for what each measure means and its caveats.
 
 import argparse
 import datetime
-import errno
 import fcntl
 import json
 import math
@@ -997,7 +996,9 @@ def main():
                 results["fetch_" + kind]["leaves"] = r[("nleaves", kind)]
                 for m in ("median", "p95"):
                     lines.append(summary_line("fetch_%s_%s_us" % (kind, m), r[(kind, "go")][m], r[(kind, "c")][m]))
-            log("(all = %d perfevent.hwcounters leaves, one = %s)" % (r[("nleaves", "all")], ONE_METRIC))
+            log("(all = %d perfevent.hwcounters leaves, one = %s; last ran on CPU: %s)" % (
+                r[("nleaves", "all")], ONE_METRIC,
+                ", ".join("%s agent %s pmcd %s" % (s.label, last_cpu(s.pid), last_cpu(s.pmcd.pid)) for s in slots)))
 
         if "flat" in measures:
             log("\n== 2a. agent CPU per fetch, flat out, all leaves, %.1f s per agent" % flat_s)
