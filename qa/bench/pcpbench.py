@@ -241,6 +241,14 @@ def last_cpu(pid):
         return None
 
 
+def die_with_parent():
+    """In the child before exec: SIGTERM when the harness dies, however it
+    dies, so that no private pmcd (and through it no agent) outlives it."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -320,7 +328,8 @@ class Slot:
                "-l", self.pmcdlog, "-x", os.path.join(self.dir, "pmcd.fatal")]
         out = open(os.path.join(self.dir, "pmcd.stdout"), "w")
         self.pmcd = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=die_with_parent)
         out.close()
         deadline = time.monotonic() + timeout
         want = os.path.realpath(self.exe)
