@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/pdu"
+	"perfevent/internal/privilege"
 	"perfevent/internal/reservation"
 )
 
@@ -33,16 +36,23 @@ type pmcd struct {
 	log  string
 }
 
-func startPMDA(t *testing.T, conf string) *pmcd {
+func startPMDA(t *testing.T, conf string, args ...string) *pmcd {
 	t.Helper()
 	needPerf(t)
 	bin := agentBinary(t)
 	dir := t.TempDir()
+	// The agent may give up root: it must still reach its files.
+	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
 	h := &pmcd{t: t, dir: dir, conf: filepath.Join(dir, "perfevent.conf"), lock: filepath.Join(dir, "perflock"), log: filepath.Join(dir, "perfevent.log")}
 	if err := os.WriteFile(h.conf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.cmd = exec.Command(bin, "-d", "127", "-c", h.conf, "-l", h.log, "--lockfile", h.lock, "--pmids", filepath.Join(dir, "pmids"))
+	if len(args) == 0 {
+		args = []string{"-U", "root"}
+	}
+	h.cmd = exec.Command(bin, append([]string{"-d", "127", "-c", h.conf, "-l", h.log, "--lockfile", h.lock, "--pmids", filepath.Join(dir, "pmids")}, args...)...)
 	var err error
 	if h.in, err = h.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -271,7 +281,7 @@ func TestPerfallocLockReleasesCounters(t *testing.T) {
 
 func countPerfFDs(t *testing.T, pid int) int {
 	t.Helper()
-	dir := filepath.Join("/proc", strconvItoa(pid), "fd")
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -285,4 +295,63 @@ func countPerfFDs(t *testing.T, pid int) int {
 	return n
 }
 
-func strconvItoa(n int) string { return pids([]int{n}) }
+// TestRunsAsUserWithPerfmonOnly: after start-up the agent is an ordinary
+// user with one capability, and still does everything that needs it:
+// reopening counters after a reservation, reloading its configuration with
+// a new metric, and keeping the state file and PMID map up to date.
+func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("needs a user called nobody")
+	}
+	h := startPMDA(t, "[perf]\ncpu-clock\n", "-U", "nobody")
+	h.waitLog(t, "running as nobody (uid "+nobody.Uid)
+	st, err := privilege.ReadStatus(h.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	c := privilege.CounterCapability()
+	if !st.Only(uid, c) || !st.NoNewPrivs {
+		t.Errorf("/proc/%d/status: uids %v CapEff %#x CapPrm %#x CapInh %#x NoNewPrivs %v; want uid %d and only %s",
+			h.cmd.Process.Pid, st.UIDs, st.CapEff, st.CapPrm, st.CapInh, st.NoNewPrivs, uid, privilege.Name(c))
+	}
+
+	// A reservation and its release: the counters reopen without root.
+	f, err := os.Open(h.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
+	}); err != nil {
+		t.Fatalf("no release in the state file: %v", err)
+	}
+	lk.Type = unix.F_UNLCK
+	unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersOpen && len(s.Events) == 1 && s.Events[0].State == reservation.EventCounting
+	}); err != nil {
+		t.Fatalf("the counters did not come back: %v", err)
+	}
+	if n := countPerfFDs(t, h.cmd.Process.Pid); n != 2 {
+		t.Errorf("%d perf descriptors after the release, want 2 (cpu-clock on 2 CPUs)", n)
+	}
+
+	// A reload that adds a metric: opened and numbered without root.
+	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\npage-faults\n"), 0o644)
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog(t, "reload done")
+	if _, code := h.pmid("perfevent.hwcounters.page_faults.value"); code != 0 {
+		t.Errorf("page_faults after a reload as nobody: %v", code)
+	}
+	data, _ := os.ReadFile(filepath.Join(h.dir, "pmids"))
+	if !strings.Contains(string(data), " hwcounters.page_faults\n") {
+		t.Errorf("the PMID map was not updated as nobody:\n%s", data)
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
 	"perfevent/internal/pmu"
+	"perfevent/internal/privilege"
 	"perfevent/internal/reservation"
 	"perfevent/internal/setup"
 )
@@ -74,7 +75,7 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.IntVar(&o.domain, "d", metrics.Domain, "PMDA `domain` number; perfevent is 127")
 	fs.StringVar(&o.logfile, "l", filepath.Join(pcp.Get("PCP_LOG_DIR"), "pmcd", "perfevent.log"), "write the log to `file` (- for stderr)")
 	fs.StringVar(&o.config, "c", defaultConfig(pcp), "read the configuration from `file`")
-	fs.StringVar(&o.user, "U", "", "accepted for compatibility; the agent keeps the privilege to reopen counters after perfalloc")
+	fs.StringVar(&o.user, "U", pcp.Get("PCP_USER"), "after start-up, run as `user`, keeping only the capability to open counters (root: stay root)")
 	fs.BoolVar(&o.pipe, "p", false, "talk to pmcd on stdin and stdout (the default)")
 	fs.StringVar(&o.socket, "u", "", "listen for pmcd on the unix socket `path`")
 	fs.IntVar(&o.inet, "i", 0, "listen for pmcd on 127.0.0.1:`port`")
@@ -405,9 +406,6 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	if lerr != nil {
 		a.log.Warningf("cannot open the log file: %v; logging to stderr", lerr)
 	}
-	if o.user != "" {
-		a.log.Infof("-U %s ignored: the agent keeps the privilege to reopen the counters after perfalloc releases them", o.user)
-	}
 	signal.Ignore(syscall.SIGPIPE)
 
 	soft, hard, err := counter.RaiseFileLimit()
@@ -429,10 +427,17 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}
 	a.gen.Store(g)
 
-	if err := a.startReservation(); err != nil {
+	// Everything that needs root is done or prepared for the user the
+	// agent runs as: the counters are open, the lock file exists, and the
+	// state file's and PMID map's directories belong to that user.
+	uid, gid, drop := a.runAs()
+	if err := a.startReservation(uid, gid); err != nil {
 		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
 	}
 	defer a.stopReservation()
+	if drop {
+		a.dropPrivileges(uid, gid)
+	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -484,16 +489,64 @@ func (a *agent) empty() (*generation, error) {
 	return &generation{plan: &setup.Plan{}, set: set, table: table, src: src}, nil
 }
 
+// runAs says which user the agent will run as after start-up: -U, by
+// default $PCP_USER. drop is false when it stays as it is: already not
+// root, told to stay root, or the user does not exist.
+func (a *agent) runAs() (uid, gid int, drop bool) {
+	uid, gid = os.Geteuid(), os.Getegid()
+	if uid != 0 || a.o.user == "" || a.o.user == "root" {
+		return uid, gid, false
+	}
+	u, g, _, err := privilege.Lookup(a.o.user)
+	if err != nil {
+		a.log.Warningf("-U %s: %v; staying root", a.o.user, err)
+		return uid, gid, false
+	}
+	// The PMID map is rewritten when a reload adds names, as that user.
+	dir := filepath.Dir(a.o.pmids)
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		os.Lchown(dir, u, g)
+		os.Lchown(a.o.pmids, u, g)
+	}
+	return u, g, true
+}
+
+// dropPrivileges makes the agent run as the -U user with only the
+// capability it needs to reopen counters, as a modern kernel allows; the C
+// agent gives up everything and can never reopen them. If that cannot be
+// done the agent stays root and says why.
+func (a *agent) dropPrivileges(uid, gid int) {
+	c := privilege.CounterCapability()
+	id, err := privilege.Drop(a.o.user, c)
+	if err != nil {
+		if os.Geteuid() == 0 {
+			a.log.Warningf("cannot run as %s with %s: %v; staying root", a.o.user, privilege.Name(c), err)
+		} else {
+			a.log.Errorf("dropping privileges failed part way: %v; counters may not reopen after perfalloc", err)
+		}
+		return
+	}
+	st, err := privilege.ReadStatus(0)
+	if err != nil || !st.Only(uid, c) {
+		a.log.Warningf("after dropping privileges /proc/self/status shows uids %v CapEff %#x CapPrm %#x (err %v)", st.UIDs, st.CapEff, st.CapPrm, err)
+		return
+	}
+	a.log.Infof("running as %s (uid %d, gid %d) with %s only", id.User, uid, gid, privilege.Name(c))
+}
+
 // startReservation opens the lock file and starts watching it: counters are
 // closed while someone holds a read lock on it and reopened when the last
 // holder lets go. The state file beside it tells perfalloc when that has
 // happened.
-func (a *agent) startReservation() error {
+func (a *agent) startReservation(uid, gid int) error {
 	lf, err := reservation.Open(a.o.lockfile)
 	if err != nil {
 		return err
 	}
 	a.lock = lf
+	if err := reservation.PrepareStateDir(a.o.lockfile, uid, gid); err != nil {
+		a.log.Warningf("%v; perfalloc will not be able to confirm releases", err)
+	}
 	st, err := reservation.NewStateFile(reservation.StatePath(a.o.lockfile), reservation.State{
 		Program:  prog,
 		Config:   a.o.config,
