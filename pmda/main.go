@@ -577,8 +577,7 @@ func (a *agent) stopReservation() {
 		a.watcher.Close()
 	}
 	if a.state != nil {
-		a.state.Close()
-		os.Remove(a.state.Path())
+		a.state.Close() // removes the file: no agent, no state
 	}
 	if a.lock != nil {
 		a.lock.Close()
