@@ -647,11 +647,14 @@ def parse_go_time(v):
 
 
 def read_state(lock):
-    try:
-        with open(lock + ".state") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    """Our agent's state file: <lock>.d/state (older builds: <lock>.state)."""
+    for path in (os.path.join(lock + ".d", "state"), lock + ".state"):
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def measure_perfalloc(slot, cycles, timeout, rng):
