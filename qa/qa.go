@@ -8,11 +8,15 @@
 //
 // Without root or a reachable pmcd the tests skip; with PERFEVENT_QA=1
 // (set by `make qa` and `make check`) those skips are failures instead.
-// Tests in different processes take turns through a lock file.
+// Tests in different processes take turns through an flock(2) on
+// $PCP_TMPFILE_DIR/perfevent-qa.lock; anything else that changes the
+// system pmcd can join in with flock(1) on the same file.
 //
-// PERFEVENT_QA_STANDIN=1 says that the installed pmdaperfevent is a
-// stand-in (the C binary, while the Go one was being written); tests that
-// need the Go agent's own behaviour call GoAgentOnly and skip then.
+// PERFEVENT_QA_STANDIN=1 says that the installed pmdaperfevent is another
+// agent, such as a copy of the C one, to compare behaviour; tests that
+// check what only the Go agent does call GoAgentOnly and skip then.
+// PERFEVENT_QA_AGENT names the binary that dbpmda runs (default
+// bin/pmdaperfevent).
 package qa
 
 import (
