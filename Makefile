@@ -72,7 +72,8 @@ qa:
 
 check:
 	scripts/setup
-	$(MAKE) test vet fmt-check fuzz qa
+	@# -k: one failing step should not hide the verdict of the others
+	$(MAKE) -k test vet fmt-check fuzz qa
 
 # qa/bench/run runs the Go micro-benchmarks, then times our agent against
 # the C one, each under a private pmcd (qa/bench/README.md).
