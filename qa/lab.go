@@ -24,8 +24,8 @@ package qa
 //     redirect libpcp's default "local:" connection to the lab's pmcd.
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -33,9 +33,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"perfevent/internal/reservation"
 )
@@ -451,7 +454,28 @@ func (l *Lab) clientEnv() []string {
 // reports how it went, without failing the test.
 func (l *Lab) Exec(c Cmd) Result {
 	c.Env = append(l.clientEnv(), c.Env...)
+	c.Args = append([]string{l.lookPath(c.Args[0])}, c.Args[1:]...)
 	return l.env.Exec(c)
+}
+
+// lookPath finds a command on the clients' PATH, which has PCP's admin
+// directory (pmproxy, pmcd_wait, ...) at its end; os/exec would look on
+// the test's own PATH.
+func (l *Lab) lookPath(name string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	for _, kv := range l.Environ() {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range filepath.SplitList(path) {
+				p := filepath.Join(dir, name)
+				if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+					return p
+				}
+			}
+		}
+	}
+	return name
 }
 
 // RunErr runs a PCP client (or any command) against the lab and returns
@@ -473,38 +497,63 @@ func (l *Lab) Run(t testing.TB, name string, args ...string) string {
 }
 
 // Background starts a long-running command (pmproxy, pmie, ...) in the
-// lab's client environment, with its output in the file out, and kills
-// it when the test ends.
-func (l *Lab) Background(t testing.TB, out string, name string, args ...string) *exec.Cmd {
+// lab's client environment plus c.Env, in c.Dir or the lab's directory,
+// with its standard output and error in the file out. The command gets
+// SIGTERM when the test ends, and SIGKILL if it is still there 10 s
+// later; it also gets SIGTERM if the test binary dies first.
+func (l *Lab) Background(t testing.TB, c Cmd, out string) *exec.Cmd {
 	t.Helper()
 	f, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = l.Environ()
+	cmd := exec.Command(l.lookPath(c.Args[0]), c.Args[1:]...)
+	cmd.Env = append(l.Environ(), c.Env...)
+	cmd.Dir = c.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = l.Dir
+	}
+	cmd.Stdin = strings.NewReader(c.Stdin)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Dir = l.Dir
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("starting %s: %v", name, err)
+		t.Fatalf("starting %s: %v", c.Args[0], err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		cancel()
+		cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
+			<-done
 		}
 	})
 	return cmd
+}
+
+// ReadLock does what perfalloc does: it takes a read lock on byte 0 of
+// the lock file, from the test process, and returns the function that
+// lets go of it (also called when the test ends). POSIX record locks
+// belong to the process: closing any other descriptor of the lock file
+// in the test process would drop this lock too.
+func (l *Lab) ReadLock(t testing.TB) (unlock func()) {
+	t.Helper()
+	f, err := os.Open(l.Lock)
+	if err != nil {
+		t.Fatalf("lock file: %v", err)
+	}
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: 0, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		f.Close()
+		t.Fatalf("read lock on %s: %v", l.Lock, err)
+	}
+	var once sync.Once
+	unlock = func() { once.Do(func() { f.Close() }) }
+	t.Cleanup(unlock)
+	return unlock
 }
 
 // Logs returns the tails of the lab's pmcd and agent logs, for failure
