@@ -1,0 +1,526 @@
+package qa
+
+// perfalloc against a live agent under a lab pmcd: our perfalloc and C
+// perfalloc against our agent, ours against the C agent, and the errors a
+// bad lock file must give. The faults in faults_test.go share the helpers
+// at the end of this file.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// CPerfalloc is the C perfalloc as Debian's pcp package installs it.
+const CPerfalloc = "/var/lib/pcp/pmdas/perfevent/perfalloc"
+
+// Reservations, from the side of the counters: values freeze and active is
+// 0 while our perfalloc holds the lock, and both come back when it lets go.
+// --status and --ping describe the live agent meanwhile.
+func TestPerfallocReservation(t *testing.T) {
+	l := StartLab(t, Agent{Go: true})
+	pa := perfallocBinary(t, l)
+	agent := l.AgentPID(t)
+	want := activeAll(t, l)
+
+	t.Run("foreground", func(t *testing.T) {
+		before := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
+		h := startHolder(t, l, pa, "-D", "-f", l.Lock)
+		h.waitStderr(t, fmt.Sprintf("perfalloc: counters released by pmdaperfevent (pid %d) after ", agent), 5*time.Second)
+		if got := active(t, l); got != 0 {
+			t.Errorf("perfevent.active = %d while perfalloc pid %d holds the lock, want 0", got, h.pid())
+		}
+		frozen := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
+		time.Sleep(150 * time.Millisecond)
+		again := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
+		if !slicesEqual(frozen, again) {
+			t.Errorf("cpu_clock moved while reserved: %v, then %v 150 ms later", frozen, again)
+		}
+		if !valuesAtLeast(before, frozen) {
+			t.Errorf("cpu_clock: frozen values %v are below the ones before the reservation, %v", frozen, before)
+		}
+		waitLog(t, l, fmt.Sprintf("counters released for perfalloc (holders %d)", h.pid()), 2*time.Second)
+
+		out := l.Run(t, pa, "-f", l.Lock, "--status")
+		for _, re := range []string{
+			fmt.Sprintf(`(?m)^agent: +pmdaperfevent, pid %d, up `, agent),
+			fmt.Sprintf(`(?m)^lock file: +%s$`, regexp.QuoteMeta(l.Lock)),
+			`(?m)^counters: +released since `,
+			fmt.Sprintf(`(?m)^holders: +%d$`, h.pid()),
+			`(?m)^  cpu-clock +released +0$`,
+			`(?m)^  cycles +failed +0 +perf_event_open failed on cpu0 for "cycles": .*\(ENOENT\)$`,
+		} {
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("perfalloc --status while reserved lacks %s:\n%s", re, out)
+			}
+		}
+		if out := l.Run(t, pa, "-f", l.Lock, "--ping"); out != "OK\n" {
+			t.Errorf("perfalloc --ping: %q, want OK", out)
+		}
+
+		if code := h.stop(t, syscall.SIGINT); code != 0 {
+			t.Errorf("perfalloc -D after SIGINT: exit %d, want 0; stderr:\n%s", code, h.stderr())
+		}
+		// The C agent's first fetch after the release still says 0 and the
+		// next one counts; ours may be quicker, never slower.
+		first := active(t, l)
+		time.Sleep(150 * time.Millisecond)
+		if got := active(t, l); got != want {
+			t.Errorf("perfevent.active: %d, then %d 150 ms after the release; want %d by the second fetch", first, got, want)
+		}
+		moving := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
+		if !valuesGrew(frozen, moving) {
+			t.Errorf("cpu_clock after the release: %v, not past the frozen %v", moving, frozen)
+		}
+		out = l.Run(t, pa, "-f", l.Lock, "--status")
+		for _, re := range []string{`(?m)^counters: +open since `, `(?m)^holders: +none$`, `(?m)^  cpu-clock +counting +\d+$`} {
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("perfalloc --status after the release lacks %s:\n%s", re, out)
+			}
+		}
+		waitLog(t, l, "counters reopened after perfalloc in ", 2*time.Second)
+	})
+
+	t.Run("command", func(t *testing.T) {
+		// The command runs while the lock is held, and its status is
+		// perfalloc's.
+		r := l.Exec(Cmd{Args: []string{pa, "-f", l.Lock, "--", "sh", "-c", "pmprobe -v perfevent.active; exit 3"}})
+		if code := exitCode(r.Err); code != 3 {
+			t.Errorf("exit %d, want the command's 3:\n%s", code, r)
+		}
+		if got := strings.TrimSpace(r.Stdout); got != "perfevent.active 1 0" {
+			t.Errorf("pmprobe inside perfalloc: %q, want perfevent.active 1 0:\n%s", got, r)
+		}
+		confirm := regexp.MustCompile(fmt.Sprintf(`^perfalloc: counters released by pmdaperfevent \(pid %d\) after \d+\.\d ms\n$`, agent))
+		if !confirm.MatchString(r.Stderr) {
+			t.Errorf("stderr %q, want only the confirmation naming the agent's pid %d", r.Stderr, agent)
+		}
+		waitActive(t, l, want)
+	})
+
+	t.Run("daemon", func(t *testing.T) {
+		r := l.Exec(Cmd{Args: []string{pa, "-d", "-f", l.Lock}})
+		if r.Err != nil {
+			t.Fatalf("perfalloc -d:\n%s", r)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(r.Stdout))
+		if err != nil {
+			t.Fatalf("perfalloc -d printed %q, want the background pid", r.Stdout)
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		if !strings.Contains(r.Stderr, fmt.Sprintf("counters released by pmdaperfevent (pid %d)", agent)) {
+			t.Errorf("perfalloc -d stderr lacks the confirmation:\n%s", r)
+		}
+		if got := active(t, l); got != 0 {
+			t.Errorf("perfevent.active = %d while the -d child %d holds the lock", got, pid)
+		}
+		syscall.Kill(pid, syscall.SIGINT)
+		waitActive(t, l, want)
+	})
+
+	t.Run("killed", func(t *testing.T) {
+		h := startHolder(t, l, pa, "-D", "-f", l.Lock)
+		h.waitStderr(t, "counters released by", 5*time.Second)
+		if got := active(t, l); got != 0 {
+			t.Fatalf("perfevent.active = %d while reserved", got)
+		}
+		if code := h.stop(t, syscall.SIGKILL); code != 128+int(syscall.SIGKILL) {
+			t.Errorf("perfalloc after SIGKILL: status %d", code)
+		}
+		// The kernel drops a dead process's locks; the agent must notice.
+		waitActive(t, l, want)
+		waitValuesMove(t, l, "perfevent.hwcounters.cpu_clock.value")
+	})
+
+	t.Run("c-perfalloc", func(t *testing.T) {
+		if _, err := os.Stat(CPerfalloc); err != nil {
+			unmet(t, "needs the C perfalloc %s (Debian's pcp package): %v", CPerfalloc, err)
+		}
+		h := startHolder(t, l, CPerfalloc, "-D", "-f", l.Lock)
+		waitActive(t, l, 0)
+		waitLog(t, l, fmt.Sprintf("counters released for perfalloc (holders %d)", h.pid()), 2*time.Second)
+		frozen := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
+		time.Sleep(150 * time.Millisecond)
+		if again := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value"); !slicesEqual(frozen, again) {
+			t.Errorf("cpu_clock moved while C perfalloc held the lock: %v, then %v", frozen, again)
+		}
+		if code := h.stop(t, syscall.SIGINT); code != 0 {
+			t.Errorf("C perfalloc -D after SIGINT: exit %d, want 0", code)
+		}
+		waitActive(t, l, want)
+	})
+}
+
+// Our perfalloc against the C agent: the lock works, the release cannot
+// be confirmed (the C agent writes no state), and perfalloc says so.
+func TestPerfallocCAgent(t *testing.T) {
+	l := StartLab(t, Agent{Go: false})
+	pa := perfallocBinary(t, l)
+	want := activeAll(t, l)
+	// The C agent polls every 100 ms: give it a second from inside.
+	script := `for i in $(seq 40); do v=$(pmprobe -v perfevent.active); case "$v" in *" 1 0") break;; esac; sleep 0.025; done; echo "$v"; exit 5`
+	r := l.Exec(Cmd{Args: []string{pa, "-f", l.Lock, "--", "sh", "-c", script}})
+	if code := exitCode(r.Err); code != 5 {
+		t.Errorf("exit %d, want the command's 5:\n%s", code, r)
+	}
+	if got := strings.TrimSpace(r.Stdout); got != "perfevent.active 1 0" {
+		t.Errorf("the C agent did not release its counters for our perfalloc within 1 s: %q\n%s", got, r)
+	}
+	wantMsg := fmt.Sprintf("perfalloc: lock held; no state from the agent at %s, cannot confirm the release (the C pmdaperfevent does not report it)\n", filepath.Join(l.Lock+".d", "state"))
+	if r.Stderr != wantMsg {
+		t.Errorf("stderr:\n%q\nwant\n%q", r.Stderr, wantMsg)
+	}
+	waitActive(t, l, want)
+
+	for _, mode := range []string{"--status", "--ping"} {
+		r := l.Exec(Cmd{Args: []string{pa, "-f", l.Lock, mode}})
+		if exitCode(r.Err) != 1 || !strings.Contains(r.Stderr, "the agent is not running, or it is the C pmdaperfevent, which writes none") || r.Stdout != "" {
+			t.Errorf("perfalloc %s against the C agent: want exit 1 and the reason:\n%s", mode, r)
+		}
+	}
+}
+
+// A lock file that is a symbolic link, unreadable, or missing: a clear
+// error naming the file, status 1, and the command never runs (C perfalloc
+// runs it silently without a reservation).
+func TestPerfallocBadLockFile(t *testing.T) {
+	l := StartLab(t, Agent{Go: true})
+	pa := perfallocBinary(t, l)
+	want := activeAll(t, l)
+	dir := filepath.Join(l.Dir, "bad")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(l.Lock, link); err != nil {
+		t.Fatal(err)
+	}
+	locked := filepath.Join(dir, "mode000")
+	if err := os.WriteFile(locked, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	nodir := filepath.Join(dir, "nodir", "perflock")
+	asNobody := []string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"}
+
+	for _, c := range []struct {
+		name string
+		pre  []string
+		file string
+		want string
+	}{
+		{"symlink", nil, link, "perfalloc: lock file " + link + " is a symbolic link: refusing to follow it"},
+		{"mode000-nobody", asNobody, locked, "perfalloc: lock file " + locked + ": permission denied (mode 0000, owner uid 0)"},
+		{"missing", nil, missing, "perfalloc: lock file " + missing + " does not exist: is pmdaperfevent running?"},
+		{"missing-dir", nil, nodir, "perfalloc: lock file " + nodir + " does not exist, nor does its directory " + filepath.Dir(nodir)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ran := filepath.Join(t.TempDir(), "ran")
+			for _, args := range [][]string{
+				{"-D", "-f", c.file},
+				{"-d", "-f", c.file},
+				{"-f", c.file, "--", "touch", ran},
+			} {
+				r := l.Exec(Cmd{Args: append(append(c.pre, pa), args...)})
+				if exitCode(r.Err) != 1 || !strings.HasPrefix(r.Stderr, c.want) || r.Stdout != "" {
+					t.Errorf("want exit 1 and stderr starting %q:\n%s", c.want, r)
+				}
+				if _, err := os.Stat(ran); err == nil {
+					t.Errorf("the command ran without a reservation:\n%s", r)
+				}
+			}
+			if got := active(t, l); got != want {
+				t.Errorf("perfevent.active = %d after a failed perfalloc, want %d", got, want)
+			}
+		})
+	}
+}
+
+// perfallocBinary is the perfalloc under test: the repository's
+// bin/perfalloc, or $PERFEVENT_QA_PERFALLOC.
+func perfallocBinary(t testing.TB, l *Lab) string {
+	t.Helper()
+	bin := os.Getenv("PERFEVENT_QA_PERFALLOC")
+	if bin == "" {
+		bin = filepath.Join(l.env.Repo, "bin", "perfalloc")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		unmet(t, "needs the perfalloc binary %s (make build)", bin)
+	}
+	return bin
+}
+
+// probe fetches one metric through the lab's pmcd and returns its values
+// (pmprobe -v), or why there are none.
+func probe(t testing.TB, l *Lab, metric string) ([]string, error) {
+	t.Helper()
+	r := l.RunErr(t, "pmprobe", "-v", metric)
+	if r.Err != nil {
+		return nil, fmt.Errorf("%s", r)
+	}
+	f := strings.Fields(r.Stdout)
+	if len(f) < 2 || f[0] != metric {
+		return nil, fmt.Errorf("pmprobe -v %s: unexpected output %q", metric, r.Stdout)
+	}
+	n, err := strconv.Atoi(f[1])
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("pmprobe -v %s: unexpected output %q", metric, r.Stdout)
+	case n < 0:
+		return nil, fmt.Errorf("pmprobe -v %s: %s", metric, strings.Join(f[2:], " "))
+	case n == 0:
+		return nil, fmt.Errorf("pmprobe -v %s: no values", metric)
+	case len(f) != 2+n:
+		return nil, fmt.Errorf("pmprobe -v %s: %d values announced in %q", metric, n, r.Stdout)
+	}
+	return f[2:], nil
+}
+
+// active is perfevent.active, the number of open counters.
+func active(t testing.TB, l *Lab) int {
+	t.Helper()
+	v, err := probe(t, l, "perfevent.active")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, l.Logs())
+	}
+	n, err := strconv.Atoi(v[0])
+	if err != nil {
+		t.Fatalf("perfevent.active: %q", v)
+	}
+	return n
+}
+
+// activeAll is perfevent.active once the agent has opened what it can,
+// which must be something.
+func activeAll(t testing.TB, l *Lab) int {
+	t.Helper()
+	n := active(t, l)
+	if n <= 0 {
+		t.Fatalf("perfevent.active = %d at the start\n%s", n, l.Logs())
+	}
+	return n
+}
+
+// waitActive polls perfevent.active until it is want, for up to 3 s (the
+// agents poll the lock every 100 ms).
+func waitActive(t testing.TB, l *Lab, want int) {
+	t.Helper()
+	var got int
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if got = active(t, l); got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("perfevent.active = %d after 3 s, want %d\n%s", got, want, l.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitValues returns the values of a metric, waiting briefly for some.
+func waitValues(t testing.TB, l *Lab, metric string) []string {
+	t.Helper()
+	var err error
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		var v []string
+		if v, err = probe(t, l, metric); err == nil {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no values for %s within 3 s: %v\n%s", metric, err, l.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitValuesMove waits until two fetches of a counter differ and the later
+// one is larger on every CPU.
+func waitValuesMove(t testing.TB, l *Lab, metric string) {
+	t.Helper()
+	prev := waitValues(t, l, metric)
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		time.Sleep(50 * time.Millisecond)
+		cur := waitValues(t, l, metric)
+		if valuesGrew(prev, cur) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not count: %v, then %v\n%s", metric, prev, cur, l.Logs())
+		}
+		prev = cur
+	}
+}
+
+// valuesGrew reports whether every value of b is larger than the same
+// instance's in a (pmprobe lists instances in the same order each time).
+func valuesGrew(a, b []string) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for i := range a {
+		x, err1 := strconv.ParseUint(a[i], 10, 64)
+		y, err2 := strconv.ParseUint(b[i], 10, 64)
+		if err1 != nil || err2 != nil || y <= x {
+			return false
+		}
+	}
+	return true
+}
+
+// valuesAtLeast reports whether no value of b is below the same
+// instance's in a.
+func valuesAtLeast(a, b []string) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for i := range a {
+		x, err1 := strconv.ParseUint(a[i], 10, 64)
+		y, err2 := strconv.ParseUint(b[i], 10, 64)
+		if err1 != nil || err2 != nil || y < x {
+			return false
+		}
+	}
+	return true
+}
+
+func slicesEqual(a, b []string) bool {
+	return strings.Join(a, " ") == strings.Join(b, " ")
+}
+
+// logCount counts the lines of the agent's log that contain s.
+func logCount(l *Lab, s string) int {
+	data, _ := os.ReadFile(l.AgentLog)
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLog waits until the agent's log has a line containing s and returns
+// that line.
+func waitLog(t testing.TB, l *Lab, s string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		data, _ := os.ReadFile(l.AgentLog)
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, s) {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's log has no line with %q within %v\n%s", s, timeout, l.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// exitCode is a command's exit status from Result.Err: 0 for nil, 128+N
+// for a signal, -1 when it did not run.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// holder is a perfalloc (or anything else) running in the background in
+// the lab's client environment, with its stderr in a file.
+type holder struct {
+	cmd  *exec.Cmd
+	errf string
+	done chan struct{}
+}
+
+func startHolder(t testing.TB, l *Lab, name string, args ...string) *holder {
+	t.Helper()
+	errf := filepath.Join(t.TempDir(), "stderr")
+	f, err := os.Create(errf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(name, args...)
+	cmd.Env = l.Environ()
+	cmd.Stderr = f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	h := &holder{cmd: cmd, errf: errf, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(h.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-h.done:
+		default:
+			cmd.Process.Kill()
+			<-h.done
+		}
+	})
+	return h
+}
+
+func (h *holder) pid() int { return h.cmd.Process.Pid }
+
+func (h *holder) stderr() string {
+	data, _ := os.ReadFile(h.errf)
+	return string(data)
+}
+
+// waitStderr waits until the holder's stderr contains s.
+func (h *holder) waitStderr(t testing.TB, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(h.stderr(), s) {
+		select {
+		case <-h.done:
+			t.Fatalf("%s exited (%v) without saying %q; stderr:\n%s", h.cmd.Path, h.cmd.ProcessState, s, h.stderr())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not say %q within %v; stderr:\n%s", h.cmd.Path, s, timeout, h.stderr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop signals the holder, waits for it and returns its exit status
+// (128+N after signal N).
+func (h *holder) stop(t testing.TB, sig syscall.Signal) int {
+	t.Helper()
+	h.cmd.Process.Signal(sig)
+	select {
+	case <-h.done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s pid %d still runs 5 s after %v", h.cmd.Path, h.pid(), sig)
+	}
+	ws := h.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
