@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCompareWithCAgent runs PCP's C agent and ours side by side, each
@@ -71,6 +72,54 @@ func TestCompareWithCAgent(t *testing.T) {
 
 	t.Run("rates", func(t *testing.T) {
 		compareRates(t, goLab, cLab, cpus)
+	})
+
+	// What perfalloc does, to both at once: each must report 0 active
+	// counters and serve the values it had, unchanged, until the lock
+	// goes, then count again.
+	t.Run("reservation", func(t *testing.T) {
+		labs := map[string]*Lab{"C": cLab, "ours": goLab}
+		probe := func(l *Lab) (active string, clock []string) {
+			out := l.Run(t, "pmprobe", "-v", "perfevent.active", "perfevent.hwcounters.cpu_clock.value")
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				f := strings.Fields(line)
+				switch {
+				case len(f) == 3 && f[0] == "perfevent.active":
+					active = f[2]
+				case len(f) > 2 && f[0] == "perfevent.hwcounters.cpu_clock.value":
+					clock = f[2:]
+				}
+			}
+			return active, clock
+		}
+		var unlock []func()
+		for _, l := range labs {
+			unlock = append(unlock, l.ReadLock(t))
+		}
+		held := map[string][]string{}
+		for name, l := range labs {
+			waitFor(t, 5*time.Second, name+": perfevent.active 0 under a read lock", func() bool {
+				a, _ := probe(l)
+				return a == "0"
+			})
+			_, held[name] = probe(l)
+		}
+		time.Sleep(300 * time.Millisecond)
+		for name, l := range labs {
+			a, clock := probe(l)
+			if a != "0" || strings.Join(clock, " ") != strings.Join(held[name], " ") || len(clock) != len(cpus) {
+				t.Errorf("%s under a read lock: active %s, cpu_clock %v then %v; want 0 and the same %d values", name, a, held[name], clock, len(cpus))
+			}
+		}
+		for _, u := range unlock {
+			u()
+		}
+		for name, l := range labs {
+			waitFor(t, 5*time.Second, name+": counting again after the lock went", func() bool {
+				a, clock := probe(l)
+				return a == strconv.Itoa(12*len(cpus)) && strings.Join(clock, " ") != strings.Join(held[name], " ")
+			})
+		}
 	})
 }
 
