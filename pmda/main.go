@@ -371,14 +371,21 @@ func sortedNotes(notes []setup.Note) []setup.Note {
 // openLog opens the agent's log as libpcp does for an agent pmcd starts:
 // the previous log is kept as .prev. If the file cannot be opened the log
 // goes to stderr, which pmcd points at its own log.
+//
+// The log directory belongs to the pcp user while the agent is still root
+// here, so nothing at the path is followed or reused: whatever is there (a
+// symlink included) is renamed out of the way, and the new file must be
+// created by this open.
 func openLog(path string, stderr io.Writer) (io.Writer, func(), error) {
 	if path == "-" {
 		return stderr, func() {}, nil
 	}
-	if _, err := os.Stat(path); err == nil {
-		os.Rename(path, path+".prev")
+	if _, err := os.Lstat(path); err == nil {
+		if err := os.Rename(path, path+".prev"); err != nil {
+			return stderr, func() {}, err
+		}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return stderr, func() {}, err
 	}

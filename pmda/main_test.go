@@ -174,3 +174,37 @@ func TestListEvents(t *testing.T) {
 		t.Error("--list-events lacks msr.tsc, which this machine's sysfs offers")
 	}
 }
+
+// TestLogNeverFollowsALink: the log directory belongs to pcp, so a link
+// planted there must not make the root agent create or truncate its target.
+func TestLogNeverFollowsALink(t *testing.T) {
+	needPerf(t)
+	bin := agentBinary(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "victim")
+	os.WriteFile(target, []byte("precious\n"), 0o600)
+	dangling := filepath.Join(dir, "created-by-root")
+	for _, link := range []string{target, dangling} {
+		logfile := filepath.Join(dir, "perfevent.log")
+		os.Remove(logfile)
+		if err := os.Symlink(link, logfile); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "-U", "root", "-l", logfile, "-c", "testdata/vm.conf",
+			"--lockfile", filepath.Join(dir, "perflock"), "--pmids", filepath.Join(dir, "pmids"))
+		cmd.Stdin = strings.NewReader("") // pmcd gone at once: the agent exits
+		cmd.Run()
+		if data, _ := os.ReadFile(target); string(data) != "precious\n" {
+			t.Errorf("link to %s: the target now holds %q", link, data)
+		}
+		if _, err := os.Stat(dangling); err == nil {
+			t.Errorf("link to %s: the agent created %s", link, dangling)
+		}
+		if fi, err := os.Lstat(logfile); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("link to %s: the log is %v, %v; want a new regular file", link, fi, err)
+		}
+		if fi, err := os.Lstat(logfile + ".prev"); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("link to %s: want the link kept as .prev, got %v, %v", link, fi, err)
+		}
+	}
+}
