@@ -48,6 +48,16 @@ func TestUpgradeFollowsConfigFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "Upgrade"), script, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Stand-ins for pmpost and pmsignal keep the machine's NOTICES and
+	// pmcd out of this, and record whether pmcd would have been told.
+	binadm := t.TempDir()
+	calls := filepath.Join(binadm, "calls")
+	for _, tool := range []string{"pmpost", "pmsignal"} {
+		stub := "#!/bin/sh\necho " + tool + " \"$*\" >>" + calls + "\n"
+		if err := os.WriteFile(filepath.Join(binadm, tool), []byte(stub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	pmcdConf := filepath.Join(t.TempDir(), "pmcd.conf")
 	agent := filepath.Join(home, "pmdaperfevent")
 	conf := filepath.Join(home, "perfevent.conf")
@@ -61,7 +71,11 @@ func TestUpgradeFollowsConfigFile(t *testing.T) {
 	}
 	upgrade := func() string {
 		t.Helper()
-		r := e.Exec(Cmd{Dir: home, Args: []string{"./Upgrade"}, Env: []string{"PCP_PMCDCONF_PATH=" + pmcdConf}})
+		os.Remove(calls)
+		r := e.Exec(Cmd{Dir: home, Args: []string{"./Upgrade"}, Env: []string{
+			"PCP_PMCDCONF_PATH=" + pmcdConf,
+			"PCP_BINADM_DIR=" + binadm,
+		}})
 		if r.Err != nil {
 			t.Fatalf("Upgrade failed:\n%s", r)
 		}
@@ -84,8 +98,14 @@ func TestUpgradeFollowsConfigFile(t *testing.T) {
 	if got := upgrade(); got != other+plain+" -c "+conf+"\n"+access {
 		t.Errorf("perfevent.conf appeared: want -c added, got\n%s", got)
 	}
+	if told, _ := os.ReadFile(calls); !strings.Contains(string(told), "pmsignal -a -s HUP pmcd\n") {
+		t.Errorf("Upgrade changed pmcd.conf without a SIGHUP to pmcd; calls: %q", told)
+	}
 	if got := upgrade(); got != other+plain+" -c "+conf+"\n"+access {
 		t.Errorf("second Upgrade is not a no-op:\n%s", got)
+	}
+	if told, err := os.ReadFile(calls); err == nil {
+		t.Errorf("an Upgrade that changed nothing still called: %q", told)
 	}
 
 	if err := os.Remove(conf); err != nil {
