@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -44,11 +45,7 @@ func TestLabClients(t *testing.T) {
 			t.Fatalf("pmval -s 3: %d sample rows, want 3:\n%s", len(rows), out)
 		}
 		for _, row := range rows {
-			for _, f := range strings.Fields(row) {
-				if v, _ := strconv.ParseFloat(f, 64); v < 0.9e9 || v > 1.1e9 {
-					t.Errorf("pmval: cpu_clock rate %s, want about 1e9 ns/s:\n%s", f, out)
-				}
-			}
+			checkClockRates(t, "pmval", strings.Fields(row))
 		}
 		out = l.Run(t, "pmval", "-h", l.HostSpec(), "-s", "3", "-t", "0.2", "perfevent.active")
 		if got := regexp.MustCompile(`(?m)^ +`+active+`$`).FindAllString(out, -1); len(got) != 3 {
@@ -75,8 +72,8 @@ func TestLabClients(t *testing.T) {
 		}
 		for _, row := range rows[2:] { // the first row has no rates yet
 			checkRange(t, "pmrep perfevent.active", row[1], float64(12*len(cpus)), float64(12*len(cpus)))
+			checkClockRates(t, "pmrep", row[2:2+len(cpus)])
 			for i := range cpus {
-				checkRange(t, "pmrep cpu_clock rate", row[2+i], 0.9e9, 1.1e9)
 				checkRange(t, "pmrep cpu_clock dutycycle", row[2+len(cpus)+i], 0.99, 1)
 			}
 		}
@@ -115,11 +112,9 @@ func TestLabClients(t *testing.T) {
 		rows := readCSV(t, "pmrep -a", out)
 		rates := 0
 		for _, row := range rows[1:] {
-			for _, v := range row[1:] {
-				if v != "" {
-					checkRange(t, "pmrep -a cpu_clock rate", v, 0.9e9, 1.1e9)
-					rates++
-				}
+			if strings.Join(row[1:], "") != "" {
+				checkClockRates(t, "pmrep -a", row[1:])
+				rates += len(row) - 1
 			}
 		}
 		if rates < 2*len(cpus) {
@@ -176,6 +171,29 @@ func readCSV(t *testing.T, what, out string) [][]string {
 		t.Fatalf("%s: want CSV with a header and rows (%v):\n%s", what, err, out)
 	}
 	return rows
+}
+
+// checkClockRates checks one sample of cpu_clock's rate, one value per
+// CPU. Each is about 1e9 ns/s; the window is wide because a client
+// divides by the interval between pmcd's timestamps, which on a loaded
+// machine is up to a fifth away from the interval between the agent's
+// reads (TestCompareWithCAgent/rates checks the clock against the test's
+// own). All CPUs share that interval, so they agree closely.
+func checkClockRates(t *testing.T, what string, row []string) {
+	t.Helper()
+	var first float64
+	for i, s := range row {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v < 0.6e9 || v > 1.4e9 {
+			t.Errorf("%s: cpu_clock rates %q: want about 1e9 ns/s each", what, row)
+			return
+		}
+		if i == 0 {
+			first = v
+		} else if math.Abs(v/first-1) > 0.01 {
+			t.Errorf("%s: cpu_clock rates %q: want the same on every CPU", what, row)
+		}
+	}
 }
 
 func checkRange(t *testing.T, what, s string, lo, hi float64) {
