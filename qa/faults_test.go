@@ -282,7 +282,16 @@ func TestFaultFileLimit(t *testing.T) {
 	writeFile(t, pmcdConf, limited)
 	// Two lines swapped: only the PMID map keeps their PMIDs apart.
 	writeFile(t, l.Conf, strings.Replace(conf.String(), "cpu-clock\ntask-clock\n", "task-clock\ncpu-clock\n", 1))
-	pid := l.RestartAgent(t)
+	started := l.RestartAgent(t)
+	// Once, in a run of the whole suite, that agent was gone a moment
+	// later and another one ran: take whichever runs now.
+	pid := l.AgentPID(t)
+	if pid != started {
+		t.Logf("pmcd started agent %d, and then %d", started, pid)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/limits", pid)); err != nil {
+		t.Fatalf("agent %d is gone: %v\n%s\n--- %s.prev\n%s", pid, err, l.Logs(), l.AgentLog, tail(l.AgentLog+".prev", 15))
+	}
 	if lim := procLimit(t, pid, "Max open files"); lim != fmt.Sprintf("%d %d", limit, limit) {
 		t.Fatalf("the agent's descriptor limit is %q, want %d:%d", lim, limit, limit)
 	}
