@@ -174,17 +174,19 @@ func readCSV(t *testing.T, what, out string) [][]string {
 }
 
 // checkClockRates checks one sample of cpu_clock's rate, one value per
-// CPU. Each is about 1e9 ns/s; the window is wide because a client
-// divides by the interval between pmcd's timestamps, which on a loaded
-// machine is up to a fifth away from the interval between the agent's
-// reads (TestCompareWithCAgent/rates checks the clock against the test's
-// own). All CPUs share that interval, so they agree closely.
+// CPU. Each is about 1e9 ns/s, but the window is wide: a client divides
+// by the interval between pmcd's timestamps, and on a loaded machine
+// that is hundreds of milliseconds away from the interval between the
+// agent's reads (1.73e9 seen over 0.5 s at a load of 12 on 2 CPUs, with
+// either agent); TestCompareWithCAgent/rates checks the clock against the
+// test's own. The window still catches a wrong scale or a raw count, and
+// all CPUs share the interval, so they must agree closely.
 func checkClockRates(t *testing.T, what string, row []string) {
 	t.Helper()
 	var first float64
 	for i, s := range row {
 		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || v < 0.6e9 || v > 1.4e9 {
+		if err != nil || v < 0.3e9 || v > 3e9 {
 			t.Errorf("%s: cpu_clock rates %q: want about 1e9 ns/s each", what, row)
 			return
 		}
