@@ -72,9 +72,9 @@ func TestPerfallocReservation(t *testing.T) {
 		// The C agent's first fetch after the release still says 0 and the
 		// next one counts; ours may be quicker, never slower.
 		first := active(t, l)
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // two of the agent's polls
 		if got := active(t, l); got != want {
-			t.Errorf("perfevent.active: %d, then %d 150 ms after the release; want %d by the second fetch", first, got, want)
+			t.Errorf("perfevent.active: %d, then %d 200 ms after the release; want %d by the second fetch", first, got, want)
 		}
 		moving := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
 		if !valuesGrew(frozen, moving) {
@@ -136,8 +136,12 @@ func TestPerfallocReservation(t *testing.T) {
 			t.Errorf("perfalloc after SIGKILL: status %d", code)
 		}
 		// The kernel drops a dead process's locks; the agent must notice.
+		reopened := logCount(l, "counters reopened after perfalloc in ")
 		waitActive(t, l, want)
 		waitValuesMove(t, l, "perfevent.hwcounters.cpu_clock.value")
+		if got := logCount(l, "counters reopened after perfalloc in "); got != reopened+1 {
+			t.Errorf("the agent's log has %d new lines about reopening after perfalloc was killed, want 1:\n%s", got-reopened, tail(l.AgentLog, 6))
+		}
 	})
 
 	t.Run("c-perfalloc", func(t *testing.T) {
