@@ -220,6 +220,31 @@ func TestFaultRestart(t *testing.T) {
 		reserveWorks(t, l, perfallocBinary(t, l), want)
 	})
 
+	t.Run("reserved-across-restart", func(t *testing.T) {
+		// A reservation outlives the agent: the new one starts with its
+		// counters released and takes them when the holder lets go.
+		pa := perfallocBinary(t, l)
+		h := startHolder(t, l, pa, "-D", "-f", l.Lock)
+		h.waitStderr(t, "counters released by pmdaperfevent", 5*time.Second)
+		l.Agent.Inactive = true
+		l.Restart(t)
+		l.Agent.Inactive = false
+		if got := active(t, l); got != 0 {
+			t.Errorf("perfevent.active = %d from an agent started under a reservation", got)
+		}
+		out := l.Run(t, pa, "-f", l.Lock, "--status")
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^agent: +pmdaperfevent, pid %d,`, l.AgentPID(t))).MatchString(out) ||
+			!regexp.MustCompile(fmt.Sprintf(`(?m)^holders: +%d$`, h.pid())).MatchString(out) ||
+			!regexp.MustCompile(`(?m)^counters: +released since `).MatchString(out) {
+			t.Errorf("perfalloc --status from the new agent:\n%s", out)
+		}
+		if code := h.stop(t, syscall.SIGINT); code != 0 {
+			t.Errorf("perfalloc: exit %d", code)
+		}
+		waitActive(t, l, want)
+		waitValuesMove(t, l, "perfevent.hwcounters.cpu_clock.value")
+	})
+
 	t.Run("reordered-config", func(t *testing.T) {
 		// The lines of [perf] reversed and one event dropped: the PMID map
 		// keeps every remaining name where it was.
