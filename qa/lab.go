@@ -15,7 +15,10 @@ package qa
 //   - pmcd and the agent run as copies with names of their own: PCP's
 //     rc script waits for every process called pmcd, and Install and
 //     Remove TERM every .../pmdaperfevent (and AgentPIDs, in qa.go,
-//     counts those);
+//     counts those). One visible effect: the C agent takes its domain
+//     label from argv[0], so in a lab it says "agent":"perfevent-lab-c";
+//   - pmcd's own agent (pmcd.*, a DSO) is in the lab too, because
+//     pmproxy and other clients look its metrics up;
 //   - PCP_PMDAS_DIR in pmcd's environment (inherited by the agent)
 //     points the C agent, which has no flags for them, at the lab's
 //     perfevent.conf, perflock and help;
