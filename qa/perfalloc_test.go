@@ -132,11 +132,11 @@ func TestPerfallocReservation(t *testing.T) {
 		if got := active(t, l); got != 0 {
 			t.Fatalf("perfevent.active = %d while reserved", got)
 		}
+		reopened := logCount(l, "counters reopened after perfalloc in ")
 		if code := h.stop(t, syscall.SIGKILL); code != 128+int(syscall.SIGKILL) {
 			t.Errorf("perfalloc after SIGKILL: status %d", code)
 		}
 		// The kernel drops a dead process's locks; the agent must notice.
-		reopened := logCount(l, "counters reopened after perfalloc in ")
 		waitActive(t, l, want)
 		waitValuesMove(t, l, "perfevent.hwcounters.cpu_clock.value")
 		if got := logCount(l, "counters reopened after perfalloc in "); got != reopened+1 {
