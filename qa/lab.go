@@ -175,7 +175,8 @@ func StartLab(t testing.TB, a Agent) *Lab {
 	if a.Socket {
 		l.AgentSock = filepath.Join(dir, "run", "perfevent.sock")
 	}
-	for _, d := range []string{pmdas, filepath.Join(dir, "run"), filepath.Join(dir, "bin")} {
+	for _, d := range []string{pmdas, filepath.Join(dir, "run"), filepath.Join(dir, "bin"),
+		filepath.Join(dir, "tmp", "pmie"), filepath.Join(dir, "tmp", "pmlogger")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -450,7 +451,13 @@ func (l *Lab) HostSpec() string { return fmt.Sprintf("127.0.0.1:%d", l.Port) }
 func (l *Lab) Environ() []string { return append(l.env.environ(), l.clientEnv()...) }
 
 func (l *Lab) clientEnv() []string {
-	return []string{"PMCD_SOCKET=" + l.PMCDSocket, "PMCD_PORT=" + strconv.Itoa(l.Port)}
+	return []string{
+		"PMCD_SOCKET=" + l.PMCDSocket,
+		"PMCD_PORT=" + strconv.Itoa(l.Port),
+		// pmie's and pmlogger's own status files go into the lab, not
+		// among the system's (where a killed client would leave them).
+		"PCP_TMP_DIR=" + filepath.Join(l.Dir, "tmp"),
+	}
 }
 
 // Exec runs a command in the lab's client environment (plus c.Env) and
