@@ -93,7 +93,7 @@ func TestFaultLockFileRoot(t *testing.T) {
 		checkServing(t, l, want)
 		// Root gets through any mode; everybody else is told why not.
 		reserveOK(t)
-		r := l.Exec(Cmd{Args: []string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", pa, "-f", l.Lock, "--", "true"}})
+		r := l.Exec(Cmd{Args: append(asNobody(t), pa, "-f", l.Lock, "--", "true")})
 		if exitCode(r.Err) != 1 || !strings.Contains(r.Stderr, "lock file "+l.Lock+": permission denied (mode 0000, owner uid 0)") {
 			t.Errorf("perfalloc as nobody on a mode 000 lock file: want exit 1 and the reason:\n%s", r)
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -216,7 +217,7 @@ func TestPerfallocBadLockFile(t *testing.T) {
 	}
 	missing := filepath.Join(dir, "missing")
 	nodir := filepath.Join(dir, "nodir", "perflock")
-	asNobody := []string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"}
+	nobody := asNobody(t)
 
 	for _, c := range []struct {
 		name string
@@ -225,7 +226,7 @@ func TestPerfallocBadLockFile(t *testing.T) {
 		want string
 	}{
 		{"symlink", nil, link, "perfalloc: lock file " + link + " is a symbolic link: refusing to follow it"},
-		{"mode000-nobody", asNobody, locked, "perfalloc: lock file " + locked + ": permission denied (mode 0000, owner uid 0)"},
+		{"mode000-nobody", nobody, locked, "perfalloc: lock file " + locked + ": permission denied (mode 0000, owner uid 0)"},
 		{"missing", nil, missing, "perfalloc: lock file " + missing + " does not exist: is pmdaperfevent running?"},
 		{"missing-dir", nil, nodir, "perfalloc: lock file " + nodir + " does not exist, nor does its directory " + filepath.Dir(nodir)},
 	} {
@@ -249,6 +250,19 @@ func TestPerfallocBadLockFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// asNobody is the start of a command line that runs the rest as the user
+// nobody, for what root's privileges would hide.
+func asNobody(t testing.TB) []string {
+	t.Helper()
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		unmet(t, "needs setpriv (util-linux) to run perfalloc as nobody")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		unmet(t, "needs the user nobody: %v", err)
+	}
+	return []string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"}
 }
 
 // perfallocBinary is the perfalloc under test: the repository's
