@@ -54,21 +54,7 @@ func TestCompareWithCAgent(t *testing.T) {
 	cLab := StartLab(t, Agent{Go: false, Config: VMConfig})
 	cpus := onlineCPUs(t)
 
-	info := []string{"-md", "-tT", "-l", "perfevent"}
-	c := view{
-		meta: parseMetadata(t, cLabelsAsInstalled(cLab.Run(t, "pminfo", info...))),
-		vals: parseValues(t, cLab.Run(t, "pminfo", "-f", "perfevent")),
-	}
-	g := view{
-		meta: parseMetadata(t, goLab.Run(t, "pminfo", info...)),
-		vals: parseValues(t, goLab.Run(t, "pminfo", "-f", "perfevent")),
-	}
-	diffs, cOnly := compareViews(c, g, cpus)
-	if len(diffs) > 0 {
-		t.Errorf("the C agent and ours differ (beyond the accepted differences listed in this test):\n\t%s",
-			strings.Join(diffs, "\n\t"))
-	}
-	t.Logf("compared %d metrics; only the C agent lists, without values: %s", len(g.meta), strings.Join(cOnly, " "))
+	compareLabs(t, cLab, goLab, cpus)
 
 	t.Run("rates", func(t *testing.T) {
 		compareRates(t, goLab, cLab, cpus)
@@ -123,6 +109,41 @@ func TestCompareWithCAgent(t *testing.T) {
 	})
 }
 
+// compareLabs compares what pminfo shows of the two agents and fails
+// the test on each difference beyond the accepted ones.
+func compareLabs(t *testing.T, cLab, goLab *Lab, cpus []int) {
+	t.Helper()
+	info := []string{"-md", "-tT", "-l", "perfevent"}
+	c := view{
+		meta: parseMetadata(t, cLabelsAsInstalled(cLab.Run(t, "pminfo", info...))),
+		vals: parseValues(t, cLab.Run(t, "pminfo", "-f", "perfevent")),
+	}
+	g := view{
+		meta: parseMetadata(t, goLab.Run(t, "pminfo", info...)),
+		vals: parseValues(t, goLab.Run(t, "pminfo", "-f", "perfevent")),
+	}
+	diffs, cOnly := compareViews(c, g, cpus)
+	if len(diffs) > 0 {
+		t.Errorf("the C agent and ours differ (beyond the accepted differences listed in TestCompareWithCAgent):\n\t%s",
+			strings.Join(diffs, "\n\t"))
+	}
+	t.Logf("compared %d metrics; only the C agent lists, without values: %s", len(g.meta), strings.Join(cOnly, " "))
+}
+
+// With -C both agents use the names of PCP before 3.10.8 (only ':'
+// becomes '-', so perfevent.hwcounters.cpu-clock.value); the comparison
+// is the same.
+func TestCompareWithCAgentCompatNames(t *testing.T) {
+	goLab := StartLab(t, Agent{Go: true, Config: VMConfig, Args: []string{"-C"}})
+	cLab := StartLab(t, Agent{Go: false, Config: VMConfig, Args: []string{"-C"}})
+	compareLabs(t, cLab, goLab, onlineCPUs(t))
+	for _, l := range []*Lab{cLab, goLab} {
+		if r := l.RunErr(t, "pminfo", "perfevent.hwcounters.cpu-clock.value"); r.Err != nil {
+			t.Errorf("-C: no perfevent.hwcounters.cpu-clock.value:\n%s", r)
+		}
+	}
+}
+
 // view is what the clients show of one agent.
 type view struct {
 	meta map[string]*metadata
@@ -152,7 +173,7 @@ func compareViews(cv, gv view, cpus []int) (diffs, cOnly []string) {
 	}
 	sort.Strings(sorted) // (6)
 
-	dynamicEvent := regexp.MustCompile(`^perfevent\.hwcounters\.[a-z0-9_]+\.[a-z0-9_]+\.(value|dutycycle)$`)
+	dynamicEvent := regexp.MustCompile(`^perfevent\.hwcounters\.[a-z0-9_-]+\.[a-z0-9_-]+\.(value|dutycycle)$`)
 	indomMap := map[string]string{} // C InDom -> ours (1)
 	for _, n := range sorted {
 		g, c := gv.meta[n], cv.meta[n]
