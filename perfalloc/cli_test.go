@@ -340,6 +340,11 @@ func TestDaemon(t *testing.T) {
 	lock := lockFile(t)
 	r := perfalloc(t, nil, "-d", "-f", lock)
 	pid, err := strconv.Atoi(strings.TrimSpace(r.stdout))
+	if err == nil && pid > 0 {
+		// Whatever fails below, the background perfalloc must not outlive
+		// the test.
+		t.Cleanup(func() { unix.Kill(pid, syscall.SIGKILL) })
+	}
 	if r.rc != 0 || err != nil || r.stderr != noState(lock) {
 		t.Fatalf("-d: %+v", r)
 	}
@@ -408,6 +413,9 @@ func TestConfirmation(t *testing.T) {
 	// reports success.
 	r = perfalloc(t, nil, "-d", "-f", lock)
 	pid, _ := strconv.Atoi(strings.TrimSpace(r.stdout))
+	if pid > 0 {
+		t.Cleanup(func() { unix.Kill(pid, syscall.SIGKILL) })
+	}
 	if r.rc != 0 || pid == 0 || !confirmed.MatchString(r.stderr) {
 		t.Errorf("-d: %+v", r)
 	}
