@@ -485,7 +485,10 @@ func compareRates(t *testing.T, goLab, cLab *Lab, cpus []int) {
 			}
 			for _, other := range []string{"task_clock", "software.cpu_clock", "software.task_clock"} {
 				col := "perfevent.hwcounters." + other + ".value" + at
-				if v, ok := r[col]; !ok || math.Abs(v/clock-1) > 0.02 {
+				// Read in the same fetch, but an agent preempted between
+				// the two reads of one fetch skews them by its delay
+				// over the second: 5% leaves room for 50 ms.
+				if v, ok := r[col]; !ok || math.Abs(v/clock-1) > 0.05 {
 					t.Errorf("%s: %s = %v/s, want cpu_clock's %v/s", agent, col, v, clock)
 				}
 			}
@@ -504,7 +507,7 @@ func compareRates(t *testing.T, goLab, cLab *Lab, cpus []int) {
 	for _, cpu := range cpus {
 		// TSC ticks per nanosecond: the TSC's frequency in GHz.
 		g, c := tsc["ours"][cpu], tsc["C"][cpu]
-		if c <= 0 || math.Abs(g/c-1) > 0.02 {
+		if c <= 0 || math.Abs(g/c-1) > 0.05 {
 			t.Errorf("msr.tsc/cpu_clock on cpu%d: C %.4f GHz, ours %.4f GHz; want the same TSC frequency", cpu, c, g)
 		}
 	}
