@@ -234,16 +234,24 @@ func (a *agent) logNote(n setup.Note) {
 // table that serves them. Problems with single lines are logged and
 // skipped; only a configuration that cannot be read at all is an error.
 func (a *agent) build() (*generation, error) {
+	// Counters take descriptors until the limit; keep a few back for the
+	// state file, inotify and the PMID map, which come after.
+	defer releaseFDs(holdFDs(spareFDs))
+
+	// The PMID map first: counters can take every descriptor there is,
+	// and without the map names would get other PMIDs than they had.
+	clusters, cerrs := metrics.LoadClusters(a.o.pmids)
+	for _, e := range cerrs {
+		a.log.Warningf("%v", e)
+	}
+	if clusters == nil {
+		return nil, fmt.Errorf("without the PMID map no counter is served, so that none changes its PMID")
+	}
 	plan, set, sum, derived, err := count(a.o, a.fs, counter.Config{
 		Logf: func(format string, args ...any) { a.log.Warningf(format, args...) },
 	})
 	if err != nil {
 		return nil, err
-	}
-
-	clusters, cerrs := metrics.LoadClusters(a.o.pmids)
-	for _, e := range cerrs {
-		a.log.Warningf("%v", e)
 	}
 	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
 	for _, c := range plan.Counters {
@@ -277,6 +285,29 @@ func (a *agent) build() (*generation, error) {
 		a.log.Warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", prog)
 	}
 	return &generation{plan: plan, set: set, table: table, src: src}, nil
+}
+
+// spareFDs is how many descriptors build keeps back from the counters.
+const spareFDs = 8
+
+// holdFDs opens up to n descriptors of /dev/null to keep them from the
+// counters; releaseFDs gives them back.
+func holdFDs(n int) []*os.File {
+	var held []*os.File
+	for range n {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		held = append(held, f)
+	}
+	return held
+}
+
+func releaseFDs(held []*os.File) {
+	for _, f := range held {
+		f.Close()
+	}
 }
 
 // reload rereads the configuration (SIGHUP). If it cannot be read at all,
@@ -421,11 +452,20 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}
 	a.log.Infof("perfevent version %s (maxfiles=%d of %d), config %s", version, soft, hard, o.config)
 
+	// What needs a descriptor or root besides the counters comes first:
+	// the counters may use up the descriptor limit. The state file's and
+	// PMID map's directories are given to the user the agent will run as.
+	uid, gid, drop := a.runAs()
+	if err := a.openLock(uid, gid); err != nil {
+		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+	}
+	defer a.stopReservation()
+
 	g, err := a.build()
 	if err != nil {
 		// An unreadable configuration: serve the static metrics and say
 		// why, rather than leave pmcd without an agent (the C agent exits).
-		a.log.Errorf("%v; serving perfevent.version and perfevent.active only until the file is fixed and the agent gets SIGHUP", err)
+		a.log.Errorf("%v; serving perfevent.version and perfevent.active only until this is fixed and the agent gets SIGHUP", err)
 		g, err = a.empty()
 		if err != nil {
 			a.log.Errorf("%v", err)
@@ -434,14 +474,11 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}
 	a.gen.Store(g)
 
-	// Everything that needs root is done or prepared for the user the
-	// agent runs as: the counters are open, the lock file exists, and the
-	// state file's and PMID map's directories belong to that user.
-	uid, gid, drop := a.runAs()
-	if err := a.startReservation(uid, gid); err != nil {
-		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+	if a.lock != nil {
+		if err := a.watchLock(); err != nil {
+			a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+		}
 	}
-	defer a.stopReservation()
 	if drop {
 		a.dropPrivileges(uid, gid)
 	}
@@ -541,11 +578,9 @@ func (a *agent) dropPrivileges(uid, gid int) {
 	a.log.Infof("running as %s (uid %d, gid %d) with %s only", id.User, uid, gid, privilege.Name(c))
 }
 
-// startReservation opens the lock file and starts watching it: counters are
-// closed while someone holds a read lock on it and reopened when the last
-// holder lets go. The state file beside it tells perfalloc when that has
-// happened.
-func (a *agent) startReservation(uid, gid int) error {
+// openLock opens (or creates) the lock file and prepares the directory of
+// the state file for the user the agent will run as.
+func (a *agent) openLock(uid, gid int) error {
 	lf, err := reservation.Open(a.o.lockfile)
 	if err != nil {
 		return err
@@ -554,6 +589,14 @@ func (a *agent) startReservation(uid, gid int) error {
 	if err := reservation.PrepareStateDir(a.o.lockfile, uid, gid); err != nil {
 		a.log.Warningf("%v; perfalloc will not be able to confirm releases", err)
 	}
+	return nil
+}
+
+// watchLock starts watching the lock file: counters are closed while
+// someone holds a read lock on it and reopened when the last holder lets
+// go. The state file beside it tells perfalloc when that has happened.
+func (a *agent) watchLock() error {
+	lf := a.lock
 	st, err := reservation.NewStateFile(reservation.StatePath(a.o.lockfile), reservation.State{
 		Program:  prog,
 		Config:   a.o.config,

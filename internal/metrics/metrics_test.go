@@ -118,3 +118,13 @@ func TestClustersExhausted(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestClustersUnreadableIsNotEmpty(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pmids")
+	os.Mkdir(path, 0o755) // exists, cannot be read as a file
+	c, errs := LoadClusters(path)
+	if c != nil || len(errs) != 1 || !strings.Contains(errs[0].Error(), "reading the PMID map "+path) {
+		t.Errorf("LoadClusters = %v, %v; want nil and the read error", c, errs)
+	}
+}

@@ -31,6 +31,11 @@ type Clusters struct {
 // LoadClusters reads the map at path. A missing file is an empty map. Lines
 // that cannot be used are reported (file:line: reason) and skipped, and
 // the rest of the map is kept: losing one number is better than losing all.
+//
+// A map that exists but cannot be read (permissions, no descriptor left) is
+// another matter: numbering metrics without it would put new data under old
+// PMIDs in existing archives, and saving would overwrite it. LoadClusters
+// then returns a nil map and the error alone.
 func LoadClusters(path string) (*Clusters, []error) {
 	c := &Clusters{path: path, byKey: map[string]int{}, next: firstDynamic}
 	data, err := os.ReadFile(path)
@@ -38,7 +43,7 @@ func LoadClusters(path string) (*Clusters, []error) {
 		return c, nil
 	}
 	if err != nil {
-		return c, []error{fmt.Errorf("%s: %w", path, err)}
+		return nil, []error{fmt.Errorf("reading the PMID map %s: %w", path, err)}
 	}
 	var errs []error
 	used := map[int]string{}
