@@ -27,6 +27,12 @@ func TestMain(m *testing.M) {
 		helperHold(os.Getenv("RESERVATION_TEST_LOCK"), true)
 	case "bench":
 		helperBench(os.Getenv("RESERVATION_TEST_LOCK"))
+	case "open":
+		helperOpen(os.Getenv("RESERVATION_TEST_LOCK"))
+	case "fork":
+		helperFork(os.Getenv("RESERVATION_TEST_LOCK"))
+	case "inherited":
+		helperLockOnCommand(3)
 	}
 	os.Exit(3)
 }

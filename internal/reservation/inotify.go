@@ -10,23 +10,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// notifyEvent is one inotify event that concerns the watched name or file.
+type notifyEvent struct {
+	mask uint32 // IN_* bits as the kernel reported them
+	// gen says which watchFile call the event belongs to, so that events of
+	// a file that has since been replaced can be told apart; 0 for events
+	// of the directory watch and for IN_Q_OVERFLOW.
+	gen uint64
+}
+
 // notifier turns inotify events about one name in one directory, and
-// optionally about one file, into calls of hint. It does not say what
-// happened: every caller re-reads the truth (F_GETLK, the state file) anyway.
+// optionally about one file, into calls of hint, one per event, in the
+// kernel's order. Callers re-read the truth (F_GETLK, the state file) after
+// a hint; the masks only tell the Watcher how often it needs to look.
 type notifier struct {
 	f     *os.File // the inotify fd, non-blocking so that Close interrupts Read
 	fd    int
 	dirWD int
 	name  string
-	hint  func()
+	hint  func(notifyEvent)
 	done  chan struct{}
 
-	mu     sync.Mutex
-	fileWD int // -1 when no file is watched
+	mu      sync.Mutex
+	fileWD  int // -1 when no file is watched
+	fileGen uint64
 }
 
 // watchDir watches dir for events (mask) about entries called name.
-func watchDir(dir, name string, mask uint32, hint func()) (*notifier, error) {
+func watchDir(dir, name string, mask uint32, hint func(notifyEvent)) (*notifier, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init1: %w", err)
@@ -51,10 +62,11 @@ func watchDir(dir, name string, mask uint32, hint func()) (*notifier, error) {
 	return n, nil
 }
 
-// watchFile replaces any previous file watch with one on path. Symbolic links
-// are not followed: a link planted at the path is the lock file's problem, to
-// be reported by Ensure, not something to watch.
-func (n *notifier) watchFile(path string, mask uint32) error {
+// watchFile replaces any previous file watch with one on path and returns
+// the generation that the new watch's events carry. Symbolic links are not
+// followed: a link planted at the path is the lock file's problem, to be
+// reported by Ensure, not something to watch.
+func (n *notifier) watchFile(path string, mask uint32) (uint64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.fileWD >= 0 {
@@ -65,10 +77,11 @@ func (n *notifier) watchFile(path string, mask uint32) error {
 	}
 	wd, err := unix.InotifyAddWatch(n.fd, path, mask|unix.IN_DONT_FOLLOW)
 	if err != nil {
-		return fmt.Errorf("inotify watch on %s: %w", path, err)
+		return 0, fmt.Errorf("inotify watch on %s: %w", path, err)
 	}
 	n.fileWD = wd
-	return nil
+	n.fileGen++
+	return n.fileGen, nil
 }
 
 func (n *notifier) read() {
@@ -79,26 +92,28 @@ func (n *notifier) read() {
 		if err != nil {
 			return // closed
 		}
-		relevant := false
 		for off := 0; off+unix.SizeofInotifyEvent <= k; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			switch {
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
-				relevant = true // events were lost: look anyway
+				n.hint(notifyEvent{mask: ev.Mask}) // events were lost: look anyway
 			case int(ev.Wd) == n.dirWD:
 				if string(bytes.TrimRight(nameBytes, "\x00")) == n.name {
-					relevant = true
+					n.hint(notifyEvent{mask: ev.Mask})
 				}
 			default:
+				// Checked under the lock so that an event of a replaced
+				// watch is never reported with the new watch's generation;
+				// hint runs outside it, so that it may wait for watchFile.
 				n.mu.Lock()
-				relevant = relevant || int(ev.Wd) == n.fileWD
+				gen, ok := n.fileGen, int(ev.Wd) == n.fileWD
 				n.mu.Unlock()
+				if ok {
+					n.hint(notifyEvent{mask: ev.Mask, gen: gen})
+				}
 			}
-		}
-		if relevant {
-			n.hint()
 		}
 	}
 }

@@ -156,6 +156,38 @@ func (l *LockFile) Check() (Status, error) {
 	return Status{Reserved: true, Holders: holders}, nil
 }
 
+// errLeaseDenied marks a lease probe that we may not make: leases are for
+// the file's owner or CAP_LEASE, and an agent that dropped root after
+// creating the file is neither.
+var errLeaseDenied = errors.New("lease denied")
+
+// alone reports whether no other open file description of the lock file
+// exists, in any process. The kernel grants a write lease only then
+// (F_SETLEASE checks the file's reader and writer counts against the
+// caller's own descriptor); the lease is given back at once. An opener that
+// comes in the microseconds between waits for the lease to be given back,
+// or fails with EWOULDBLOCK if it opens with O_NONBLOCK ([Reserve] retries).
+func (l *LockFile) alone() (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fd < 0 {
+		return false, fmt.Errorf("lock file %s: already closed", l.path)
+	}
+	_, err := unix.FcntlInt(uintptr(l.fd), unix.F_SETLEASE, unix.F_WRLCK)
+	switch {
+	case err == nil:
+		if _, err := unix.FcntlInt(uintptr(l.fd), unix.F_SETLEASE, unix.F_UNLCK); err != nil {
+			return false, fmt.Errorf("lock file %s: giving back the lease: %w", l.path, err)
+		}
+		return true, nil
+	case errors.Is(err, unix.EAGAIN):
+		return false, nil
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return false, fmt.Errorf("lock file %s: F_SETLEASE: %w", l.path, errLeaseDenied)
+	}
+	return false, fmt.Errorf("lock file %s: F_SETLEASE: %w", l.path, err)
+}
+
 // identity returns the device and inode of the file the descriptor refers to.
 func (l *LockFile) identity() (dev, ino uint64) {
 	l.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,6 +44,12 @@ func (e *HeldError) Error() string {
 // closing any other descriptor of the same file in this process drops it.
 func Reserve(path string) (*Reservation, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	// EWOULDBLOCK: O_NONBLOCK met a lease, which the agent takes for
+	// microseconds to learn whether anyone has the file open.
+	for deadline := time.Now().Add(time.Second); errors.Is(err, unix.EWOULDBLOCK) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, fmt.Errorf("lock file %s is a symbolic link, refusing to follow it: %w", path, err)

@@ -362,7 +362,7 @@ func WaitState(ctx context.Context, path string, poll time.Duration, done func(*
 	}
 	hints := make(chan struct{}, 1)
 	note, err := watchDir(filepath.Dir(path), filepath.Base(path),
-		unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE, func() {
+		unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE, func(notifyEvent) {
 			select {
 			case hints <- struct{}{}:
 			default:

@@ -1,0 +1,393 @@
+package reservation
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperOpen opens the file without locking it and says "opened"; on a
+// line "lock" from stdin it takes a read lock through that descriptor and
+// says "locked"; it exits when stdin ends.
+func helperOpen(path string) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	fmt.Println("opened")
+	helperLockOnCommand(fd)
+}
+
+// helperFork opens the file, hands the descriptor to a child (the test
+// binary again) that shares its stdin and stdout, closes its own copy, says
+// "forked PID" and exits: the open file description lives on in the child
+// alone, and the child locks it later without opening anything.
+func helperFork(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=inherited")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{f}
+	if err := cmd.Start(); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	f.Close()
+	fmt.Println("forked", cmd.Process.Pid)
+	os.Exit(0)
+}
+
+// helperLockOnCommand takes a read lock on fd when stdin says "lock",
+// answering "locked", and exits at the end of stdin.
+func helperLockOnCommand(fd int) {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() != "lock" {
+			continue
+		}
+		lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
+		if err := unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &lk); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(2)
+		}
+		fmt.Println("locked")
+	}
+	os.Exit(0)
+}
+
+// opener is a helper process started in mode "open" or "fork".
+type opener struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	pid   int // the process that holds the descriptor
+}
+
+func startOpener(t *testing.T, path, mode string) *opener {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "RESERVATION_TEST_LOCK="+path)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Our own pipe rather than StdoutPipe: Wait on a forking helper must
+	// not close it while the child still writes.
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = wr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wr.Close()
+	o := &opener{cmd: cmd, stdin: stdin, out: bufio.NewReader(r), pid: cmd.Process.Pid}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+		r.Close()
+	})
+	line := o.line(t)
+	switch {
+	case mode == "open" && line == "opened":
+	case mode == "fork" && strings.HasPrefix(line, "forked "):
+		o.pid, err = strconv.Atoi(strings.TrimPrefix(line, "forked "))
+		if err != nil {
+			t.Fatalf("helper said %q", line)
+		}
+		// Reap the parent; cmd.Wait would also close the child's stdin.
+		cmd.Process.Wait()
+	default:
+		t.Fatalf("helper %s did not open %s: %q", mode, path, line)
+	}
+	return o
+}
+
+func (o *opener) line(t *testing.T) string {
+	t.Helper()
+	line, err := o.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	return strings.TrimSpace(line)
+}
+
+func (o *opener) lock(t *testing.T) {
+	t.Helper()
+	fmt.Fprintln(o.stdin, "lock")
+	if line := o.line(t); line != "locked" {
+		t.Fatalf("helper did not lock: %q", line)
+	}
+}
+
+// exit ends the helper (and, for "fork", its child) and waits until the
+// descriptor is gone: the end of its stdout.
+func (o *opener) exit(t *testing.T) {
+	t.Helper()
+	o.stdin.Close()
+	if rest, _ := io.ReadAll(o.out); len(rest) > 0 {
+		t.Fatalf("helper said %q", rest)
+	}
+	if o.cmd.ProcessState == nil && o.pid == o.cmd.Process.Pid {
+		o.cmd.Wait() // all its descriptors closed
+	}
+}
+
+// waitInterval waits until the watcher's poll interval is want.
+func waitInterval(t *testing.T, w *Watcher, want time.Duration, why string) {
+	t.Helper()
+	for deadline := time.Now().Add(patience); w.interval() != want; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: poll interval %v, want %v", why, w.interval(), want)
+		}
+	}
+}
+
+// checksDuring counts the watcher's F_GETLK checks during d.
+func checksDuring(w *Watcher, d time.Duration) int64 {
+	before := w.checks.Load()
+	time.Sleep(d)
+	return w.checks.Load() - before
+}
+
+// With a 10 ms poll, 500 ms hold 50 polls; a loaded machine may lose many
+// of them but not 40. The slow interval is an hour, so its windows should
+// see none, plus a few of the follow-ups of a late hint.
+const (
+	window    = 500 * time.Millisecond
+	fastAtLst = 10
+	slowAtMst = 3
+)
+
+func newTestWatcher(t *testing.T, opts Options) (string, *Watcher, chan Status) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lf.Close() })
+	ch := make(chan Status, 8)
+	w, err := Watch(lf, opts, func(st Status) { ch <- st })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	if st := nextStatus(t, ch); st.Reserved {
+		t.Fatalf("initial status %+v", st)
+	}
+	return path, w, ch
+}
+
+func TestWatcherAdaptivePoll(t *testing.T) {
+	fast, slow := 10*time.Millisecond, time.Hour
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, IdlePoll: slow})
+
+	waitInterval(t, w, slow, "nobody else has the file open")
+	if n := checksDuring(w, window); n > slowAtMst {
+		t.Errorf("idle: %d checks in %v, want at most %d", n, window, slowAtMst)
+	}
+
+	o := startOpener(t, path, "open")
+	waitInterval(t, w, fast, "a helper has the file open")
+	if n := checksDuring(w, window); n < fastAtLst {
+		t.Errorf("opened elsewhere: %d checks in %v, want at least %d", n, window, fastAtLst)
+	}
+
+	o.lock(t)
+	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
+		t.Fatalf("after lock: %+v, want reserved by %d", st, o.pid)
+	}
+	if got := w.interval(); got != fast {
+		t.Errorf("reserved: poll interval %v, want %v", got, fast)
+	}
+
+	o.exit(t)
+	if st := nextStatus(t, ch); st.Reserved {
+		t.Fatalf("after exit: %+v", st)
+	}
+	waitInterval(t, w, slow, "the helper exited")
+	time.Sleep(50 * time.Millisecond) // the follow-ups of the last hint
+	if n := checksDuring(w, window); n > slowAtMst {
+		t.Errorf("idle again: %d checks in %v, want at most %d", n, window, slowAtMst)
+	}
+}
+
+// A descriptor handed on at fork and exec keeps its open file description,
+// so the count stays up and the child's lock is seen at the fast pace.
+func TestWatcherForkedChildLocksLater(t *testing.T) {
+	fast, slow := 10*time.Millisecond, 300*time.Millisecond
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, IdlePoll: slow})
+	waitInterval(t, w, slow, "nobody else has the file open")
+
+	o := startOpener(t, path, "fork")
+	waitInterval(t, w, fast, "the forked child has the file open")
+	o.lock(t)
+	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
+		t.Fatalf("after the child's lock: %+v, want reserved by %d", st, o.pid)
+	}
+	o.exit(t)
+	if st := nextStatus(t, ch); st.Reserved {
+		t.Fatalf("after exit: %+v", st)
+	}
+	waitInterval(t, w, slow, "the child exited")
+}
+
+// When inotify misses an open (here: made to), the idle poll still finds
+// the lock; the close it did not expect makes the count unknown, which
+// polls fast until a scan finds nobody again.
+func TestWatcherIdlePollIsTheSafetyNet(t *testing.T) {
+	fast, slow := 10*time.Millisecond, 300*time.Millisecond
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, IdlePoll: slow})
+	w.users.mu.Lock()
+	w.users.dropEvent = func(mask uint32) bool { return mask&unix.IN_OPEN != 0 }
+	w.users.mu.Unlock()
+	waitInterval(t, w, slow, "nobody else has the file open")
+
+	o := startOpener(t, path, "open")
+	time.Sleep(50 * time.Millisecond) // past the follow-ups of the open
+	if got := w.interval(); got != slow {
+		t.Fatalf("missed open: poll interval %v, want %v", got, slow)
+	}
+	o.lock(t)
+	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
+		t.Fatalf("after lock: %+v, want reserved by %d", st, o.pid)
+	}
+	o.exit(t)
+	if st := nextStatus(t, ch); st.Reserved {
+		t.Fatalf("after exit: %+v", st)
+	}
+	waitInterval(t, w, slow, "a rescan after the unexpected close")
+}
+
+func TestWatcherNoNotifyPollsFast(t *testing.T) {
+	fast := 10 * time.Millisecond
+	_, w, _ := newTestWatcher(t, Options{Poll: fast, IdlePoll: time.Hour, NoNotify: true})
+	if got := w.interval(); got != fast {
+		t.Errorf("poll interval %v, want %v", got, fast)
+	}
+	if n := checksDuring(w, window); n < fastAtLst {
+		t.Errorf("%d checks in %v, want at least %d", n, window, fastAtLst)
+	}
+}
+
+func TestWatcherRecreatedFileCountsAfresh(t *testing.T) {
+	fast, slow := 10*time.Millisecond, time.Hour
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, IdlePoll: slow})
+	o := startOpener(t, path, "open") // of the file about to be deleted
+	waitInterval(t, w, fast, "a helper has the file open")
+	dev, ino := w.lf.identity()
+	os.Remove(path)
+	for deadline := time.Now().Add(patience); ; time.Sleep(5 * time.Millisecond) {
+		if d, i := w.lf.identity(); d != dev || i != ino {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("deleted lock file not recreated")
+		}
+	}
+	// The helper keeps the old file open, which no longer matters.
+	waitInterval(t, w, slow, "nobody has the new file open")
+	o.exit(t)
+
+	o = startOpener(t, path, "open")
+	waitInterval(t, w, fast, "a helper has the new file open")
+	o.lock(t)
+	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
+		t.Fatalf("lock on the recreated file: %+v", st)
+	}
+}
+
+func TestUsersEvents(t *testing.T) {
+	u := users{gen: 1, known: true}
+	u.event(notifyEvent{mask: unix.IN_OPEN, gen: 1})
+	u.event(notifyEvent{mask: unix.IN_CLOSE_NOWRITE, gen: 1})
+	if !u.idle() {
+		t.Fatal("open and close: not idle")
+	}
+	u.event(notifyEvent{mask: unix.IN_OPEN, gen: 2}) // another file's watch
+	if !u.idle() {
+		t.Fatal("an open of another generation counted")
+	}
+	u.event(notifyEvent{mask: unix.IN_Q_OVERFLOW})
+	if u.idle() {
+		t.Fatal("overflow: still idle")
+	}
+	u = users{gen: 1, known: true}
+	u.event(notifyEvent{mask: unix.IN_CLOSE_WRITE, gen: 1})
+	if u.idle() {
+		t.Fatal("a close never opened: still idle")
+	}
+	u = users{gen: 1, known: true}
+	u.event(notifyEvent{mask: unix.IN_OPEN, gen: 1})
+	if u.idle() || u.verify {
+		t.Fatal("after an open: idle, or a probe asked for")
+	}
+	u.event(notifyEvent{mask: unix.IN_CLOSE_NOWRITE, gen: 1})
+	if !u.idle() || !u.verify {
+		t.Fatal("back to 0: not idle, or no probe asked for")
+	}
+}
+
+func TestLockFileAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	alone := func() bool {
+		t.Helper()
+		ok, err := lf.alone()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !alone() {
+		t.Error("only our own descriptor: not alone")
+	}
+	o := startOpener(t, path, "open")
+	if alone() {
+		t.Error("a helper has the file open read-only: alone")
+	}
+	o.exit(t)
+	if !alone() {
+		t.Error("helper gone: not alone")
+	}
+	// A descriptor of our own process counts too; O_PATH ones cannot lock
+	// and do not.
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alone() {
+		t.Error("an O_PATH descriptor: not alone")
+	}
+	unix.Close(fd)
+	fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone() {
+		t.Error("a second descriptor: alone")
+	}
+	unix.Close(fd)
+}
