@@ -1,6 +1,7 @@
 // Package perf is the thin layer over the perf_event_open(2) ABI that
 // internal/counter needs: open one system-wide counter on one CPU, read its
-// {value, time_enabled, time_running} triple, close it.
+// {value, time_enabled, time_running} triple, close it; or open several as a
+// group on one CPU and read all their values with one read() of the leader.
 //
 // It deliberately knows nothing about event names, scaling or bookkeeping so
 // that everything above it can be tested against a fake.
@@ -18,6 +19,11 @@ import (
 // let the reader scale a multiplexed count up to the whole enabled period.
 const ReadFormat = unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING
 
+// GroupReadFormat is the read_format of every counter of a group, leader
+// and members alike, as perf(1) does it: a read of the leader returns the
+// group's two times and then one value per counter, leader first.
+const GroupReadFormat = unix.PERF_FORMAT_GROUP | ReadFormat
+
 // AttrSize is the size of unix.PerfEventAttr as the kernel should see it in
 // attr.size. Kernels older than this struct accept it as long as the fields
 // they do not know are zero, which they are for counting events.
@@ -25,6 +31,10 @@ const AttrSize = uint32(unsafe.Sizeof(unix.PerfEventAttr{}))
 
 // readSize is the byte length of one read() with ReadFormat: three u64.
 const readSize = 24
+
+// groupHeader is nr, time_enabled and time_running ahead of a group's
+// values; each value is one more u64.
+const groupHeader = 3
 
 // Count is one reading of a counter. All three fields are cumulative since
 // the descriptor was opened.
@@ -34,10 +44,15 @@ type Count struct {
 	Running uint64 // ns the event was actually on the PMU
 }
 
-// FD is one open perf event descriptor.
+// FD is one open perf event descriptor: a counter of its own, or the
+// leader or a member of a group.
 type FD struct {
-	fd  int
-	buf [readSize]byte // reused so that Read does not allocate
+	fd     int
+	cpu    int
+	group  bool   // opened with GroupReadFormat
+	leader *FD    // a member's leader; nil for a leader or a counter of its own
+	n      int    // a leader's counters, itself included; 0 for a member
+	buf    []byte // reused so that reads do not allocate; a leader's grows as members join
 }
 
 // OpenCPU opens attr system-wide (every task) on one CPU, in a group of its
@@ -52,7 +67,47 @@ func OpenCPU(attr *unix.PerfEventAttr, cpu int) (*FD, error) {
 		// Kept as the bare errno so that callers can classify it.
 		return nil, err
 	}
-	return &FD{fd: fd}, nil
+	return &FD{fd: fd, cpu: cpu, buf: make([]byte, readSize)}, nil
+}
+
+// OpenGroupCPU opens attr system-wide on one CPU as part of a group,
+// close-on-exec. With a nil leader the counter leads a new group; otherwise
+// it joins leader, which must be a group leader opened on the same CPU and
+// still open. attr must carry GroupReadFormat. A member is never read on its
+// own: read the group with the leader's ReadGroup. Close the members before
+// their leader: a leader closed first leaves them as counters of their own.
+//
+// Open the leader disabled (attr.disabled) and Enable it once the last
+// member has joined. A member that joins a group already counting on its
+// CPU is not scheduled until the group is next scheduled in, which for a
+// CPU-wide group may be never: on Linux 6.18, page-faults or task-clock
+// joining an enabled cpu-clock leader read 0 for good.
+func OpenGroupCPU(attr *unix.PerfEventAttr, cpu int, leader *FD) (*FD, error) {
+	if attr.Read_format != GroupReadFormat {
+		return nil, fmt.Errorf("perf: attr.read_format is %#x, want %#x (GROUP|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING) for a group", attr.Read_format, GroupReadFormat)
+	}
+	groupFD := -1
+	if leader != nil {
+		switch {
+		case !leader.group || leader.leader != nil:
+			return nil, fmt.Errorf("perf: the group_fd given for cpu%d is not a group leader", cpu)
+		case leader.fd < 0:
+			return nil, fmt.Errorf("perf: the group leader on cpu%d is closed", cpu)
+		case leader.cpu != cpu:
+			return nil, fmt.Errorf("perf: a member on cpu%d cannot join a group on cpu%d", cpu, leader.cpu)
+		}
+		groupFD = leader.fd
+	}
+	fd, err := unix.PerfEventOpen(attr, -1, cpu, groupFD, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if leader != nil {
+		leader.n++
+		leader.buf = make([]byte, 8*(groupHeader+leader.n))
+		return &FD{fd: fd, cpu: cpu, group: true, leader: leader}, nil
+	}
+	return &FD{fd: fd, cpu: cpu, group: true, n: 1, buf: make([]byte, 8*(groupHeader+1))}, nil
 }
 
 // Read returns the current cumulative count. A read that returns fewer than
@@ -61,6 +116,9 @@ func OpenCPU(attr *unix.PerfEventAttr, cpu int) (*FD, error) {
 func (f *FD) Read() (Count, error) {
 	if f.fd < 0 {
 		return Count{}, fmt.Errorf("perf: read of a closed descriptor")
+	}
+	if f.group {
+		return Count{}, fmt.Errorf("perf: Read of a group counter on cpu%d; read its leader with ReadGroup", f.cpu)
 	}
 	n, err := unix.Read(f.fd, f.buf[:])
 	if err != nil {
@@ -76,6 +134,47 @@ func (f *FD) Read() (Count, error) {
 	}, nil
 }
 
+// Enable starts a counter opened disabled, such as a group's leader once its
+// members have joined; enabling the leader starts the whole group.
+func (f *FD) Enable() error {
+	if f.fd < 0 {
+		return fmt.Errorf("perf: enabling a closed descriptor")
+	}
+	return unix.IoctlSetInt(f.fd, unix.PERF_EVENT_IOC_ENABLE, 0)
+}
+
+// ReadGroup reads a group with one read() of its leader: the group's
+// cumulative time_enabled and time_running, and each counter's cumulative
+// value into values, in the order they joined (the leader first). values
+// must have room for exactly the group's counters. A read whose size or
+// count does not match that is an error, not zeros: the kernel returns 0
+// bytes once the group is in an error state (for example its CPU went
+// offline).
+func (f *FD) ReadGroup(values []uint64) (enabled, running uint64, err error) {
+	switch {
+	case f.fd < 0:
+		return 0, 0, fmt.Errorf("perf: read of a closed descriptor")
+	case !f.group || f.leader != nil:
+		return 0, 0, fmt.Errorf("perf: ReadGroup on cpu%d of a counter that does not lead a group", f.cpu)
+	case len(values) != f.n:
+		return 0, 0, fmt.Errorf("perf: ReadGroup on cpu%d with room for %d values; the group has %d counters", f.cpu, len(values), f.n)
+	}
+	n, err := unix.Read(f.fd, f.buf)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n != len(f.buf) {
+		return 0, 0, fmt.Errorf("perf: short read of %d bytes from the group on cpu%d (want %d): the group is in an error state", n, f.cpu, len(f.buf))
+	}
+	if nr := binary.NativeEndian.Uint64(f.buf[0:8]); nr != uint64(f.n) {
+		return 0, 0, fmt.Errorf("perf: the group on cpu%d reports %d counters, want %d", f.cpu, nr, f.n)
+	}
+	for i := range values {
+		values[i] = binary.NativeEndian.Uint64(f.buf[8*(groupHeader+i):])
+	}
+	return binary.NativeEndian.Uint64(f.buf[8:16]), binary.NativeEndian.Uint64(f.buf[16:24]), nil
+}
+
 // Close releases the descriptor and with it the PMU slot. Closing twice is
 // harmless.
 func (f *FD) Close() error {
@@ -84,5 +183,11 @@ func (f *FD) Close() error {
 	}
 	err := unix.Close(f.fd)
 	f.fd = -1
+	// The kernel drops a closed member from its group, and the leader's
+	// reads shrink with it.
+	if l := f.leader; l != nil && l.fd >= 0 {
+		l.n--
+		l.buf = l.buf[:8*(groupHeader+l.n)]
+	}
 	return err
 }

@@ -74,3 +74,90 @@ func TestOpenMissingCPU(t *testing.T) {
 		t.Errorf("cpu4095: %v, want EINVAL", err)
 	}
 }
+
+func TestOpenGroupCPURequiresGroupReadFormat(t *testing.T) {
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Size: AttrSize, Read_format: ReadFormat}
+	_, err := OpenGroupCPU(&attr, 0, nil)
+	if err == nil || !strings.Contains(err.Error(), "read_format is 0x3") || !strings.Contains(err.Error(), "GROUP") {
+		t.Errorf("OpenGroupCPU with ReadFormat: %v", err)
+	}
+}
+
+// TestGroupRead opens three software events as a group on cpu0, the way
+// internal/counter does: leader disabled, members, enable.
+func TestGroupRead(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root and perf_event_open (system-wide software events)")
+	}
+	open := func(config uint64, cpu int, leader *FD) (*FD, error) {
+		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config, Size: AttrSize, Read_format: GroupReadFormat}
+		if leader == nil {
+			attr.Bits = unix.PerfBitDisabled
+		}
+		return OpenGroupCPU(&attr, cpu, leader)
+	}
+	leader, err := open(unix.PERF_COUNT_SW_CPU_CLOCK, 0, nil)
+	if err != nil {
+		t.Skipf("needs perf_event_open: %v", err)
+	}
+	defer leader.Close()
+	// task-clock and context-switches move on any CPU that runs at all.
+	var members []*FD
+	for _, config := range []uint64{unix.PERF_COUNT_SW_TASK_CLOCK, unix.PERF_COUNT_SW_CONTEXT_SWITCHES} {
+		m, err := open(config, 0, leader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		members = append(members, m)
+	}
+	if _, err := open(unix.PERF_COUNT_SW_PAGE_FAULTS, 1, leader); err == nil || !strings.Contains(err.Error(), "on cpu1 cannot join a group on cpu0") {
+		t.Errorf("joining from another CPU: %v", err)
+	}
+	if _, err := open(unix.PERF_COUNT_SW_PAGE_FAULTS, 0, members[0]); err == nil || !strings.Contains(err.Error(), "not a group leader") {
+		t.Errorf("joining a member: %v", err)
+	}
+	if err := leader.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.Read(); err == nil || !strings.Contains(err.Error(), "ReadGroup") {
+		t.Errorf("Read of a leader: %v", err)
+	}
+	if _, _, err := members[0].ReadGroup(make([]uint64, 3)); err == nil {
+		t.Error("ReadGroup of a member succeeded")
+	}
+	if _, _, err := leader.ReadGroup(make([]uint64, 2)); err == nil || !strings.Contains(err.Error(), "room for 2 values; the group has 3") {
+		t.Errorf("ReadGroup with too little room: %v", err)
+	}
+	a := make([]uint64, 3)
+	b := make([]uint64, 3)
+	en1, run1, err := leader.ReadGroup(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	en2, run2, err := leader.ReadGroup(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en2 <= en1 || run2 != en2 || run1 != en1 {
+		t.Errorf("times %d/%d then %d/%d: want growth and running == enabled", en1, run1, en2, run2)
+	}
+	for i, name := range []string{"cpu-clock", "task-clock", "context-switches"} {
+		if b[i] <= a[i] {
+			t.Errorf("%s went from %d to %d: a member that joined before the enable must count", name, a[i], b[i])
+		}
+	}
+	// A closed member leaves the group, and the leader's reads shrink.
+	members[1].Close()
+	if _, _, err := leader.ReadGroup(make([]uint64, 2)); err != nil {
+		t.Errorf("ReadGroup after a member closed: %v", err)
+	}
+	leader.Close()
+	if _, _, err := leader.ReadGroup(make([]uint64, 2)); err == nil {
+		t.Error("ReadGroup after Close succeeded")
+	}
+	if err := leader.Enable(); err == nil {
+		t.Error("Enable after Close succeeded")
+	}
+}
