@@ -83,9 +83,11 @@ func FuzzBuildParse(f *testing.F) {
 			fail(TypeLabelReq, []any{id, typ}, []any{a, c}, err)
 		}
 
+		// Attribute values of 4096 bytes or more are refused, as by
+		// pmcd's decoder; the Builder, playing pmcd, writes them anyway.
 		start(bl.Attr(from, c, raw), TypeAttr)
-		if key, val, err := p.Attr(); err != nil || key != c || !bytes.Equal(val, raw) {
-			fail(TypeAttr, val, raw, err)
+		if key, val, err := p.Attr(); len(raw) >= 4096 && err == nil || len(raw) < 4096 && (err != nil || key != c || !bytes.Equal(val, raw)) {
+			fail(TypeAttr, len(val), len(raw), err)
 		}
 
 		start(bl.IDs(from, c, pmids...), TypePMNSIDs)
