@@ -17,6 +17,29 @@
 // a reservation: the new descriptor starts from zero and only its own counts
 // are added to the frozen value.
 //
+// # Groups
+//
+// Reading a counter that lives on another CPU makes the kernel interrupt
+// that CPU, which dominates the cost of a fetch (tens of µs per read in a
+// VM). So the software events of each CPU (attr.Type PERF_TYPE_SOFTWARE)
+// form one perf group there: the first that opens leads it, the others join
+// it in Spec order, and one read() of the leader returns every member's
+// value. Software events never wait for a PMU counter, so a group of them
+// is scheduled exactly as its members would be alone, and the group's
+// time_enabled/time_running are each member's. Every other event (hardware,
+// cache, raw, tracepoint, sysfs PMUs such as msr) keeps a descriptor of its
+// own: a hardware group larger than the PMU's counters would never be
+// scheduled at all, and groups across PMUs have rules of their own.
+//
+// Grouping changes the number of read() calls, not the descriptors (still
+// one per event per CPU) nor what a caller sees: values, scaling,
+// dutycycles, Active and instances are per (event, CPU) as before. A fetch
+// that needs one software event reads its CPU's group once and updates
+// every member it read. A member that fails to open is not served on that
+// CPU and the group carries on without it; when the would-be leader fails,
+// the next software event leads. A failed group read fails each of its
+// members on that CPU.
+//
 // # Instances
 //
 // The instances of an event are the CPUs whose descriptor opened at Open, in
@@ -39,7 +62,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"slices"
 	"strings"
 	"sync"
 
@@ -59,26 +81,67 @@ type Spec struct {
 
 // Source is one open counter: a perf descriptor, or a fake in tests.
 type Source interface {
+	// Read returns the cumulative count of a counter opened on its own
+	// (attr.Read_format perf.ReadFormat).
 	Read() (perf.Count, error)
+	// ReadGroup reads the group this Source leads (attr.Read_format
+	// perf.GroupReadFormat) in one go: the group's cumulative times, and
+	// into values each open counter's cumulative value in the order they
+	// were opened, the leader first. len(values) is the number of counters
+	// in the group. Members of a group are never read on their own.
+	ReadGroup(values []uint64) (enabled, running uint64, err error)
+	// Enable starts a counter opened with attr.disabled set. Only a
+	// group's leader is opened so, and enabled once its members have
+	// joined: the kernel does not schedule a member that joins a group
+	// already counting on its CPU (see perf.OpenGroupCPU).
+	Enable() error
 	Close() error
 }
 
 // Opener opens one event on one CPU. The event name is passed along for
-// fakes and error messages; the kernel only sees attr.
+// fakes and error messages; the kernel only sees attr. The leader is nil
+// for a counter of its own and for the first counter of a group (its
+// read_format says which); otherwise it is an open Source that this Opener
+// returned for a group on the same CPU, and the new counter joins it. A
+// leader comes with attr.disabled set and is enabled by the caller once the
+// group is complete.
 type Opener interface {
-	Open(event string, attr *unix.PerfEventAttr, cpu int) (Source, error)
+	Open(event string, attr *unix.PerfEventAttr, cpu int, leader Source) (Source, error)
 }
 
 // KernelOpener opens real perf events with perf_event_open(2): pid -1 (every
-// task), the given CPU, no group, close-on-exec.
+// task), the given CPU, close-on-exec; in a group when the read_format asks
+// for one.
 type KernelOpener struct{}
 
-func (KernelOpener) Open(event string, attr *unix.PerfEventAttr, cpu int) (Source, error) {
-	fd, err := perf.OpenCPU(attr, cpu)
+func (KernelOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader Source) (Source, error) {
+	var fd *perf.FD
+	var err error
+	switch {
+	case attr.Read_format&unix.PERF_FORMAT_GROUP == 0:
+		if leader != nil {
+			return nil, fmt.Errorf("counter: %q on cpu%d: joining a group needs PERF_FORMAT_GROUP in read_format", event, cpu)
+		}
+		fd, err = perf.OpenCPU(attr, cpu)
+	case leader == nil:
+		fd, err = perf.OpenGroupCPU(attr, cpu, nil)
+	default:
+		l, ok := leader.(*perf.FD)
+		if !ok {
+			return nil, fmt.Errorf("counter: %q on cpu%d: the group leader is a %T, not a descriptor of KernelOpener", event, cpu, leader)
+		}
+		fd, err = perf.OpenGroupCPU(attr, cpu, l)
+	}
 	if err != nil {
 		return nil, err // not a typed nil inside a Source
 	}
 	return fd, nil
+}
+
+// grouped says which events are read in a group per CPU; see the package
+// comment for why only software events are.
+func grouped(attr *unix.PerfEventAttr) bool {
+	return attr.Type == unix.PERF_TYPE_SOFTWARE
 }
 
 // Config holds the optional parts of a Set.
@@ -101,6 +164,22 @@ type slot struct {
 	value   uint64     // the exported accumulator
 	duty    float64    // running/enabled since the open, as of the last read
 	ok      bool       // the most recent read since the open succeeded
+	served  bool       // an instance of its event: it opened at Open
+	grp     int        // index into Set.groups, or -1 when read on its own
+}
+
+// ref names one (event, CPU) slot by indexes.
+type ref struct{ ev, k int }
+
+// group is the software events of one CPU, read with one read() of their
+// leader. Its slots keep their own Sources for closing and status.
+type group struct {
+	cpu     int
+	refs    []ref    // every software slot of the CPU, in Spec order
+	open    []ref    // the members open now, in open order: the leader first
+	vals    []uint64 // ReadGroup's buffer, with room for every ref
+	readErr error    // why the most recent read failed, to log once
+	read    bool     // read by the current fetch
 }
 
 type event struct {
@@ -130,12 +209,14 @@ type Set struct {
 
 	mu      sync.Mutex // guards everything below; held by a fetch
 	events  []event
+	groups  []group // fixed by New, but for their open members
 	derived []derived
 	state   state
 	fresh   bool  // no read has completed since the last open
 	muted   bool  // this fetch did the first read after an open
 	nOK     int   // slots whose most recent read succeeded
 	needed  []int // events marked in this fetch, to clear them cheaply
+	read    []int // groups read in this fetch, to clear them cheaply
 	fetch   Fetch
 }
 
@@ -155,6 +236,7 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		s.opener = KernelOpener{}
 	}
 	s.fetch.s = s
+	groupOf := map[int]int{} // CPU id → index into s.groups
 	for i, sp := range specs {
 		if sp.Name == "" {
 			return nil, fmt.Errorf("counter: event #%d has an empty name", i+1)
@@ -168,8 +250,12 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		ev.attr = sp.Attr
 		ev.attr.Size = perf.AttrSize
 		ev.attr.Read_format = perf.ReadFormat
-		// Open enabled: a reservation closes descriptors rather than
-		// disabling them, and inherit means nothing for pid -1.
+		if grouped(&ev.attr) {
+			ev.attr.Read_format = perf.GroupReadFormat
+		}
+		// Open enabled (but for a group's leader, see openAll): a
+		// reservation closes descriptors rather than disabling them, and
+		// inherit means nothing for pid -1.
 		ev.attr.Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
 		ev.slots = make([]slot, len(sp.CPUs))
 		seen := make(map[int]bool, len(sp.CPUs))
@@ -182,8 +268,23 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 			}
 			seen[cpu] = true
 			ev.slots[k].cpu = cpu
+			ev.slots[k].grp = -1
+			if grouped(&ev.attr) {
+				g, ok := groupOf[cpu]
+				if !ok {
+					g = len(s.groups)
+					groupOf[cpu] = g
+					s.groups = append(s.groups, group{cpu: cpu})
+				}
+				s.groups[g].refs = append(s.groups[g].refs, ref{i, k})
+				ev.slots[k].grp = g
+			}
 		}
 	}
+	for g := range s.groups {
+		s.groups[g].vals = make([]uint64, len(s.groups[g].refs))
+	}
+	s.read = make([]int, 0, len(s.groups))
 	return s, nil
 }
 
@@ -249,55 +350,110 @@ func (s *Set) Open() (Summary, error) {
 	if st != unopened {
 		return Summary{}, errors.New("counter: Open called twice; use Reopen after Close")
 	}
-	srcs, errs := s.openAll(false)
+	o := s.openAll(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.events {
 		ev := &s.events[i]
 		for k := range ev.slots {
-			if srcs[i][k] != nil {
+			if o.srcs[i][k] != nil {
+				ev.slots[k].served = true
 				ev.inst = append(ev.inst, k)
 				ev.cpus = append(ev.cpus, ev.slots[k].cpu)
 			}
 		}
 	}
-	s.install(srcs, errs)
+	s.install(o)
 	return s.summary(), nil
+}
+
+// opened is what openAll opened, to be installed under mu.
+type opened struct {
+	srcs   [][]Source     // per event, per slot
+	errs   [][]*OpenError // per event, per slot
+	groups [][]ref        // per group, its members in open order
 }
 
 // openAll opens the served slots (onlyServed) or all slots, without
 // touching the Set's state, so that it can run outside mu. The slot layout
-// and instance lists it reads are fixed once Open has run.
-func (s *Set) openAll(onlyServed bool) ([][]Source, [][]*OpenError) {
-	srcs := make([][]Source, len(s.events))
-	errs := make([][]*OpenError, len(s.events))
+// and the served flags it reads are fixed once Open has run. Each group is
+// opened leader first; whichever member opens first leads.
+func (s *Set) openAll(onlyServed bool) opened {
+	o := opened{
+		srcs:   make([][]Source, len(s.events)),
+		errs:   make([][]*OpenError, len(s.events)),
+		groups: make([][]ref, len(s.groups)),
+	}
 	for i := range s.events {
-		ev := &s.events[i]
-		srcs[i] = make([]Source, len(ev.slots))
-		errs[i] = make([]*OpenError, len(ev.slots))
-		try := func(k int) {
-			src, err := s.opener.Open(ev.name, &ev.attr, ev.slots[k].cpu)
-			if err != nil {
-				errs[i][k] = NewOpenError(ev.name, ev.slots[k].cpu, err)
-				return
-			}
-			srcs[i][k] = src
+		o.srcs[i] = make([]Source, len(s.events[i].slots))
+		o.errs[i] = make([]*OpenError, len(s.events[i].slots))
+	}
+	try := func(r ref, leader Source) Source {
+		ev := &s.events[r.ev]
+		sl := &ev.slots[r.k]
+		if onlyServed && !sl.served {
+			return nil
 		}
-		if onlyServed {
-			for _, k := range ev.inst {
-				try(k)
+		attr := &ev.attr
+		if sl.grp >= 0 && leader == nil {
+			// A leader waits, disabled, for its members; see Source.Enable.
+			a := ev.attr
+			a.Bits |= unix.PerfBitDisabled
+			attr = &a
+		}
+		src, err := s.opener.Open(ev.name, attr, sl.cpu, leader)
+		if err != nil {
+			o.errs[r.ev][r.k] = NewOpenError(ev.name, sl.cpu, err)
+			return nil
+		}
+		o.srcs[r.ev][r.k] = src
+		return src
+	}
+	for g := range s.groups {
+		var leader Source
+		for _, r := range s.groups[g].refs {
+			if src := try(r, leader); src != nil {
+				if leader == nil {
+					leader = src
+				}
+				o.groups[g] = append(o.groups[g], r)
 			}
-		} else {
-			for k := range ev.slots {
-				try(k)
+		}
+		if leader == nil {
+			continue
+		}
+		if err := leader.Enable(); err != nil {
+			// A group that cannot start counts nothing: close it,
+			// leader last, and let each member show why.
+			members := o.groups[g]
+			for j := len(members) - 1; j >= 0; j-- {
+				r := members[j]
+				ev := &s.events[r.ev]
+				o.srcs[r.ev][r.k].Close() // its error adds nothing to err
+				o.srcs[r.ev][r.k] = nil
+				o.errs[r.ev][r.k] = NewOpenError(ev.name, s.groups[g].cpu,
+					fmt.Errorf("enabling the group of software events on cpu%d: %w", s.groups[g].cpu, err))
+			}
+			o.groups[g] = nil
+		}
+	}
+	for i := range s.events {
+		for k := range s.events[i].slots {
+			if s.events[i].slots[k].grp < 0 {
+				try(ref{i, k}, nil)
 			}
 		}
 	}
-	return srcs, errs
+	return o
 }
 
 // install puts freshly opened sources in place. Called with mu held.
-func (s *Set) install(srcs [][]Source, errs [][]*OpenError) {
+func (s *Set) install(o opened) {
+	srcs, errs := o.srcs, o.errs
+	for g := range s.groups {
+		s.groups[g].open = o.groups[g]
+		s.groups[g].readErr = nil
+	}
 	for i := range s.events {
 		ev := &s.events[i]
 		for k := range ev.slots {
@@ -351,7 +507,7 @@ func (s *Set) Close() error {
 		ev  int
 		cpu int
 	}
-	var todo []closing
+	var todo, leaders []closing
 	s.mu.Lock()
 	if s.state != open {
 		s.mu.Unlock()
@@ -362,11 +518,21 @@ func (s *Set) Close() error {
 		for k := range ev.slots {
 			sl := &ev.slots[k]
 			if sl.src != nil {
-				todo = append(todo, closing{sl.src, i, sl.cpu})
+				// A leader closed before its members would leave them
+				// behind as counters of their own, so leaders go last.
+				if sl.grp >= 0 && s.groups[sl.grp].open[0] == (ref{i, k}) {
+					leaders = append(leaders, closing{sl.src, i, sl.cpu})
+				} else {
+					todo = append(todo, closing{sl.src, i, sl.cpu})
+				}
 				sl.src = nil
 			}
 			sl.ok = false
 		}
+	}
+	todo = append(todo, leaders...)
+	for g := range s.groups {
+		s.groups[g].open = nil
 	}
 	s.nOK = 0
 	s.state = closed
@@ -399,10 +565,10 @@ func (s *Set) Reopen() (Summary, error) {
 		defer s.mu.Unlock()
 		return s.summary(), nil
 	}
-	srcs, errs := s.openAll(true)
+	o := s.openAll(true)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.install(srcs, errs)
+	s.install(o)
 	return s.summary(), nil
 }
 
@@ -454,7 +620,7 @@ func (s *Set) Status(ev int) []CPUStatus {
 		sl := &e.slots[k]
 		out[k] = CPUStatus{
 			CPU:     sl.cpu,
-			Served:  slices.Contains(e.inst, k),
+			Served:  sl.served,
 			Open:    sl.src != nil,
 			OpenErr: sl.openErr,
 			ReadErr: sl.readErr,
@@ -486,6 +652,10 @@ func (s *Set) Begin() *Fetch {
 		s.events[i].needed = false
 	}
 	s.needed = s.needed[:0]
+	for _, g := range s.read {
+		s.groups[g].read = false
+	}
+	s.read = s.read[:0]
 	s.muted = false
 	return &s.fetch
 }
@@ -510,9 +680,11 @@ func (f *Fetch) NeedAll() {
 	}
 }
 
-// Read reads each marked event's open descriptors once: one read() per
-// descriptor, however many metrics of the fetch use it. While the Set is
-// closed it reads nothing and the values stay frozen.
+// Read reads each marked event's open descriptors once, however many
+// metrics of the fetch use them: one read() per descriptor of its own, and
+// one per group, whichever of its members are marked, which updates every
+// member. While the Set is closed it reads nothing and the values stay
+// frozen.
 func (f *Fetch) Read() {
 	s := f.s
 	if s.state != open {
@@ -526,8 +698,16 @@ func (f *Fetch) Read() {
 			if sl.src == nil {
 				continue
 			}
-			s.readSlot(ev, sl)
 			read = true
+			if sl.grp < 0 {
+				s.readSlot(ev, sl)
+				continue
+			}
+			if g := &s.groups[sl.grp]; !g.read {
+				g.read = true
+				s.read = append(s.read, sl.grp)
+				s.readGroup(g)
+			}
 		}
 	}
 	if read && s.fresh {
@@ -542,22 +722,70 @@ func (f *Fetch) Read() {
 func (s *Set) readSlot(ev *event, sl *slot) {
 	c, err := sl.src.Read()
 	if err != nil {
-		if sl.ok {
-			sl.ok = false
-			s.nOK--
-		}
 		if sl.readErr == nil && s.logf != nil {
 			s.logf("reading %q on cpu%d failed, keeping its last value: %v", ev.name, sl.cpu, err)
 		}
-		sl.readErr = err
+		s.readFailed(sl, err)
 		return
 	}
-	if sl.readErr != nil {
-		if s.logf != nil {
-			s.logf("reading %q on cpu%d works again", ev.name, sl.cpu)
-		}
-		sl.readErr = nil
+	if sl.readErr != nil && s.logf != nil {
+		s.logf("reading %q on cpu%d works again", ev.name, sl.cpu)
 	}
+	s.readOK(sl, c)
+}
+
+// readGroup reads a CPU's group with one read() of its leader and updates
+// each open member, all with the group's times. A failure is logged once
+// for the group, not once per member.
+func (s *Set) readGroup(g *group) {
+	lead := g.open[0]
+	vals := g.vals[:len(g.open)]
+	enabled, running, err := s.events[lead.ev].slots[lead.k].src.ReadGroup(vals)
+	if err != nil {
+		if g.readErr == nil && s.logf != nil {
+			if len(g.open) == 1 {
+				s.logf("reading %s on cpu%d failed, keeping its last value: %v", s.memberNames(g), g.cpu, err)
+			} else {
+				s.logf("reading the group %s on cpu%d failed, keeping their last values: %v", s.memberNames(g), g.cpu, err)
+			}
+		}
+		g.readErr = err
+		for _, r := range g.open {
+			s.readFailed(&s.events[r.ev].slots[r.k], err)
+		}
+		return
+	}
+	if g.readErr != nil {
+		if s.logf != nil {
+			s.logf("reading %s on cpu%d works again", s.memberNames(g), g.cpu)
+		}
+		g.readErr = nil
+	}
+	for j, r := range g.open {
+		s.readOK(&s.events[r.ev].slots[r.k], perf.Count{Value: vals[j], Enabled: enabled, Running: running})
+	}
+}
+
+// memberNames lists a group's open members for the log, e.g. `"a", "b"`.
+func (s *Set) memberNames(g *group) string {
+	names := make([]string, len(g.open))
+	for j, r := range g.open {
+		names[j] = fmt.Sprintf("%q", s.events[r.ev].name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (s *Set) readFailed(sl *slot, err error) {
+	if sl.ok {
+		sl.ok = false
+		s.nOK--
+	}
+	sl.readErr = err
+}
+
+// readOK accounts a successful reading c of sl's descriptor.
+func (s *Set) readOK(sl *slot, c perf.Count) {
+	sl.readErr = nil
 	if !sl.ok {
 		sl.ok = true
 		s.nOK++
@@ -602,11 +830,15 @@ func (f *Fetch) Dutycycle(ev, i int) float64 {
 }
 
 // Active is the number of open descriptors whose most recent read
-// succeeded. It is 0 while the counters are closed for a reservation, and 0
-// from every open until the fetch after the one that first reads: exactly
-// when the C agent reports 0. Unlike the C agent, which reads every counter
-// on every fetch, a descriptor counts from its last read, whenever that was;
-// call NeedAll first to get the C meaning of "read by this fetch".
+// succeeded. A descriptor is one (event, CPU) instance, grouped or not: a
+// group read that succeeds counts each of its members, so the number is the
+// C agent's "events × CPUs read". It is 0 while the counters are closed for
+// a reservation, and 0 from every open until the fetch after the one that
+// first reads: exactly when the C agent reports 0. Unlike the C agent,
+// which reads every counter on every fetch, a descriptor counts from its
+// last read, whenever that was (a group member also when its group was read
+// for another member); call NeedAll first to get the C meaning of "read by
+// this fetch".
 func (f *Fetch) Active() int {
 	s := f.s
 	if s.state != open || s.fresh || s.muted {

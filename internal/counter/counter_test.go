@@ -18,6 +18,12 @@ func sw(name string, config uint64, cpus ...int) counter.Spec {
 	return counter.Spec{Name: name, Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config}, CPUs: cpus}
 }
 
+// hw is an event of the hardware PMU: a descriptor of its own on each CPU,
+// never grouped.
+func hw(name string, config uint64, cpus ...int) counter.Spec {
+	return counter.Spec{Name: name, Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: config}, CPUs: cpus}
+}
+
 // newSet opens a Set over a fresh fake.
 func newSet(t testing.TB, specs ...counter.Spec) (*counter.Set, *countertest.Opener) {
 	t.Helper()
@@ -51,21 +57,43 @@ func fetch(s *counter.Set, evs ...int) (vals [][]uint64, active int) {
 }
 
 func TestAttrPreparedForTheKernel(t *testing.T) {
-	spec := sw("cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK, 0)
-	spec.Attr.Bits = unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitExcludeHv
-	_, fake := newSet(t, spec)
-	a, ok := fake.Attr("cpu-clock", 0)
-	if !ok {
-		t.Fatal("cpu-clock was never opened on cpu0")
+	// Software events are grouped per CPU (read_format GROUP), the others
+	// are not; a group's leader is opened disabled and enabled once its
+	// members have joined (TestGroupLeaderOpensDisabled).
+	const given = unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitExcludeHv
+	specs := []counter.Spec{
+		hw("cycles", unix.PERF_COUNT_HW_CPU_CYCLES, 0),
+		sw("cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK, 0),
+		sw("page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS, 0),
 	}
-	if a.Size != perf.AttrSize || a.Read_format != perf.ReadFormat {
-		t.Errorf("size %d read_format %#x, want %d and %#x", a.Size, a.Read_format, perf.AttrSize, perf.ReadFormat)
+	for i := range specs {
+		specs[i].Attr.Bits = given
 	}
-	if a.Bits != unix.PerfBitExcludeHv {
-		t.Errorf("bits %#x, want only exclude_hv (%#x): disabled and inherit must be cleared, the rest kept", a.Bits, unix.PerfBitExcludeHv)
-	}
-	if a.Type != unix.PERF_TYPE_SOFTWARE || a.Config != unix.PERF_COUNT_SW_CPU_CLOCK {
-		t.Errorf("type/config %d/%d changed", a.Type, a.Config)
+	_, fake := newSet(t, specs...)
+	for _, tc := range []struct {
+		event      string
+		typ        uint32
+		config     uint64
+		readFormat uint64
+		bits       uint64
+	}{
+		{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES, perf.ReadFormat, unix.PerfBitExcludeHv},
+		{"cpu-clock", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK, perf.GroupReadFormat, unix.PerfBitExcludeHv | unix.PerfBitDisabled},
+		{"page-faults", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS, perf.GroupReadFormat, unix.PerfBitExcludeHv},
+	} {
+		a, ok := fake.Attr(tc.event, 0)
+		if !ok {
+			t.Fatalf("%s was never opened on cpu0", tc.event)
+		}
+		if a.Size != perf.AttrSize || a.Read_format != tc.readFormat {
+			t.Errorf("%s: size %d read_format %#x, want %d and %#x", tc.event, a.Size, a.Read_format, perf.AttrSize, tc.readFormat)
+		}
+		if a.Bits != tc.bits {
+			t.Errorf("%s: bits %#x, want %#x: the Spec's disabled and inherit must be cleared, the rest kept", tc.event, a.Bits, tc.bits)
+		}
+		if a.Type != tc.typ || a.Config != tc.config {
+			t.Errorf("%s: type/config %d/%d changed", tc.event, a.Type, a.Config)
+		}
 	}
 }
 
@@ -198,7 +226,10 @@ func TestFailedReadKeepsValueAndLogsOnce(t *testing.T) {
 }
 
 func TestReadsOnlyWhatIsNeededOncePerFetch(t *testing.T) {
-	s, fake := newSet(t, sw("a", 0, 0, 1), sw("b", 1, 0, 1), sw("c", 2, 0, 1))
+	// a and b are software events, read as one group per CPU; c has a
+	// descriptor of its own per CPU. So a fetch of a and b is one read()
+	// per CPU, and NeedAll one more per CPU for c.
+	s, fake := newSet(t, sw("a", 0, 0, 1), sw("b", 1, 0, 1), hw("c", 2, 0, 1))
 	if _, err := s.AddDerived(counter.DerivedSpec{Name: "ab", Terms: []counter.Term{{"a", 1}, {"b", 2}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +239,8 @@ func TestReadsOnlyWhatIsNeededOncePerFetch(t *testing.T) {
 	f.NeedDerived(0) // a again, and b
 	f.Read()
 	f.End()
-	if fake.Reads() != 4 {
-		t.Errorf("%d reads, want 4 (a and b once on 2 CPUs)", fake.Reads())
+	if fake.Reads() != 2 {
+		t.Errorf("%d reads, want 2 (a and b's group once on 2 CPUs)", fake.Reads())
 	}
 	if n := fake.ReadsOf("c", 0) + fake.ReadsOf("c", 1); n != 0 {
 		t.Errorf("c was read %d times but never asked for", n)
@@ -218,15 +249,15 @@ func TestReadsOnlyWhatIsNeededOncePerFetch(t *testing.T) {
 	f = s.Begin()
 	f.Read()
 	f.End()
-	if fake.Reads() != 4 {
-		t.Errorf("%d reads after an empty fetch, want still 4", fake.Reads())
+	if fake.Reads() != 2 {
+		t.Errorf("%d reads after an empty fetch, want still 2", fake.Reads())
 	}
 	f = s.Begin()
 	f.NeedAll()
 	f.Read()
 	f.End()
-	if fake.Reads() != 10 {
-		t.Errorf("%d reads after NeedAll, want 10", fake.Reads())
+	if fake.Reads() != 6 {
+		t.Errorf("%d reads after NeedAll, want 6 (2 groups and c twice)", fake.Reads())
 	}
 }
 
@@ -279,7 +310,9 @@ func TestPartialOpenFailure(t *testing.T) {
 }
 
 func TestActiveAndValuesAcrossCloseReopen(t *testing.T) {
-	s, fake := newSet(t, sw("a", 0, 0, 1), sw("b", 1, 0, 1))
+	// b is not a software event, so that reading a alone reads a alone
+	// (TestGroupCloseReopen does this with a group).
+	s, fake := newSet(t, sw("a", 0, 0, 1), hw("b", 1, 0, 1))
 	fake.AddAll(100, 10, 10)
 	// The first fetch after open reads but reports 0, as the C agent does.
 	vals, active := fetch(s, 0, 1)
@@ -381,7 +414,9 @@ func TestDerived(t *testing.T) {
 	fake := countertest.New()
 	fake.FailOpen("broken", countertest.AnyCPU, unix.EINVAL)
 	s, err := counter.New([]counter.Spec{
-		sw("faults", 2, 0, 1), sw("cs", 3, 0, 1), sw("one", 4, 0), sw("swapped", 5, 1, 0), {Name: "broken", CPUs: []int{0, 1}},
+		// cs multiplexes below, which only a hardware event does; a group's
+		// members share their leader's times.
+		sw("faults", 2, 0, 1), hw("cs", 3, 0, 1), sw("one", 4, 0), sw("swapped", 5, 1, 0), {Name: "broken", CPUs: []int{0, 1}},
 	}, counter.Config{Opener: fake})
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +460,7 @@ func TestDerived(t *testing.T) {
 		t.Errorf("derived values %v %v, want 60 and 320", d0, d1)
 	}
 	if fake.Reads() != 4 {
-		t.Errorf("%d reads for one derived fetch, want 4", fake.Reads())
+		t.Errorf("%d reads for one derived fetch, want 4 (faults' group and cs on 2 CPUs)", fake.Reads())
 	}
 }
 

@@ -3,13 +3,20 @@
 //
 // The fake models what matters of the kernel: a counter starts at zero when
 // opened, counts only while open, and each read returns its cumulative
-// {value, enabled, running}. Tests script the counts, make opens or reads of
+// {value, enabled, running}. Groups too: a counter opened with
+// PERF_FORMAT_GROUP and no leader leads a group, later ones join it on the
+// same CPU, and one ReadGroup of the leader returns every member's value
+// with the leader's times. A counter opened disabled (attr.disabled), and
+// the members of its group, count nothing until Enable; a member may not
+// join a group that is already enabled, since the kernel would not
+// schedule it. Tests script the counts, make opens or reads of
 // a given (event, CPU) fail, and count opens, closes and reads.
 package countertest
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -32,6 +39,7 @@ type Opener struct {
 	mu        sync.Mutex
 	openErr   map[key]error
 	readErr   map[key]error
+	enableErr map[key]error
 	live      map[key]*Counter
 	attrs     map[key]unix.PerfEventAttr
 	step      perf.Count
@@ -47,6 +55,7 @@ func New() *Opener {
 	return &Opener{
 		openErr:   map[key]error{},
 		readErr:   map[key]error{},
+		enableErr: map[key]error{},
 		live:      map[key]*Counter{},
 		attrs:     map[key]unix.PerfEventAttr{},
 		readsByEv: map[key]*atomic.Int64{},
@@ -55,15 +64,21 @@ func New() *Opener {
 
 // Counter is one open fake counter.
 type Counter struct {
-	o      *Opener
-	k      key
-	c      perf.Count
-	closed bool
-	reads  *atomic.Int64
+	o       *Opener
+	k       key
+	c       perf.Count
+	closed  bool
+	reads   *atomic.Int64
+	enabled bool       // counting unless closed; false when opened disabled
+	group   bool       // opened with PERF_FORMAT_GROUP
+	leader  *Counter   // a member's leader; nil for a leader or a counter of its own
+	members []*Counter // a leader's open counters in open order, itself first
 }
 
-// Open implements counter.Opener.
-func (o *Opener) Open(event string, attr *unix.PerfEventAttr, cpu int) (counter.Source, error) {
+// Open implements counter.Opener. Like the kernel, it refuses a leader that
+// is not an open group leader of this Opener on the same CPU, and a member
+// without PERF_FORMAT_GROUP.
+func (o *Opener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader counter.Source) (counter.Source, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := key{event, cpu}
@@ -74,12 +89,38 @@ func (o *Opener) Open(event string, attr *unix.PerfEventAttr, cpu int) (counter.
 	if c := o.live[k]; c != nil {
 		return nil, fmt.Errorf("countertest: %q on cpu%d opened twice without a close", event, cpu)
 	}
+	group := attr.Read_format&unix.PERF_FORMAT_GROUP != 0
+	var l *Counter
+	if leader != nil {
+		var ok bool
+		l, ok = leader.(*Counter)
+		switch {
+		case !ok || l.o != o:
+			return nil, fmt.Errorf("countertest: %q on cpu%d: the leader %T is not a counter of this Opener", event, cpu, leader)
+		case !group:
+			return nil, fmt.Errorf("countertest: %q on cpu%d joins a group without PERF_FORMAT_GROUP", event, cpu)
+		case !l.group || l.leader != nil:
+			return nil, fmt.Errorf("countertest: %q on cpu%d: %q does not lead a group", event, cpu, l.k.event)
+		case l.closed:
+			return nil, fmt.Errorf("countertest: %q on cpu%d: the leader %q is closed", event, cpu, l.k.event)
+		case l.k.cpu != cpu:
+			return nil, fmt.Errorf("countertest: %q on cpu%d cannot join %q on cpu%d", event, cpu, l.k.event, l.k.cpu)
+		case l.enabled:
+			return nil, fmt.Errorf("countertest: %q on cpu%d joins the group of %q after it was enabled; the kernel would not schedule it", event, cpu, l.k.event)
+		}
+	}
 	r := o.readsByEv[k]
 	if r == nil {
 		r = new(atomic.Int64)
 		o.readsByEv[k] = r
 	}
-	c := &Counter{o: o, k: k, reads: r}
+	c := &Counter{o: o, k: k, reads: r, group: group, leader: l, enabled: attr.Bits&unix.PerfBitDisabled == 0}
+	switch {
+	case l != nil:
+		l.members = append(l.members, c)
+	case group:
+		c.members = []*Counter{c}
+	}
 	o.live[k] = c
 	o.opens.Add(1)
 	o.openNow.Add(1)
@@ -101,18 +142,83 @@ func (c *Counter) Read() (perf.Count, error) {
 	if c.closed {
 		return perf.Count{}, errors.New("countertest: read after close")
 	}
+	if c.group {
+		return perf.Count{}, fmt.Errorf("countertest: Read of %q on cpu%d, a group counter; read its leader with ReadGroup", c.k.event, c.k.cpu)
+	}
 	o.reads.Add(1)
 	c.reads.Add(1)
 	if err := o.failure(o.readErr, c.k); err != nil {
 		return perf.Count{}, err
 	}
-	c.c.Value += o.step.Value
-	c.c.Enabled += o.step.Enabled
-	c.c.Running += o.step.Running
+	if c.counting() {
+		c.c.Value += o.step.Value
+		c.c.Enabled += o.step.Enabled
+		c.c.Running += o.step.Running
+	}
 	return c.c, nil
 }
 
-// Close implements counter.Source.
+// counting: open, and enabled along with its leader. Called with o.mu held.
+func (c *Counter) counting() bool {
+	if c.closed || !c.enabled {
+		return false
+	}
+	return c.leader == nil || c.leader.closed || c.leader.enabled
+}
+
+// Enable implements counter.Source.
+func (c *Counter) Enable() error {
+	o := c.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("countertest: Enable of %q on cpu%d after close", c.k.event, c.k.cpu)
+	}
+	if err := o.failure(o.enableErr, c.k); err != nil {
+		return err
+	}
+	c.enabled = true
+	return nil
+}
+
+// ReadGroup implements counter.Source: one read of the leader, counted once
+// in Reads and once in ReadsOf of every member. A read failure scripted for
+// any member fails the whole read, as only the leader is read.
+func (c *Counter) ReadGroup(values []uint64) (enabled, running uint64, err error) {
+	o := c.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case c.closed:
+		return 0, 0, errors.New("countertest: read after close")
+	case !c.group || c.leader != nil:
+		return 0, 0, fmt.Errorf("countertest: ReadGroup of %q on cpu%d, which does not lead a group", c.k.event, c.k.cpu)
+	case len(values) != len(c.members):
+		return 0, 0, fmt.Errorf("countertest: ReadGroup of %q on cpu%d with room for %d values; the group has %d", c.k.event, c.k.cpu, len(values), len(c.members))
+	}
+	o.reads.Add(1)
+	for _, m := range c.members {
+		m.reads.Add(1)
+	}
+	for _, m := range c.members {
+		if err := o.failure(o.readErr, m.k); err != nil {
+			return 0, 0, err
+		}
+	}
+	for j, m := range c.members {
+		if m.counting() {
+			m.c.Value += o.step.Value
+			m.c.Enabled += o.step.Enabled
+			m.c.Running += o.step.Running
+		}
+		values[j] = m.c.Value
+	}
+	return c.c.Enabled, c.c.Running, nil
+}
+
+// Close implements counter.Source. Closing a leader before its members is
+// an error (the kernel would turn them into counters of their own), but
+// the leader is closed all the same.
 func (c *Counter) Close() error {
 	o := c.o
 	o.mu.Lock()
@@ -124,12 +230,44 @@ func (c *Counter) Close() error {
 	delete(o.live, c.k)
 	o.closes.Add(1)
 	o.openNow.Add(-1)
+	if l := c.leader; l != nil {
+		l.members = slices.DeleteFunc(l.members, func(m *Counter) bool { return m == c })
+	}
+	if len(c.members) > 1 {
+		return fmt.Errorf("countertest: group leader %q on cpu%d closed while %d of its members are open", c.k.event, c.k.cpu, len(c.members)-1)
+	}
 	return nil
+}
+
+// Group lists the events of the open group that (event, cpu) belongs to, in
+// the order a group read returns them, the leader first; nil when it is not
+// open in a group.
+func (o *Opener) Group(event string, cpu int) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.live[key{event, cpu}]
+	if c == nil || !c.group {
+		return nil
+	}
+	if c.leader != nil {
+		c = c.leader
+	}
+	names := make([]string, len(c.members))
+	for j, m := range c.members {
+		names[j] = m.k.event
+	}
+	return names
 }
 
 // FailOpen makes opening event on cpu (or AnyCPU) return err; nil clears it.
 func (o *Opener) FailOpen(event string, cpu int, err error) {
 	o.set(o.openErr, key{event, cpu}, err)
+}
+
+// FailEnable makes enabling event on cpu (or AnyCPU) return err; nil clears
+// it.
+func (o *Opener) FailEnable(event string, cpu int, err error) {
+	o.set(o.enableErr, key{event, cpu}, err)
 }
 
 // FailRead makes reading event on cpu (or AnyCPU) return err; nil clears it.
@@ -148,13 +286,13 @@ func (o *Opener) set(m map[key]error, k key, err error) {
 }
 
 // Add adds to the cumulative count of the open counter for (event, cpu).
-// It reports false, changing nothing, when that counter is not open: a
-// closed counter does not count.
+// It reports false, changing nothing, when that counter is not open or not
+// enabled: such a counter does not count.
 func (o *Opener) Add(event string, cpu int, value, enabled, running uint64) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	c := o.live[key{event, cpu}]
-	if c == nil {
+	if c == nil || !c.counting() {
 		return false
 	}
 	c.c.Value += value
@@ -176,11 +314,14 @@ func (o *Opener) Set(event string, cpu int, c perf.Count) bool {
 	return true
 }
 
-// AddAll adds the same amounts to every open counter.
+// AddAll adds the same amounts to every counting counter.
 func (o *Opener) AddAll(value, enabled, running uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, c := range o.live {
+		if !c.counting() {
+			continue
+		}
 		c.c.Value += value
 		c.c.Enabled += enabled
 		c.c.Running += running
@@ -204,12 +345,14 @@ func (o *Opener) Attr(event string, cpu int) (unix.PerfEventAttr, bool) {
 }
 
 // Opens, Closes and Reads count successful opens, closes and every read
-// attempt since New.
+// attempt since New. A group read is one read, as it is one read() system
+// call.
 func (o *Opener) Opens() int  { return int(o.opens.Load()) }
 func (o *Opener) Closes() int { return int(o.closes.Load()) }
 func (o *Opener) Reads() int  { return int(o.reads.Load()) }
 
-// ReadsOf counts read attempts of (event, cpu) across all its opens.
+// ReadsOf counts read attempts of (event, cpu) across all its opens,
+// including each read of a group it was a member of.
 func (o *Opener) ReadsOf(event string, cpu int) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()

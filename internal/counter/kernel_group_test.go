@@ -1,0 +1,170 @@
+package counter_test
+
+import (
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/perf"
+)
+
+// countingOpener opens real counters and counts their reads: each Read or
+// ReadGroup of a perf.FD is exactly one read() system call.
+type countingOpener struct{ reads atomic.Int64 }
+
+type countingSource struct {
+	counter.Source
+	o *countingOpener
+}
+
+func (o *countingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader counter.Source) (counter.Source, error) {
+	if leader != nil {
+		leader = leader.(*countingSource).Source
+	}
+	src, err := counter.KernelOpener{}.Open(event, attr, cpu, leader)
+	if err != nil {
+		return nil, err
+	}
+	return &countingSource{src, o}, nil
+}
+
+func (c *countingSource) Read() (perf.Count, error) {
+	c.o.reads.Add(1)
+	return c.Source.Read()
+}
+
+func (c *countingSource) ReadGroup(v []uint64) (uint64, uint64, error) {
+	c.o.reads.Add(1)
+	return c.Source.ReadGroup(v)
+}
+
+// perfFDs counts this process's perf event descriptors.
+func perfFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("listing /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.Contains(target, "perf_event") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKernelGroupReads is the agent's usual set on this VM, the seven
+// software events and msr/tsc on every CPU: one descriptor per event per
+// CPU as before, but a full fetch reads each CPU's software group once and
+// msr/tsc once per CPU, and every member counts.
+func TestKernelGroupReads(t *testing.T) {
+	needKernelPerf(t)
+	cpus := onlineCPUs(t)
+	var specs []counter.Spec
+	for _, sw := range []struct {
+		name   string
+		config uint64
+	}{
+		{"cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK},
+		{"task-clock", unix.PERF_COUNT_SW_TASK_CLOCK},
+		{"page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS},
+		{"context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
+		{"cpu-migrations", unix.PERF_COUNT_SW_CPU_MIGRATIONS},
+		{"minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN},
+		{"major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+	} {
+		specs = append(specs, counter.Spec{Name: sw.name, Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: sw.config}, CPUs: cpus})
+	}
+	specs = append(specs, counter.Spec{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, "/sys/bus/event_source/devices/msr/type"))}, CPUs: cpus})
+	mayStandStill := map[string]bool{"cpu-migrations": true, "major-faults": true}
+
+	o := &countingOpener{}
+	s, err := counter.New(specs, counter.Config{Opener: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := perfFDs(t)
+	sum, err := s.Open()
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("Open: %v %v", err, sum.FailureLines())
+	}
+	defer s.Close()
+	if want := len(specs) * len(cpus); sum.FDs != want || perfFDs(t)-before != want {
+		t.Errorf("%d descriptors in the summary, %d new in /proc/self/fd; want %d: one per event per CPU", sum.FDs, perfFDs(t)-before, want)
+	}
+
+	read := func() [][]uint64 {
+		f := s.Begin()
+		defer f.End()
+		f.NeedAll()
+		n := o.reads.Load()
+		f.Read()
+		if got, want := o.reads.Load()-n, int64(2*len(cpus)); got != want {
+			t.Errorf("a full fetch made %d reads, want %d: one group and msr/tsc per CPU", got, want)
+		}
+		vals := make([][]uint64, len(specs))
+		for ev := range specs {
+			for i, cpu := range s.CPUs(ev) {
+				vals[ev] = append(vals[ev], f.Value(ev, i))
+				if d := f.Dutycycle(ev, i); d < 0.99 || d > 1.0 {
+					t.Errorf("%s cpu%d dutycycle %v, want 1", specs[ev].Name, cpu, d)
+				}
+			}
+		}
+		return vals
+	}
+	v1 := read()
+	t1 := time.Now()
+	busyEveryCPU(t, cpus)
+	time.Sleep(50 * time.Millisecond)
+	v2 := read()
+	elapsed := uint64(time.Since(t1))
+	for ev, sp := range specs {
+		for i, cpu := range s.CPUs(ev) {
+			a, b := v1[ev][i], v2[ev][i]
+			if b < a || (b == a && !mayStandStill[sp.Name]) {
+				t.Errorf("%s cpu%d went from %d to %d", sp.Name, cpu, a, b)
+			}
+		}
+	}
+	for i, cpu := range cpus {
+		if d := v2[0][i] - v1[0][i]; d < elapsed/2 || d > elapsed*2 {
+			t.Errorf("cpu-clock on cpu%d advanced %d ns in about %d ns of wall time", cpu, d, elapsed)
+		}
+	}
+	f := s.Begin()
+	active := f.Active()
+	f.End()
+	if active != sum.FDs {
+		t.Errorf("active %d, want %d", active, sum.FDs)
+	}
+
+	// Close and reopen the groups: every descriptor goes and comes back,
+	// and the members count again.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := perfFDs(t); n != before {
+		t.Errorf("%d perf descriptors after Close, want %d", n, before)
+	}
+	if sum, err = s.Reopen(); err != nil || sum.FDs != len(specs)*len(cpus) || perfFDs(t)-before != sum.FDs {
+		t.Fatalf("Reopen: %v %v, %d new perf descriptors", sum, err, perfFDs(t)-before)
+	}
+	v3 := read()
+	busyEveryCPU(t, cpus)
+	time.Sleep(20 * time.Millisecond)
+	v4 := read()
+	for ev, sp := range specs {
+		for i, cpu := range s.CPUs(ev) {
+			if v4[ev][i] <= v3[ev][i] && !mayStandStill[sp.Name] {
+				t.Errorf("after reopen %s cpu%d went from %d to %d", sp.Name, cpu, v3[ev][i], v4[ev][i])
+			}
+		}
+	}
+}
