@@ -124,3 +124,33 @@ func TestUpgradeFollowsConfigFile(t *testing.T) {
 		t.Errorf("Upgrade touched the C agent's line:\n%s", got)
 	}
 }
+
+// A second scripts/setup on a machine that is set up must only verify:
+// same pmcd.conf line, same agent process.
+func TestSetupAgainChangesNothing(t *testing.T) {
+	e := Setup(t)
+	e.Baseline(t)
+	r := e.Exec(Cmd{Dir: e.Repo, Args: []string{"scripts/setup"}})
+	if r.Err != nil {
+		t.Fatalf("scripts/setup failed:\n%s", r)
+	}
+	lineBefore := e.PMCDLine(t)
+	pidBefore := checkAgentIsOurs(t, e)
+
+	r = e.Exec(Cmd{Dir: e.Repo, Args: []string{"scripts/setup"}})
+	if r.Err != nil {
+		t.Fatalf("second scripts/setup failed:\n%s", r)
+	}
+	requireLines(t, "second scripts/setup", r.Stdout,
+		`   already installed`,
+		`   already answering`,
+		`   already registered: perfevent 127 pipe binary .*`,
+		`perfevent\.version`,
+	)
+	if line := e.PMCDLine(t); line != lineBefore {
+		t.Errorf("pmcd.conf changed: %q, then %q", lineBefore, line)
+	}
+	if pid := checkAgentIsOurs(t, e); pid != pidBefore {
+		t.Errorf("the agent was restarted: pid %d, then %d", pidBefore, pid)
+	}
+}

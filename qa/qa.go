@@ -10,7 +10,8 @@
 // (set by `make qa` and `make check`) those skips are failures instead.
 // Tests in different processes take turns through an flock(2) on
 // $PCP_TMPFILE_DIR/perfevent-qa.lock; anything else that changes the
-// system pmcd can join in with flock(1) on the same file.
+// system pmcd can join in with `flock -o` on the same file (-o, or a pmcd
+// started under the lock inherits it and holds it for good).
 //
 // PERFEVENT_QA_STANDIN=1 says that the installed pmdaperfevent is another
 // agent, such as a copy of the C one, to compare behaviour; tests that
