@@ -637,3 +637,35 @@ The values of the counter
 		}
 	}
 }
+
+// A difference the README promises, held to: a derived section after
+// [dynamic] is ignored by the C agent 6.0.3 and served by ours.
+func TestCompareDerivedAfterDynamic(t *testing.T) {
+	const conf = `[perf]
+page-faults
+context-switches
+
+[dynamic]
+software.cpu-clock
+
+[late:derived]
+page-faults
+context-switches
+`
+	goLab := StartLab(t, Agent{Go: true, Config: conf})
+	cLab := StartLab(t, Agent{Go: false, Config: conf})
+	for _, tc := range []struct {
+		name string
+		l    *Lab
+		want string
+	}{{"C", cLab, "0"}, {"ours", goLab, "1"}} {
+		out := tc.l.Run(t, "pmprobe", "-v", "perfevent.derived.active")
+		if got := strings.TrimSpace(out); got != "perfevent.derived.active 1 "+tc.want {
+			t.Errorf("%s: %q, want %s derived metric(s)", tc.name, got, tc.want)
+		}
+		r := tc.l.RunErr(t, "pminfo", "perfevent.derived.late.value")
+		if has := r.Err == nil; has != (tc.want == "1") {
+			t.Errorf("%s: perfevent.derived.late.value known: %v, want %v:\n%s", tc.name, has, tc.want == "1", r)
+		}
+	}
+}
