@@ -52,7 +52,7 @@ func startPMDA(t *testing.T, conf string, args ...string) *pmcd {
 	if len(args) == 0 {
 		args = []string{"-U", "root"}
 	}
-	h.cmd = exec.Command(bin, append([]string{"-d", "127", "-c", h.conf, "-l", h.log, "--lockfile", h.lock, "--pmids", filepath.Join(dir, "pmids")}, args...)...)
+	h.cmd = exec.Command(bin, append([]string{"-d", "127", "-c", h.conf, "-l", h.log, "--lockfile", h.lock, "--pmids", filepath.Join(dir, "var", "pmids")}, args...)...)
 	var err error
 	if h.in, err = h.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -343,6 +343,31 @@ func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
 		t.Errorf("%d perf descriptors after the release, want 2 (cpu-clock on 2 CPUs)", n)
 	}
 
+	// The lock file deleted: as nobody the agent cannot make it again in a
+	// directory of root's, and says what to do; once root puts it back,
+	// the agent adopts it and reservations work again.
+	f.Close()
+	os.Remove(h.lock)
+	h.waitLog(t, "lock file "+h.lock+" was deleted, and the agent (uid "+nobody.Uid+") cannot create it in "+h.dir+": perfalloc cannot reserve the counters until the agent restarts, or root puts the file back: install -m 0644 /dev/null "+h.lock)
+	if err := os.WriteFile(h.lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitLog(t, "lock file "+h.lock+" was replaced: watching the new file")
+	f, err = os.Open(h.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.Type = unix.F_RDLCK
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
+	}); err != nil {
+		t.Fatalf("no release after root put the lock file back: %v", err)
+	}
+	f.Close()
+
 	// A reload that adds a metric: opened and numbered without root.
 	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\npage-faults\n"), 0o644)
 	h.cmd.Process.Signal(syscall.SIGHUP)
@@ -350,7 +375,7 @@ func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
 	if _, code := h.pmid("perfevent.hwcounters.page_faults.value"); code != 0 {
 		t.Errorf("page_faults after a reload as nobody: %v", code)
 	}
-	data, _ := os.ReadFile(filepath.Join(h.dir, "pmids"))
+	data, _ := os.ReadFile(filepath.Join(h.dir, "var", "pmids"))
 	if !strings.Contains(string(data), " hwcounters.page_faults\n") {
 		t.Errorf("the PMID map was not updated as nobody:\n%s", data)
 	}

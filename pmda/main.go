@@ -58,8 +58,11 @@ type options struct {
 	listEvents bool
 	lockfile   string
 	pmids      string
-	poll       time.Duration
-	noInotify  bool
+	// defaultPMIDs is where the PMID map lives unless --pmids says
+	// otherwise: the agent's own directory.
+	defaultPMIDs string
+	poll         time.Duration
+	noInotify    bool
 }
 
 func main() {
@@ -83,7 +86,8 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.BoolVar(&o.check, "check", false, "explain what the configuration means on this machine, line by line, and exit (1 if anything is wrong)")
 	fs.BoolVar(&o.listEvents, "list-events", false, "list the events this machine offers, as they are written in perfevent.conf, and exit")
 	fs.StringVar(&o.lockfile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
-	fs.StringVar(&o.pmids, "pmids", filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids"), "where metric names keep their PMIDs across restarts (`file`)")
+	o.defaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
+	fs.StringVar(&o.pmids, "pmids", o.defaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
 	fs.DurationVar(&o.poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
 	fs.BoolVar(&o.noInotify, "no-inotify", false, "check the lock file by polling only")
 	fs.Usage = func() {
@@ -546,12 +550,16 @@ func (a *agent) runAs() (uid, gid int, drop bool) {
 		a.log.Warningf("-U %s: %v; staying root", a.o.user, err)
 		return uid, gid, false
 	}
-	// The PMID map is rewritten when a reload adds names, as that user.
+	// The PMID map is rewritten when a reload adds names, as that user:
+	// its directory becomes the user's if it is the agent's own (the
+	// default one, or one it makes now), never some existing directory
+	// that --pmids happens to name.
 	dir := filepath.Dir(a.o.pmids)
-	if err := os.MkdirAll(dir, 0o755); err == nil {
+	_, statErr := os.Stat(dir)
+	if err := os.MkdirAll(dir, 0o755); err == nil && (statErr != nil || dir == filepath.Dir(a.o.defaultPMIDs)) {
 		os.Lchown(dir, u, g)
-		os.Lchown(a.o.pmids, u, g)
 	}
+	os.Lchown(a.o.pmids, u, g)
 	return u, g, true
 }
 

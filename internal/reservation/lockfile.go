@@ -103,27 +103,70 @@ func (l *LockFile) Path() string { return l.path }
 
 // Ensure makes sure that the descriptor still refers to the file at the
 // path, and opens a new one when the file was deleted, renamed or replaced
-// (compared by device and inode). It reports whether it did so. On error
-// the old descriptor stays in use.
-func (l *LockFile) Ensure() (recreated bool, err error) {
+// (compared by device and inode); it also puts back the file's mode when
+// someone changed it, since perfalloc users need to read it. It returns
+// what it repaired, as words for the log ("" when nothing was wrong). On
+// error the old descriptor stays in use.
+//
+// An agent that no longer runs as root cannot create the file in a root
+// directory; it still adopts a file that root put back, read-only (F_GETLK
+// needs no write access), and otherwise says what to do.
+func (l *LockFile) Ensure() (repaired string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fd < 0 {
-		return false, fmt.Errorf("lock file %s: already closed", l.path)
+		return "", fmt.Errorf("lock file %s: already closed", l.path)
 	}
 	var st unix.Stat_t
-	if err := unix.Lstat(l.path, &st); err == nil && st.Dev == l.dev && st.Ino == l.ino {
-		return false, nil
+	lerr := unix.Lstat(l.path, &st)
+	if lerr == nil && st.Dev == l.dev && st.Ino == l.ino {
+		if m := st.Mode & 0o7777; m != LockMode {
+			if err := unix.Fchmod(l.fd, LockMode); err != nil {
+				return "", fmt.Errorf("lock file %s has mode %04o, so only root can reserve the counters, and the agent (uid %d) cannot change it: run chmod %04o %s",
+					l.path, m, os.Geteuid(), LockMode, l.path)
+			}
+			return fmt.Sprintf("had mode %04o: put back %04o", m, LockMode), nil
+		}
+		return "", nil
+	}
+	what := "was replaced"
+	if lerr != nil {
+		what = "was deleted"
 	}
 	fd, nst, err := openLockFile(l.path)
+	if err != nil && os.Geteuid() != 0 && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+		fd, nst, err = adoptLockFile(l.path, what)
+	}
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	// Closing the old descriptor is safe only because the agent never holds
 	// a lock itself: a close drops every lock this process has on that file.
 	unix.Close(l.fd)
 	l.fd, l.dev, l.ino = fd, nst.Dev, nst.Ino
-	return true, nil
+	if lerr != nil {
+		return what + ": created it again", nil
+	}
+	return what + ": watching the new file", nil
+}
+
+// adoptLockFile opens, read-only, a lock file that the agent could not open
+// for writing because it no longer runs as root: one that root put back.
+func adoptLockFile(path, what string) (int, *unix.Stat_t, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return -1, nil, fmt.Errorf("lock file %s %s, and the agent (uid %d) cannot create it in %s: perfalloc cannot reserve the counters until the agent restarts, or root puts the file back: install -m %04o /dev/null %s",
+			path, what, os.Geteuid(), filepath.Dir(path), LockMode, path)
+	}
+	if err != nil {
+		return -1, nil, fmt.Errorf("lock file %s %s, and the agent (uid %d) cannot open the new one: %w", path, what, os.Geteuid(), err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || (st.Uid != 0 && st.Uid != uint32(os.Geteuid())) {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("lock file %s %s, and the new one is not a regular file of root's or the agent's: remove it and restart the agent", path, what)
+	}
+	return fd, &st, nil
 }
 
 // Check asks the kernel whether any other process holds a lock that

@@ -98,13 +98,21 @@ func TestEnsureRecreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lf.Close()
-	if re, err := lf.Ensure(); re || err != nil {
-		t.Fatalf("Ensure on an intact file: %v %v", re, err)
+	if re, err := lf.Ensure(); re != "" || err != nil {
+		t.Fatalf("Ensure on an intact file: %q %v", re, err)
+	}
+
+	os.Chmod(path, 0)
+	if re, err := lf.Ensure(); re != "had mode 0000: put back 0644" || err != nil {
+		t.Fatalf("Ensure after chmod 000: %q %v", re, err)
+	}
+	if m := mode(t, path); m != 0o644 {
+		t.Errorf("mode after Ensure %v", m)
 	}
 
 	os.Remove(path)
-	if re, err := lf.Ensure(); !re || err != nil {
-		t.Fatalf("Ensure after delete: %v %v", re, err)
+	if re, err := lf.Ensure(); re != "was deleted: created it again" || err != nil {
+		t.Fatalf("Ensure after delete: %q %v", re, err)
 	}
 	if m := mode(t, path); m != 0o644 {
 		t.Errorf("recreated with mode %v", m)
@@ -117,8 +125,8 @@ func TestEnsureRecreates(t *testing.T) {
 	if err := os.Rename(other, path); err != nil {
 		t.Fatal(err)
 	}
-	if re, err := lf.Ensure(); !re || err != nil {
-		t.Fatalf("Ensure after replace: %v %v", re, err)
+	if re, err := lf.Ensure(); re != "was replaced: watching the new file" || err != nil {
+		t.Fatalf("Ensure after replace: %q %v", re, err)
 	}
 	h := startHolder(t, path, false)
 	st, err := lf.Check()

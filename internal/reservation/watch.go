@@ -347,13 +347,24 @@ func (w *Watcher) run() {
 
 // check makes sure the descriptor still names the file, asks F_GETLK and
 // calls fn if anything changed.
+// ensure runs LockFile.Ensure and says whether the descriptor now refers
+// to another file.
+func (w *Watcher) ensure() (repaired string, reopened bool, err error) {
+	dev, ino := w.lf.identity()
+	repaired, err = w.lf.Ensure()
+	ndev, nino := w.lf.identity()
+	return repaired, dev != ndev || ino != nino, err
+}
+
 func (w *Watcher) check() {
 	var problems []error
-	recreated, err := w.lf.Ensure()
+	repaired, reopened, err := w.ensure()
 	if err != nil {
 		problems = append(problems, err)
-	} else if recreated {
-		w.logf("lock file %s was deleted or replaced: recreated it", w.lf.Path())
+	} else if repaired != "" {
+		w.logf("lock file %s %s", w.lf.Path(), repaired)
+	}
+	if reopened {
 		if w.note != nil {
 			// Our own open of the new file came before its watch, so it is
 			// not counted; the count of the old file no longer matters.

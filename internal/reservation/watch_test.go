@@ -1,6 +1,7 @@
 package reservation
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,7 +94,7 @@ func TestWatcherRecreatesDeletedFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		logs := make(chan string, 8)
-		opts.Logf = func(format string, args ...any) { logs <- format }
+		opts.Logf = func(format string, args ...any) { logs <- fmt.Sprintf(format, args...) }
 		ch := make(chan Status, 8)
 		w, err := Watch(lf, opts, func(st Status) { ch <- st })
 		if err != nil {
@@ -103,7 +104,7 @@ func TestWatcherRecreatesDeletedFile(t *testing.T) {
 		os.Remove(path)
 		select {
 		case msg := <-logs:
-			if msg != "lock file %s was deleted or replaced: recreated it" {
+			if msg != "lock file "+path+" was deleted: created it again" {
 				t.Errorf("log %q", msg)
 			}
 		case <-time.After(patience):
