@@ -425,7 +425,7 @@ func TestFaultConfig(t *testing.T) {
 		conf := filepath.Join(dir, "perfevent.conf")
 		l := StartLab(t, Agent{Go: true, Args: []string{"-c", conf}, Inactive: true})
 		checkStatic(t, l)
-		waitLog(t, l, "Error: open "+conf+": no such file or directory; serving perfevent.version and perfevent.active only until the file is fixed and the agent gets SIGHUP", 0)
+		waitLog(t, l, "Error: open "+conf+": no such file or directory; serving perfevent.version and perfevent.active only until this is fixed and the agent gets SIGHUP", 0)
 		writeFile(t, conf, "[perf]\ncpu-clock\ntask-clock\n")
 		syscall.Kill(l.AgentPID(t), syscall.SIGHUP)
 		waitActive(t, l, 2*len(onlineCPUs(t)))
