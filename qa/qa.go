@@ -6,8 +6,12 @@
 // back what it found, and the baseline the suite expects and leaves is the
 // Go agent registered in pipe mode (what scripts/setup produces).
 //
+// Because they change the machine's pmcd, the tests that use it run only
+// when PERFEVENT_QA is set (`make qa` and `make check` set it to 1): a
+// plain `go test ./...` as root on a production host must not reinstall
+// its agents. Tests that start a private pmcd (lab.go) need only root.
 // Without root or a reachable pmcd the tests skip; with PERFEVENT_QA=1
-// (set by `make qa` and `make check`) those skips are failures instead.
+// those skips are failures instead.
 // Tests in different processes take turns through an flock(2) on
 // $PCP_TMPFILE_DIR/perfevent-qa.lock; anything else that changes the
 // system pmcd can join in with `flock -o` on the same file (-o, or a pmcd
@@ -83,6 +87,9 @@ func unmet(t testing.TB, format string, args ...any) {
 // Baseline or Keep for that.
 func Setup(t testing.TB) *Env {
 	t.Helper()
+	if os.Getenv("PERFEVENT_QA") == "" {
+		t.Skip("changes the system pmcd's agents: set PERFEVENT_QA=1 (make qa does) to run it")
+	}
 	if os.Geteuid() != 0 {
 		unmet(t, "needs root (it installs agents and restarts pmcd)")
 	}
