@@ -380,3 +380,38 @@ func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
 		t.Errorf("the PMID map was not updated as nobody:\n%s", data)
 	}
 }
+
+// TestFlappingReservationIsPaced: a loop of open, lock, close on the lock
+// file makes the agent reopen its counters at most every 100 ms, and a
+// counter this machine cannot count is reported once, not at every reopen.
+func TestFlappingReservationIsPaced(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\ncycles\n")
+	h.fetch("perfevent.active")
+	before, _ := os.ReadFile(h.log)
+	deadline := time.Now().Add(time.Second)
+	cycles := 0
+	for time.Now().Before(deadline) {
+		f, err := os.Open(h.lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
+		unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+		time.Sleep(2 * time.Millisecond)
+		f.Close()
+		cycles++
+	}
+	time.Sleep(300 * time.Millisecond) // the last reopen
+	after, _ := os.ReadFile(h.log)
+	added := string(after[len(before):])
+	reopens := strings.Count(added, "counters reopened after perfalloc")
+	if reopens == 0 || reopens > 14 {
+		t.Errorf("%d lock cycles in 1 s gave %d reopens; want some, and at most about 10 (one per 100 ms)", cycles, reopens)
+	}
+	if n := strings.Count(added, "Warning:"); n > 0 {
+		t.Errorf("%d warnings during the flapping; the failures were reported at start-up:\n%s", n, added)
+	}
+	if v, n := h.fetch("perfevent.hwcounters.cpu_clock.value"); n <= 0 || len(v) == 0 {
+		t.Errorf("after the flapping cpu_clock has no values: %v %d", v, n)
+	}
+}

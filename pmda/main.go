@@ -199,12 +199,14 @@ type agent struct {
 	cur  *generation                // the fetch being answered; Serve's goroutine only
 
 	// mu serialises reloads and reservation changes; reserved is what the
-	// lock file said last.
-	mu       sync.Mutex
-	reserved bool
-	state    *reservation.StateFile
-	lock     *reservation.LockFile
-	watcher  *reservation.Watcher
+	// lock file said last. lastReopen and told pace and quieten reopens.
+	mu         sync.Mutex
+	reserved   bool
+	lastReopen time.Time
+	told       map[string]bool // failure lines already in the log
+	state      *reservation.StateFile
+	lock       *reservation.LockFile
+	watcher    *reservation.Watcher
 }
 
 // Prepare implements pmda.Fetcher.
@@ -257,6 +259,11 @@ func (a *agent) build() (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The plan's notes report these failures; a reopen repeats only new ones.
+	a.told = map[string]bool{}
+	for _, line := range sum.FailureLines() {
+		a.told[line] = true
+	}
 	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
 	for _, c := range plan.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
@@ -290,6 +297,9 @@ func (a *agent) build() (*generation, error) {
 	}
 	return &generation{plan: plan, set: set, table: table, src: src}, nil
 }
+
+// minReopen is the least time between two reopens of the counters.
+const minReopen = 100 * time.Millisecond
 
 // spareFDs is how many descriptors build keeps back from the counters.
 const spareFDs = 8
@@ -560,6 +570,7 @@ func (a *agent) runAs() (uid, gid int, drop bool) {
 		os.Lchown(dir, u, g)
 	}
 	os.Lchown(a.o.pmids, u, g)
+	metrics.SetOwner(u)
 	return u, g, true
 }
 
@@ -655,14 +666,27 @@ func (a *agent) reservationChanged(s reservation.Status) {
 		}
 		a.log.Infof("counters released for perfalloc (holders %s) in %v", pids(s.Holders), time.Since(start).Round(time.Microsecond))
 	case !s.Reserved && a.reserved:
+		// A user who takes and drops the lock in a loop must not make the
+		// agent reopen every counter (events × CPUs system calls) and log
+		// it hundreds of times a second: at most one reopen per
+		// minReopen, the pace of the C agent's poll.
+		if wait := minReopen - time.Since(a.lastReopen); wait > 0 {
+			time.Sleep(wait)
+		}
 		start := time.Now()
 		sum, err := set.Reopen()
+		a.lastReopen = time.Now()
 		if err != nil {
 			a.log.Warningf("reopening counters: %v", err)
 		}
 		a.log.Infof("counters reopened after perfalloc in %v: %s", time.Since(start).Round(time.Microsecond), sum)
 		for _, line := range sum.FailureLines() {
-			a.log.Warningf("%s", line)
+			// Only what is new: the events this machine cannot count
+			// were reported when they were first opened.
+			if !a.told[line] {
+				a.log.Warningf("%s", line)
+				a.told[line] = true
+			}
 		}
 	}
 	a.reserved = s.Reserved

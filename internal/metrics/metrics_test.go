@@ -128,3 +128,21 @@ func TestClustersUnreadableIsNotEmpty(t *testing.T) {
 		t.Errorf("LoadClusters = %v, %v; want nil and the read error", c, errs)
 	}
 }
+
+func TestClustersRefusesALinkAndQuotesLittle(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte("root:$6$a-long-secret-hash-that-must-not-reach-the-log:19000:0:99999:7:::\n"), 0o600)
+	link := filepath.Join(dir, "pmids")
+	os.Symlink(secret, link)
+	c, errs := LoadClusters(link)
+	if c != nil || len(errs) != 1 || !strings.Contains(errs[0].Error(), "symbolic link") || strings.Contains(errs[0].Error(), "secret-hash") {
+		t.Errorf("through a link: %v, %v", c, errs)
+	}
+	os.Remove(link)
+	os.WriteFile(link, []byte("root:$6$a-long-secret-hash-that-must-not-reach-the-log:19000\n"), 0o644)
+	_, errs = LoadClusters(link)
+	if len(errs) != 1 || strings.Contains(errs[0].Error(), "must-not-reach") {
+		t.Errorf("a bad line is quoted in full: %v", errs)
+	}
+}

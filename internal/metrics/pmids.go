@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Clusters remembers which PMID cluster each dynamic metric got, so that a
@@ -38,7 +40,7 @@ type Clusters struct {
 // then returns a nil map and the error alone.
 func LoadClusters(path string) (*Clusters, []error) {
 	c := &Clusters{path: path, byKey: map[string]int{}, next: firstDynamic}
-	data, err := os.ReadFile(path)
+	data, err := readMap(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -55,12 +57,12 @@ func LoadClusters(path string) (*Clusters, []error) {
 		}
 		fields := strings.Fields(text)
 		if len(fields) != 2 {
-			errs = append(errs, fmt.Errorf("%s:%d: want \"cluster name\", got %q", path, line, text))
+			errs = append(errs, fmt.Errorf("%s:%d: want \"cluster name\", got %q", path, line, clip(text)))
 			continue
 		}
 		n, err := strconv.Atoi(fields[0])
 		if err != nil || n < firstDynamic || n > maxCluster {
-			errs = append(errs, fmt.Errorf("%s:%d: cluster %q is not a number from %d to %d", path, line, fields[0], firstDynamic, maxCluster))
+			errs = append(errs, fmt.Errorf("%s:%d: cluster %q is not a number from %d to %d", path, line, clip(fields[0]), firstDynamic, maxCluster))
 			continue
 		}
 		key := fields[1]
@@ -79,6 +81,56 @@ func LoadClusters(path string) (*Clusters, []error) {
 		}
 	}
 	return c, errs
+}
+
+// maxMapSize bounds what LoadClusters reads: a map of 4094 names is far
+// smaller.
+const maxMapSize = 1 << 20
+
+// readMap reads the map without following a symbolic link, and only if it
+// is a regular file of root's or of the user the agent runs as. The root
+// agent reads it, and its directory may belong to that user: a link there
+// must not let the user have root copy some other file into the log.
+func readMap(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errors.New("it is a symbolic link; remove it")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("it is not a regular file (%v)", fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() && int(st.Uid) != owner {
+		return nil, fmt.Errorf("it belongs to uid %d, not to root or the agent's user", st.Uid)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxMapSize+1))
+	if err == nil && len(data) > maxMapSize {
+		err = fmt.Errorf("it is larger than %d bytes", maxMapSize)
+	}
+	return data, err
+}
+
+// owner is the uid that may own the map besides root: the user the agent
+// runs as after start-up (SetOwner).
+var owner = -1
+
+// SetOwner names the user, besides root, whose PMID map the agent trusts.
+func SetOwner(uid int) { owner = uid }
+
+// clip quotes at most the start of a bad line: the log is world-readable.
+func clip(s string) string {
+	const max = 40
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
 }
 
 // Cluster returns key's cluster, numbering it if it is new.
