@@ -65,6 +65,12 @@ func openLockFile(path string) (int, *unix.Stat_t, error) {
 		unix.Close(fd)
 		return -1, nil, fmt.Errorf("lock file %s is not a regular file (it is a %s): remove it and the agent will create the file", path, fileType(st.Mode))
 	}
+	if st.Nlink != 1 {
+		// Another name for the same file would let its owner change what
+		// the agent's chmod and perfalloc's lock apply to.
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("lock file %s has %d hard links: remove it and the agent will create the file", path, st.Nlink)
+	}
 	if euid := uint32(os.Geteuid()); st.Uid != euid {
 		unix.Close(fd)
 		return -1, nil, fmt.Errorf("lock file %s is owned by uid %d, not by the agent's uid %d: remove it and the agent will create the file", path, st.Uid, euid)

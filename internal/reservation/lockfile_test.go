@@ -211,3 +211,17 @@ func TestReserveErrors(t *testing.T) {
 		t.Errorf("got %q\nwant %q", err, want)
 	}
 }
+
+func TestOpenRefusesHardLinks(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "perflock")
+	os.WriteFile(path, nil, 0o644)
+	if err := os.Link(path, filepath.Join(dir, "other-name")); err != nil {
+		t.Skip("cannot make a hard link here:", err)
+	}
+	_, err := Open(path)
+	want := "lock file " + path + " has 2 hard links: remove it and the agent will create the file"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}
