@@ -382,7 +382,8 @@ func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
 }
 
 // TestFlappingReservationIsPaced: a loop of open, lock, close on the lock
-// file makes the agent reopen its counters at most every 100 ms, and a
+// file makes the agent reopen its counters a few times at once and then at
+// most every 100 ms, and a
 // counter this machine cannot count is reported once, not at every reopen.
 func TestFlappingReservationIsPaced(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\ncycles\n")
@@ -405,8 +406,8 @@ func TestFlappingReservationIsPaced(t *testing.T) {
 	after, _ := os.ReadFile(h.log)
 	added := string(after[len(before):])
 	reopens := strings.Count(added, "counters reopened after perfalloc")
-	if reopens == 0 || reopens > 14 {
-		t.Errorf("%d lock cycles in 1 s gave %d reopens; want some, and at most about 10 (one per 100 ms)", cycles, reopens)
+	if reopens == 0 || reopens > 15 {
+		t.Errorf("%d lock cycles in 1 s gave %d reopens; want some, and at most about 13 (3 at once, then one per 100 ms)", cycles, reopens)
 	}
 	if n := strings.Count(added, "Warning:"); n > 0 {
 		t.Errorf("%d warnings during the flapping; the failures were reported at start-up:\n%s", n, added)

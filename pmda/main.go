@@ -202,7 +202,8 @@ type agent struct {
 	// lock file said last. lastReopen and told pace and quieten reopens.
 	mu         sync.Mutex
 	reserved   bool
-	lastReopen time.Time
+	reopens    float64         // tokens for reopens, at most reopenBurst
+	lastReopen time.Time       // when the tokens were last counted
 	told       map[string]bool // failure lines already in the log
 	state      *reservation.StateFile
 	lock       *reservation.LockFile
@@ -298,8 +299,31 @@ func (a *agent) build() (*generation, error) {
 	return &generation{plan: plan, set: set, table: table, src: src}, nil
 }
 
-// minReopen is the least time between two reopens of the counters.
-const minReopen = 100 * time.Millisecond
+// Reopens of the counters after perfalloc: reopenBurst in a row, then one
+// per minReopen.
+const (
+	minReopen   = 100 * time.Millisecond
+	reopenBurst = 3
+)
+
+// pace waits, if need be, until a reopen is allowed: a token bucket
+// holding reopenBurst tokens, refilled at one per minReopen.
+func (a *agent) pace() {
+	now := time.Now()
+	if a.lastReopen.IsZero() {
+		a.reopens = reopenBurst
+	} else {
+		a.reopens = min(reopenBurst, a.reopens+float64(now.Sub(a.lastReopen))/float64(minReopen))
+	}
+	if a.reopens < 1 {
+		wait := time.Duration((1 - a.reopens) * float64(minReopen))
+		time.Sleep(wait)
+		now = now.Add(wait)
+		a.reopens = 1
+	}
+	a.reopens--
+	a.lastReopen = now
+}
 
 // spareFDs is how many descriptors build keeps back from the counters.
 const spareFDs = 8
@@ -668,14 +692,12 @@ func (a *agent) reservationChanged(s reservation.Status) {
 	case !s.Reserved && a.reserved:
 		// A user who takes and drops the lock in a loop must not make the
 		// agent reopen every counter (events × CPUs system calls) and log
-		// it hundreds of times a second: at most one reopen per
-		// minReopen, the pace of the C agent's poll.
-		if wait := minReopen - time.Since(a.lastReopen); wait > 0 {
-			time.Sleep(wait)
-		}
+		// it hundreds of times a second. A few reopens in a row are
+		// immediate; beyond that, one per minReopen, the pace of the C
+		// agent's poll.
+		a.pace()
 		start := time.Now()
 		sum, err := set.Reopen()
-		a.lastReopen = time.Now()
 		if err != nil {
 			a.log.Warningf("reopening counters: %v", err)
 		}
