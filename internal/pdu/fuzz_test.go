@@ -58,21 +58,7 @@ func FuzzParse(f *testing.F) {
 			_, _, sets, _ = p.Label(sets)
 			p.Attr()
 			if p.Result(&r) == nil {
-				b.StartResult(0, r.Flags)
-				for _, s := range r.Sets {
-					b.AddSet(s.PMID)
-					if s.NumVal < 0 {
-						b.FailSet(Err(s.NumVal))
-					}
-					for _, v := range s.Values {
-						if s.ValFmt == ValInsitu {
-							b.AddInsitu(v.Inst, v.Insitu)
-						} else {
-							b.AddBlock(v.Inst, v.VType, v.Block)
-						}
-					}
-				}
-				again, err := b.Finish()
+				again, err := rebuildResult(&b, 0, &r)
 				if err != nil {
 					t.Fatalf("rebuilding an accepted RESULT: %v", err)
 				}
