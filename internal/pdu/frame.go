@@ -70,6 +70,9 @@ type Reader struct {
 	MaxLen int // PDUs longer than this are rejected; 0 means DefaultMaxLen
 }
 
+// growStep is the least a Reader's buffer grows by.
+const growStep = 64 << 10
+
 // NewReader returns a Reader on r.
 func NewReader(r io.Reader) *Reader { return &Reader{r: r, buf: make([]byte, 0, 4096)} }
 
@@ -99,17 +102,24 @@ func (r *Reader) Next() (Header, []byte, error) {
 	if err := checkHeader(h, max); err != nil {
 		return h, nil, err
 	}
-	if cap(r.buf) < h.Len {
-		nb := make([]byte, h.Len)
-		copy(nb, r.buf[:HeaderLen])
-		r.buf = nb
-	}
-	r.buf = r.buf[:h.Len]
-	if n, err := io.ReadFull(r.r, r.buf[HeaderLen:]); err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return h, nil, fmt.Errorf("%w: %s body cut after %d of %d bytes: %w", ErrTruncated, h.Type, n, h.Len-HeaderLen, io.ErrUnexpectedEOF)
+	// Grow the buffer only as the body arrives, so that a header claiming
+	// megabytes costs memory only if the bytes really follow.
+	for have := HeaderLen; have < h.Len; {
+		if have == cap(r.buf) {
+			nb := make([]byte, have, min(h.Len, 2*have+growStep))
+			copy(nb, r.buf)
+			r.buf = nb
 		}
-		return h, nil, err
+		end := min(h.Len, cap(r.buf))
+		n, err := io.ReadFull(r.r, r.buf[have:end])
+		have += n
+		r.buf = r.buf[:have]
+		if err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return h, nil, fmt.Errorf("%w: %s body cut after %d of %d bytes: %w", ErrTruncated, h.Type, have-HeaderLen, h.Len-HeaderLen, io.ErrUnexpectedEOF)
+			}
+			return h, nil, err
+		}
 	}
 	return h, r.buf, nil
 }

@@ -420,3 +420,29 @@ func rebuildResult(b *Builder, from int32, r *Result) ([]byte, error) {
 	}
 	return b.Finish()
 }
+
+// A header that claims 48 MiB and then ends must not cost 48 MiB: the
+// buffer grows only with the bytes that really arrive.
+func TestReaderGrowsWithTheBody(t *testing.T) {
+	claim := []byte{0x03, 0, 0, 0, 0, 0, 0x70, 4, 0, 0, 0, 0}
+	r := NewReader(bytes.NewReader(append(claim, make([]byte, 100)...)))
+	if _, _, err := r.Next(); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "cut after 100 of 50331636") {
+		t.Fatalf("Next = %v, want a truncation after 100 bytes", err)
+	}
+	if c := cap(r.buf); c > 2*growStep {
+		t.Errorf("buffer capacity %d after 112 bytes of a 48 MiB claim", c)
+	}
+
+	// A real PDU several growth steps long, one byte per Read.
+	var b Builder
+	pmids := make([]PMID, 100000)
+	for i := range pmids {
+		pmids[i] = PMID(i)
+	}
+	big := b.Fetch(3, 4, pmids)
+	r = NewReader(iotest.OneByteReader(bytes.NewReader(big)))
+	h, msg, err := r.Next()
+	if err != nil || h.Len != len(big) || !bytes.Equal(msg, big) {
+		t.Fatalf("Next = %+v, %d bytes, %v; want the %d-byte FETCH back", h, len(msg), err, len(big))
+	}
+}
