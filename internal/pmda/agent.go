@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -77,6 +78,8 @@ type Agent struct {
 	leaves  []string
 	store   pdu.Result
 	scratch pdu.Profile
+	panics  int       // Fetcher panics recovered
+	panicAt time.Time // when one was last logged
 }
 
 // client is what the agent remembers about one pmcd client slot.
@@ -355,7 +358,7 @@ func (a *Agent) fetch(h pdu.Header, t *Table) error {
 	a.req.Client, a.req.Ctx, a.req.Table = h.From, ctx, t
 	f := a.cfg.Fetcher
 	if f != nil {
-		if err := f.Prepare(&a.req); err != nil {
+		if err := a.prepare(f); err != nil {
 			code := errCode(err)
 			if _, plain := err.(pdu.Err); !plain {
 				a.log.Errorf("fetch: %v", err)
@@ -377,7 +380,7 @@ func (a *Agent) fetch(h pdu.Header, t *Table) error {
 			continue
 		}
 		a.vw.reset(&a.b, m, prof)
-		err := f.Values(m, &a.vw)
+		err := a.values(f, m)
 		if err == nil {
 			err = a.vw.err
 		}
@@ -395,6 +398,41 @@ func (a *Agent) fetch(h pdu.Header, t *Table) error {
 		return a.reply(pdu.ErrGeneric)
 	}
 	return a.send(msg)
+}
+
+// A Fetcher that panics fails the fetch it was answering, not the agent:
+// pmcd marks an agent that dies as gone until pmcd itself restarts, so one
+// bad value would cost every metric the agent has.
+func (a *Agent) prepare(f Fetcher) (err error) {
+	defer a.contain(&err)
+	return f.Prepare(&a.req)
+}
+
+func (a *Agent) values(f Fetcher, m *Metric) (err error) {
+	defer a.contain(&err)
+	return f.Values(m, &a.vw)
+}
+
+// contain turns a Fetcher's panic into PM_ERR_GENERIC. The first is logged
+// with its stack, for the bug report; later ones at most once a minute, so
+// that a panic on every fetch cannot fill the disk.
+func (a *Agent) contain(err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	*err = pdu.ErrGeneric
+	a.panics++
+	now := time.Now()
+	switch {
+	case a.panics == 1:
+		a.log.Errorf("fetch: recovered from a panic, answering PM_ERR_GENERIC: %v\n%s", p, debug.Stack())
+	case now.Sub(a.panicAt) >= time.Minute:
+		a.log.Errorf("fetch: %d panics recovered so far, the latest: %v", a.panics, p)
+	default:
+		return
+	}
+	a.panicAt = now
 }
 
 func (a *Agent) instance(h pdu.Header, t *Table) error {

@@ -268,6 +268,61 @@ func TestDescAndFetch(t *testing.T) {
 	h.askErr(h.b.Fetch(0, 0, []pdu.PMID{pmidActive}), pdu.ErrAgain)
 }
 
+// panicky panics in Values for one metric, and in Prepare when asked to.
+type panicky struct {
+	exampleFetcher
+	inPrepare bool
+}
+
+func (f *panicky) Prepare(req *FetchRequest) error {
+	if f.inPrepare {
+		panic("prepare went wrong")
+	}
+	return f.exampleFetcher.Prepare(req)
+}
+
+func (f *panicky) Values(m *Metric, w *ValueWriter) error {
+	if m.Desc.PMID == pmidCounter {
+		w.Uint64(0, 1) // written before the panic: must not be sent
+		var table []int
+		_ = table[m.Desc.PMID.Item()+5] // index out of range
+	}
+	return f.exampleFetcher.Values(m, w)
+}
+
+// A panic in a Fetcher fails that metric (or that fetch), not the agent.
+func TestFetcherPanicIsContained(t *testing.T) {
+	f := &panicky{}
+	h := startAgent(t, f, exampleSpec(), Config{})
+	for range 3 {
+		r := h.fetch(0, pmidActive, pmidCounter, pmidDuty)
+		if r.Sets[0].NumVal != 1 || r.Sets[1].NumVal != int32(pdu.ErrGeneric) || r.Sets[2].NumVal != 2 {
+			t.Fatalf("numvals %d %d %d, want 1, PM_ERR_GENERIC, 2", r.Sets[0].NumVal, r.Sets[1].NumVal, r.Sets[2].NumVal)
+		}
+	}
+	f.inPrepare = true
+	h.askErr(h.b.Fetch(0, 0, []pdu.PMID{pmidActive}), pdu.ErrGeneric)
+	f.inPrepare = false
+	if r := h.fetch(0, pmidActive); r.Sets[0].NumVal != 1 {
+		t.Errorf("after the panics: active numval %d", r.Sets[0].NumVal)
+	}
+
+	// Four panics, one report: the first, with the stack that names the
+	// culprit; the rest are within the minute.
+	log := h.log.String()
+	if n := strings.Count(log, "recovered from a panic"); n != 1 {
+		t.Errorf("%d panic reports in the log, want 1:\n%s", n, log)
+	}
+	for _, want := range []string{"index out of range [5]", "(*panicky).Values", "harness_test.go"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+	if h.agent.panics != 4 {
+		t.Errorf("panics counted %d, want 4", h.agent.panics)
+	}
+}
+
 func TestProfilesPerClient(t *testing.T) {
 	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
 	// Client 1 wants cpu1 only; client 2 excludes cpu0; client 0 sent none.
