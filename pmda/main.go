@@ -482,6 +482,9 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	if lerr != nil {
 		a.log.Warningf("cannot open the log file: %v; logging to stderr", lerr)
 	}
+	if err := pcp.Err(); err != nil {
+		a.log.Warningf("pcp.conf: %v", err)
+	}
 	signal.Ignore(syscall.SIGPIPE)
 
 	soft, hard, err := counter.RaiseFileLimit()

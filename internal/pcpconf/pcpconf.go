@@ -5,7 +5,10 @@ package pcpconf
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -31,41 +34,62 @@ var Defaults = map[string]string{
 type Config struct {
 	file map[string]string
 	env  func(string) (string, bool)
+	err  error
 }
 
-// Load reads pcp.conf from $PCP_CONF or /etc/pcp.conf. A missing or
-// unreadable file is not an error: PCP may live elsewhere, and the
-// environment and defaults still give usable paths.
+// Load reads pcp.conf from $PCP_CONF or /etc/pcp.conf. A missing file is
+// not an error: PCP may live elsewhere, and the environment and defaults
+// still give usable paths. A file that exists but cannot be read in full
+// is kept as far as it was read, and Err says why.
 func Load() *Config {
 	path := os.Getenv("PCP_CONF")
 	if path == "" {
 		path = "/etc/pcp.conf"
 	}
 	c := &Config{file: map[string]string{}, env: os.LookupEnv}
-	if f, err := os.Open(path); err == nil {
-		c.file = Parse(f)
-		f.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.err = err
+		}
+		return c
+	}
+	defer f.Close()
+	c.file, err = Parse(f)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // it names the file already
+			err = pe.Err
+		}
+		c.err = fmt.Errorf("%s: %w after %d settings; the environment and defaults stand in for the rest", path, err, len(c.file))
 	}
 	return c
 }
 
+// Err reports why pcp.conf could not be read in full, or nil.
+func (c *Config) Err() error { return c.err }
+
 // Parse reads NAME=value lines, ignoring comments and anything that is not
-// an assignment. Quotes around a value are dropped.
-func Parse(r io.Reader) map[string]string {
+// an assignment. Quotes around a value are dropped. Lines may be of any
+// length. On a read error it returns what it read so far, and the error.
+func Parse(r io.Reader) (map[string]string, error) {
 	m := map[string]string{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadString('\n')
+		if line = strings.TrimSpace(line); line != "" && line[0] != '#' {
+			name, value, ok := strings.Cut(line, "=")
+			if ok && !strings.ContainsAny(name, " \t") {
+				m[name] = strings.Trim(value, `"'`)
+			}
 		}
-		name, value, ok := strings.Cut(line, "=")
-		if !ok || strings.ContainsAny(name, " \t") {
-			continue
+		if err == io.EOF {
+			return m, nil
 		}
-		m[name] = strings.Trim(value, `"'`)
+		if err != nil {
+			return m, err
+		}
 	}
-	return m
 }
 
 // Get returns the value of a PCP_* variable.
