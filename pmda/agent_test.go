@@ -279,6 +279,58 @@ func TestPerfallocLockReleasesCounters(t *testing.T) {
 	}
 }
 
+// A SIGHUP while perfalloc holds the counters must not open any: the
+// reload waits for the release, then opens the new configuration.
+func TestReloadWaitsForTheReservation(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	h.fetch("perfevent.active")
+	f, err := os.Open(h.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0, Start: 0, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
+	}); err != nil {
+		t.Fatalf("the state file never showed the release: %v", err)
+	}
+
+	os.WriteFile(h.conf, []byte("[perf]\ntask-clock\ncpu-clock\n"), 0o644)
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog(t, "reload of "+h.conf+" deferred")
+	for range 10 { // the old agent opened the new counters for a moment
+		if fds := countPerfFDs(t, h.cmd.Process.Pid); fds != 0 {
+			t.Fatalf("%d perf descriptors open during the reservation", fds)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, code := h.pmid("perfevent.hwcounters.task_clock.value"); code != pdu.ErrName {
+		t.Errorf("task_clock during the reservation: %v, want PM_ERR_NAME until the reload", code)
+	}
+
+	lk.Type = unix.F_UNLCK
+	unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+	h.waitLog(t, "reload done")
+	h.fetch("perfevent.hwcounters.task_clock.value")
+	time.Sleep(20 * time.Millisecond)
+	v, n := h.fetch("perfevent.hwcounters.task_clock.value")
+	if n <= 0 || v[0] <= 0 {
+		t.Errorf("task_clock after the release: numval %d, %v", n, v)
+	}
+	if log, _ := os.ReadFile(h.log); strings.Contains(string(log), "counters reopened") {
+		t.Errorf("the old counters were reopened as well as the new ones built:\n%s", log)
+	}
+	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersOpen && len(s.Events) == 2
+	}); err != nil {
+		t.Errorf("the state file never showed the new configuration counting: %v", err)
+	}
+}
+
 func countPerfFDs(t *testing.T, pid int) int {
 	t.Helper()
 	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")

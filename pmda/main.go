@@ -202,6 +202,7 @@ type agent struct {
 	// lock file said last. lastReopen and told pace and quieten reopens.
 	mu         sync.Mutex
 	reserved   bool
+	reloadDue  bool            // a SIGHUP came while reserved
 	reopens    float64         // tokens for reopens, at most reopenBurst
 	lastReopen time.Time       // when the tokens were last counted
 	told       map[string]bool // failure lines already in the log
@@ -349,18 +350,29 @@ func releaseFDs(held []*os.File) {
 }
 
 // reload rereads the configuration (SIGHUP). If it cannot be read at all,
-// the agent keeps serving the old one.
+// the agent keeps serving the old one. While perfalloc holds the counters
+// the reload waits for their release: building opens counters, and the
+// holder was promised the PMU to itself.
 func (a *agent) reload() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.reserved {
+		a.reloadDue = true
+		a.log.Infof("reload of %s deferred: perfalloc holds the counters; it happens when they are released", a.o.config)
+		return
+	}
+	a.reloadLocked()
+}
+
+// reloadLocked does the reload and says whether the new configuration is
+// served; the caller holds a.mu and the counters are not reserved.
+func (a *agent) reloadLocked() bool {
+	a.reloadDue = false
 	a.log.Infof("reloading %s", a.o.config)
 	g, err := a.build()
 	if err != nil {
 		a.log.Errorf("reload: %v; still serving the previous configuration", err)
-		return
-	}
-	if a.reserved {
-		g.set.Close()
+		return false
 	}
 	old := a.gen.Load()
 	a.prev.Store(old)
@@ -373,6 +385,7 @@ func (a *agent) reload() {
 	}
 	a.updateState(nil)
 	a.log.Infof("reload done: the new configuration is served")
+	return true
 }
 
 // count reads the configuration, plans it for this machine and opens the
@@ -699,23 +712,32 @@ func (a *agent) reservationChanged(s reservation.Status) {
 		// immediate; beyond that, one per minReopen, the pace of the C
 		// agent's poll.
 		a.pace()
-		start := time.Now()
-		sum, err := set.Reopen()
-		if err != nil {
-			a.log.Warningf("reopening counters: %v", err)
+		a.reserved = false
+		if a.reloadDue && a.reloadLocked() {
+			break // the new configuration's counters are open instead
 		}
-		a.log.Infof("counters reopened after perfalloc in %v: %s", time.Since(start).Round(time.Microsecond), sum)
-		for _, line := range sum.FailureLines() {
-			// Only what is new: the events this machine cannot count
-			// were reported when they were first opened.
-			if !a.told[line] {
-				a.log.Warningf("%s", line)
-				a.told[line] = true
-			}
-		}
+		a.reopenLocked(set)
 	}
 	a.reserved = s.Reserved
 	a.updateState(&s)
+}
+
+// reopenLocked reopens the counters after a reservation; the caller holds a.mu.
+func (a *agent) reopenLocked(set *counter.Set) {
+	start := time.Now()
+	sum, err := set.Reopen()
+	if err != nil {
+		a.log.Warningf("reopening counters: %v", err)
+	}
+	a.log.Infof("counters reopened after perfalloc in %v: %s", time.Since(start).Round(time.Microsecond), sum)
+	for _, line := range sum.FailureLines() {
+		// Only what is new: the events this machine cannot count
+		// were reported when they were first opened.
+		if !a.told[line] {
+			a.log.Warningf("%s", line)
+			a.told[line] = true
+		}
+	}
 }
 
 // updateState writes the state file; s is nil when only the events changed.
