@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -182,6 +183,32 @@ func (h *pmcd) waitLog(t *testing.T, text string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("the agent log never said %q", text)
+}
+
+// SIGUSR1 logs the runtime's figures, which the soak test follows.
+func TestSIGUSR1LogsRuntime(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	h.fetch("perfevent.active")
+	h.cmd.Process.Signal(syscall.SIGUSR1)
+	h.waitLog(t, "GC cycles")
+	data, _ := os.ReadFile(h.log)
+	var gor, heap, live, mapped, gcs int
+	for _, line := range strings.Split(string(data), "\n") {
+		if _, after, ok := strings.Cut(line, "Info: runtime: "); ok {
+			if _, err := fmt.Sscanf(after, "%d goroutines, heap %d kB (%d kB live at the last GC), %d kB mapped, %d GC cycles", &gor, &heap, &live, &mapped, &gcs); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+		}
+	}
+	// main, the signal loop's partner that serves pmcd, the lock watcher
+	// and the runtime's own: a handful, not one per fetch.
+	if gor < 2 || gor > 20 || heap <= 0 || mapped < heap || live > heap+mapped {
+		t.Errorf("goroutines %d, heap %d kB, live %d kB, mapped %d kB", gor, heap, live, mapped)
+	}
+	// The agent carries on serving.
+	if v, _ := h.fetch("perfevent.active"); v[pdu.InNull] < 1 {
+		t.Errorf("active = %v after SIGUSR1", v)
+	}
 }
 
 func TestReloadKeepsPMIDs(t *testing.T) {

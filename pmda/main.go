@@ -538,7 +538,7 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}
 
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1)
 	done := make(chan error, 1)
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log}, g.table)
 	go func() {
@@ -560,8 +560,12 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 			a.log.Infof("pmcd closed the connection")
 			return 0
 		case s := <-sigs:
-			if s == syscall.SIGHUP {
+			switch s {
+			case syscall.SIGHUP:
 				a.reload()
+				continue
+			case syscall.SIGUSR1:
+				a.logRuntime()
 				continue
 			}
 			a.log.Infof("caught %v, exiting", s)
