@@ -139,6 +139,11 @@ func TestLockFileErrors(t *testing.T) {
 	if want := "perfalloc: lock file " + dir + "/perfevent/perflock does not exist, nor does its directory " + dir + "/perfevent: check -f or $PCP_PMDAS_DIR\n"; r.rc != 1 || r.stderr != want {
 		t.Errorf("default path in a missing directory: %+v\nwant %q", r, want)
 	}
+	// An unreadable pcp.conf may give the wrong default: say so.
+	r = perfalloc(t, []string{"PCP_CONF=" + dir, "PCP_PMDAS_DIR=" + dir})
+	if want := "perfalloc: warning: " + dir + ": is a directory after 0 settings; the environment and defaults stand in for the rest; using the lock file " + dir + "/perfevent/perflock\n"; r.rc != 1 || !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("unreadable pcp.conf: %+v\nwant %q first", r, want)
+	}
 	r = perfalloc(t, nil, "-d", "-f", missing)
 	if r.rc != 1 || r.stdout != "" || !strings.Contains(r.stderr, "does not exist: is pmdaperfevent running?") {
 		t.Errorf("-d with a missing file: %+v", r)

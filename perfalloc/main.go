@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/pcpconf"
 	"perfevent/internal/reservation"
 )
 
@@ -72,10 +73,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, usage, reservation.DefaultLockPath(), defaultTimeout)
 		return exitOK
 	}
+	u := &ui{stderr: stderr, verbose: o.verbose}
 	if o.file == "" {
 		o.file = reservation.DefaultLockPath()
+		if err := pcpconf.Load().Err(); err != nil {
+			// The path may be wrong; say which one is used, and go on.
+			u.say("warning: %v; using the lock file %s", err, o.file)
+		}
 	}
-	u := &ui{stderr: stderr, verbose: o.verbose}
 	switch o.mode {
 	case modeStatus:
 		return status(o, stdout, u)
