@@ -211,6 +211,40 @@ func TestSIGUSR1LogsRuntime(t *testing.T) {
 	}
 }
 
+// pmcd's pipes are switched to non-blocking mode, so that waiting for
+// pmcd is the poller's business and costs no wake-ups (internal/pmda/conn.go).
+func TestPipesArePolled(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	h.fetch("perfevent.active")
+	for _, fd := range []string{"0", "1"} {
+		info, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(h.cmd.Process.Pid), "fdinfo", fd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var flags int
+		for _, line := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				fmt.Sscanf(strings.TrimSpace(v), "%o", &flags)
+			}
+		}
+		if flags&unix.O_NONBLOCK == 0 {
+			t.Errorf("fd %s flags %#o lack O_NONBLOCK", fd, flags)
+		}
+	}
+	// A reply larger than the pipe's 64 KiB buffer (the write meets
+	// EAGAIN until pmcd reads) still arrives whole.
+	id, _ := h.pmid("perfevent.hwcounters.cpu_clock.value")
+	pmids := make([]pdu.PMID, 4000)
+	for i := range pmids {
+		pmids[i] = id
+	}
+	h.send(h.b.Fetch(0, 0, pmids))
+	hdr, _ := h.next()
+	if err := h.p.Result(&h.res); err != nil || hdr.Len < 128<<10 || len(h.res.Sets) != len(pmids) {
+		t.Fatalf("RESULT of %d bytes with %d sets, %v; want %d sets in more than 128 KiB", hdr.Len, len(h.res.Sets), err, len(pmids))
+	}
+}
+
 func TestReloadKeepsPMIDs(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\npage-faults\n")
 	clock, _ := h.pmid("perfevent.hwcounters.cpu_clock.value")
