@@ -160,6 +160,22 @@ def proc_cpu_ns(pid):
     return total
 
 
+def proc_switches(pid):
+    """Context switches (voluntary and not) of every thread of pid: a count,
+    so unlike CPU time it does not blur on a busy machine. Each one is a
+    wake-up or a preemption, and a VM exit here."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass  # the thread went away between listdir and open
+    return total
+
+
 def proc_stat_ns(pid):
     """utime+stime of the whole process (exited threads included), in ns,
     at clock-tick resolution."""
@@ -584,7 +600,7 @@ def measure_flat(slots, seconds, rounds=10):
 def measure_rate(slots, seconds, hz=10.0):
     """Agent CPU per fetch at a fixed rate; both agents in the same ticks,
     the order alternating, so both see the same background."""
-    c0 = {s.label: (s.cpu_ns(), s.pmcd_cpu_ns()) for s in slots}
+    c0 = {s.label: (s.cpu_ns(), s.pmcd_cpu_ns(), proc_switches(s.pid)) for s in slots}
     t0 = time.monotonic()
     period = 1.0 / hz
     n = 0
@@ -606,8 +622,10 @@ def measure_rate(slots, seconds, hz=10.0):
     for s in slots:
         cpu = s.cpu_ns() - c0[s.label][0]
         pm = s.pmcd_cpu_ns() - c0[s.label][1]
+        sw = proc_switches(s.pid) - c0[s.label][2]
         out[s.label] = {"fetches": n, "seconds": wall, "cpu_us_per_fetch": cpu / n / 1000.0,
-                        "pmcd_us_per_fetch": pm / n / 1000.0, "cpu_pct": 100.0 * cpu / 1e9 / wall}
+                        "pmcd_us_per_fetch": pm / n / 1000.0, "cpu_pct": 100.0 * cpu / 1e9 / wall,
+                        "switches_per_fetch": sw / n}
     return out
 
 
@@ -1027,10 +1045,11 @@ def main():
             r = run("the 10 Hz CPU measure", lambda: measure_rate(slots, rate_s))
             for s in slots:
                 x = r[s.label]
-                log("%-3s %4d fetches  agent %7.1f µs/fetch  %5.2f%% CPU   pmcd %6.1f µs/fetch" % (
-                    s.label, x["fetches"], x["cpu_us_per_fetch"], x["cpu_pct"], x["pmcd_us_per_fetch"]))
+                log("%-3s %4d fetches  agent %7.1f µs/fetch  %5.2f%% CPU  %4.1f context switches/fetch   pmcd %6.1f µs/fetch" % (
+                    s.label, x["fetches"], x["cpu_us_per_fetch"], x["cpu_pct"], x["switches_per_fetch"], x["pmcd_us_per_fetch"]))
             results["rate10hz"] = r
             lines.append(summary_line("cpu_per_fetch_10hz_us", r["go"]["cpu_us_per_fetch"], r["c"]["cpu_us_per_fetch"]))
+            lines.append(summary_line("switches_per_fetch_10hz", r["go"]["switches_per_fetch"], r["c"]["switches_per_fetch"]))
 
         if "idle" in measures:
             log("\n== 3. idle CPU, no fetches, %.0f s, both agents at once" % idle_s)
