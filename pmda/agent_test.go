@@ -245,6 +245,31 @@ func TestPipesArePolled(t *testing.T) {
 	}
 }
 
+// reserve does what perfalloc does (this test process is not the agent):
+// a read lock on byte 0 of the lock file. It waits for the state file to
+// show the release, and returns that state and a function that unlocks.
+func (h *pmcd) reserve(t *testing.T) (*reservation.State, func()) {
+	t.Helper()
+	f, err := os.Open(h.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	unlock := func() { f.Close() } // closing drops the lock
+	t.Cleanup(unlock)
+	st, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
+	})
+	if err != nil {
+		t.Fatalf("the state file never showed the release: %v", err)
+	}
+	return st, unlock
+}
+
 func TestReloadKeepsPMIDs(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\npage-faults\n")
 	clock, _ := h.pmid("perfevent.hwcounters.cpu_clock.value")
@@ -294,23 +319,7 @@ func TestPerfallocLockReleasesCounters(t *testing.T) {
 		t.Fatalf("active = %v before the lock", active)
 	}
 
-	// This test process is not the agent, so its POSIX read lock is what
-	// perfalloc's would be.
-	f, err := os.Open(h.lock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0, Start: 0, Len: 1}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
-		t.Fatal(err)
-	}
-	st, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
-		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
-	})
-	if err != nil {
-		t.Fatalf("the state file never showed the release: %v", err)
-	}
+	st, unlock := h.reserve(t)
 	if st.PID != h.cmd.Process.Pid || len(st.Events) != 1 || st.Events[0].Name != "cpu-clock" || st.Events[0].State != reservation.EventReleased {
 		t.Errorf("state %+v", st)
 	}
@@ -325,8 +334,7 @@ func TestPerfallocLockReleasesCounters(t *testing.T) {
 		t.Errorf("%d perf descriptors open while reserved, want 0", fds)
 	}
 
-	lk.Type = unix.F_UNLCK
-	unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+	unlock()
 	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
 		return s.Counters == reservation.CountersOpen
 	}); err != nil {
@@ -345,20 +353,7 @@ func TestPerfallocLockReleasesCounters(t *testing.T) {
 func TestReloadWaitsForTheReservation(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\n")
 	h.fetch("perfevent.active")
-	f, err := os.Open(h.lock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0, Start: 0, Len: 1}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
-		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
-	}); err != nil {
-		t.Fatalf("the state file never showed the release: %v", err)
-	}
+	_, unlock := h.reserve(t)
 
 	os.WriteFile(h.conf, []byte("[perf]\ntask-clock\ncpu-clock\n"), 0o644)
 	h.cmd.Process.Signal(syscall.SIGHUP)
@@ -373,8 +368,7 @@ func TestReloadWaitsForTheReservation(t *testing.T) {
 		t.Errorf("task_clock during the reservation: %v, want PM_ERR_NAME until the reload", code)
 	}
 
-	lk.Type = unix.F_UNLCK
-	unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+	unlock()
 	h.waitLog(t, "reload done")
 	h.fetch("perfevent.hwcounters.task_clock.value")
 	time.Sleep(20 * time.Millisecond)
@@ -431,22 +425,8 @@ func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
 	}
 
 	// A reservation and its release: the counters reopen without root.
-	f, err := os.Open(h.lock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
-		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
-	}); err != nil {
-		t.Fatalf("no release in the state file: %v", err)
-	}
-	lk.Type = unix.F_UNLCK
-	unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+	_, unlock := h.reserve(t)
+	unlock()
 	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
 		return s.Counters == reservation.CountersOpen && len(s.Events) == 1 && s.Events[0].State == reservation.EventCounting
 	}); err != nil {
@@ -459,27 +439,14 @@ func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
 	// The lock file deleted: as nobody the agent cannot make it again in a
 	// directory of root's, and says what to do; once root puts it back,
 	// the agent adopts it and reservations work again.
-	f.Close()
 	os.Remove(h.lock)
 	h.waitLog(t, "lock file "+h.lock+" was deleted, and the agent (uid "+nobody.Uid+") cannot create it in "+h.dir+": perfalloc cannot reserve the counters until the agent restarts, or root puts the file back: install -m 0644 /dev/null "+h.lock)
 	if err := os.WriteFile(h.lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h.waitLog(t, "lock file "+h.lock+" was replaced: watching the new file")
-	f, err = os.Open(h.lock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk.Type = unix.F_RDLCK
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
-		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
-	}); err != nil {
-		t.Fatalf("no release after root put the lock file back: %v", err)
-	}
-	f.Close()
+	_, unlock = h.reserve(t)
+	unlock()
 
 	// A reload that adds a metric: opened and numbered without root.
 	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\npage-faults\n"), 0o644)
