@@ -140,8 +140,10 @@ func (l *LockFile) Ensure() (repaired string, err error) {
 		what = "was deleted"
 	}
 	fd, nst, err := openLockFile(l.path)
+	adopted := false
 	if err != nil && os.Geteuid() != 0 && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
 		fd, nst, err = adoptLockFile(l.path, what)
+		adopted = true
 	}
 	if err != nil {
 		return "", err
@@ -150,7 +152,9 @@ func (l *LockFile) Ensure() (repaired string, err error) {
 	// a lock itself: a close drops every lock this process has on that file.
 	unix.Close(l.fd)
 	l.fd, l.dev, l.ino = fd, nst.Dev, nst.Ino
-	if lerr != nil {
+	// A file that root put back between the Lstat and the open was found,
+	// not created.
+	if lerr != nil && !adopted {
 		return what + ": created it again", nil
 	}
 	return what + ": watching the new file", nil
