@@ -39,9 +39,8 @@ func helperFork(path string) {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=inherited")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd := helperCommand("inherited", path) // the lock file comes as fd 3
+	cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
 	cmd.ExtraFiles = []*os.File{f}
 	if err := cmd.Start(); err != nil {
 		fmt.Println("error:", err)
@@ -80,9 +79,7 @@ type opener struct {
 
 func startOpener(t *testing.T, path, mode string) *opener {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "RESERVATION_TEST_LOCK="+path)
-	cmd.Stderr = os.Stderr
+	cmd := helperCommand(mode, path)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +147,26 @@ func (o *opener) exit(t *testing.T) {
 	}
 }
 
+// reserve has the helper lock through the descriptor it holds, and checks
+// that the watcher reports the reservation by that process.
+func (o *opener) reserve(t *testing.T, ch <-chan Status) {
+	t.Helper()
+	o.lock(t)
+	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
+		t.Fatalf("after the helper's lock: %+v, want reserved by %d", st, o.pid)
+	}
+}
+
+// release ends the helper and checks that the watcher reports the end of
+// the reservation.
+func (o *opener) release(t *testing.T, ch <-chan Status) {
+	t.Helper()
+	o.exit(t)
+	if st := nextStatus(t, ch); st.Reserved {
+		t.Fatalf("after exit: %+v", st)
+	}
+}
+
 // waitInterval waits until the watcher's poll interval is want.
 func waitInterval(t *testing.T, w *Watcher, want time.Duration, why string) {
 	t.Helper()
@@ -211,18 +228,12 @@ func TestWatcherAdaptivePoll(t *testing.T) {
 		t.Errorf("opened elsewhere: %d checks in %v, want at least %d", n, window, fastAtLst)
 	}
 
-	o.lock(t)
-	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
-		t.Fatalf("after lock: %+v, want reserved by %d", st, o.pid)
-	}
+	o.reserve(t, ch)
 	if got := w.interval(); got != fast {
 		t.Errorf("reserved: poll interval %v, want %v", got, fast)
 	}
 
-	o.exit(t)
-	if st := nextStatus(t, ch); st.Reserved {
-		t.Fatalf("after exit: %+v", st)
-	}
+	o.release(t, ch)
 	waitInterval(t, w, slow, "the helper exited")
 	time.Sleep(50 * time.Millisecond) // the follow-ups of the last hint
 	if n := checksDuring(w, window); n > slowAtMst {
@@ -239,14 +250,8 @@ func TestWatcherForkedChildLocksLater(t *testing.T) {
 
 	o := startOpener(t, path, "fork")
 	waitInterval(t, w, fast, "the forked child has the file open")
-	o.lock(t)
-	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
-		t.Fatalf("after the child's lock: %+v, want reserved by %d", st, o.pid)
-	}
-	o.exit(t)
-	if st := nextStatus(t, ch); st.Reserved {
-		t.Fatalf("after exit: %+v", st)
-	}
+	o.reserve(t, ch)
+	o.release(t, ch)
 	waitInterval(t, w, slow, "the child exited")
 }
 
@@ -266,14 +271,8 @@ func TestWatcherIdlePollIsTheSafetyNet(t *testing.T) {
 	if got := w.interval(); got != slow {
 		t.Fatalf("missed open: poll interval %v, want %v", got, slow)
 	}
-	o.lock(t)
-	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
-		t.Fatalf("after lock: %+v, want reserved by %d", st, o.pid)
-	}
-	o.exit(t)
-	if st := nextStatus(t, ch); st.Reserved {
-		t.Fatalf("after exit: %+v", st)
-	}
+	o.reserve(t, ch)
+	o.release(t, ch)
 	waitInterval(t, w, slow, "a rescan after the unexpected close")
 }
 
@@ -309,10 +308,7 @@ func TestWatcherRecreatedFileCountsAfresh(t *testing.T) {
 
 	o = startOpener(t, path, "open")
 	waitInterval(t, w, fast, "a helper has the new file open")
-	o.lock(t)
-	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{o.pid}) {
-		t.Fatalf("lock on the recreated file: %+v", st)
-	}
+	o.reserve(t, ch) // on the recreated file
 }
 
 func TestUsersEvents(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -72,8 +71,7 @@ func benchReaction(b *testing.B, opts Options) {
 	defer w.Close()
 	<-seen // the initial status
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=bench", "RESERVATION_TEST_LOCK="+path)
+	cmd := helperCommand("bench", path)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

@@ -37,6 +37,15 @@ func TestMain(m *testing.M) {
 	os.Exit(3)
 }
 
+// helperCommand is the test binary run again as the helper in mode, on the
+// lock file at path. Its stderr is the test's.
+func helperCommand(mode, path string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "RESERVATION_TEST_LOCK="+path)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
 // helperHold takes the lock, says "locked", and releases it when stdin ends.
 func helperHold(path string, write bool) {
 	if write {
@@ -72,9 +81,7 @@ func startHolder(t testing.TB, path string, write bool) *holder {
 	if write {
 		mode = "write"
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "RESERVATION_TEST_LOCK="+path)
-	cmd.Stderr = os.Stderr
+	cmd := helperCommand(mode, path)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
