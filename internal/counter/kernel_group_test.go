@@ -66,23 +66,7 @@ func perfFDs(t *testing.T) int {
 func TestKernelGroupReads(t *testing.T) {
 	needKernelPerf(t)
 	cpus := onlineCPUs(t)
-	var specs []counter.Spec
-	for _, sw := range []struct {
-		name   string
-		config uint64
-	}{
-		{"cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK},
-		{"task-clock", unix.PERF_COUNT_SW_TASK_CLOCK},
-		{"page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS},
-		{"context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
-		{"cpu-migrations", unix.PERF_COUNT_SW_CPU_MIGRATIONS},
-		{"minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN},
-		{"major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ},
-	} {
-		specs = append(specs, counter.Spec{Name: sw.name, Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: sw.config}, CPUs: cpus})
-	}
-	specs = append(specs, counter.Spec{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, "/sys/bus/event_source/devices/msr/type"))}, CPUs: cpus})
-	mayStandStill := map[string]bool{"cpu-migrations": true, "major-faults": true}
+	specs := countingSpecs(t, cpus)
 
 	o := &countingOpener{}
 	s, err := counter.New(specs, counter.Config{Opener: o})
@@ -100,22 +84,10 @@ func TestKernelGroupReads(t *testing.T) {
 	}
 
 	read := func() [][]uint64 {
-		f := s.Begin()
-		defer f.End()
-		f.NeedAll()
 		n := o.reads.Load()
-		f.Read()
+		vals := readAll(t, s, specs)
 		if got, want := o.reads.Load()-n, int64(2*len(cpus)); got != want {
 			t.Errorf("a full fetch made %d reads, want %d: one group and msr/tsc per CPU", got, want)
-		}
-		vals := make([][]uint64, len(specs))
-		for ev := range specs {
-			for i, cpu := range s.CPUs(ev) {
-				vals[ev] = append(vals[ev], f.Value(ev, i))
-				if d := f.Dutycycle(ev, i); d < 0.99 || d > 1.0 {
-					t.Errorf("%s cpu%d dutycycle %v, want 1", specs[ev].Name, cpu, d)
-				}
-			}
 		}
 		return vals
 	}
@@ -124,26 +96,7 @@ func TestKernelGroupReads(t *testing.T) {
 	busyEveryCPU(t, cpus)
 	time.Sleep(50 * time.Millisecond)
 	v2 := read()
-	elapsed := uint64(time.Since(t1))
-	for ev, sp := range specs {
-		for i, cpu := range s.CPUs(ev) {
-			a, b := v1[ev][i], v2[ev][i]
-			if b < a || (b == a && !mayStandStill[sp.Name]) {
-				t.Errorf("%s cpu%d went from %d to %d", sp.Name, cpu, a, b)
-			}
-		}
-	}
-	for i, cpu := range cpus {
-		if d := v2[0][i] - v1[0][i]; d < elapsed/2 || d > elapsed*2 {
-			t.Errorf("cpu-clock on cpu%d advanced %d ns in about %d ns of wall time", cpu, d, elapsed)
-		}
-	}
-	f := s.Begin()
-	active := f.Active()
-	f.End()
-	if active != sum.FDs {
-		t.Errorf("active %d, want %d", active, sum.FDs)
-	}
+	checkCounting(t, s, specs, v1, v2, uint64(time.Since(t1)), sum.FDs)
 
 	// Close and reopen the groups: every descriptor goes and comes back,
 	// and the members count again.

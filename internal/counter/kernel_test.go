@@ -95,13 +95,14 @@ func schedSwitchID(t *testing.T) (uint64, bool) {
 // TestKernelCounters opens the events this VM has, and two it has not, on
 // every online CPU, and checks that the first count and the second fail
 // with the right advice while the rest is served.
-func TestKernelCounters(t *testing.T) {
-	needKernelPerf(t)
-	cpus := onlineCPUs(t)
+// countingSpecs are events that count on any machine, a VM included, on
+// every CPU in cpus: the kernel's software events and msr/tsc, with
+// cpu-clock first.
+func countingSpecs(t *testing.T, cpus []int) []counter.Spec {
 	soft := func(name string, config uint64) counter.Spec {
 		return counter.Spec{Name: name, Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config}, CPUs: cpus}
 	}
-	specs := []counter.Spec{
+	return []counter.Spec{
 		soft("cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK),
 		soft("task-clock", unix.PERF_COUNT_SW_TASK_CLOCK),
 		soft("page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS),
@@ -110,12 +111,69 @@ func TestKernelCounters(t *testing.T) {
 		soft("minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN),
 		soft("major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ),
 		{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, "/sys/bus/event_source/devices/msr/type")), Config: 0}, CPUs: cpus},
-		{Name: "cycles", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES}, CPUs: cpus},
-		{Name: "instructions", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_INSTRUCTIONS}, CPUs: cpus},
 	}
-	// Events that need something to happen in the 50 ms window; the others
-	// must strictly increase whatever the machine does.
-	mayStandStill := map[string]bool{"cpu-migrations": true, "major-faults": true}
+}
+
+// mayStandStill are the events that need something to happen in a 50 ms
+// window; the others must strictly increase whatever the machine does.
+var mayStandStill = map[string]bool{"cpu-migrations": true, "major-faults": true}
+
+// readAll reads every event of s once, with a fetch of everything, and
+// returns the values per event and CPU. Nothing multiplexes software, msr or
+// tracepoint events, so every dutycycle must be 1.
+func readAll(t *testing.T, s *counter.Set, specs []counter.Spec) [][]uint64 {
+	t.Helper()
+	f := s.Begin()
+	defer f.End()
+	f.NeedAll()
+	f.Read()
+	vals := make([][]uint64, len(specs))
+	for ev := range specs {
+		for i, cpu := range s.CPUs(ev) {
+			vals[ev] = append(vals[ev], f.Value(ev, i))
+			if d := f.Dutycycle(ev, i); d < 0.99 || d > 1.0 {
+				t.Errorf("%s cpu%d dutycycle %v, want 1 (nothing multiplexes these events)", specs[ev].Name, cpu, d)
+			}
+		}
+	}
+	return vals
+}
+
+// checkCounting judges two readings taken elapsed ns apart with busy work on
+// every CPU in between: every event went up (but those in mayStandStill);
+// per-CPU system-wide cpu-clock (event 0), which counts wall-clock
+// nanoseconds, advanced about elapsed; and the fetch read all fds
+// descriptors.
+func checkCounting(t *testing.T, s *counter.Set, specs []counter.Spec, v1, v2 [][]uint64, elapsed uint64, fds int) {
+	t.Helper()
+	for ev, sp := range specs {
+		for i, cpu := range s.CPUs(ev) {
+			a, b := v1[ev][i], v2[ev][i]
+			if b < a || (b == a && !mayStandStill[sp.Name]) {
+				t.Errorf("%s cpu%d went from %d to %d in %d ns", sp.Name, cpu, a, b, elapsed)
+			}
+		}
+	}
+	for i, cpu := range s.CPUs(0) {
+		if d := v2[0][i] - v1[0][i]; d < elapsed/2 || d > elapsed*2 {
+			t.Errorf("cpu-clock on cpu%d advanced %d ns in %d ns of wall time", cpu, d, elapsed)
+		}
+	}
+	f := s.Begin()
+	active := f.Active()
+	f.End()
+	if active != fds {
+		t.Errorf("active %d, want %d", active, fds)
+	}
+}
+
+func TestKernelCounters(t *testing.T) {
+	needKernelPerf(t)
+	cpus := onlineCPUs(t)
+	specs := append(countingSpecs(t, cpus),
+		counter.Spec{Name: "cycles", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES}, CPUs: cpus},
+		counter.Spec{Name: "instructions", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_INSTRUCTIONS}, CPUs: cpus},
+	)
 	if id, ok := schedSwitchID(t); ok {
 		specs = append(specs, counter.Spec{Name: "sched:sched_switch", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, CPUs: cpus})
 	}
@@ -155,59 +213,22 @@ func TestKernelCounters(t *testing.T) {
 		t.Fatalf("summary %+v, want %d events on %d descriptors", sum, wantServed, wantServed*len(cpus))
 	}
 
-	read := func() ([][]uint64, time.Time) {
-		f := s.Begin()
-		defer f.End()
-		f.NeedAll()
-		f.Read()
-		vals := make([][]uint64, len(specs))
-		for ev := range specs {
-			for i := range s.CPUs(ev) {
-				vals[ev] = append(vals[ev], f.Value(ev, i))
-				if d := f.Dutycycle(ev, i); d < 0.99 || d > 1.0 {
-					t.Errorf("%s cpu%d dutycycle %v, want 1 (nothing multiplexes software events)", specs[ev].Name, s.CPUs(ev)[i], d)
-				}
-			}
-		}
-		return vals, time.Now()
-	}
-	v1, t1 := read()
+	v1 := readAll(t, s, specs)
+	t1 := time.Now()
 	busyEveryCPU(t, cpus)
 	time.Sleep(50 * time.Millisecond)
-	v2, t2 := read()
-	elapsed := uint64(t2.Sub(t1))
-
-	for ev, sp := range specs {
-		for i, cpu := range s.CPUs(ev) {
-			a, b := v1[ev][i], v2[ev][i]
-			if b < a || (b == a && !mayStandStill[sp.Name]) {
-				t.Errorf("%s cpu%d went from %d to %d in %v", sp.Name, cpu, a, b, t2.Sub(t1))
-			}
-		}
-	}
-	// Per-CPU system-wide cpu-clock counts wall-clock nanoseconds.
-	for i, cpu := range s.CPUs(0) {
-		d := v2[0][i] - v1[0][i]
-		if d < elapsed/2 || d > elapsed*2 {
-			t.Errorf("cpu-clock on cpu%d advanced %d ns in %d ns of wall time", cpu, d, elapsed)
-		}
-	}
-	f := s.Begin()
-	active := f.Active()
-	f.End()
-	if active != sum.FDs {
-		t.Errorf("active %d, want %d", active, sum.FDs)
-	}
+	v2 := readAll(t, s, specs)
+	checkCounting(t, s, specs, v1, v2, uint64(time.Since(t1)), sum.FDs)
 
 	// A reservation frees the descriptors; the values continue afterwards.
-	before := openFDs(t)
+	before := perfFDs(t)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := openFDs(t); before-after != sum.FDs {
+	if after := perfFDs(t); before-after != sum.FDs {
 		t.Errorf("Close released %d descriptors (%d → %d), want %d", before-after, before, after, sum.FDs)
 	}
-	frozen, _ := read()
+	frozen := readAll(t, s, specs)
 	if frozen[0][0] != v2[0][0] {
 		t.Errorf("cpu-clock moved while closed: %d → %d", v2[0][0], frozen[0][0])
 	}
@@ -215,7 +236,7 @@ func TestKernelCounters(t *testing.T) {
 		t.Fatalf("Reopen: %v %v", sum, err)
 	}
 	time.Sleep(5 * time.Millisecond)
-	v3, _ := read()
+	v3 := readAll(t, s, specs)
 	if d := v3[0][0] - frozen[0][0]; v3[0][0] <= frozen[0][0] || d > uint64(time.Second) {
 		t.Errorf("cpu-clock after reopen went %d → %d: it must continue, not jump", frozen[0][0], v3[0][0])
 	}
@@ -285,13 +306,4 @@ func BenchmarkKernelRead(b *testing.B) {
 		f.End()
 	}
 	b.ReportMetric(float64(sum.FDs), "fds")
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatalf("counting descriptors: %v", err)
-	}
-	return len(ents)
 }
