@@ -1,0 +1,91 @@
+// Package pfm knows event names the way libpfm4 4.13 knows them, and
+// encodes them into perf_event attributes exactly as libpfm4's perf_events
+// layer does, without libpfm4: PCP's C pmdaperfevent resolves every
+// perfevent.conf name through libpfm4, so users' configurations are
+// written in its vocabulary ("INSTRUCTIONS_RETIRED",
+// "MEM_LOAD_UOPS_RETIRED:L3_HIT", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD").
+//
+// The catalog (every PMU, event and unit mask) is generated from
+// libpfm4's own tables; see package tables. The encoders, one per family
+// of tables, are written here in Go.
+package pfm
+
+// Family is the shape of a PMU's table, and so the encoder that reads
+// it. libpfm4 keeps one C entry type per family.
+type Family uint8
+
+const (
+	FamilyUnknown     Family = iota
+	FamilyIntelX86           // intel_x86_entry_t: Intel core PMUs and ix86arch
+	FamilyIntelUncore        // intel_x86_entry_t read by the snbep_unc encoder (snbep..spr uncore)
+	FamilyIntelRAPL          // intel_x86_entry_t read by the rapl encoder
+	FamilyAMD64              // amd64_entry_t: K7 to Zen 4, and amd64_rapl
+	FamilyARM                // arm_entry_t: armv6 to armv9 tables
+	FamilyPower              // pme_power_entry_t: POWER4 to POWER10
+	FamilyPerf               // libpfm4's perf and perf_raw pseudo-PMUs
+)
+
+// PMUType is libpfm4's pfm_pmu_type_t.
+type PMUType uint8
+
+const (
+	PMUTypeUnknown PMUType = iota
+	PMUTypeCore
+	PMUTypeUncore
+	PMUTypeOSGeneric
+)
+
+// PMU is one of libpfm4's PMU models, with its table.
+type PMU struct {
+	Name     string // libpfm4's short name: "skx", "snbep_unc_imc0", "arm_n1"
+	Desc     string
+	ID       int // libpfm4's pfm_pmu_t; name lookup walks PMUs in libpfm4's table order, kept in Order
+	Order    int // position in libpfm4's list of PMUs (pfmlib_pmus[]), which decides name lookup
+	Family   Family
+	Type     PMUType
+	PerfName string // the kernel PMU libpfm4 opens it through, e.g. "uncore_imc_0"; "" for the core PMU (PERF_TYPE_RAW)
+
+	Flags         uint32 // pfmlib_pmu_t.flags (16 low bits common, 16 high bits per architecture)
+	Rev           int    // pfmlib_pmu_t.pmu_rev
+	NumCounters   int
+	NumFixed      int
+	SupportedPLM  uint32 // PFM_PLM0|PFM_PLM3|PFM_PLMH... this PMU can filter
+	MaxEncoding   int
+	CPUFamily     int   // for detection by CPUID family/model (Intel); 0 if the PMU detects otherwise
+	CPUModels     []int // likewise, in libpfm4's order
+	Events        []Event
+}
+
+// Event is one entry of a PMU's table. Fields a family does not have stay
+// zero: AMD events have no Equiv or CntMask, ARM ones no unit masks, and
+// POWER ones only Name, Code and the two descriptions (Desc is the short
+// one, LongDesc the long one).
+type Event struct {
+	Name       string
+	Desc       string
+	LongDesc   string
+	Equiv      string // libpfm4's alias target, "" if none
+	Code       uint64
+	CntMask    uint64
+	Flags      uint32 // family-specific (INTEL_X86_*, AMD64_FL_*)
+	ModMask    uint32 // which of the family's modifiers the event takes
+	ModMaskReq uint32 // which it requires
+	NumGroups  uint16
+	Model      uint16 // only on this PMU model (pmu_rev), 0 for all
+	Umasks     []Umask
+}
+
+// Umask is one unit mask of an event.
+type Umask struct {
+	Name       string
+	Desc       string
+	Equiv      string
+	CntMask    uint64
+	Code       uint64
+	Filters    [2]uint64 // uncore filter register values (intel_x86 ufilters)
+	Flags      uint32    // family-specific (INTEL_X86_DFL, AMD64_FL_DFL, ...)
+	Model      uint16
+	Group      uint16 // grpid
+	ModHW      uint32 // modifiers hardwired by this umask
+	ModMaskReq uint32
+}
