@@ -45,15 +45,15 @@ type PMU struct {
 	Type     PMUType
 	PerfName string // the kernel PMU libpfm4 opens it through, e.g. "uncore_imc_0"; "" for the core PMU (PERF_TYPE_RAW)
 
-	Flags         uint32 // pfmlib_pmu_t.flags (16 low bits common, 16 high bits per architecture)
-	Rev           int    // pfmlib_pmu_t.pmu_rev
-	NumCounters   int
-	NumFixed      int
-	SupportedPLM  uint32 // PFM_PLM0|PFM_PLM3|PFM_PLMH... this PMU can filter
-	MaxEncoding   int
-	CPUFamily     int   // for detection by CPUID family/model (Intel); 0 if the PMU detects otherwise
-	CPUModels     []int // likewise, in libpfm4's order
-	Events        []Event
+	Flags        uint32 // pfmlib_pmu_t.flags (16 low bits common, 16 high bits per architecture)
+	Rev          int    // pfmlib_pmu_t.pmu_rev
+	NumCounters  int
+	NumFixed     int
+	SupportedPLM uint32 // PFM_PLM0|PFM_PLM3|PFM_PLMH... this PMU can filter
+	MaxEncoding  int
+	CPUFamily    int   // for detection by CPUID family/model (Intel); 0 if the PMU detects otherwise
+	CPUModels    []int // likewise, in libpfm4's order
+	Events       []Event
 }
 
 // Event is one entry of a PMU's table. Fields a family does not have stay
