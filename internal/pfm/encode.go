@@ -1,0 +1,52 @@
+package pfm
+
+import "golang.org/x/sys/unix"
+
+// Encoding is what libpfm4's pfm_get_os_event_encoding gives the C
+// pmdaperfevent for a name (PFM_OS_PERF_EVENT_EXT, PFM_PLM0|PFM_PLM3).
+type Encoding struct {
+	PMU   *PMU
+	Event *Event
+	// Attr holds Type, Config, Ext1 (config1), Ext2 (config2), the
+	// exclude bits and precise_ip, as libpfm4 fills them.
+	Attr unix.PerfEventAttr
+	// FullName is libpfm4's canonical name (its fstr), every umask and
+	// modifier spelled out, e.g.
+	// "skx::INST_RETIRED:ANY_P:k=1:u=1:e=0:i=0:c=0:t=0:intx=0:intxcp=0".
+	FullName string
+}
+
+// Env is what encoding needs to know of the machine.
+type Env struct {
+	// PerfType gives the perf_event type of a kernel PMU, as its sysfs
+	// file /sys/bus/event_source/devices/NAME/type says ("uncore_imc_0",
+	// "power", "amd_l3"). Nil means no kernel PMU but the core one.
+	PerfType func(name string) (uint32, error)
+}
+
+// request is one name being encoded by its family's encoder.
+type request struct {
+	pmu   *PMU
+	event *Event
+	attrs []string // what followed the event name, split at ':' ("L3_HIT", "u", "c=2")
+	plm   uint32   // privilege levels asked for before any modifier: PFM_PLM0|PFM_PLM3
+	env   Env
+
+	// The encoder fills these.
+	attr unix.PerfEventAttr
+	fstr string
+}
+
+// familyEncoders holds each family's encoder, which does for its tables
+// what libpfm4's pmu->get_event_encoding[PFM_OS_PERF_EVENT_EXT] does,
+// perf_events layer included. Each family's file adds its own.
+var familyEncoders = map[Family]func(*request) error{}
+
+// Privilege levels, as libpfm4 numbers them.
+const (
+	PLM0 = 0x1 // kernel
+	PLM1 = 0x2
+	PLM2 = 0x4
+	PLM3 = 0x8  // user
+	PLMH = 0x10 // hypervisor
+)
