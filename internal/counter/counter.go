@@ -22,9 +22,9 @@
 // Reading a counter that lives on another CPU makes the kernel interrupt
 // that CPU, which dominates the cost of a fetch (tens of µs per read in a
 // VM). So the software events of each CPU (attr.Type PERF_TYPE_SOFTWARE)
-// form one perf group there: the first that opens leads it, the others join
-// it in Spec order, and one read() of the leader returns every member's
-// value. Software events never wait for a PMU counter, so a group of them
+// form perf groups there of at most maxGroup members each: the first that
+// opens leads its group, the others join it in Spec order, and one read() of
+// the leader returns every member's value. Software events never wait for a PMU counter, so a group of them
 // is scheduled exactly as its members would be alone, and the group's
 // time_enabled/time_running are each member's. Every other event (hardware,
 // cache, raw, tracepoint, sysfs PMUs such as msr) keeps a descriptor of its
@@ -171,8 +171,14 @@ type slot struct {
 // ref names one (event, CPU) slot by indexes.
 type ref struct{ ev, k int }
 
-// group is the software events of one CPU, read with one read() of their
-// leader. Its slots keep their own Sources for closing and status.
+// maxGroup is the most events in one group. The kernel refuses a group
+// whose read would exceed 16 KiB (E2BIG, at about 2,045 members with
+// perf.GroupReadFormat); a quarter of that keeps each read() to 4 KiB, one
+// page, and costs a CPU with thousands of software events only a few reads.
+const maxGroup = 512
+
+// group is software events of one CPU (at most maxGroup), read with one
+// read() of their leader. Its slots keep their own Sources for closing and status.
 type group struct {
 	cpu     int
 	refs    []ref    // every software slot of the CPU, in Spec order
@@ -236,7 +242,7 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		s.opener = KernelOpener{}
 	}
 	s.fetch.s = s
-	groupOf := map[int]int{} // CPU id → index into s.groups
+	groupOf := map[int]int{} // CPU id → index into s.groups of its last group
 	for i, sp := range specs {
 		if sp.Name == "" {
 			return nil, fmt.Errorf("counter: event #%d has an empty name", i+1)
@@ -271,7 +277,7 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 			ev.slots[k].grp = -1
 			if grouped(&ev.attr) {
 				g, ok := groupOf[cpu]
-				if !ok {
+				if !ok || len(s.groups[g].refs) == maxGroup {
 					g = len(s.groups)
 					groupOf[cpu] = g
 					s.groups = append(s.groups, group{cpu: cpu})

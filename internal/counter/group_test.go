@@ -257,3 +257,56 @@ func TestMixedGroupedAndSingle(t *testing.T) {
 		}
 	}
 }
+
+// Thousands of software events on a CPU would make one group whose read
+// the kernel refuses (E2BIG from the 2,046th member on); they are split
+// into groups that each stay well under it and are read with one read().
+func TestManySoftwareEventsSplitIntoGroups(t *testing.T) {
+	const n = 2100
+	specs := make([]counter.Spec, n)
+	for i := range specs {
+		specs[i] = sw(fmt.Sprintf("e%d", i), uint64(i), 0, 1)
+	}
+	fake := countertest.New()
+	s, err := counter.New(specs, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil || sum.Served != n || len(sum.Failures) != 0 {
+		t.Fatalf("Open: %v, %s; want all %d events served", err, sum, n)
+	}
+	seen := 0
+	groups := 0
+	for i := 0; i < n; i += len(fake.Group(fmt.Sprintf("e%d", i), 0)) {
+		members := fake.Group(fmt.Sprintf("e%d", i), 0)
+		if len(members) == 0 {
+			t.Fatalf("e%d on cpu0 is not open in a group", i)
+		}
+		if len(members) > countertest.MaxGroup {
+			t.Fatalf("a group of %d counters; the kernel allows %d", len(members), countertest.MaxGroup)
+		}
+		seen += len(members)
+		groups++
+	}
+	if seen != n {
+		t.Errorf("%d events open in groups on cpu0, want %d", seen, n)
+	}
+	evs := make([]int, n)
+	for i := range evs {
+		evs[i] = i
+	}
+	fetch(s, evs...) // the first read after an open sets the baseline
+	before := fake.Reads()
+	fake.AddAll(7, 10, 10)
+	vals, active := fetch(s, evs...)
+	if active != 2*n {
+		t.Errorf("active %d, want %d: every event on both CPUs", active, 2*n)
+	}
+	if vals[n-1][1] != 7 {
+		t.Errorf("last event on cpu1 reads %d, want 7", vals[n-1][1])
+	}
+	if reads := fake.Reads() - before; reads != 2*groups {
+		t.Errorf("%d reads for one fetch, want %d: one per group", reads, 2*groups)
+	}
+}

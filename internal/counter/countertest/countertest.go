@@ -9,7 +9,8 @@
 // with the leader's times. A counter opened disabled (attr.disabled), and
 // the members of its group, count nothing until Enable; a member may not
 // join a group that is already enabled, since the kernel would not
-// schedule it. Tests script the counts, make opens or reads of
+// schedule it, nor one whose group read would exceed the kernel's 16 KiB
+// (E2BIG, see [MaxGroup]). Tests script the counts, make opens or reads of
 // a given (event, CPU) fail, and count opens, closes and reads.
 package countertest
 
@@ -25,6 +26,12 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/perf"
 )
+
+// MaxGroup is the most counters a group may hold with
+// perf.GroupReadFormat, as the kernel enforces it: perf_event_open fails
+// with E2BIG when a group's read (nr, two times and one value per counter,
+// 8 bytes each) would exceed 16 KiB.
+const MaxGroup = (16<<10)/8 - 3
 
 // AnyCPU in FailOpen or FailRead applies the failure to every CPU.
 const AnyCPU = -1
@@ -107,6 +114,8 @@ func (o *Opener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader co
 			return nil, fmt.Errorf("countertest: %q on cpu%d cannot join %q on cpu%d", event, cpu, l.k.event, l.k.cpu)
 		case l.enabled:
 			return nil, fmt.Errorf("countertest: %q on cpu%d joins the group of %q after it was enabled; the kernel would not schedule it", event, cpu, l.k.event)
+		case len(l.members) >= MaxGroup:
+			return nil, unix.E2BIG
 		}
 	}
 	r := o.readsByEv[k]
