@@ -43,6 +43,12 @@ const version = "2.0.0"
 
 const prog = "pmdaperfevent"
 
+// The range of -poll.
+const (
+	minPoll = 10 * time.Millisecond
+	maxPoll = 10 * time.Second
+)
+
 type options struct {
 	compat     bool
 	debug      string
@@ -102,6 +108,11 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	}
 	if o.domain != metrics.Domain {
 		return nil, fmt.Errorf("-d %d: perfevent's domain is %d (PERFEVENT in stdpmid); its PMNS and pmcd.conf line must use it", o.domain, metrics.Domain)
+	}
+	if o.poll < minPoll || o.poll > maxPoll {
+		// Below this the poll alone keeps a core busy; above it, without
+		// inotify, perfalloc's release could go unnoticed for minutes.
+		return nil, fmt.Errorf("-poll %v: choose an interval from %v to %v", o.poll, minPoll, maxPoll)
 	}
 	n := 0
 	for _, set := range []bool{o.pipe, o.socket != "", o.inet != 0, o.ipv6 != 0} {

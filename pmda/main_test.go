@@ -84,6 +84,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-u", "/tmp/x.sock", "-i", "2078"}, "pmdaperfevent: choose one of -p, -u, -i and -6"},
 		{[]string{"-x"}, "flag provided but not defined: -x"},
 		{[]string{"extra"}, `pmdaperfevent: unexpected argument "extra"`},
+		{[]string{"-poll", "1ns"}, "pmdaperfevent: -poll 1ns: choose an interval from 10ms to 10s"},
+		{[]string{"-poll", "1m"}, "pmdaperfevent: -poll 1m0s: choose an interval from 10ms to 10s"},
 	} {
 		_, stderr, code := runAgent(t, bin, tc.args...)
 		if code != 1 || !strings.Contains(stderr, tc.want) {
