@@ -498,3 +498,68 @@ func TestFlappingReservationIsPaced(t *testing.T) {
 		t.Errorf("after the flapping cpu_clock has no values: %v %d", v, n)
 	}
 }
+
+// A FIFO named by -c used to hang the root agent before it said a word to
+// pmcd, and it outlived pmcd's pipe. Now the config is refused at once,
+// the agent serves version and active, and closing the pipe ends it.
+func TestFIFOConfigNeitherHangsNorOutlivesThePipe(t *testing.T) {
+	needPerf(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "perfevent.conf")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "perfevent.log")
+	cmd := exec.Command(agentBinary(t), "-c", fifo, "-l", log, "-U", "root",
+		"--lockfile", filepath.Join(dir, "perflock"), "--pmids", filepath.Join(dir, "pmids"))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(500 * time.Millisecond) // as pmcd might, before its CREDS
+	start := time.Now()
+	in.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit: %v", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("the agent took %v to exit after the pipe closed", d)
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the agent still runs 5 s after pmcd closed its pipe")
+	}
+	data, _ := os.ReadFile(log)
+	if want := fifo + " is a FIFO, not a regular file"; !strings.Contains(string(data), want) {
+		t.Errorf("the log does not say %q:\n%s", want, data)
+	}
+}
+
+// A FIFO put in the config's place before a SIGHUP must not block the
+// reload, nor the reservation and signals that come after it.
+func TestReloadOfAFIFOBlocksNothing(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	if err := os.Remove(h.conf); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(h.conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog(t, "reload: "+h.conf+" is a FIFO, not a regular file; still serving the previous configuration")
+	if _, release := h.reserve(t); release != nil {
+		release()
+	}
+	if vals, _ := h.fetch("perfevent.hwcounters.cpu_clock.value"); len(vals) == 0 {
+		t.Error("cpu_clock is no longer served after the refused reload")
+	}
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	h.waitLog(t, "caught terminated, exiting")
+}

@@ -218,6 +218,7 @@ type agent struct {
 	lastReopen time.Time       // when the tokens were last counted
 	told       map[string]bool // failure lines already in the log
 	state      *reservation.StateFile
+	published  atomic.Pointer[reservation.StateFile] // state, for exitOnHangup
 	lock       *reservation.LockFile
 	watcher    *reservation.Watcher
 }
@@ -510,6 +511,14 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 		a.log.Warningf("pcp.conf: %v", err)
 	}
 	signal.Ignore(syscall.SIGPIPE)
+	if o.endpoint(pcp).Transport == pmda.Pipe {
+		exitOnHangup(func(s string) { a.log.Infof("%s", s) }, func() {
+			if st := a.published.Load(); st != nil {
+				st.Close()
+			}
+			a.log.Finish()
+		})
+	}
 
 	soft, hard, err := counter.RaiseFileLimit()
 	if err != nil {
@@ -550,6 +559,15 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1)
+	// Reloads run beside the signal loop, so that SIGTERM and pmcd's
+	// hangup are never kept waiting by one; SIGHUPs that come during a
+	// reload make one more.
+	reloads := make(chan struct{}, 1)
+	go func() {
+		for range reloads {
+			a.reload()
+		}
+	}()
 	done := make(chan error, 1)
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log}, g.table)
 	go func() {
@@ -573,7 +591,10 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 		case s := <-sigs:
 			switch s {
 			case syscall.SIGHUP:
-				a.reload()
+				select {
+				case reloads <- struct{}{}:
+				default:
+				}
 				continue
 			case syscall.SIGUSR1:
 				a.logRuntime()
@@ -684,6 +705,7 @@ func (a *agent) watchLock() error {
 		a.log.Warningf("state file: %v; perfalloc will not be able to confirm releases", err)
 	}
 	a.state = st
+	a.published.Store(st)
 	w, err := reservation.Watch(lf, reservation.Options{
 		Poll:     a.o.poll,
 		NoNotify: a.o.noInotify,

@@ -2,21 +2,64 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+)
+
+// Limits on what ParseFile and Parse accept. A perfevent.conf is a few
+// kilobytes with lines of tens of bytes; the limits only keep a wrong -c
+// (a log, a device, a huge generated file) from costing the root agent
+// memory, and a huge line from being copied into the log.
+const (
+	MaxFileSize = 1 << 20 // bytes in a file
+	MaxLine     = 4 << 10 // bytes in a line, without its newline
 )
 
 // ParseFile reads and parses the file at path. A read failure returns a nil
 // File; otherwise see Parse.
+//
+// Symbolic links are followed (a packaged config may be one), but what is
+// opened must be a regular file of at most MaxFileSize bytes: the open
+// never blocks (O_NONBLOCK), so a FIFO or a device is refused at once
+// instead of hanging or flooding the agent.
 func ParseFile(path string) (*File, error) {
-	src, err := os.ReadFile(path)
+	src, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(path, src)
+}
+
+func readFile(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, kindOf(fi.Mode()))
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s is %d bytes long, more than the %d a configuration may have", path, fi.Size(), MaxFileSize)
+	}
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(src) > MaxFileSize {
+		return nil, fmt.Errorf("%s grew beyond the %d bytes a configuration may have while it was read", path, MaxFileSize)
+	}
+	return src, nil
 }
 
 // Parse parses src, the contents of a perfevent.conf; filename is used in
@@ -113,6 +156,10 @@ func (p *parser) line(l string) {
 	if t == "" || t[0] == '#' {
 		return
 	}
+	if len(l) > MaxLine {
+		p.longLine(len(l), t[0] == '[')
+		return
+	}
 	if t[0] == '[' {
 		p.header(t[1:])
 		return
@@ -130,6 +177,47 @@ func (p *parser) line(l string) {
 		return
 	}
 	p.eventLine(ws[0], optionWords(ws[1:]))
+}
+
+func kindOf(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "something else"
+}
+
+// longLine reports a line longer than MaxLine, without quoting it, and
+// treats it as a bad line of its kind: a header whose section is ignored,
+// or an event line that is skipped (with its group, in a derived section).
+func (p *parser) longLine(n int, header bool) {
+	if header {
+		p.endSection()
+		p.sec, p.keep, p.lines = &Section{Pos: p.pos}, false, 0
+		p.seen = map[string]int{}
+		p.errorf("line is %d bytes long, more than the %d allowed; the section is ignored", n, MaxLine)
+		return
+	}
+	e := p.errorf("line is %d bytes long, more than the %d allowed; line skipped", n, MaxLine)
+	if p.sec == nil {
+		return
+	}
+	p.lines++
+	if p.sec.Kind == DerivedSection {
+		if !p.started {
+			p.group.Pos = p.pos
+			p.started = true
+		}
+		p.sepLine = 0
+		p.groupBad = true
+		e.Msg += fmt.Sprintf("; dropping the group that starts at line %d", p.group.Pos.Line)
+	}
 }
 
 // optionWords drops everything from a '#' inside an option word on, as the
