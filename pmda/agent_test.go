@@ -40,11 +40,20 @@ type pmcd struct {
 func startPMDA(t *testing.T, conf string, args ...string) *pmcd {
 	t.Helper()
 	needPerf(t)
+	return startPMDAIn(t, t.TempDir(), conf, args...)
+}
+
+// startPMDAIn starts the agent with its files in dir, which may hold those
+// of an earlier agent.
+func startPMDAIn(t *testing.T, dir, conf string, args ...string) *pmcd {
+	t.Helper()
+	needPerf(t)
 	bin := agentBinary(t)
-	dir := t.TempDir()
 	// The agent may give up root: it must still reach its files.
 	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 != 0o005 {
+			os.Chmod(d, 0o755)
+		}
 	}
 	h := &pmcd{t: t, dir: dir, conf: filepath.Join(dir, "perfevent.conf"), lock: filepath.Join(dir, "perflock"), log: filepath.Join(dir, "perfevent.log")}
 	if err := os.WriteFile(h.conf, []byte(conf), 0o644); err != nil {
@@ -562,4 +571,141 @@ func TestReloadOfAFIFOBlocksNothing(t *testing.T) {
 	}
 	h.cmd.Process.Signal(syscall.SIGTERM)
 	h.waitLog(t, "caught terminated, exiting")
+}
+
+// stop ends the agent as pmcd does, by closing its pipe.
+func (h *pmcd) stop() {
+	h.t.Helper()
+	h.in.Close()
+	if err := h.cmd.Wait(); err != nil {
+		h.t.Errorf("the agent exited with %v", err)
+	}
+}
+
+// A PMID map that cannot be used costs the archives' numbers for one run,
+// not every metric.
+func TestUnusableMapStillServes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "var", "pmids"), 0o755); err != nil { // a directory where the map should be
+		t.Fatal(err)
+	}
+	h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n")
+	h.waitLog(t, "the PMID map "+filepath.Join(dir, "var", "pmids")+" cannot be used: metrics get fresh PMIDs for this run")
+	if vals, _ := h.fetch("perfevent.hwcounters.cpu_clock.value"); len(vals) == 0 {
+		t.Error("cpu_clock is not served")
+	}
+}
+
+// pmcd.conf's -U changes from pcp to root: root adopts the map and the
+// state directory that the agent made as pcp, and every PMID stays.
+func TestUserChangeKeepsPMIDsAndState(t *testing.T) {
+	pcp, err := user.Lookup("pcp")
+	if err != nil {
+		t.Skip("needs the user pcp ($PCP_USER)")
+	}
+	dir := t.TempDir()
+	h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n", "-U", "pcp")
+	h.waitLog(t, "running as pcp (uid "+pcp.Uid)
+	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\npage-faults\n"), 0o644)
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog(t, "reload done") // the map is now written by pcp
+	clock, _ := h.pmid("perfevent.hwcounters.cpu_clock.value")
+	faults, _ := h.pmid("perfevent.hwcounters.page_faults.value")
+	h.stop()
+	for _, path := range []string{filepath.Join(dir, "var", "pmids"), reservation.StateDir(h.lock)} {
+		if st, err := os.Stat(path); err != nil || st.Sys().(*syscall.Stat_t).Uid == 0 {
+			t.Fatalf("%s after the run as pcp: %v, want it owned by pcp", path, err)
+		}
+	}
+
+	h = startPMDAIn(t, dir, "[perf]\ncpu-clock\npage-faults\n", "-U", "root")
+	if id, code := h.pmid("perfevent.hwcounters.cpu_clock.value"); id != clock || code != 0 {
+		t.Errorf("cpu_clock as root: %v %v, want %v", id, code, clock)
+	}
+	if id, code := h.pmid("perfevent.hwcounters.page_faults.value"); id != faults || code != 0 {
+		t.Errorf("page_faults as root: %v %v, want %v", id, code, faults)
+	}
+	st, release := h.reserve(t) // the state file confirms the release
+	release()
+	if st.Counters != reservation.CountersReleased {
+		t.Errorf("state %+v", st)
+	}
+	data, _ := os.ReadFile(h.log)
+	if strings.Contains(string(data), "Warning") || strings.Contains(string(data), "Error") {
+		t.Errorf("the agent complained after the change of -U:\n%s", data)
+	}
+}
+
+// The agent gives the user it runs as only what it made itself: what
+// --pmids names (a FIFO, or a hard link to a file of root's) stays root's.
+func TestPMIDsTargetIsNotGivenAway(t *testing.T) {
+	if _, err := user.Lookup("nobody"); err != nil {
+		t.Skip("needs a user called nobody")
+	}
+	for _, kind := range []string{"fifo", "hard link"} {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "var"), 0o755)
+		pmids := filepath.Join(dir, "var", "pmids")
+		target := pmids
+		switch kind {
+		case "fifo":
+			if err := syscall.Mkfifo(pmids, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		case "hard link":
+			target = filepath.Join(dir, "root-file")
+			os.WriteFile(target, []byte("root's\n"), 0o600)
+			if err := os.Link(target, pmids); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n", "-U", "nobody")
+		h.waitLog(t, "running as nobody")
+		h.stop()
+		if st, err := os.Stat(target); err != nil || st.Sys().(*syscall.Stat_t).Uid != 0 {
+			t.Errorf("%s: %s now belongs to uid %d, want root", kind, target, st.Sys().(*syscall.Stat_t).Uid)
+		}
+	}
+}
+
+// The lock file in a directory anyone may write (-lockfile /tmp/x), and a
+// user plants x.d as a link to a directory of theirs: the agent refuses
+// it, says that the lock file's directory is unsafe, and never writes
+// there, neither as root nor after dropping to its user.
+func TestRefusedStateDirIsNeverWritten(t *testing.T) {
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("needs a user called nobody")
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o1777)
+	target := t.TempDir()
+	os.Chmod(target, 0o755)
+	os.WriteFile(filepath.Join(target, "state"), []byte("theirs\n"), 0o644)
+	os.Chown(filepath.Join(target, "state"), uid, uid)
+	os.Chown(target, uid, uid)
+	if err := os.Symlink(target, filepath.Join(dir, "perflock.d")); err != nil {
+		t.Fatal(err)
+	}
+	h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n", "-U", "nobody")
+	h.waitLog(t, "state directory "+filepath.Join(dir, "perflock.d")+" is not a directory (a symlink or file is in the way)")
+	h.waitLog(t, "running as nobody")
+	f, _ := os.Open(h.lock) // a reservation, which would rewrite the state
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
+	unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+	h.waitLog(t, "counters released for perfalloc")
+	f.Close()
+	h.waitLog(t, "counters reopened")
+	h.stop()
+	if data, err := os.ReadFile(filepath.Join(target, "state")); string(data) != "theirs\n" {
+		t.Errorf("the link's target now holds %q, %v", data, err)
+	}
+	if entries, _ := os.ReadDir(target); len(entries) != 1 {
+		t.Errorf("the agent wrote into the link's target: %v", entries)
+	}
+	log, _ := os.ReadFile(h.log)
+	if want := "lock file directory " + dir + " is writable by group or others"; !strings.Contains(string(log), want) {
+		t.Errorf("the log lacks %q", want)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -38,7 +39,7 @@ func exitOnHangup(log func(string), cleanup func()) {
 			}
 		}
 		time.Sleep(hangupGrace)
-		log("pmcd closed the pipe while the agent was busy; exiting")
+		log(fmt.Sprintf("pmcd closed the pipe %v ago and the agent is still running; exiting now", hangupGrace))
 		cleanup()
 		os.Exit(0)
 	}()

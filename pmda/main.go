@@ -218,9 +218,14 @@ type agent struct {
 	lastReopen time.Time       // when the tokens were last counted
 	told       map[string]bool // failure lines already in the log
 	state      *reservation.StateFile
+	stateDir   *reservation.Directory
 	published  atomic.Pointer[reservation.StateFile] // state, for exitOnHangup
-	lock       *reservation.LockFile
-	watcher    *reservation.Watcher
+
+	pcpUser string            // $PCP_USER
+	trusted []int             // uids whose files in the agent's directories it adopts (agentUsers)
+	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
+	lock    *reservation.LockFile
+	watcher *reservation.Watcher
 }
 
 // Prepare implements pmda.Fetcher.
@@ -265,7 +270,14 @@ func (a *agent) build() (*generation, error) {
 		a.log.Warningf("%v", e)
 	}
 	if clusters == nil {
-		return nil, fmt.Errorf("without the PMID map no counter is served, so that none changes its PMID")
+		// Numbers that differ from the archives' beat serving nothing.
+		// They are not saved over the map, so that fixing it and
+		// restarting brings the old numbers back.
+		if a.fresh == nil {
+			a.fresh = metrics.NewClusters()
+		}
+		clusters = a.fresh
+		a.log.Errorf("the PMID map %s cannot be used: metrics get fresh PMIDs for this run, unlike those in existing archives; fix or remove the map and restart the agent", a.o.pmids)
 	}
 	plan, set, sum, derived, err := count(a.o, a.fs, counter.Config{
 		Logf: func(format string, args ...any) { a.log.Warningf(format, args...) },
@@ -278,26 +290,13 @@ func (a *agent) build() (*generation, error) {
 	for _, line := range sum.FailureLines() {
 		a.told[line] = true
 	}
-	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
-	for _, c := range plan.Counters {
-		ev, _ := set.Lookup(c.Event.Name)
-		spec.Counters = append(spec.Counters, metrics.Counter{
-			Event:  ev,
-			Metric: c.Metric,
-			About:  fmt.Sprintf("Configured as %q at %s: %s.", c.Event.Name, c.Pos, c.Event.Source),
-		})
-	}
-	for i, d := range derived {
-		spec.Derived = append(spec.Derived, metrics.Derived{
-			Derived: i,
-			Metric:  d.Metric,
-			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
-		})
-	}
-	table, src, err := metrics.Build(spec)
+	table, src, err := buildTable(plan, set, derived, clusters)
 	if err != nil {
 		set.Close()
 		return nil, err
+	}
+	for _, e := range src.Skipped() {
+		a.log.Warningf("%v; not served", e)
 	}
 	if err := clusters.Save(); err != nil {
 		a.log.Warningf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)
@@ -425,13 +424,45 @@ func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Se
 	return plan, set, sum, plan.AddDerived(set, fs), nil
 }
 
+// buildTable is the table that serves what the plan kept: the last step
+// that --check and the agent share.
+func buildTable(plan *setup.Plan, set *counter.Set, derived []setup.Derived, clusters *metrics.Clusters) (*pmda.Table, *metrics.Source, error) {
+	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
+	for _, c := range plan.Counters {
+		ev, _ := set.Lookup(c.Event.Name)
+		spec.Counters = append(spec.Counters, metrics.Counter{
+			Event:  ev,
+			Metric: c.Metric,
+			About:  fmt.Sprintf("Configured as %q at %s: %s.", c.Event.Name, c.Pos, c.Event.Source),
+		})
+	}
+	for i, d := range derived {
+		spec.Derived = append(spec.Derived, metrics.Derived{
+			Derived: i,
+			Metric:  d.Metric,
+			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
+		})
+	}
+	return metrics.Build(spec)
+}
+
 func check(o *options, stdout, stderr io.Writer) int {
 	plan, set, sum, derived, err := count(o, pmu.Default(), counter.Config{})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
+	// The table too, with the PMIDs of a fresh map (the real one is the
+	// agent's): whatever it refuses, the agent would not serve.
+	_, src, err := buildTable(plan, set, derived, metrics.NewClusters())
 	set.Close()
+	if err != nil {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: "the metric table: " + err.Error()})
+	} else {
+		for _, e := range src.Skipped() {
+			plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error() + "; not served"})
+		}
+	}
 
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
@@ -501,6 +532,7 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	w, closeLog, lerr := openLog(o.logfile, stderr)
 	defer closeLog()
 	a := &agent{o: o, fs: pmu.Default(), log: pmda.NewLogger(w, prog)}
+	a.pcpUser = pcp.Get("PCP_USER")
 	host, _ := os.Hostname()
 	a.log.Start(host)
 	defer a.log.Finish()
@@ -628,6 +660,8 @@ func (a *agent) empty() (*generation, error) {
 // root, told to stay root, or the user does not exist.
 func (a *agent) runAs() (uid, gid int, drop bool) {
 	uid, gid = os.Geteuid(), os.Getegid()
+	a.trusted = a.agentUsers()
+	metrics.TrustOwners(a.trusted...)
 	if uid != 0 || a.o.user == "" || a.o.user == "root" {
 		return uid, gid, false
 	}
@@ -636,18 +670,35 @@ func (a *agent) runAs() (uid, gid int, drop bool) {
 		a.log.Warningf("-U %s: %v; staying root", a.o.user, err)
 		return uid, gid, false
 	}
+	a.trusted = append(a.trusted, u)
+	metrics.TrustOwners(a.trusted...)
 	// The PMID map is rewritten when a reload adds names, as that user:
 	// its directory becomes the user's if it is the agent's own (the
 	// default one, or one it makes now), never some existing directory
 	// that --pmids happens to name.
 	dir := filepath.Dir(a.o.pmids)
 	_, statErr := os.Stat(dir)
-	if err := os.MkdirAll(dir, 0o755); err == nil && (statErr != nil || dir == filepath.Dir(a.o.defaultPMIDs)) {
-		os.Lchown(dir, u, g)
+	if err := metrics.PrepareMapDir(a.o.pmids, u, g, statErr != nil || dir == filepath.Dir(a.o.defaultPMIDs)); err != nil {
+		a.log.Warningf("%v; the agent may not be able to save new PMIDs after a reload", err)
 	}
-	os.Lchown(a.o.pmids, u, g)
-	metrics.SetOwner(u)
 	return u, g, true
+}
+
+// agentUsers are the uids that an earlier run of the agent may have left
+// its files to: $PCP_USER's and the -U user's. Root adopts what they own in
+// the agent's own directories, so that a change of -U in pmcd.conf (to
+// root, or to another user) keeps the PMIDs and the state directory.
+func (a *agent) agentUsers() []int {
+	var uids []int
+	for _, name := range []string{a.pcpUser, a.o.user} {
+		if name == "" || name == "root" {
+			continue
+		}
+		if u, _, _, err := privilege.Lookup(name); err == nil && u != 0 {
+			uids = append(uids, u)
+		}
+	}
+	return uids
 }
 
 // dropPrivileges makes the agent run as the -U user with only the
@@ -681,9 +732,16 @@ func (a *agent) openLock(uid, gid int) error {
 		return err
 	}
 	a.lock = lf
-	if err := reservation.PrepareStateDir(a.o.lockfile, uid, gid); err != nil {
+	if err := reservation.CheckLockDir(a.o.lockfile); err != nil {
+		a.log.Warningf("%v", err)
+	}
+	// A refused directory is never written: without it there is no state
+	// file at all.
+	d, err := reservation.PrepareStateDir(a.o.lockfile, uid, gid, a.trusted...)
+	if err != nil {
 		a.log.Warningf("%v; perfalloc will not be able to confirm releases", err)
 	}
+	a.stateDir = d
 	return nil
 }
 
@@ -692,20 +750,23 @@ func (a *agent) openLock(uid, gid int) error {
 // go. The state file beside it tells perfalloc when that has happened.
 func (a *agent) watchLock() error {
 	lf := a.lock
-	st, err := reservation.NewStateFile(reservation.StatePath(a.o.lockfile), reservation.State{
-		Program:  prog,
-		Config:   a.o.config,
-		LockFile: a.o.lockfile,
-		Counters: reservation.CountersOpen,
-		Since:    time.Now(),
-		Holders:  []int{},
-		Events:   a.events(),
-	}, 0)
-	if err != nil {
-		a.log.Warningf("state file: %v; perfalloc will not be able to confirm releases", err)
+	if a.stateDir != nil {
+		st, err := reservation.NewStateFileIn(a.stateDir, reservation.State{
+			Program:  prog,
+			Config:   a.o.config,
+			LockFile: a.o.lockfile,
+			Counters: reservation.CountersOpen,
+			Since:    time.Now(),
+			Holders:  []int{},
+			Events:   a.events(),
+		}, 0)
+		if err != nil {
+			a.log.Warningf("state file: %v; perfalloc will not be able to confirm releases", err)
+		} else {
+			a.state = st
+			a.published.Store(st)
+		}
 	}
-	a.state = st
-	a.published.Store(st)
 	w, err := reservation.Watch(lf, reservation.Options{
 		Poll:     a.o.poll,
 		NoNotify: a.o.noInotify,
@@ -724,6 +785,9 @@ func (a *agent) stopReservation() {
 	}
 	if a.state != nil {
 		a.state.Close() // removes the file: no agent, no state
+	}
+	if a.stateDir != nil {
+		a.stateDir.Close()
 	}
 	if a.lock != nil {
 		a.lock.Close()

@@ -309,6 +309,8 @@ scan:
 			note("derived name %q must not contain ':'", sec.Name)
 		case badNameChar(sec.Name) >= 0:
 			note("derived name %q may hold only letters, digits and punctuation", sec.Name)
+		case slices.Contains(strings.Split(sec.Name, "."), ""):
+			note("derived name %q has an empty part: '.' separates levels of the metric name and may not lead, trail or repeat", sec.Name)
 		default:
 			if line, dup := p.derivedSeen[sec.Name]; dup {
 				note("derived metric %q is already defined at line %d", sec.Name, line)

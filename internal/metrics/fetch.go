@@ -32,7 +32,8 @@ type ref struct {
 type Source struct {
 	set     *counter.Set
 	version string
-	refs    []ref // by cluster
+	refs    []ref   // by cluster
+	skipped []error // metrics Build could not number
 
 	// The snapshot of the current fetch. gen stamps what this fetch marked,
 	// so nothing needs clearing between fetches.

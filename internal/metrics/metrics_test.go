@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,12 +111,56 @@ func TestClustersBadLines(t *testing.T) {
 	}
 }
 
-func TestClustersExhausted(t *testing.T) {
+// A map that holds the top cluster, 4095, is not full: new names take the
+// lowest free numbers, until every one of the 4094 is taken.
+func TestClustersAfterTheTopIsTaken(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pmids")
-	os.WriteFile(path, []byte("4095 hwcounters.last\n"), 0o644)
+	os.WriteFile(path, []byte("4095 hwcounters.last\n2 hwcounters.first\n"), 0o644)
 	c, _ := LoadClusters(path)
-	if _, err := c.Cluster("hwcounters.more"); err == nil || !strings.Contains(err.Error(), "no PMID cluster left") {
+	if n, err := c.Cluster("hwcounters.more"); n != 3 || err != nil {
+		t.Fatalf("Cluster = %d, %v; want 3, the lowest free", n, err)
+	}
+	for i := 4; i < 4095; i++ {
+		if n, err := c.Cluster(fmt.Sprintf("hwcounters.e%d", i)); n != i || err != nil {
+			t.Fatalf("Cluster = %d, %v; want %d", n, err, i)
+		}
+	}
+	if _, err := c.Cluster("hwcounters.over"); err == nil || !strings.Contains(err.Error(), "no PMID cluster left") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// The agent reads back every map it writes: Cluster refuses a name that
+// would make the map larger than LoadClusters accepts.
+func TestClustersWriteOnlyWhatCanBeReadBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pmids")
+	c, _ := LoadClusters(path)
+	long := strings.Repeat("x", 600)
+	for i := range 2000 { // 1.2 MB, which a 1 MiB read limit once refused
+		if _, err := c.Cluster(fmt.Sprintf("hwcounters.%s%d", long, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	c, errs := LoadClusters(path)
+	if c == nil || len(errs) != 0 || len(c.byKey) != 2000 {
+		t.Fatalf("reading back the map the agent wrote: %v", errs)
+	}
+	huge := strings.Repeat("y", 1<<20)
+	var err error
+	for i := 0; err == nil && i < 4; i++ {
+		_, err = c.Cluster(fmt.Sprintf("hwcounters.%s%d", huge, i))
+	}
+	if err == nil || !strings.Contains(err.Error(), "it would grow beyond 4194304 bytes") {
+		t.Fatalf("a map beyond the read limit: %v", err)
+	}
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if c, errs := LoadClusters(path); c == nil || len(errs) != 0 {
+		t.Fatalf("reading back the map the agent wrote: %v", errs)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,11 +24,25 @@ import (
 //
 // The map is a text file with one "cluster key" pair a line, where key is
 // the name below perfevent (e.g. "hwcounters.cpu_clock", "derived.ipc").
+//
+// New names are numbered above the highest number in the map, so that a
+// number whose line was deleted is not handed to another name while numbers
+// are left above it; once the top (4095) is taken, the lowest free number
+// is used.
 type Clusters struct {
-	path    string
+	path    string // "" for a map that is never saved
 	byKey   map[string]int
+	used    map[int]bool
 	next    int
+	size    int // bytes of the file Save would write
 	changed bool
+}
+
+// NewClusters returns an empty map that lives in memory only: Save does
+// nothing. The agent numbers its metrics with it when the map on disk
+// cannot be used, rather than serve nothing.
+func NewClusters() *Clusters {
+	return &Clusters{byKey: map[string]int{}, used: map[int]bool{}, next: firstDynamic, size: len(mapHeader)}
 }
 
 // LoadClusters reads the map at path. A missing file is an empty map. Lines
@@ -39,7 +54,8 @@ type Clusters struct {
 // PMIDs in existing archives, and saving would overwrite it. LoadClusters
 // then returns a nil map and the error alone.
 func LoadClusters(path string) (*Clusters, []error) {
-	c := &Clusters{path: path, byKey: map[string]int{}, next: firstDynamic}
+	c := NewClusters()
+	c.path = path
 	data, err := readMap(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
@@ -50,6 +66,7 @@ func LoadClusters(path string) (*Clusters, []error) {
 	var errs []error
 	used := map[int]string{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, maxMapSize+1) // a line is as long as the file may be
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || text[0] == '#' {
@@ -75,17 +92,31 @@ func LoadClusters(path string) (*Clusters, []error) {
 			continue
 		}
 		used[n] = key
-		c.byKey[key] = n
-		if n >= c.next {
-			c.next = n + 1
-		}
+		c.add(key, n)
 	}
 	return c, errs
 }
 
-// maxMapSize bounds what LoadClusters reads: a map of 4094 names is far
-// smaller.
-const maxMapSize = 1 << 20
+// maxMapSize bounds the map both ways: LoadClusters reads no more, and
+// Cluster numbers no name that would make Save write more, so that the
+// agent never writes a map it would refuse at its next start. 4094 names
+// of a thousand bytes fit.
+const maxMapSize = 4 << 20
+
+const mapHeader = "# PMID clusters of pmdaperfevent's dynamic metrics: cluster name.\n" +
+	"# Written by the agent. A name keeps its number; delete a line to forget it.\n"
+
+// lineSize is the length of key's line in the saved map.
+func lineSize(key string, n int) int { return len(strconv.Itoa(n)) + 1 + len(key) + 1 }
+
+func (c *Clusters) add(key string, n int) {
+	c.byKey[key] = n
+	c.used[n] = true
+	c.size += lineSize(key, n)
+	if n >= c.next {
+		c.next = n + 1
+	}
+}
 
 // readMap reads the map without following a symbolic link, and only if it
 // is a regular file of root's or of the user the agent runs as. The root
@@ -107,7 +138,7 @@ func readMap(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("it is not a regular file (%v)", fi.Mode().Type())
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() && int(st.Uid) != owner {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() && !slices.Contains(owners, int(st.Uid)) {
 		return nil, fmt.Errorf("it belongs to uid %d, not to root or the agent's user", st.Uid)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxMapSize+1))
@@ -117,12 +148,13 @@ func readMap(path string) ([]byte, error) {
 	return data, err
 }
 
-// owner is the uid that may own the map besides root: the user the agent
-// runs as after start-up (SetOwner).
-var owner = -1
+// owners are the uids that may own the map besides root (TrustOwners).
+var owners []int
 
-// SetOwner names the user, besides root, whose PMID map the agent trusts.
-func SetOwner(uid int) { owner = uid }
+// TrustOwners names the users, besides root, whose PMID map the agent
+// trusts: the one it runs as after start-up, and the one an earlier agent
+// ran as (a change of -U must not lose the numbers it saved).
+func TrustOwners(uids ...int) { owners = slices.Clone(uids) }
 
 // clip quotes at most the start of a bad line: the log is world-readable.
 func clip(s string) string {
@@ -138,14 +170,29 @@ func (c *Clusters) Cluster(key string) (int, error) {
 	if n, ok := c.byKey[key]; ok {
 		return n, nil
 	}
-	if c.next > maxCluster {
-		return 0, fmt.Errorf("no PMID cluster left for %s: all %d are in use in %s; remove stale lines from it", key, maxCluster-firstDynamic+1, c.path)
-	}
 	n := c.next
-	c.next++
-	c.byKey[key] = n
+	if n > maxCluster {
+		n = firstDynamic
+		for n <= maxCluster && c.used[n] {
+			n++
+		}
+	}
+	if n > maxCluster {
+		return 0, fmt.Errorf("no PMID cluster left for %s: all %d are in use in %s; remove stale lines from it", key, maxCluster-firstDynamic+1, c.where())
+	}
+	if c.size+lineSize(key, n) > maxMapSize {
+		return 0, fmt.Errorf("no room for %s in the PMID map %s: it would grow beyond %d bytes; remove stale lines from it", key, c.where(), maxMapSize)
+	}
+	c.add(key, n)
 	c.changed = true
 	return n, nil
+}
+
+func (c *Clusters) where() string {
+	if c.path == "" {
+		return "(in memory)"
+	}
+	return c.path
 }
 
 // Changed reports whether Cluster numbered a new key since the map was loaded.
@@ -154,7 +201,7 @@ func (c *Clusters) Changed() bool { return c.changed }
 // Save writes the map if it changed, replacing the file atomically so a
 // crash never leaves half a map behind.
 func (c *Clusters) Save() error {
-	if !c.changed {
+	if !c.changed || c.path == "" {
 		return nil
 	}
 	keys := make([]string, 0, len(c.byKey))
@@ -163,10 +210,12 @@ func (c *Clusters) Save() error {
 	}
 	sort.Slice(keys, func(i, j int) bool { return c.byKey[keys[i]] < c.byKey[keys[j]] })
 	var b strings.Builder
-	b.WriteString("# PMID clusters of pmdaperfevent's dynamic metrics: cluster name.\n")
-	b.WriteString("# Written by the agent. A name keeps its number; delete a line to forget it.\n")
+	b.WriteString(mapHeader)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%d %s\n", c.byKey[k], k)
+	}
+	if b.Len() > maxMapSize { // Cluster sees to it that this never happens
+		return fmt.Errorf("the PMID map %s would be %d bytes, more than the %d it may be read back with", c.path, b.Len(), maxMapSize)
 	}
 	if err := writeAtomic(c.path, []byte(b.String()), 0o644); err != nil {
 		return err
@@ -201,4 +250,42 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// PrepareMapDir creates the directory of the map at path if it is missing
+// and, when adopt is true, gives it to uid:gid so that an agent running as
+// that user can replace the map after a reload. Only a real directory (no
+// link is followed) owned by root or by a trusted user (TrustOwners) is
+// given away: the agent hands over what it or an earlier agent made, never
+// something planted there. The map itself is not touched: a rename in the
+// directory replaces it whoever owns it.
+func PrepareMapDir(path string, uid, gid int, adopt bool) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if !adopt {
+		return nil
+	}
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("PMID map directory %s: %w", dir, err)
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("PMID map directory %s: %w", dir, err)
+	}
+	switch {
+	case int(st.Uid) == uid && int(st.Gid) == gid:
+		return nil
+	case st.Uid != 0 && !slices.Contains(owners, int(st.Uid)):
+		return fmt.Errorf("PMID map directory %s belongs to uid %d, not to root or the agent's user; leaving it as it is", dir, st.Uid)
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("PMID map directory %s is writable by group or others (mode %#o); leaving it as it is", dir, st.Mode&0o7777)
+	}
+	if err := syscall.Fchown(fd, uid, gid); err != nil {
+		return fmt.Errorf("PMID map directory %s: giving it to uid %d: %w", dir, uid, err)
+	}
+	return nil
 }

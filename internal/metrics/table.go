@@ -49,7 +49,8 @@ type Spec struct {
 }
 
 // Build lays out perfevent's namespace and returns the table to serve and
-// the Fetcher that answers for it.
+// the Fetcher that answers for it. A metric that gets no PMID cluster is
+// left out, and Source.Skipped says why; the others are served.
 //
 // Each counter gets a cluster with items 0 (value) and 1 (dutycycle), and
 // an instance domain per event whose serial is the cluster minus 2, as in
@@ -89,7 +90,8 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	for _, c := range spec.Counters {
 		cluster, err := spec.Clusters.Cluster("hwcounters." + c.Metric)
 		if err != nil {
-			return nil, nil, err
+			src.skipped = append(src.skipped, err)
+			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
@@ -113,7 +115,8 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	for _, d := range spec.Derived {
 		cluster, err := spec.Clusters.Cluster("derived." + d.Metric)
 		if err != nil {
-			return nil, nil, err
+			src.skipped = append(src.skipped, err)
+			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.DerivedCPUs(d.Derived)))
@@ -133,6 +136,9 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	src.prepare()
 	return table, src, nil
 }
+
+// Skipped returns why Build left metrics out (see Clusters.Cluster).
+func (s *Source) Skipped() []error { return s.skipped }
 
 // cpuInDom is a per-CPU instance domain with the C agent's labels. The
 // per-instance "cpu" label is the CPU number, which the C agent gets wrong

@@ -78,37 +78,6 @@ func StatePath(lockPath string) string { return filepath.Join(StateDir(lockPath)
 // StateDir returns the directory that holds the state file of a lock file.
 func StateDir(lockPath string) string { return lockPath + ".d" }
 
-// PrepareStateDir makes StateDir(lockPath) ready for an agent that will run
-// as uid:gid: it creates the directory (mode 0755) if missing and gives it
-// to that user. An existing directory is used only if it is a real directory
-// (not a symlink) owned by root or by uid, and writable by nobody else, so
-// that no other user can plant files where the agent writes. It must run
-// while the agent is still root if uid is not root.
-func PrepareStateDir(lockPath string, uid, gid int) error {
-	dir := StateDir(lockPath)
-	if err := unix.Mkdir(dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("state directory %s: %w", dir, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return fmt.Errorf("state directory %s: %w", dir, err)
-	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return fmt.Errorf("state directory %s is not a directory (a symlink or file is in the way); remove it and restart the agent", dir)
-	case st.Uid != 0 && int(st.Uid) != uid:
-		return fmt.Errorf("state directory %s belongs to uid %d, not root or uid %d; remove it and restart the agent", dir, st.Uid, uid)
-	case st.Mode&0o022 != 0:
-		return fmt.Errorf("state directory %s is writable by group or others (mode %#o); remove it and restart the agent", dir, st.Mode&0o7777)
-	}
-	if int(st.Uid) != uid || int(st.Gid) != gid {
-		if err := unix.Lchown(dir, uid, gid); err != nil {
-			return fmt.Errorf("state directory %s: giving it to uid %d: %w", dir, uid, err)
-		}
-	}
-	return nil
-}
-
 // HeldBy reports whether pid is among the holders.
 func (s *State) HeldBy(pid int) bool { return slices.Contains(s.Holders, pid) }
 
@@ -187,51 +156,20 @@ func ProcessStartTicks(pid int) (uint64, error) {
 // a VM, the fsync cost 2-10 ms per write, all of it on the path from the
 // agent releasing its counters to perfalloc confirming that it did.
 func WriteState(path string, s *State) error {
+	d, err := openDir(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("state file %s: %w", path, err)
+	}
+	defer d.Close()
+	return writeState(d, filepath.Base(path), s)
+}
+
+func writeState(d *Directory, name string, s *State) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return fmt.Errorf("state file %s: %w", path, err)
+		return fmt.Errorf("state file %s: %w", filepath.Join(d.path, name), err)
 	}
-	data = append(data, '\n')
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	// The agent prepares the directory with PrepareStateDir; this covers a
-	// writer that has no other user to hand it to.
-	if err := unix.Mkdir(dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("state file %s: %w", path, err)
-	}
-	var tmp string
-	var fd int
-	for i := 0; ; i++ {
-		tmp = filepath.Join(dir, fmt.Sprintf(".%s.%d.%d", base, os.Getpid(), time.Now().UnixNano()+int64(i)))
-		fd, err = unix.Open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-		if !errors.Is(err, unix.EEXIST) || i == 9 {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("state file %s: create temporary file %s: %w", path, tmp, err)
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	fail := func(what string, err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("state file %s: %s %s: %w", path, what, tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail("write", err)
-	}
-	// Against the umask: the file must be readable by every perfalloc user.
-	if err := f.Chmod(0o644); err != nil {
-		return fail("chmod", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("state file %s: close %s: %w", path, tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("state file %s: rename %s: %w", path, tmp, err)
-	}
-	return nil
+	return d.replace(name, append(data, '\n'))
 }
 
 // ReadState reads and decodes the state file. A missing file gives an
@@ -269,7 +207,9 @@ func ReadState(path string) (*State, error) {
 // refresh period even when nothing changes, so that readers can tell a live
 // agent from a stale file (State.Fresh).
 type StateFile struct {
-	path    string
+	dir     *Directory
+	name    string
+	ownDir  bool // dir was opened for this StateFile, and closes with it
 	refresh time.Duration
 	stop    chan struct{}
 	done    chan struct{}
@@ -281,8 +221,29 @@ type StateFile struct {
 
 // NewStateFile writes the initial state to path and starts the periodic
 // rewrite. Zero PID, StartTicks and Started are filled in for this process;
-// refresh <= 0 means DefaultRefresh.
+// refresh <= 0 means DefaultRefresh. The directory is made if missing but
+// not vetted: the agent uses NewStateFileIn with a prepared directory.
 func NewStateFile(path string, initial State, refresh time.Duration) (*StateFile, error) {
+	d, err := openDir(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	f, err := newStateFile(d, filepath.Base(path), initial, refresh)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	f.ownDir = true
+	return f, nil
+}
+
+// NewStateFileIn is NewStateFile for the file "state" in a directory from
+// PrepareStateDir, which the StateFile writes through and leaves open.
+func NewStateFileIn(d *Directory, initial State, refresh time.Duration) (*StateFile, error) {
+	return newStateFile(d, "state", initial, refresh)
+}
+
+func newStateFile(d *Directory, name string, initial State, refresh time.Duration) (*StateFile, error) {
 	if refresh <= 0 {
 		refresh = DefaultRefresh
 	}
@@ -295,7 +256,8 @@ func NewStateFile(path string, initial State, refresh time.Duration) (*StateFile
 	}
 	initial.RefreshSeconds = refresh.Seconds()
 	f := &StateFile{
-		path:    path,
+		dir:     d,
+		name:    name,
 		refresh: refresh,
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -309,7 +271,7 @@ func NewStateFile(path string, initial State, refresh time.Duration) (*StateFile
 }
 
 // Path returns the state file's path.
-func (f *StateFile) Path() string { return f.path }
+func (f *StateFile) Path() string { return filepath.Join(f.dir.path, f.name) }
 
 // Update changes the state under a lock and writes it out. fn must not keep
 // the pointer.
@@ -319,7 +281,7 @@ func (f *StateFile) Update(fn func(*State)) error {
 	fn(&f.state)
 	f.state.Generation++
 	f.state.Written = time.Now()
-	return WriteState(f.path, &f.state)
+	return writeState(f.dir, f.name, &f.state)
 }
 
 func (f *StateFile) refresher() {
@@ -345,10 +307,11 @@ func (f *StateFile) Close() error {
 	<-f.done
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("state file %s: %w", f.path, err)
+	err := f.dir.remove(f.name)
+	if f.ownDir {
+		f.dir.Close()
 	}
-	return nil
+	return err
 }
 
 // WaitState re-reads the state file until done returns true for it, and

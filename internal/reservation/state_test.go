@@ -235,16 +235,31 @@ func TestPrepareStateDir(t *testing.T) {
 	const nobody = 65534
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "perflock")
-	if err := PrepareStateDir(lock, nobody, nobody); err != nil {
+	d, err := PrepareStateDir(lock, nobody, nobody)
+	if err != nil {
 		t.Fatal(err)
 	}
+	d.Close()
 	var st syscall.Stat_t
 	if err := syscall.Lstat(StateDir(lock), &st); err != nil || st.Uid != nobody || st.Mode&0o777 != 0o755 {
 		t.Fatalf("state dir: uid %d mode %#o, %v; want %d and 0755", st.Uid, st.Mode&0o777, err, nobody)
 	}
 	// Again, already prepared: fine.
-	if err := PrepareStateDir(lock, nobody, nobody); err != nil {
+	if d, err = PrepareStateDir(lock, nobody, nobody); err != nil {
 		t.Fatal(err)
+	}
+	d.Close()
+	// Root after a run as nobody (-U root in pmcd.conf): nobody's
+	// directory is adopted only when nobody is named as an earlier user.
+	if _, err := PrepareStateDir(lock, 0, 0); err == nil {
+		t.Error("root took a directory of nobody's that it was not told to trust")
+	}
+	if d, err = PrepareStateDir(lock, 0, 0, nobody); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if err := syscall.Lstat(StateDir(lock), &st); err != nil || st.Uid != 0 {
+		t.Errorf("adopted state dir: uid %d, %v; want root's", st.Uid, err)
 	}
 
 	for name, spoil := range map[string]func(path string){
@@ -255,9 +270,88 @@ func TestPrepareStateDir(t *testing.T) {
 	} {
 		lock := filepath.Join(t.TempDir(), "perflock")
 		spoil(StateDir(lock))
-		err := PrepareStateDir(lock, nobody, nobody)
+		_, err := PrepareStateDir(lock, nobody, nobody)
 		if err == nil || !strings.Contains(err.Error(), StateDir(lock)) || !strings.Contains(err.Error(), "remove it and restart the agent") {
 			t.Errorf("%s: err = %v", name, err)
 		}
+	}
+}
+
+// A state directory planted after start-up, as a link to another directory
+// or as a directory of another user's, is refused and never written: the
+// file in the link's target is neither replaced nor deleted.
+func TestReplacedStateDirIsNeverWritten(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the directory to another user")
+	}
+	const nobody = 65534
+	for _, kind := range []string{"symlink", "directory of another user"} {
+		top := t.TempDir()
+		os.Chmod(top, 0o1777) // like /tmp
+		lock := filepath.Join(top, "perflock")
+		if err := CheckLockDir(lock); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+			t.Errorf("CheckLockDir of a 1777 directory: %v", err)
+		}
+		d, err := PrepareStateDir(lock, nobody, nobody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf, err := NewStateFileIn(d, State{Program: "pmdaperfevent"}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The attacker moves the directory away and plants theirs.
+		os.Rename(StateDir(lock), StateDir(lock)+".old")
+		target := t.TempDir()
+		os.WriteFile(filepath.Join(target, "state"), []byte("theirs\n"), 0o644)
+		os.Chown(filepath.Join(target, "state"), nobody, nobody)
+		switch kind {
+		case "symlink":
+			os.Chown(target, nobody, nobody)
+			os.Symlink(target, StateDir(lock))
+		default:
+			os.Chown(target, 12345, 12345)
+			os.Rename(target, StateDir(lock))
+			target = StateDir(lock)
+		}
+		if err := sf.Update(func(*State) {}); err == nil || !strings.Contains(err.Error(), "remove it and restart the agent") {
+			t.Errorf("%s: Update = %v, want the directory refused", kind, err)
+		}
+		sf.Close()
+		d.Close()
+		if data, err := os.ReadFile(filepath.Join(target, "state")); string(data) != "theirs\n" {
+			t.Errorf("%s: the planted directory's state is now %q, %v", kind, data, err)
+		}
+		if entries, _ := os.ReadDir(target); len(entries) != 1 {
+			t.Errorf("%s: the agent wrote into the planted directory: %v", kind, entries)
+		}
+	}
+}
+
+// When the lock file's directory is deleted and made again, the state
+// directory comes back with the next write.
+func TestStateDirComesBack(t *testing.T) {
+	top := filepath.Join(t.TempDir(), "perfevent")
+	os.Mkdir(top, 0o755)
+	lock := filepath.Join(top, "perflock")
+	d, err := PrepareStateDir(lock, os.Geteuid(), os.Getegid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	sf, err := NewStateFileIn(d, State{Program: "pmdaperfevent"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	if err := os.RemoveAll(top); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(top, 0o755)
+	if err := sf.Update(func(s *State) { s.Counters = CountersReleased }); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := ReadState(StatePath(lock)); err != nil || s.Counters != CountersReleased {
+		t.Errorf("state after the directory came back: %+v, %v", s, err)
 	}
 }

@@ -152,16 +152,18 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 		return p
 	}
 	taken := map[string]config.Pos{}
+	tree := newSubtree("perfevent.hwcounters")
 	if section != nil {
 		for _, ev := range section.Events {
-			p.addCounter(m.PMU, alloc, ev, false, taken)
+			p.addCounter(m.PMU, alloc, ev, false, taken, tree)
 		}
 	}
 	for _, ev := range f.DynamicEvents() {
-		p.addCounter(m.PMU, alloc, ev, true, taken)
+		p.addCounter(m.PMU, alloc, ev, true, taken, tree)
 	}
 
 	derivedTaken := map[string]config.Pos{}
+	dtree := newSubtree("perfevent.derived", "active")
 	for _, s := range f.DerivedSections() {
 		name := metrics.MetricName(s.Name, compat)
 		if prev, ok := derivedTaken[name]; ok {
@@ -172,13 +174,76 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 			p.problem(s.Pos, "%s: the name clashes with perfevent.derived.active; section skipped", s.Header())
 			continue
 		}
+		if !validMetricName(name) {
+			p.problem(s.Pos, "%s: %q is not a usable metric name; section skipped", s.Header(), name)
+			continue
+		}
+		if clash := dtree.add(s.Pos, name+".value"); clash != "" {
+			p.problem(s.Pos, "%s: %s; section skipped", s.Header(), clash)
+			continue
+		}
 		derivedTaken[name] = s.Pos
 		p.Derived = append(p.Derived, Derived{Section: s, Metric: name})
 	}
 	return p
 }
 
-func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Event, dynamic bool, taken map[string]config.Pos) {
+// subtree is part of the namespace as the plan fills it, so that no metric
+// is given a name that another metric's name passes through: pmcd's
+// namespace cannot hold a.value as a metric and as the parent of
+// a.value.value, and the agent would refuse to serve a table that tries.
+type subtree struct {
+	root   string
+	leaves map[string]config.Pos // metric names below root
+	dirs   map[string]config.Pos // their parents, with the first line that made each
+}
+
+// newSubtree starts a subtree below root holding the fixed metrics given.
+func newSubtree(root string, fixed ...string) *subtree {
+	t := &subtree{root: root, leaves: map[string]config.Pos{}, dirs: map[string]config.Pos{}}
+	for _, name := range fixed {
+		t.leaves[name] = config.Pos{}
+	}
+	return t
+}
+
+// add enters the metric names of one line, all or none, and returns why
+// they do not fit ("" when they do).
+func (t *subtree) add(pos config.Pos, names ...string) string {
+	at := func(p config.Pos) string {
+		if p.Line == 0 {
+			return "the agent's own metric"
+		}
+		return fmt.Sprintf("the metric of line %d", p.Line)
+	}
+	for _, name := range names {
+		if p, ok := t.leaves[name]; ok {
+			return fmt.Sprintf("metric %s.%s is already %s", t.root, name, at(p))
+		}
+		if p, ok := t.dirs[name]; ok {
+			return fmt.Sprintf("metric %s.%s would also be a level above a metric of line %d", t.root, name, p.Line)
+		}
+		for i := range len(name) {
+			if name[i] != '.' {
+				continue
+			}
+			if p, ok := t.leaves[name[:i]]; ok {
+				return fmt.Sprintf("metric %s.%s would sit below %s.%s, %s", t.root, name, t.root, name[:i], at(p))
+			}
+		}
+	}
+	for _, name := range names {
+		t.leaves[name] = pos
+		for i := range len(name) {
+			if _, ok := t.dirs[name[:i]]; name[i] == '.' && !ok {
+				t.dirs[name[:i]] = pos
+			}
+		}
+	}
+	return ""
+}
+
+func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Event, dynamic bool, taken map[string]config.Pos, tree *subtree) {
 	opts := pmu.Options{RawCode: ev.RawCode, HasRawCode: ev.HasRawCode}
 	if len(ev.Params) > 0 {
 		opts.Params = map[string]uint64{}
@@ -213,6 +278,10 @@ func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Even
 	}
 	if !validMetricName(name) {
 		p.problem(ev.Pos, "%s: %q is not a usable metric name; line skipped", ev.Name, name)
+		return
+	}
+	if clash := tree.add(ev.Pos, name+".value", name+".dutycycle"); clash != "" {
+		p.problem(ev.Pos, "%s: %s; line skipped", ev.Name, clash)
 		return
 	}
 	taken[name] = ev.Pos
