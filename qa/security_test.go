@@ -1,0 +1,91 @@
+package qa
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A configuration that is not a regular file (issue #11): a FIFO hung the
+// root agent before it spoke to pmcd and left it behind pmcd; /dev/zero
+// grew it to gigabytes. Now either is refused at once, the agent serves
+// version and active, a reload of it blocks neither a reservation nor
+// signals, and the agent ends within a second of its pipe closing.
+func TestSecurityConfigNotARegularFile(t *testing.T) {
+	t.Run("fifo", func(t *testing.T) {
+		dir := t.TempDir()
+		os.Chmod(dir, 0o755)
+		fifo := filepath.Join(dir, "perfevent.conf")
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l := StartLab(t, Agent{Go: true, Args: []string{"-c", fifo}, Inactive: true})
+		checkStatic(t, l)
+		waitLog(t, l, fifo+" is a FIFO, not a regular file; serving perfevent.version and perfevent.active only", 0)
+		syscall.Kill(l.AgentPID(t), syscall.SIGHUP)
+		waitLog(t, l, "reload: "+fifo+" is a FIFO, not a regular file; still serving the previous configuration", 5*time.Second)
+		reserveWorks(t, l, perfallocBinary(t, l), 0)
+
+		// pmcd dies without a word to its agents: only the pipe tells.
+		pid := l.AgentPID(t)
+		l.pmcd.Process.Kill()
+		if !l.waitGone(pid, 1500*time.Millisecond) {
+			t.Errorf("the agent (pid %d) still runs 1.5 s after pmcd's pipe closed", pid)
+		}
+	})
+	t.Run("device", func(t *testing.T) {
+		l := StartLab(t, Agent{Go: true, Args: []string{"-c", "/dev/zero"}, Inactive: true})
+		checkStatic(t, l)
+		waitLog(t, l, "/dev/zero is a device, not a regular file", 0)
+		status := readFile(t, fmt.Sprintf("/proc/%d/status", l.AgentPID(t)))
+		var kb int
+		for _, line := range strings.Split(status, "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				fmt.Sscan(rest, &kb)
+			}
+		}
+		if kb == 0 || kb > 100<<10 {
+			t.Errorf("the agent's RSS is %d kB; want a few MB", kb)
+		}
+	})
+}
+
+// pmcd.conf's -U goes from the default, pcp, to root: the map and the state
+// directory that the agent made as pcp are adopted, every PMID stays and
+// perfalloc's confirmation works. Before, root refused both and served
+// nothing.
+func TestSecurityUserChange(t *testing.T) {
+	// The map in a directory the agent makes, as its default one is.
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	pmidsPath := filepath.Join(dir, "perfevent", "pmids")
+	l := StartLab(t, Agent{Go: true, Args: []string{"-pmids", pmidsPath}})
+	want := activeAll(t, l)
+	// A reload that numbers a new name: the map is now written by pcp.
+	writeFile(t, l.Conf, VMConfig+"\n[dynamic]\nsoftware.cpu-migrations\n")
+	syscall.Kill(l.AgentPID(t), syscall.SIGHUP)
+	waitLog(t, l, "reload done", 10*time.Second)
+	before := pmids(t, l)
+	var st syscall.Stat_t
+	if err := syscall.Stat(pmidsPath, &st); err != nil || st.Uid == 0 {
+		t.Fatalf("the PMID map after a reload as pcp: uid %d, %v; want pcp's", st.Uid, err)
+	}
+
+	l.Agent.Args = append(l.Agent.Args, "-U", "root")
+	l.Restart(t)
+	samePMIDs(t, before, pmids(t, l), false)
+	reserveWorks(t, l, perfallocBinary(t, l), activeAll(t, l))
+	log := readFile(t, l.AgentLog)
+	for _, bad := range []string{"belongs to uid", "PMID map", "perfalloc will not be able to confirm"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("the agent as root logs %q:\n%s", bad, tail(l.AgentLog, 20))
+		}
+	}
+	if want == 0 {
+		t.Error("no counter at the start")
+	}
+}
