@@ -709,3 +709,50 @@ func TestRefusedStateDirIsNeverWritten(t *testing.T) {
 		t.Errorf("the log lacks %q", want)
 	}
 }
+
+// The lock file's directory deleted and made again by root. As root the
+// agent makes the lock file and its state directory again at once; as its
+// user it cannot, and says what root must do; once root has, the state
+// directory is adopted and perfalloc's confirmation works again, without a
+// restart.
+func TestLockDirectoryComesBack(t *testing.T) {
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("needs a user called nobody")
+	}
+	for _, as := range []string{"root", "nobody"} {
+		dir := t.TempDir()
+		lockDir := filepath.Join(dir, "perfevent")
+		os.Mkdir(lockDir, 0o755)
+		h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n", "-U", as, "--lockfile", filepath.Join(lockDir, "perflock"))
+		h.lock = filepath.Join(lockDir, "perflock")
+		h.fetch("perfevent.active")
+		// Gone at once, as by rm -r (which the agent, making the lock file
+		// again as soon as it is deleted, can race with).
+		if err := os.Rename(lockDir, lockDir+".gone"); err != nil {
+			t.Fatal(err)
+		}
+		os.RemoveAll(lockDir + ".gone")
+		os.Mkdir(lockDir, 0o755)
+		if as == "nobody" {
+			os.WriteFile(h.lock, nil, 0o644) // what the agent's message asks root to do
+			h.waitLog(t, "watching the new file")
+			f, _ := os.Open(h.lock)
+			lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
+			unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+			h.waitLog(t, "state directory "+reservation.StateDir(h.lock)+" is missing, and the agent (uid "+nobody.Uid+") cannot make it in "+lockDir+
+				": perfalloc cannot confirm releases until the agent restarts, or root makes it: install -d -o "+nobody.Uid+" -g "+nobody.Gid+" -m 0755 "+reservation.StateDir(h.lock))
+			f.Close()
+			h.waitLog(t, "counters reopened")
+			uid, _ := strconv.Atoi(nobody.Uid)
+			gid, _ := strconv.Atoi(nobody.Gid)
+			os.Mkdir(reservation.StateDir(h.lock), 0o755)
+			os.Chown(reservation.StateDir(h.lock), uid, gid)
+		} else {
+			h.waitLog(t, "created it again")
+		}
+		_, release := h.reserve(t) // fails unless the state directory is back
+		release()
+		h.stop()
+	}
+}
