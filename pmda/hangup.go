@@ -12,7 +12,7 @@ import (
 // hangupGrace is how long the agent may take to notice for itself that
 // pmcd closed its pipe (Serve sees the end of its input) before
 // exitOnHangup ends it.
-const hangupGrace = 500 * time.Millisecond
+const hangupGrace = 250 * time.Millisecond
 
 // exitOnHangup ends the process soon after pmcd closes the pipe to fd 0,
 // whatever the agent is doing then: still starting (reading sysfs, opening
