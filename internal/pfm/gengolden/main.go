@@ -367,4 +367,3 @@ func writeGzip(path string, data []byte) error {
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
-
