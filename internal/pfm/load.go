@@ -158,7 +158,7 @@ func readIndex() {
 			if err != nil {
 				continue // an architecture not generated
 			}
-			pmus, err := decodeIndex(arch, file, string(b))
+			pmus, err := decodeIndex(arch, file, string(b), tableNames, tableSizes)
 			if err != nil {
 				// The index is generated and checked by the tests: a bad one
 				// is a broken build, not bad input.
@@ -252,7 +252,9 @@ func (r *fields) ints(i int) []int {
 	return v
 }
 
-func decodeIndex(arch, file, text string) ([]*PMU, error) {
+// decodeIndex reads one architecture's index, and notes each PMU's table
+// file in names and each table's size in sizes.
+func decodeIndex(arch, file, text string, names map[*PMU]string, sizes map[string][2]int) ([]*PMU, error) {
 	var pmus []*PMU
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	if lines[0] != indexHeader {
@@ -290,13 +292,13 @@ func decodeIndex(arch, file, text string) ([]*PMU, error) {
 			Arch:         arch,
 		}
 		key := arch + "/" + r.f[15]
-		tableSizes[key] = [2]int{r.int(16), r.int(17)}
+		sizes[key] = [2]int{r.int(16), r.int(17)}
 		if r.err != nil {
 			return nil, r.err
 		}
 		switch r.f[0] {
 		case "P":
-			tableNames[p] = r.f[15]
+			names[p] = r.f[15]
 			pmus = append(pmus, p)
 		case "V":
 			if len(pmus) == 0 || pmus[len(pmus)-1].Name != p.Name {

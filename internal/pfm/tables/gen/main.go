@@ -55,6 +55,9 @@ func main() {
 	if *src == "" {
 		log.Fatal("gen: -libpfm4 is required (the path of a libpfm4 4.13.0 source tree)")
 	}
+	if err := checkVersion(*src); err != nil {
+		log.Fatalf("gen: %v", err)
+	}
 	_, self, _, _ := runtime.Caller(0)
 	cdump := filepath.Join(filepath.Dir(self), "cdump")
 	for _, a := range strings.Split(*archs, ",") {
@@ -70,6 +73,26 @@ func main() {
 			log.Fatalf("gen: %s: %v", a, err)
 		}
 	}
+}
+
+// checkVersion makes sure src is libpfm4 4.13.0, the version Debian 12
+// builds: config.mk says VERSION=4, REVISION=13, AGE=0.
+func checkVersion(src string) error {
+	path := filepath.Join(src, "config.mk")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%v (want a libpfm4 4.13.0 source tree)", err)
+	}
+	v := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, val, ok := strings.Cut(line, "="); ok {
+			v[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		}
+	}
+	if got := v["VERSION"] + "." + v["REVISION"] + "." + v["AGE"]; got != "4.13.0" {
+		return fmt.Errorf("%s: libpfm4 %s, want 4.13.0", path, got)
+	}
+	return nil
 }
 
 // build copies the source tree, builds the dumper for t and returns its output.
