@@ -92,14 +92,21 @@ func find(arch, name string) *PMU {
 	return nil
 }
 
-func load(h *PMU) (*PMU, error) {
+// entry gives m's entry for k, made on first use, under the catalog's lock;
+// the entry's own sync.Once then decodes without holding it.
+func entry[K comparable, V any](m map[K]*V, k K) *V {
 	catalog.mu.Lock()
-	l := catalog.loaded[h]
-	if l == nil {
-		l = &loadedPMU{}
-		catalog.loaded[h] = l
+	defer catalog.mu.Unlock()
+	v := m[k]
+	if v == nil {
+		v = new(V)
+		m[k] = v
 	}
-	catalog.mu.Unlock()
+	return v
+}
+
+func load(h *PMU) (*PMU, error) {
+	l := entry(catalog.loaded, h)
 	l.once.Do(func() { l.pmu, l.err = loadTables(h) })
 	return l.pmu, l.err
 }
@@ -127,13 +134,7 @@ func loadTables(h *PMU) (*PMU, error) {
 // table decodes a table file once; PMUs that share it share its events.
 func table(arch, name string) *loadedTable {
 	key := arch + "/" + name
-	catalog.mu.Lock()
-	t := catalog.tables[key]
-	if t == nil {
-		t = &loadedTable{}
-		catalog.tables[key] = t
-	}
-	catalog.mu.Unlock()
+	t := entry(catalog.tables, key)
 	t.once.Do(func() {
 		file := key + ".tsv.gz"
 		t.mods, t.events, t.err = decodeTable(file, tableSizes[key])

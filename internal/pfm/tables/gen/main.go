@@ -12,7 +12,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"flag"
 	"fmt"
@@ -22,6 +21,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"perfevent/internal/gzipfile"
 )
 
 // target is how one architecture's libpfm4 is built and its dumper run.
@@ -226,7 +227,7 @@ func write(dir string, dump []byte) error {
 			}
 			taken[name] = true
 			files[sum] = name
-			if err := writeGzip(filepath.Join(dir, name+".tsv.gz"), []byte(body)); err != nil {
+			if err := gzipfile.Write(filepath.Join(dir, name+".tsv.gz"), []byte(body)); err != nil {
 				return err
 			}
 		}
@@ -235,20 +236,4 @@ func write(dir string, dump []byte) error {
 		index.WriteString(strings.Join(row, "\t") + "\n")
 	}
 	return os.WriteFile(filepath.Join(dir, "index.tsv"), []byte(index.String()), 0o644)
-}
-
-// writeGzip compresses deterministically: no name, no time, best compression.
-func writeGzip(path string, data []byte) error {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
-	if _, err := zw.Write(data); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
