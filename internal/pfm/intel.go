@@ -10,7 +10,7 @@ import (
 // Sapphire Rapids, the Atoms, Knights Landing, Alder Lake's two cores),
 // and the client uncores that share their table format (nhm_unc,
 // snb_unc_*, ivb_unc_*). It does what libpfm4's pfm_intel_x86_encode_gen
-// and pfm_intel_x86_get_perf_encoding do; docs/libpfm4-intel.md says
+// and pfm_intel_x86_get_perf_encoding do; docs/libpfm4-encoding.md says
 // what that is.
 
 func init() {
