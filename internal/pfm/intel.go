@@ -15,6 +15,7 @@ import (
 
 func init() {
 	familyEncoders[FamilyIntelX86] = encodeIntelX86
+	familyEncoders[FamilyIntelNHMUncore] = encodeIntelX86
 }
 
 // Event and umask flags of intel_x86 tables (INTEL_X86_*).
