@@ -57,7 +57,6 @@ const (
 	numIntelMods
 )
 
-
 // Fields of the event select register (IA32_PERFEVTSELx).
 const (
 	selUsr     = 1 << 16
