@@ -16,6 +16,37 @@ import (
 func init() {
 	familyEncoders[FamilyIntelX86] = encodeIntelX86
 	familyEncoders[FamilyIntelNHMUncore] = encodeIntelNHMUncore
+	pmuInits["ix86arch"] = initIX86Arch
+}
+
+// initIX86Arch is pfm_intel_x86_arch_init: ix86arch has the
+// architectural events CPUID does not mark missing (the first seven of
+// its table at most), each taking the modifiers of the perfmon version
+// (versions 3 and 4 add t, then intx and intxcp; any other has the
+// version 2 set).
+func initIX86Arch(p *PMU, env Env) *PMU {
+	version, missing := 3, uint32(0)
+	if a := env.IntelArch; a != nil {
+		version, missing = a.Version, a.Unavailable
+	}
+	mods := uint32(1<<intelModI | 1<<intelModE | 1<<intelModC | 1<<intelModU | 1<<intelModK)
+	switch version {
+	case 4:
+		mods |= 1<<intelModT | 1<<intelModIntx | 1<<intelModIntxCP
+	case 3:
+		mods |= 1 << intelModT
+	}
+	q := *p
+	q.Events = nil
+	for i := 0; i < 7 && i < len(p.Events); i++ {
+		if missing&(1<<i) != 0 {
+			continue
+		}
+		ev := p.Events[i]
+		ev.ModMask = mods
+		q.Events = append(q.Events, ev)
+	}
+	return &q
 }
 
 // Event and umask flags of intel_x86 tables (INTEL_X86_*).
