@@ -428,6 +428,12 @@ func (r *request) parseList(list []string) error {
 			if hasVal {
 				return badAttr(ErrAttrVal, "%s: a umask takes no value", s)
 			}
+			if len(r.vals) == maxAttrs {
+				// libpfm4 checks only modifiers; more umasks (an alias
+				// counts what it stands for) run past its array and
+				// crash the C agent.
+				return badAttr(ErrTooMany, "%s: more than %d attributes", s, maxAttrs)
+			}
 		case !hasVal && d.Type != attrBool:
 			return badAttr(ErrAttrVal, "%s: needs a value", s)
 		default:
