@@ -25,6 +25,10 @@ type Env struct {
 	// "power", "amd_l3"). Nil means no kernel PMU but the core one.
 	PerfType func(name string) (uint32, error)
 
+	// Arch picks the libpfm4 build whose tables the names are read in:
+	// "amd64", "arm64" or "ppc64le" (see Archs); "" is the host's.
+	Arch string
+
 	// EncodeInactive lets a name with a PMU prefix name any PMU of the
 	// catalog, detected or not, as LIBPFM_ENCODE_INACTIVE does for
 	// libpfm4. The C agent does not set it.

@@ -63,8 +63,22 @@ const (
 const PLMAll = PLM0 | PLM1 | PLM2 | PLM3 | PLMH
 
 // loadPMU gives libpfm4's PMU model by its short name, from the generated
-// tables; tests swap in small hand-made PMUs.
-var loadPMU = Load
+// tables of one libpfm4 build ("" for the host's); tests swap in small
+// hand-made PMUs.
+var loadPMU = func(arch, name string) (*PMU, error) {
+	if arch == "" {
+		return Load(name)
+	}
+	return LoadArch(arch, name)
+}
+
+// catalogPMUs lists the PMUs of one libpfm4 build, "" for every build.
+var catalogPMUs = func(arch string) []*PMU {
+	if arch == "" {
+		return PMUs()
+	}
+	return ArchPMUs(arch)
+}
 
 // Encode encodes a libpfm4 event name, "[pmu::]EVENT[:UMASK...][:MOD...]",
 // as libpfm4 4.13's pfm_get_os_event_encoding(name, PFM_PLM0|PFM_PLM3,
@@ -131,7 +145,7 @@ var pmuInits = map[string]func(*PMU, Env) *PMU{}
 
 // loadActive loads a PMU and initialises it for the machine.
 func loadActive(name string, env Env) (*PMU, error) {
-	p, err := loadPMU(name)
+	p, err := loadPMU(env.Arch, name)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +203,7 @@ func splitAttrs(s string) []string {
 func findEvent(name string, active []*PMU, env Env) (*request, error) {
 	pname, ename, attrs := splitName(name)
 	if pname != "" && env.EncodeInactive && !slices.ContainsFunc(active, func(p *PMU) bool { return equalFold(p.Name, pname) }) {
-		for _, h := range PMUs() {
+		for _, h := range catalogPMUs(env.Arch) {
 			if equalFold(h.Name, pname) {
 				p, err := loadActive(h.Name, env)
 				if err != nil {
