@@ -239,14 +239,10 @@ const (
 // hardwired-value comparison: a hardwired modifier may not be set at all).
 func (s *intelState) encodeNHMUncore() error {
 	r, ev := s.r, s.ev
-	s.reg = ev.Code
-	s.grpmsk = uint32(1)<<ev.NumGroups - 1
+	s.begin()
 	umask := ev.Code >> 8 & 0xff
-	s.maxGrp = noGroup
-	s.exclBut0 = noExclGroupBut0
 	modmskReq := ev.ModMaskReq
-	var grpcounts, ncombo [256]int
-	lastGrp := -1
+	g := newGroupRules()
 	for _, v := range r.vals {
 		d := r.desc(v)
 		if d.Perf {
@@ -255,18 +251,12 @@ func (s *intelState) encodeNHMUncore() error {
 		switch d.Type {
 		case attrUmask:
 			u := s.umask(v)
-			grp := int(u.Group)
-			if lastGrp != -1 && grp != lastGrp && ev.Flags&intelGrpExcl != 0 {
-				return badAttr(ErrFeatComb, "%s: umasks of %s come from one group only", u.Name, ev.Name)
+			if err := g.grpExcl(ev, u, int(u.Group)); err != nil {
+				return err
 			}
-			grpcounts[grp&0xff]++
-			if u.Flags&intelNCombo != 0 {
-				ncombo[grp&0xff] = 1
+			if err := g.ncombo(u, int(u.Group&0xff)); err != nil {
+				return err
 			}
-			if grpcounts[grp&0xff] > 1 && ncombo[grp&0xff] != 0 {
-				return badAttr(ErrFeatComb, "%s: cannot be combined with another umask of its group", u.Name)
-			}
-			lastGrp = grp
 			s.modhw |= u.ModHW
 			umask |= u.Code >> 8
 			s.ugrpmsk |= grpBit(u.Group)
@@ -353,6 +343,43 @@ func (s *intelState) canonicalUmasks() {
 	}
 }
 
+// begin starts an encoding from the event's code, with no limit on groups.
+func (s *intelState) begin() {
+	s.reg = s.ev.Code
+	s.grpmsk = uint32(1)<<s.ev.NumGroups - 1
+	s.maxGrp = noGroup
+	s.exclBut0 = noExclGroupBut0
+}
+
+// groupRules are the checks both Intel encoders make of the umasks in
+// the order given: from one group only where the event says GRP_EXCL,
+// and no second umask in a group that has an NCOMBO one.
+type groupRules struct {
+	counts, combo [256]int
+	last          int
+}
+
+func newGroupRules() *groupRules { return &groupRules{last: -1} }
+
+func (g *groupRules) grpExcl(ev *Event, u *Umask, grp int) error {
+	if g.last != -1 && grp != g.last && ev.Flags&intelGrpExcl != 0 {
+		return badAttr(ErrFeatComb, "%s: umasks of %s come from one group only", u.Name, ev.Name)
+	}
+	g.last = grp
+	return nil
+}
+
+func (g *groupRules) ncombo(u *Umask, grp int) error {
+	g.counts[grp]++
+	if u.Flags&intelNCombo != 0 {
+		g.combo[grp] = 1
+	}
+	if g.counts[grp] > 1 && g.combo[grp] != 0 {
+		return badAttr(ErrFeatComb, "%s: cannot be combined with another umask of its group", u.Name)
+	}
+	return nil
+}
+
 // umask is the umask a parsed attribute names.
 func (s *intelState) umask(v attrVal) *Umask {
 	return &s.ev.Umasks[s.r.pattrs[v.Desc].Idx]
@@ -363,17 +390,13 @@ func grpBit(g uint16) uint32 { return 1 << (g & 31) }
 
 func (s *intelState) encode() error {
 	r, ev := s.r, s.ev
-	s.reg = ev.Code
-	s.grpmsk = uint32(1)<<ev.NumGroups - 1
+	s.begin()
 	s.umask1 = ev.Code >> 8 & 0xff
-	s.maxGrp = noGroup
-	s.exclBut0 = noExclGroupBut0
 	modmskReq := ev.ModMaskReq
 
-	var grpcounts, ncombo [256]int
+	g := newGroupRules()
 	reqGrps := map[int]bool{}
 	maxReqGrp := -1
-	lastGrp := uint16(noGroup)
 	lastCode := ^uint64(0)
 
 	for _, v := range r.vals {
@@ -386,8 +409,8 @@ func (s *intelState) encode() error {
 			u := s.umask(v)
 			grp := u.Group & 0xff
 			reqGrp := int(u.Group >> 8 & 0xff)
-			if lastGrp != noGroup && grp != lastGrp && ev.Flags&intelGrpExcl != 0 {
-				return badAttr(ErrFeatComb, "%s: umasks of %s come from one group only", u.Name, ev.Name)
+			if err := g.grpExcl(ev, u, int(grp)); err != nil {
+				return err
 			}
 			if u.Flags&intelExclGrpGT != 0 {
 				s.maxGrp = grp
@@ -395,13 +418,9 @@ func (s *intelState) encode() error {
 			if u.Flags&intelExclGrpBut0 != 0 {
 				s.exclBut0 = int(grp)
 			}
-			grpcounts[grp]++
 			if u.Flags&intelGrpReq != 0 {
 				maxReqGrp = max(maxReqGrp, reqGrp)
 				reqGrps[reqGrp] = true
-			}
-			if u.Flags&intelNCombo != 0 {
-				ncombo[grp] = 1
 			}
 			if u.Flags&intelLDLat != 0 {
 				s.ldlatUmask = true
@@ -409,10 +428,9 @@ func (s *intelState) encode() error {
 			if u.Flags&intelFEThr != 0 {
 				s.feThrUmask = true
 			}
-			if grpcounts[grp] > 1 && ncombo[grp] != 0 {
-				return badAttr(ErrFeatComb, "%s: cannot be combined with another umask of its group", u.Name)
+			if err := g.ncombo(u, int(grp)); err != nil {
+				return err
 			}
-			lastGrp = grp
 			s.modhw |= u.ModHW
 			s.umask2 |= u.Code >> 8
 			s.ugrpmsk |= grpBit(u.Group)
@@ -483,7 +501,7 @@ func (s *intelState) encode() error {
 
 	if s.exclBut0 != noExclGroupBut0 {
 		for k := 1; k < intelNumGroups; k++ {
-			if grpcounts[k] != 0 && k != s.exclBut0 {
+			if g.counts[k] != 0 && k != s.exclBut0 {
 				return badAttr(ErrFeatComb, "umasks of group %d cannot go with those of group %d", k, s.exclBut0)
 			}
 		}
