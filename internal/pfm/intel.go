@@ -243,12 +243,8 @@ func (s *intelState) encodeNHMUncore() error {
 	umask := ev.Code >> 8 & 0xff
 	modmskReq := ev.ModMaskReq
 	g := newGroupRules()
-	for _, v := range r.vals {
-		d := r.desc(v)
-		if d.Perf {
-			continue
-		}
-		switch d.Type {
+	for _, v := range r.pmuVals() {
+		switch d := r.desc(v); d.Type {
 		case attrUmask:
 			u := s.umask(v)
 			if err := g.grpExcl(ev, u, int(u.Group)); err != nil {
@@ -399,12 +395,8 @@ func (s *intelState) encode() error {
 	maxReqGrp := -1
 	lastCode := ^uint64(0)
 
-	for _, v := range r.vals {
-		d := r.desc(v)
-		if d.Perf {
-			continue
-		}
-		switch d.Type {
+	for _, v := range r.pmuVals() {
+		switch d := r.desc(v); d.Type {
 		case attrUmask:
 			u := s.umask(v)
 			grp := u.Group & 0xff
@@ -508,8 +500,8 @@ func (s *intelState) encode() error {
 	}
 
 	if s.maxGrp != noGroup {
-		for _, v := range r.vals {
-			if d := r.desc(v); !d.Perf && d.Type == attrUmask && s.umask(v).Group > s.maxGrp {
+		for _, v := range r.pmuVals() {
+			if r.desc(v).Type == attrUmask && s.umask(v).Group > s.maxGrp {
 				return badAttr(ErrFeatComb, "%s: cannot go with a umask of group %d", s.umask(v).Name, s.maxGrp)
 			}
 		}
@@ -754,8 +746,8 @@ func (s *intelState) perfType() (uint32, error) {
 // hasLDLatUmask reports whether any umask, given or default, is a load
 // latency one.
 func (s *intelState) hasLDLatUmask() bool {
-	for _, v := range s.r.vals {
-		if d := s.r.desc(v); !d.Perf && d.Type == attrUmask && s.umask(v).Flags&intelLDLat != 0 {
+	for _, v := range s.r.pmuVals() {
+		if s.r.desc(v).Type == attrUmask && s.umask(v).Flags&intelLDLat != 0 {
 			return true
 		}
 	}

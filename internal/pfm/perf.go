@@ -582,6 +582,18 @@ func (r *request) desc(v attrVal) attrDesc {
 	return r.pattrs[v.Desc]
 }
 
+// pmuVals are the attributes given that are the PMU's, not the perf
+// layer's.
+func (r *request) pmuVals() []attrVal {
+	var vals []attrVal
+	for _, v := range r.vals {
+		if !r.desc(v).Perf {
+			vals = append(vals, v)
+		}
+	}
+	return vals
+}
+
 // sortVals orders the attributes as the event lists them, so that the
 // canonical name does not depend on the order they were given in.
 func (r *request) sortVals() {
