@@ -226,6 +226,26 @@ func intValue(name string) string {
 // unless the PMU has one of the same name.
 var perfMods = []string{"u", "k", "h", "u=0", "k=0", "precise=1", "precise=2", "mg", "mh", "period=1000", "freq=100", "excl", "cpu=1", "pinned", "hw_smpl"}
 
+// Intel flags of events whose encoding has a step of its own: load latency
+// (ldlat), the precise frontend events (fe_thres), offcore response.
+const intelSpecial = 0x400 | 0x1000 | 0x2000 | 0x20 // LDLAT, FRONTEND, FETHR, NHM_OFFCORE
+
+// special says whether an event is sampled wherever it falls in the table.
+func special(p *pfm.PMU, e *pfm.Event) bool {
+	if p.Family != pfm.FamilyIntelX86 {
+		return false
+	}
+	if e.Flags&intelSpecial != 0 {
+		return true
+	}
+	for _, u := range e.Umasks {
+		if u.Flags&intelSpecial != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func namesFor(p *pfm.PMU, full bool) []string {
 	var list []string
 	seen := map[string]bool{}
@@ -254,7 +274,7 @@ func namesFor(p *pfm.PMU, full bool) []string {
 	}
 	sampled := 0
 	for i, e := range p.Events {
-		if i%step != 0 {
+		if i%step != 0 && !(full && special(p, &e)) {
 			continue
 		}
 		var modsIn, modsOut []string
