@@ -1,15 +1,14 @@
 package pfm
 
 import (
-	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"perfevent/internal/pfm/pfmgolden"
 )
 
 // The golden files hold what Debian's libpfm4 4.13 answered for a list of
@@ -44,22 +43,16 @@ type goldenResult struct {
 }
 
 func TestGolden(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("testdata", "golden", "*"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	total, bad, npmu := 0, 0, 0
-	for _, dir := range dirs {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.tsv.gz"))
+	for _, arch := range Archs {
+		files, _ := filepath.Glob(filepath.Join(pfmgolden.Dir(arch), "*.tsv.gz"))
 		if len(files) == 0 {
 			continue
 		}
-		arch := filepath.Base(dir)
-		env, err := goldenMachine(dir)
+		env, err := goldenMachine(arch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env.Arch = arch
 		for _, f := range files {
 			name := strings.TrimSuffix(filepath.Base(f), ".tsv.gz")
 			p, err := loadPMU(arch, name)
@@ -70,9 +63,9 @@ func TestGolden(t *testing.T) {
 			if familyEncoders[p.Family] == nil {
 				continue
 			}
-			r, err := runGolden(f, p, env)
+			r, err := runGolden(p, env)
 			if err != nil {
-				t.Errorf("%s: %v", f, err)
+				t.Error(err)
 				continue
 			}
 			npmu++
@@ -91,30 +84,17 @@ func TestGolden(t *testing.T) {
 	t.Logf("%d PMUs, %d names compared, %d differ", npmu, total, bad)
 }
 
-// goldenMachine is the machine the goldens of one directory were made
-// on: the kernel PMU types of its perf_types.tsv ("perf_name\ttype"
-// lines), and prefixed names allowed on inactive PMUs.
-func goldenMachine(dir string) (Env, error) {
-	env := Env{EncodeInactive: true}
-	file := filepath.Join(dir, "perf_types.tsv")
-	data, err := os.ReadFile(file)
+// goldenMachine is the machine one architecture's goldens were made on:
+// its made-up kernel PMU types, and prefixed names allowed on inactive
+// PMUs.
+func goldenMachine(arch string) (Env, error) {
+	env := Env{Arch: arch, EncodeInactive: true}
+	types, err := pfmgolden.PerfTypes(arch)
 	if errors.Is(err, os.ErrNotExist) {
 		return env, nil
 	}
 	if err != nil {
 		return env, err
-	}
-	types := map[string]uint32{}
-	for i, line := range strings.Split(string(data), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, num, ok := strings.Cut(line, "\t")
-		n, err := strconv.ParseUint(num, 10, 32)
-		if !ok || err != nil {
-			return env, fmt.Errorf("%s:%d: want perf_name<TAB>type, got %q", file, i+1, line)
-		}
-		types[name] = uint32(n)
 	}
 	env.PerfType = func(name string) (uint32, error) {
 		if t, ok := types[name]; ok {
@@ -125,41 +105,34 @@ func goldenMachine(dir string) (Env, error) {
 	return env, nil
 }
 
-func runGolden(file string, p *PMU, env Env) (goldenResult, error) {
+func runGolden(p *PMU, env Env) (goldenResult, error) {
 	res := goldenResult{pmu: p.Name}
-	f, err := os.Open(file)
+	lines, err := pfmgolden.Read(env.Arch, p.Name)
 	if err != nil {
 		return res, err
 	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		return res, err
-	}
-	sc := bufio.NewScanner(z)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	allowPrefix := env.Arch + "/" + p.Name + "\t"
-	for line := 1; sc.Scan(); line++ {
-		fields := strings.Split(sc.Text(), "\t")
-		if len(fields) < 3 || (fields[1] == "OK" && len(fields) != 9) {
-			return res, fmt.Errorf("line %d: want 3 or 9 tab-separated fields, got %q", line, sc.Text())
+	for i, l := range lines {
+		want := []string{l.Name, "ERR", l.Err}
+		if l.OK {
+			want = []string{l.Name, "OK", fmt.Sprint(l.Type), hex(l.Config), hex(l.Config1), hex(l.Config2),
+				l.Exclude, l.PMU, l.FullName}
 		}
-		name := fields[0]
 		res.compared++
-		diff := goldenDiff(name, fields, env, []string{p.Name})
+		diff := goldenDiff(l.Name, want, env, []string{p.Name})
 		if diff == "" {
 			continue
 		}
-		if _, ok := goldenAllow[allowPrefix+name]; ok {
+		if _, ok := goldenAllow[allowPrefix+l.Name]; ok {
 			res.allowed++
 			continue
 		}
 		res.differs++
 		if len(res.examples) < 10 {
-			res.examples = append(res.examples, fmt.Sprintf("  line %d %s: %s", line, name, diff))
+			res.examples = append(res.examples, fmt.Sprintf("  line %d %s: %s", i+1, l.Name, diff))
 		}
 	}
-	return res, sc.Err()
+	return res, nil
 }
 
 // goldenDiff says how our encoding of name differs from libpfm4's
