@@ -10,7 +10,8 @@ import (
 // (frontend thresholds, load latency, OCR and offcore raw umask widths,
 // EXCL_GRP_BUT_0 and GRP_DFL_NONE on Goldmont, hw_smpl on Ice Lake,
 // umask aliases spelled with '.', the perf layer's limits, a canonical
-// name cut at 255 bytes), with what
+// name cut at 255 bytes, and a canonical name parsed again: its
+// "mg=0" counts the guest, for libpfm4 looks only at mg's presence), with what
 // Debian's libpfm4 4.13 answered for them. Where that libpfm4 could not
 // name the PMU of an inactive one, the pmu column holds "?".
 const intelEdges = `skl::FRONTEND_RETIRED:IDQ_4_BUBBLES	OK	4	0x1c6	0x400106	0	G	skl	skl::FRONTEND_RETIRED:IDQ_4_BUBBLES:e=0:i=0:c=0:intx=0:intxcp=0:fe_thres=1:u=1:k=1:precise=0:excl=0:mg=0:mh=1
@@ -53,6 +54,7 @@ skx::INST_RETIRED:c=0777	ERR	invalid event attribute value
 skx::INST_RETIRED:u=yes	ERR	invalid event attribute value
 SKX::inst_retired:ANY_P	OK	4	0xc0	0	0	G	skx	skx::INST_RETIRED:ANY_P:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=1:k=1:precise=0:excl=0:mg=0:mh=1
 skx::OFFCORE_RESPONSE_0:DMND_DATA_RD:DMND_RFO:DMND_CODE_RD:PF_L2_DATA_RD:PF_L2_RFO:PF_L3_DATA_RD:PF_L3_RFO:PF_L1D_AND_SW:OTHER:L3_HITM:L3_HITE:L3_HITS:L3_HITF:SNP_NONE:SNP_NOT_NEEDED:SNP_MISS:SNP_HIT_NO_FWD:SNP_HIT_WITH_FWD:SNP_HITM:SNP_NON_DRAM	OK	4	0x1b7	0x3f803c85b7	0	G	skx	skx::OFFCORE_RESPONSE_0:DMND_DATA_RD:DMND_RFO:DMND_CODE_RD:PF_L2_DATA_RD:PF_L2_RFO:PF_L3_DATA_RD:PF_L3_RFO:PF_L1D_AND_SW:OTHER:L3_HITM:L3_HITE:L3_HITS:L3_HITF:SNP_NONE:SNP_NOT_NEEDED:SNP_MISS:SNP_HIT_NO_FWD:SNP_HIT_WITH_FWD:SNP_HITM:SNP_NON_DRAM:e=0:i=0:c=0:t=
+skx::INST_RETIRED:ANY_P:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=1:k=1:precise=0:excl=0:mg=0:mh=1	OK	4	0xc0	0	0	-	skx	skx::INST_RETIRED:ANY_P:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=1:k=1:precise=0:excl=0:mg=1:mh=1
 `
 
 func TestEncodeIntelEdges(t *testing.T) {
