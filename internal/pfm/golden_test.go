@@ -55,7 +55,7 @@ func TestGolden(t *testing.T) {
 		}
 		for _, f := range files {
 			name := strings.TrimSuffix(filepath.Base(f), ".tsv.gz")
-			p, err := loadPMU(arch, name)
+			p, err := loadArchPMU(arch, name)
 			if err != nil {
 				t.Errorf("%s: %v", f, err)
 				continue

@@ -62,12 +62,14 @@ const (
 // PLMAll is every privilege level libpfm4 knows.
 const PLMAll = PLM0 | PLM1 | PLM2 | PLM3 | PLMH
 
-// loadPMU gives libpfm4's PMU model by its short name, from the generated
-// tables of one libpfm4 build ("" for the host's); tests swap in small
-// hand-made PMUs.
-var loadPMU = func(arch, name string) (*PMU, error) {
+// loadPMU gives a PMU of the host's libpfm4 build by its short name, from
+// the generated tables; tests swap in small hand-made PMUs.
+var loadPMU = Load
+
+// loadArchPMU gives a PMU of one libpfm4 build, "" for the host's.
+func loadArchPMU(arch, name string) (*PMU, error) {
 	if arch == "" {
-		return Load(name)
+		return loadPMU(name)
 	}
 	return LoadArch(arch, name)
 }
@@ -145,7 +147,7 @@ var pmuInits = map[string]func(*PMU, Env) *PMU{}
 
 // loadActive loads a PMU and initialises it for the machine.
 func loadActive(name string, env Env) (*PMU, error) {
-	p, err := loadPMU(env.Arch, name)
+	p, err := loadArchPMU(env.Arch, name)
 	if err != nil {
 		return nil, err
 	}
