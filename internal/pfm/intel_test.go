@@ -134,3 +134,23 @@ func TestEncodeErrorText(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeLookupOrder checks that an unprefixed name goes to the first
+// active PMU in libpfm4's order that has it, whatever order the caller
+// lists them in (ix86arch comes last among the x86 PMUs), and that a
+// prefixed one needs its PMU active unless EncodeInactive says otherwise.
+func TestEncodeLookupOrder(t *testing.T) {
+	active := []string{"ix86arch", "skx"}
+	for name, pmu := range map[string]string{"UNHALTED_CORE_CYCLES": "skx", "LLC_MISSES": "ix86arch"} {
+		enc, err := Encode(name, Env{}, active)
+		if err != nil || enc.PMU.Name != pmu {
+			t.Errorf("%s: got %v, %v; want PMU %s", name, enc.PMU, err, pmu)
+		}
+	}
+	if _, err := Encode("icl::INST_RETIRED", Env{}, active); !errors.Is(err, ErrNotFound) {
+		t.Errorf("icl::INST_RETIRED with icl inactive: got %v, want %v", err, ErrNotFound)
+	}
+	if enc, err := Encode("ICL::INST_RETIRED:ANY_P", Env{EncodeInactive: true}, active); err != nil || enc.PMU.Name != "icl" {
+		t.Errorf("ICL::INST_RETIRED:ANY_P with EncodeInactive: got %v, %v", enc.PMU, err)
+	}
+}
