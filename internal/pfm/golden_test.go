@@ -59,6 +59,11 @@ func TestGolden(t *testing.T) {
 		}
 		for _, f := range files {
 			name := strings.TrimSuffix(filepath.Base(f), ".tsv.gz")
+			if strings.Contains(name, ".") {
+				// "rapl.model63": a PMU detected on one CPU model rather
+				// than forced, which its family's own test covers.
+				continue
+			}
 			p, err := loadArchPMU(arch, name)
 			if err != nil {
 				t.Errorf("%s: %v", f, err)
