@@ -34,12 +34,13 @@ import (
 	"perfevent/internal/pmda"
 	"perfevent/internal/pmu"
 	"perfevent/internal/privilege"
+	"perfevent/internal/release"
 	"perfevent/internal/reservation"
 	"perfevent/internal/setup"
 )
 
 // version is what perfevent.version reports. The C agent says "1.0.1".
-const version = "2.0.0"
+const version = release.Version
 
 const prog = "pmdaperfevent"
 
