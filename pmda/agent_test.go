@@ -311,6 +311,23 @@ func TestReloadKeepsPMIDs(t *testing.T) {
 	}
 }
 
+// perfevent.active is 0 only around a reservation: a SIGHUP reload with no
+// perfalloc about must not look like one to pmie or pmlogger.
+func TestReloadKeepsActive(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	h.fetch("perfevent.active")
+	before, _ := h.fetch("perfevent.active")
+	if before[pdu.InNull] < 1 {
+		t.Fatalf("active = %v before the reload", before)
+	}
+	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\ntask-clock\n"), 0o644)
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog(t, "reload done")
+	if after, _ := h.fetch("perfevent.active"); after[pdu.InNull] <= before[pdu.InNull] {
+		t.Errorf("active = %v on the first fetch after the reload, want more than the %v before", after, before)
+	}
+}
+
 func TestPerfallocLockReleasesCounters(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\n")
 	h.fetch("perfevent.active")

@@ -242,7 +242,9 @@ func (a *agent) logNote(n setup.Note) {
 // build reads the configuration and turns it into open counters and the
 // table that serves them. Problems with single lines are logged and
 // skipped; only a configuration that cannot be read at all is an error.
-func (a *agent) build() (*generation, error) {
+// seamless is for a reload with no reservation between the old counters
+// and these: their first fetch counts in perfevent.active.
+func (a *agent) build(seamless bool) (*generation, error) {
 	// Counters take descriptors until the limit; keep a few back for the
 	// state file, inotify and the PMID map, which come after.
 	defer releaseFDs(holdFDs(spareFDs))
@@ -257,7 +259,8 @@ func (a *agent) build() (*generation, error) {
 		return nil, fmt.Errorf("without the PMID map no counter is served, so that none changes its PMID")
 	}
 	plan, set, sum, derived, err := count(a.o, a.fs, counter.Config{
-		Logf: func(format string, args ...any) { a.log.Warningf(format, args...) },
+		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
+		CountFirstRead: seamless,
 	})
 	if err != nil {
 		return nil, err
@@ -362,15 +365,16 @@ func (a *agent) reload() {
 		a.log.Infof("reload of %s deferred: perfalloc holds the counters; it happens when they are released", a.o.config)
 		return
 	}
-	a.reloadLocked()
+	a.reloadLocked(false)
 }
 
 // reloadLocked does the reload and says whether the new configuration is
 // served; the caller holds a.mu and the counters are not reserved.
-func (a *agent) reloadLocked() bool {
+// afterRelease says that perfalloc has just let go of the old counters.
+func (a *agent) reloadLocked(afterRelease bool) bool {
 	a.reloadDue = false
 	a.log.Infof("reloading %s", a.o.config)
-	g, err := a.build()
+	g, err := a.build(!afterRelease)
 	if err != nil {
 		a.log.Errorf("reload: %v; still serving the previous configuration", err)
 		return false
@@ -516,7 +520,7 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}
 	defer a.stopReservation()
 
-	g, err := a.build()
+	g, err := a.build(false)
 	if err != nil {
 		// An unreadable configuration: serve the static metrics and say
 		// why, rather than leave pmcd without an agent (the C agent exits).
@@ -718,7 +722,7 @@ func (a *agent) reservationChanged(s reservation.Status) {
 		// agent's poll.
 		a.pace()
 		a.reserved = false
-		if a.reloadDue && a.reloadLocked() {
+		if a.reloadDue && a.reloadLocked(true) {
 			break // the new configuration's counters are open instead
 		}
 		a.reopenLocked(set)
