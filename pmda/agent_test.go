@@ -515,3 +515,43 @@ func TestFlappingReservationIsPaced(t *testing.T) {
 		t.Errorf("after the flapping cpu_clock has no values: %v %d", v, n)
 	}
 }
+
+// An agent run by hand beside the one pmcd runs, with the same lock file,
+// leaves the live agent's log and state file alone when it exits, so that
+// perfalloc --ping still finds the live agent.
+func TestSecondAgentLeavesTheLiveOneAlone(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	h.fetch("perfevent.active")
+	state := reservation.StatePath(h.lock)
+	// Where an absolute default log would be: PCP_LOG_DIR/pmcd.
+	logDir := filepath.Join(h.dir, "log")
+	live := filepath.Join(logDir, "pmcd", "perfevent.log")
+	os.MkdirAll(filepath.Dir(live), 0o755)
+	os.WriteFile(live, []byte("the live agent's log\n"), 0o644)
+
+	cwd := t.TempDir()
+	cmd := exec.Command(agentBinary(t), "-U", "root", "-c", h.conf, "--lockfile", h.lock, "--pmids", filepath.Join(cwd, "pmids"))
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), "PCP_LOG_DIR="+logDir)
+	cmd.Stdin = strings.NewReader("") // no pmcd: it exits at once
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("second agent: %v\n%s", err, out)
+	}
+	if data, err := os.ReadFile(live); string(data) != "the live agent's log\n" {
+		t.Errorf("%s after the second agent: %q, %v", live, data, err)
+	}
+	if _, err := os.Stat(live + ".prev"); err == nil {
+		t.Errorf("the second agent renamed %s", live)
+	}
+	data, err := os.ReadFile(filepath.Join(cwd, "perfevent.log"))
+	if err != nil {
+		t.Fatalf("the second agent's log is not in its working directory: %v", err)
+	}
+	if !strings.Contains(string(data), "belongs to pmdaperfevent (pid "+strconv.Itoa(h.cmd.Process.Pid)+"), which runs") {
+		t.Errorf("the second agent's log does not say whose state file it left alone:\n%s", data)
+	}
+	s, err := reservation.ReadState(state)
+	if err != nil || s.PID != h.cmd.Process.Pid || s.Alive() != nil {
+		t.Errorf("state file after the second agent: %+v, %v; want the live agent's (pid %d)", s, err, h.cmd.Process.Pid)
+	}
+}

@@ -77,7 +77,9 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.BoolVar(&o.compat, "C", false, "compatibility names: only ':' becomes '-' (the pre-3.10.8 names)")
 	fs.StringVar(&o.debug, "D", "", "debug `options` (accepted for compatibility; any value logs each start-up step in detail)")
 	fs.IntVar(&o.domain, "d", metrics.Domain, "PMDA `domain` number; perfevent is 127")
-	fs.StringVar(&o.logfile, "l", filepath.Join(pcp.Get("PCP_LOG_DIR"), "pmcd", "perfevent.log"), "write the log to `file` (- for stderr)")
+	// Relative, as the C agent's: pmcd starts agents in $PCP_LOG_DIR/pmcd,
+	// and an agent run by hand elsewhere leaves the live agent's log alone.
+	fs.StringVar(&o.logfile, "l", "perfevent.log", "write the log to `file` (- for stderr)")
 	fs.StringVar(&o.config, "c", defaultConfig(pcp), "read the configuration from `file`")
 	fs.StringVar(&o.user, "U", pcp.Get("PCP_USER"), "after start-up, run as `user`, keeping only the capability to open counters (root: stay root)")
 	fs.BoolVar(&o.pipe, "p", false, "talk to pmcd on stdin and stdout (the default)")
@@ -674,7 +676,10 @@ func (a *agent) watchLock() error {
 		Holders:  []int{},
 		Events:   a.events(),
 	}, 0)
-	if err != nil {
+	switch {
+	case errors.Is(err, reservation.ErrStateOwned):
+		a.log.Warningf("%v; this agent leaves it alone and perfalloc cannot confirm its releases", err)
+	case err != nil:
 		a.log.Warningf("state file: %v; perfalloc will not be able to confirm releases", err)
 	}
 	a.state = st

@@ -270,6 +270,7 @@ func ReadState(path string) (*State, error) {
 // agent from a stale file (State.Fresh).
 type StateFile struct {
 	path    string
+	dir     *os.File // its directory, flocked while this StateFile owns the file
 	refresh time.Duration
 	stop    chan struct{}
 	done    chan struct{}
@@ -294,19 +295,58 @@ func NewStateFile(path string, initial State, refresh time.Duration) (*StateFile
 		initial.Started = time.Now()
 	}
 	initial.RefreshSeconds = refresh.Seconds()
+	dir, err := ownStateDir(path)
+	if err != nil {
+		return nil, err
+	}
 	f := &StateFile{
 		path:    path,
+		dir:     dir,
 		refresh: refresh,
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		state:   initial,
 	}
 	if err := f.Update(func(*State) {}); err != nil {
+		dir.Close()
 		return nil, err
 	}
 	go f.refresher()
 	return f, nil
 }
+
+// ownStateDir takes an exclusive flock on the state file's directory, held
+// until the returned file is closed (or the process ends). A second agent
+// started by hand beside the one pmcd runs must neither overwrite the live
+// agent's state nor remove it when it exits, or perfalloc --ping would say
+// that the live agent is not running.
+func ownStateDir(path string) (*os.File, error) {
+	name := filepath.Dir(path)
+	if err := unix.Mkdir(name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	dir := os.NewFile(uintptr(fd), name)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		dir.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			owner := "another process"
+			if s, rerr := ReadState(path); rerr == nil && s.Alive() == nil {
+				owner = fmt.Sprintf("%s (pid %d)", s.Program, s.PID)
+			}
+			return nil, fmt.Errorf("state file %s belongs to %s, which runs: %w", path, owner, ErrStateOwned)
+		}
+		return nil, fmt.Errorf("state file %s: flock %s: %w", path, name, err)
+	}
+	return dir, nil
+}
+
+// ErrStateOwned is the error of NewStateFile when a running agent owns the
+// state file already.
+var ErrStateOwned = errors.New("another agent reports there")
 
 // Path returns the state file's path.
 func (f *StateFile) Path() string { return f.path }
@@ -345,7 +385,11 @@ func (f *StateFile) Close() error {
 	<-f.done
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// Removed while the directory is still ours: the next owner's
+	// first write cannot come before this.
+	err := os.Remove(f.path)
+	f.dir.Close()
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("state file %s: %w", f.path, err)
 	}
 	return nil
