@@ -13,13 +13,16 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -428,32 +431,50 @@ func check(o *options, stdout, stderr io.Writer) int {
 	}
 	set.Close()
 
-	for _, n := range sortedNotes(plan.Notes) {
+	// The metric each served line becomes, on the last note about it.
+	metric := map[config.Pos]string{}
+	for _, c := range plan.Counters {
+		metric[c.Pos] = "perfevent.hwcounters." + c.Metric
+	}
+	notes := sortedNotes(plan.Notes)
+	for i, n := range notes {
 		mark := "  "
 		if n.Severity == setup.Problem {
 			mark = "! "
 		}
-		fmt.Fprintln(stdout, mark+n.String())
+		line := mark + n.String()
+		if m, ok := metric[n.Pos]; ok && (i+1 == len(notes) || notes[i+1].Pos != n.Pos) {
+			line += "; metric " + m
+		}
+		fmt.Fprintln(stdout, line)
 	}
-	fmt.Fprintf(stdout, "\n%s: %d events served on %d counters, %d derived metrics; %d problems\n",
-		o.config, sum.Served, sum.FDs, len(derived), plan.Problems())
+	fmt.Fprintf(stdout, "\n%s: %d events served on %d counters, %d derived metrics; %s\n",
+		o.config, sum.Served, sum.FDs, len(derived), plural(plan.Problems(), "problem"))
 	if plan.Problems() > 0 {
 		return 1
 	}
 	return 0
 }
 
-// sortedNotes orders notes by line, keeping the order of notes about the
-// same line (what the line resolved to, then whether it opened).
-func sortedNotes(notes []setup.Note) []setup.Note {
-	out := make([]setup.Note, len(notes))
-	copy(out, notes)
-	// A stable insertion sort: the lists are short.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Pos.Line < out[j-1].Pos.Line; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
 	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// sortedNotes orders notes by line, keeping the order of notes about the
+// same line (what the line resolved to, then whether it opened); notes
+// about the whole file come last.
+func sortedNotes(notes []setup.Note) []setup.Note {
+	out := slices.Clone(notes)
+	key := func(n setup.Note) int {
+		if n.Pos.Line == 0 {
+			return math.MaxInt
+		}
+		return n.Pos.Line
+	}
+	slices.SortStableFunc(out, func(a, b setup.Note) int { return cmp.Compare(key(a), key(b)) })
 	return out
 }
 

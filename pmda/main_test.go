@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +147,57 @@ func TestCheckBrokenConfig(t *testing.T) {
 			t.Errorf("--check output lacks %q:\n%s", line, out)
 		}
 	}
+}
+
+// --check lists its notes in file order, names the metric each served line
+// becomes, reports every line under a broken header, and counts in English.
+func TestCheckOrderAndNames(t *testing.T) {
+	needPerf(t)
+	bin := agentBinary(t)
+	online, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Skip("needs /sys/devices/system/cpu/online for the CPU list")
+	}
+	cpus := "cpus " + strings.TrimSpace(string(online))
+	if !strings.ContainsAny(cpus, "-,") {
+		cpus = "cpu" + strings.TrimSpace(string(online))
+	}
+	out, _, code := runAgent(t, bin, "--check", "-c", "testdata/order.conf")
+	want := "  testdata/order.conf:3: software.cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0, on " + cpus + "; metric perfevent.hwcounters.software.cpu_clock\n" +
+		"  testdata/order.conf:4: [perf] chosen: PMU perf is present\n" +
+		"  testdata/order.conf:5: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0, on " + cpus + "; metric perfevent.hwcounters.cpu_clock\n" +
+		"! testdata/order.conf:6: section header has no closing ]; the section is ignored; line skipped\n" +
+		"! testdata/order.conf:7: \"task-clock\" is under the broken section header at line 6, so it is ignored too; line skipped\n" +
+		"\ntestdata/order.conf: 2 events served on " + fmt.Sprint(2*cpuCount(cpus)) + " counters, 0 derived metrics; 2 problems\n"
+	if code != 1 || out != want {
+		t.Errorf("exit %d, output:\n%s\nwant exit 1 and:\n%s", code, out, want)
+	}
+
+	one := filepath.Join(t.TempDir(), "one.conf")
+	os.WriteFile(one, []byte("[perf]\ncpu-clock\ncpu-clock cpux\n"), 0o644)
+	if out, _, _ := runAgent(t, bin, "--check", "-c", one); !strings.HasSuffix(out, "; 1 problem\n") {
+		t.Errorf("one problem:\n%s", out)
+	}
+}
+
+// cpuCount counts the CPUs of "cpus 0-3,5" or "cpu0".
+func cpuCount(list string) int {
+	list, ok := strings.CutPrefix(list, "cpus ")
+	if !ok {
+		return 1
+	}
+	n := 0
+	for _, r := range strings.Split(list, ",") {
+		lo, hi, found := strings.Cut(r, "-")
+		if !found {
+			n++
+			continue
+		}
+		a, _ := strconv.Atoi(lo)
+		b, _ := strconv.Atoi(hi)
+		n += b - a + 1
+	}
+	return n
 }
 
 func TestCheckMissingConfig(t *testing.T) {
