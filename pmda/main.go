@@ -67,6 +67,7 @@ type options struct {
 	defaultPMIDs string
 	poll         time.Duration
 	noInotify    bool
+	version      bool
 }
 
 func main() {
@@ -96,10 +97,8 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.pmids, "pmids", o.defaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
 	fs.DurationVar(&o.poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
 	fs.BoolVar(&o.noInotify, "no-inotify", false, "check the lock file by polling only")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s [options]\n\nPCP's perfevent agent: performance counters as perfevent.* metrics.\n\nOptions:\n", prog)
-		fs.PrintDefaults()
-	}
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.Usage = func() { usage(fs, stderr) }
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -131,6 +130,31 @@ func defaultConfig(pcp *pcpconf.Config) string {
 	return filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent", "perfevent.conf")
 }
 
+// usage prints the options as the man page writes them: one dash for the
+// C agent's letters, two for the long names (the flag package's own
+// listing gives every name one).
+func usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s [options]\n\nPCP's perfevent agent: performance counters as perfevent.* metrics.\n\nOptions:\n", prog)
+	fs.VisitAll(func(f *flag.Flag) {
+		head := "  -" + f.Name
+		if len(f.Name) > 1 {
+			head = "  --" + f.Name
+		}
+		arg, text := flag.UnquoteUsage(f)
+		if arg != "" {
+			head += " " + arg
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			text += " (default " + f.DefValue + ")"
+		}
+		if len(head) > 22 {
+			fmt.Fprintf(w, "%s\n%24s%s\n", head, "", text)
+			return
+		}
+		fmt.Fprintf(w, "%-22s  %s\n", head, text)
+	})
+}
+
 func (o *options) endpoint(pcp *pcpconf.Config) pmda.Endpoint {
 	switch {
 	case o.socket != "":
@@ -154,6 +178,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	switch {
+	case o.version:
+		fmt.Fprintf(stdout, "%s version %s\n", prog, version)
+		return 0
 	case o.listEvents:
 		return listEvents(pmu.Default(), stdout, stderr)
 	case o.check:

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"perfevent/internal/release"
 )
 
 var built struct {
@@ -94,6 +96,19 @@ func TestFlagErrors(t *testing.T) {
 	out, stderr, code := runAgent(t, bin, "-h")
 	if code != 0 || !strings.Contains(stderr, "Usage: pmdaperfevent [options]") || out != "" {
 		t.Errorf("-h: exit %d, stderr %q", code, stderr)
+	}
+	// Long options as the man page writes them, letters as the C agent's.
+	for _, opt := range []string{"--check", "--list-events", "--lockfile file", "--pmids file", "--poll duration", "--no-inotify", "--version", "-U user", "-D options", "-c file", "-l file"} {
+		if !strings.Contains(stderr, "\n  "+opt+" ") {
+			t.Errorf("-h lacks %q:\n%s", opt, stderr)
+		}
+	}
+	if strings.Contains(stderr, "\n  -check") {
+		t.Errorf("-h shows a long option with one dash:\n%s", stderr)
+	}
+	out, stderr, code = runAgent(t, bin, "--version")
+	if code != 0 || out != "pmdaperfevent version "+release.Version+"\n" || stderr != "" {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
 
