@@ -31,7 +31,7 @@ DESTDIR ?=
 AGENT_BIN ?= bin/pmdaperfevent
 PERFALLOC_BIN ?= bin/perfalloc
 
-INSTALL_SCRIPTS := install/Install install/Remove install/Upgrade
+INSTALL_SCRIPTS := install/Install install/Remove install/Upgrade install/c-config
 INSTALL_DATA := install/pmns install/domain.h install/root install/help
 MANPAGES := $(wildcard man/*.[1-8])
 

@@ -120,12 +120,24 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	return o, nil
 }
 
-// defaultConfig is where PCP keeps perfevent.conf: Debian and Fedora put it
-// in $PCP_SYSCONF_DIR/perfevent, older layouts in the agent's directory.
+// defaultConfig is the configuration that pmcd runs this agent with, so
+// that --check and a run by hand see what pmcd's agent sees: the one beside
+// the binary (Install registers the agent with -c of that file), else the
+// one in the installed agent's directory. Without either, the files where
+// PCP keeps the C agent's: Debian and Fedora put it in
+// $PCP_SYSCONF_DIR/perfevent, older layouts in the C agent's directory.
 func defaultConfig(pcp *pcpconf.Config) string {
-	sys := filepath.Join(pcp.Get("PCP_SYSCONF_DIR"), "perfevent", "perfevent.conf")
-	if _, err := os.Stat(sys); err == nil {
-		return sys
+	var candidates []string
+	if exe, err := os.Executable(); err == nil {
+		candidates = append(candidates, filepath.Join(filepath.Dir(exe), "perfevent.conf"))
+	}
+	candidates = append(candidates,
+		filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent-go", "perfevent.conf"),
+		filepath.Join(pcp.Get("PCP_SYSCONF_DIR"), "perfevent", "perfevent.conf"))
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c
+		}
 	}
 	return filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent", "perfevent.conf")
 }

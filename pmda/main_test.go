@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"perfevent/internal/pcpconf"
 	"perfevent/internal/release"
 )
 
@@ -273,5 +274,27 @@ func TestLogNeverFollowsALink(t *testing.T) {
 		if fi, err := os.Lstat(logfile + ".prev"); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Errorf("link to %s: want the link kept as .prev, got %v, %v", link, fi, err)
 		}
+	}
+}
+
+// Without -c the agent reads what pmcd's agent reads: the installed
+// perfevent-go configuration, even where Debian's C-agent file exists.
+func TestDefaultConfigIsTheInstalledOne(t *testing.T) {
+	dir := t.TempDir()
+	pmdas, sysconf := filepath.Join(dir, "pmdas"), filepath.Join(dir, "etc")
+	t.Setenv("PCP_PMDAS_DIR", pmdas)
+	t.Setenv("PCP_SYSCONF_DIR", sysconf)
+	c := filepath.Join(sysconf, "perfevent", "perfevent.conf")
+	ours := filepath.Join(pmdas, "perfevent-go", "perfevent.conf")
+	for _, f := range []string{c, ours} {
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		os.WriteFile(f, []byte("[perf]\ncpu-clock\n"), 0o644)
+	}
+	if got := defaultConfig(pcpconf.Load()); got != ours {
+		t.Errorf("default -c %s, want the installed %s", got, ours)
+	}
+	os.Remove(ours)
+	if got := defaultConfig(pcpconf.Load()); got != c {
+		t.Errorf("without an installed configuration: default -c %s, want %s", got, c)
 	}
 }
