@@ -555,3 +555,30 @@ func TestSecondAgentLeavesTheLiveOneAlone(t *testing.T) {
 		t.Errorf("state file after the second agent: %+v, %v; want the live agent's (pid %d)", s, err, h.cmd.Process.Pid)
 	}
 }
+
+// Events that could not be opened at start-up are not listed again at every
+// reopen after perfalloc: one Info line counts them.
+func TestReopenCountsKnownFailures(t *testing.T) {
+	if _, err := os.Stat("/sys/bus/event_source/devices/cpu"); err == nil {
+		t.Skip("needs a machine without a hardware PMU (a VM), where cycles cannot be opened")
+	}
+	h := startPMDA(t, "[perf]\ncpu-clock\ncycles\n")
+	h.fetch("perfevent.active")
+	for range 2 {
+		_, unlock := h.reserve(t)
+		unlock()
+		h.fetch("perfevent.active")
+	}
+	var log string
+	for deadline := time.Now().Add(5 * time.Second); strings.Count(log, "counters reopened") < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		data, _ := os.ReadFile(h.log)
+		log = string(data)
+	}
+	if n := strings.Count(log, "still failing as logged before: 1 event\n"); n != 2 {
+		t.Errorf("%d reopen lines count the known failure, want 2:\n%s", n, log)
+	}
+	if n := strings.Count(log, "cycles"); n != 1 {
+		t.Errorf("cycles is named %d times, want once, at start-up:\n%s", n, log)
+	}
+}

@@ -797,20 +797,37 @@ func (a *agent) reservationChanged(s reservation.Status) {
 }
 
 // reopenLocked reopens the counters after a reservation; the caller holds a.mu.
+// Failures already in the log (the events this machine could not count at
+// start-up, or that failed the same way at an earlier reopen) are counted
+// in the one Info line, not listed again: a perfalloc run every minute must
+// not fill the log with them.
 func (a *agent) reopenLocked(set *counter.Set) {
 	start := time.Now()
 	sum, err := set.Reopen()
 	if err != nil {
 		a.log.Warningf("reopening counters: %v", err)
 	}
-	a.log.Infof("counters reopened after perfalloc in %v: %s", time.Since(start).Round(time.Microsecond), sum)
+	var fresh []string
+	known := 0
 	for _, line := range sum.FailureLines() {
-		// Only what is new: the events this machine cannot count
-		// were reported when they were first opened.
-		if !a.told[line] {
-			a.log.Warningf("%s", line)
-			a.told[line] = true
+		if a.told[line] {
+			known++
+			continue
 		}
+		fresh = append(fresh, line)
+		a.told[line] = true
+	}
+	msg := fmt.Sprintf("counters reopened after perfalloc in %v: %d of %d events served on %d descriptors",
+		time.Since(start).Round(time.Microsecond), sum.Served, sum.Events, sum.FDs)
+	if known > 0 {
+		msg += "; still failing as logged before: " + plural(known, "event")
+	}
+	if len(fresh) > 0 {
+		msg += "; failing anew: " + plural(len(fresh), "event") + ", below"
+	}
+	a.log.Infof("%s", msg)
+	for _, line := range fresh {
+		a.log.Warningf("%s", line)
 	}
 }
 
