@@ -68,6 +68,7 @@ type options struct {
 	poll         time.Duration
 	noInotify    bool
 	version      bool
+	cCompatible  bool
 }
 
 func main() {
@@ -97,6 +98,7 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.pmids, "pmids", o.defaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
 	fs.DurationVar(&o.poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
 	fs.BoolVar(&o.noInotify, "no-inotify", false, "check the lock file by polling only")
+	fs.BoolVar(&o.cCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.Usage = func() { usage(fs, stderr) }
 	if err := fs.Parse(args); err != nil {
@@ -475,24 +477,58 @@ func check(o *options, stdout, stderr io.Writer) int {
 	for _, c := range plan.Counters {
 		metric[c.Pos] = "perfevent.hwcounters." + c.Metric
 	}
-	notes := sortedNotes(plan.Notes)
-	for i, n := range notes {
+	last := map[config.Pos]int{}
+	for i, n := range plan.Notes {
+		last[n.Pos] = i
+	}
+	for pos, i := range last {
+		if m, ok := metric[pos]; ok {
+			plan.Notes[i].Text += "; metric " + m
+		}
+	}
+	plan.Notes = append(plan.Notes, cNotes(o, plan.Config)...)
+	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {
 			mark = "! "
 		}
-		line := mark + n.String()
-		if m, ok := metric[n.Pos]; ok && (i+1 == len(notes) || notes[i+1].Pos != n.Pos) {
-			line += "; metric " + m
-		}
-		fmt.Fprintln(stdout, line)
+		fmt.Fprintln(stdout, mark+n.String())
 	}
-	fmt.Fprintf(stdout, "\n%s: %d events served on %d counters, %d derived metrics; %s\n",
-		o.config, sum.Served, sum.FDs, len(derived), plural(plan.Problems(), "problem"))
+	fmt.Fprintf(stdout, "\n%s: %s served on %s, %s; %s\n", o.config,
+		plural(sum.Served, "event"), plural(sum.FDs, "counter"), plural(len(derived), "derived metric"), plural(plan.Problems(), "problem"))
 	if plan.Problems() > 0 {
 		return 1
 	}
 	return 0
+}
+
+// cNotes are --check's notes about what the C agent would make of the file:
+// with --c-compatible, problems; without, only the warning about a file
+// with no events, which neither agent can count anything from.
+func cNotes(o *options, f *config.File) []setup.Note {
+	if f == nil {
+		return nil
+	}
+	src, err := os.ReadFile(o.config)
+	if err != nil {
+		return []setup.Note{{Severity: setup.Problem, Text: err.Error()}}
+	}
+	names, _ := pmu.Default().PMUNames()
+	present := func(name string) bool { return name == "software" || slices.Contains(names, name) }
+	var notes []setup.Note
+	for _, e := range config.CCompat(f, src, present) {
+		n := setup.Note{Pos: e.Pos, Severity: setup.Problem, Text: e.Msg}
+		if e.Pos.Line == 0 {
+			n.Pos = config.Pos{}
+			if !o.cCompatible {
+				n.Severity, n.Text = setup.Info, "warning: "+e.Msg
+			}
+		} else if !o.cCompatible {
+			continue
+		}
+		notes = append(notes, n)
+	}
+	return notes
 }
 
 func plural(n int, noun string) string {

@@ -298,3 +298,33 @@ func TestDefaultConfigIsTheInstalledOne(t *testing.T) {
 		t.Errorf("without an installed configuration: default -c %s, want %s", got, c)
 	}
 }
+
+// --c-compatible adds what the C agent would make of the file; without it
+// the same file is fine for this agent. An empty file is a warning.
+func TestCheckCCompatible(t *testing.T) {
+	needPerf(t)
+	bin := agentBinary(t)
+	if out, _, code := runAgent(t, bin, "--check", "-c", "testdata/ccompat.conf"); code != 0 || strings.Contains(out, "! ") {
+		t.Errorf("without --c-compatible: exit %d\n%s", code, out)
+	}
+	out, _, code := runAgent(t, bin, "--check", "--c-compatible", "-c", "testdata/ccompat.conf")
+	for _, line := range []string{
+		"! testdata/ccompat.conf:4: the C agent 6.0.3 ignores derived sections that follow [dynamic] (line 2): move [ms:derived] above it\n",
+		"! testdata/ccompat.conf:5: the C agent rejects the whole file here (\"Syntax error on line: 5\")",
+		"! testdata/ccompat.conf:5: the C agent reads the scale 1e-3 as a CPU index",
+		"; 3 problems\n",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("--c-compatible output lacks %q:\n%s", line, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("--c-compatible: exit %d, want 1", code)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.conf")
+	os.WriteFile(empty, []byte("# nothing yet\n"), 0o644)
+	out, _, code = runAgent(t, bin, "--check", "-c", empty)
+	if code != 0 || !strings.Contains(out, "  warning: "+empty+" has no events: the C agent refuses to start") {
+		t.Errorf("empty file: exit %d\n%s", code, out)
+	}
+}
