@@ -2,9 +2,11 @@
 // pmdaperfevent, for a command or until it is told to stop.
 //
 // It takes the same POSIX read lock as PCP's C perfalloc, so it works with
-// either agent. Unlike the C tool it takes the lock before the command
-// starts, fails loudly in every mode, and, with the Go agent, waits until
-// the agent reports that it really released the counters.
+// either agent, and takes the C tool's options with their meaning; like the
+// C tool it prints nothing unless something fails. Unlike it, it takes the
+// lock before the command starts, fails loudly in every mode, and, with the
+// Go agent, waits until the agent reports that it really released the
+// counters.
 package main
 
 import (

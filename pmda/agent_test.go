@@ -311,15 +311,23 @@ func TestReloadKeepsPMIDs(t *testing.T) {
 	}
 }
 
+// counting fetches perfevent.active past the first fetch, which reports 0
+// as the C agent's does, and fails unless some counter is read.
+func (h *pmcd) counting(t *testing.T) map[int32]float64 {
+	t.Helper()
+	h.fetch("perfevent.active")
+	active, _ := h.fetch("perfevent.active")
+	if active[pdu.InNull] < 1 {
+		t.Fatalf("active = %v on the second fetch", active)
+	}
+	return active
+}
+
 // perfevent.active is 0 only around a reservation: a SIGHUP reload with no
 // perfalloc about must not look like one to pmie or pmlogger.
 func TestReloadKeepsActive(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\n")
-	h.fetch("perfevent.active")
-	before, _ := h.fetch("perfevent.active")
-	if before[pdu.InNull] < 1 {
-		t.Fatalf("active = %v before the reload", before)
-	}
+	before := h.counting(t)
 	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\ntask-clock\n"), 0o644)
 	h.cmd.Process.Signal(syscall.SIGHUP)
 	h.waitLog(t, "reload done")
@@ -330,11 +338,7 @@ func TestReloadKeepsActive(t *testing.T) {
 
 func TestPerfallocLockReleasesCounters(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\n")
-	h.fetch("perfevent.active")
-	active, _ := h.fetch("perfevent.active")
-	if active[pdu.InNull] < 1 {
-		t.Fatalf("active = %v before the lock", active)
-	}
+	active := h.counting(t)
 
 	st, unlock := h.reserve(t)
 	if st.PID != h.cmd.Process.Pid || len(st.Events) != 1 || st.Events[0].Name != "cpu-clock" || st.Events[0].State != reservation.EventReleased {
@@ -567,7 +571,12 @@ func TestReopenCountsKnownFailures(t *testing.T) {
 	for range 2 {
 		_, unlock := h.reserve(t)
 		unlock()
-		h.fetch("perfevent.active")
+		// The same pid reserves next: wait for this release to be seen.
+		if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+			return s.Counters == reservation.CountersOpen
+		}); err != nil {
+			t.Fatalf("the state file never showed the reopen: %v", err)
+		}
 	}
 	var log string
 	for deadline := time.Now().Add(5 * time.Second); strings.Count(log, "counters reopened") < 2 && time.Now().Before(deadline); {

@@ -8,8 +8,10 @@
 //
 //	pmdaperfevent [-C] [-d domain] [-l logfile] [-c config] [-U user]
 //	              [-p | -u socket | -i port | -6 port] [-D debug]
-//	pmdaperfevent --check [-c config]
+//	              [--lockfile file] [--pmids file] [--poll interval] [--no-inotify]
+//	pmdaperfevent --check [--c-compatible] [-c config]
 //	pmdaperfevent --list-events
+//	pmdaperfevent --version
 package main
 
 import (

@@ -78,6 +78,16 @@ func needPerf(t *testing.T) {
 	}
 }
 
+// hasLines checks that the output of what contains each of lines.
+func hasLines(t *testing.T, what, out string, lines ...string) {
+	t.Helper()
+	for _, line := range lines {
+		if !strings.Contains(out, line) {
+			t.Errorf("%s output lacks %q:\n%s", what, line, out)
+		}
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	bin := agentBinary(t)
 	for _, tc := range []struct {
@@ -122,16 +132,12 @@ func TestCheckVM(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--check exit %d\n%s%s", code, out, stderr)
 	}
-	for _, line := range []string{
+	hasLines(t, "--check", out,
 		"  testdata/vm.conf:3: [perf] chosen: PMU perf is present\n",
 		"  testdata/vm.conf:4: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0, on cpus ",
 		"  testdata/vm.conf:13: [sw_faults_cs:derived]: perfevent.derived.sw_faults_cs.value = page-faults × 1 + context-switches × 1 (group at line 14)\n",
 		"  testdata/vm.conf:22: msr.tsc: sysfs msr/events/tsc (event=0x00): type ",
-	} {
-		if !strings.Contains(out, line) {
-			t.Errorf("--check output lacks %q:\n%s", line, out)
-		}
-	}
+	)
 	if hw, err := os.ReadFile("/sys/bus/event_source/devices/cpu/type"); err != nil || len(hw) == 0 {
 		if !strings.Contains(out, "  testdata/vm.conf:11: cycles: generic hardware PERF_COUNT_HW_CPU_CYCLES: type 0 config 0x0; cannot count on cpus ") ||
 			!strings.Contains(out, "not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT); skipped\n") {
@@ -150,7 +156,7 @@ func TestCheckBrokenConfig(t *testing.T) {
 	if code != 1 {
 		t.Errorf("--check on a broken config exits %d, want 1", code)
 	}
-	for _, line := range []string{
+	hasLines(t, "--check", out,
 		"! testdata/broken.conf:3: unknown option \"cpux\" for event \"cpu-clock\"",
 		"! testdata/broken.conf:4: event \"no-such-event\": not a generic perf event",
 		"! testdata/broken.conf:5: page-faults: CPU index 99 is out of range",
@@ -158,11 +164,7 @@ func TestCheckBrokenConfig(t *testing.T) {
 		"! testdata/broken.conf:7: derived metric ipc is unavailable: the group at line 8 lacks cycles, instructions; section skipped\n",
 		"  testdata/broken.conf:12: msr.tsc: ",
 		"; 4 problems\n",
-	} {
-		if !strings.Contains(out, line) {
-			t.Errorf("--check output lacks %q:\n%s", line, out)
-		}
-	}
+	)
 }
 
 // --check lists its notes in file order, names the metric each served line
@@ -308,16 +310,12 @@ func TestCheckCCompatible(t *testing.T) {
 		t.Errorf("without --c-compatible: exit %d\n%s", code, out)
 	}
 	out, _, code := runAgent(t, bin, "--check", "--c-compatible", "-c", "testdata/ccompat.conf")
-	for _, line := range []string{
+	hasLines(t, "--c-compatible", out,
 		"! testdata/ccompat.conf:4: the C agent 6.0.3 ignores derived sections that follow [dynamic] (line 2): move [ms:derived] above it\n",
 		"! testdata/ccompat.conf:5: the C agent rejects the whole file here (\"Syntax error on line: 5\")",
 		"! testdata/ccompat.conf:5: the C agent reads the scale 1e-3 as a CPU index",
 		"; 3 problems\n",
-	} {
-		if !strings.Contains(out, line) {
-			t.Errorf("--c-compatible output lacks %q:\n%s", line, out)
-		}
-	}
+	)
 	if code != 1 {
 		t.Errorf("--c-compatible: exit %d, want 1", code)
 	}
