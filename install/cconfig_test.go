@@ -77,3 +77,12 @@ func TestCConfig(t *testing.T) {
 		t.Errorf("no: said %q, %s holds %q", out, target, read(t, target))
 	}
 }
+
+func TestCConfigRejectsUnknownChoice(t *testing.T) {
+	cmd := exec.Command("sh", "c-config", filepath.Join(t.TempDir(), "perfevent.conf"))
+	cmd.Env = append(os.Environ(), "PERFEVENT_C_CONFIG=maybe")
+	out, err := cmd.CombinedOutput()
+	if err == nil || string(out) != "Install: PERFEVENT_C_CONFIG=\"maybe\": use yes or no\n" {
+		t.Errorf("c-config with PERFEVENT_C_CONFIG=maybe: %v, %q", err, out)
+	}
+}
