@@ -22,7 +22,8 @@ PMDADIR ?= $(PCP_PMDAS_DIR)/perfevent-go
 # Man pages stay in the agent's home by default (man -M $(PMDADIR)/man
 # pmdaperfevent): Debian's pcp owns pmdaperfevent.1 and perfevent.conf.5 in
 # the system man tree. A package that replaces the C agent sets
-# MANDIR=$(PREFIX)/share/man.
+# MANDIR=$(PREFIX)/share/man; MANDIR=/usr/local/share/man makes a plain
+# `man perfalloc` show ours (man searches it before /usr/share/man).
 PREFIX ?= /usr
 MANDIR ?= $(PMDADIR)/man
 DESTDIR ?=
@@ -31,7 +32,7 @@ DESTDIR ?=
 AGENT_BIN ?= bin/pmdaperfevent
 PERFALLOC_BIN ?= bin/perfalloc
 
-INSTALL_SCRIPTS := install/Install install/Remove install/Upgrade
+INSTALL_SCRIPTS := install/Install install/Remove install/Upgrade install/c-config
 INSTALL_DATA := install/pmns install/domain.h install/root install/help
 MANPAGES := $(wildcard man/*.[1-8])
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/release"
 	"perfevent/internal/reservation"
 )
 
@@ -107,6 +109,27 @@ func lockFile(t testing.TB) string {
 
 func noState(path string) string {
 	return "perfalloc: lock held; no state from the agent at " + reservation.StatePath(path) + ", cannot confirm the release (the C pmdaperfevent does not report it)\n"
+}
+
+// -v is the C perfalloc's version option: it prints one line and exits at
+// once, even with a usable lock file, where taking the lock would hold the
+// counters until a signal.
+func TestVersion(t *testing.T) {
+	lock := lockFile(t)
+	for _, args := range [][]string{{"-v", "-f", lock}, {"--version"}, {"-Dv"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		cmd := exec.CommandContext(ctx, binary, args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		cancel()
+		if err != nil || out.String() != "perfalloc "+release.Version+"\n" || errb.String() != "" {
+			t.Errorf("%q: %v, stdout %q, stderr %q", args, err, out.String(), errb.String())
+		}
+	}
+	if st := reserved(t, lock); st.Reserved {
+		t.Errorf("perfalloc -v took the lock: %+v", st)
+	}
 }
 
 func TestHelp(t *testing.T) {
@@ -203,7 +226,7 @@ func TestLockFileAsNobody(t *testing.T) {
 	}
 	// The agent's mode: any user may reserve the counters.
 	os.Chmod(path, reservation.LockMode)
-	if out, rc := asNobody(); rc != 0 || out != noState(path) {
+	if out, rc := asNobody(); rc != 0 || out != "" {
 		t.Errorf("mode 0644: rc %d %q", rc, out)
 	}
 }
@@ -219,7 +242,7 @@ func TestCommandStatus(t *testing.T) {
 		{[]string{"sh", "-c", "kill -KILL $$"}, 128 + 9},
 	} {
 		r := perfalloc(t, nil, append([]string{"-f", lock}, tc.args...)...)
-		if r.rc != tc.rc || r.stderr != noState(lock) {
+		if r.rc != tc.rc || r.stderr != "" || r.stdout != "" {
 			t.Errorf("%q: %+v, want rc %d", tc.args, r, tc.rc)
 		}
 	}
@@ -319,11 +342,11 @@ func waitFree(t *testing.T, lock string) {
 func TestForegroundReleasesOnSignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM} {
 		lock := lockFile(t)
-		cmd, _, stderr := startPerfalloc(t, "-v", "-f", lock)
+		cmd, _, stderr := startPerfalloc(t, "--verbose", "-f", lock)
 		for {
 			line, err := stderr.ReadString('\n')
 			if err != nil {
-				t.Fatalf("perfalloc -v ended before holding the lock: %v", err)
+				t.Fatalf("perfalloc --verbose ended before holding the lock: %v", err)
 			}
 			if strings.HasPrefix(line, "perfalloc: holding the lock") {
 				break
@@ -341,17 +364,40 @@ func TestForegroundReleasesOnSignal(t *testing.T) {
 	}
 }
 
+// stopDaemon ends a background perfalloc and checks that it released the
+// lock and exited 0.
+func stopDaemon(t *testing.T, pid int, lock string) {
+	t.Helper()
+	unix.Kill(pid, syscall.SIGTERM)
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+		t.Errorf("background process: %v, status %v", err, ws)
+	}
+	waitFree(t, lock)
+}
+
 func TestDaemon(t *testing.T) {
 	lock := lockFile(t)
+	// As the C perfalloc -d: silent, so that cron mails nothing.
 	r := perfalloc(t, nil, "-d", "-f", lock)
+	st := reserved(t, lock)
+	if len(st.Holders) == 1 {
+		t.Cleanup(func() { unix.Kill(st.Holders[0], syscall.SIGKILL) })
+	}
+	if r.rc != 0 || r.stdout != "" || r.stderr != "" || !st.Reserved || len(st.Holders) != 1 {
+		t.Fatalf("-d: %+v; lock %+v", r, st)
+	}
+	stopDaemon(t, st.Holders[0], lock)
+
+	r = perfalloc(t, nil, "-d", "--print-pid", "--verbose", "-f", lock)
 	pid, err := strconv.Atoi(strings.TrimSpace(r.stdout))
 	if err == nil && pid > 0 {
 		// Whatever fails below, the background perfalloc must not outlive
 		// the test.
 		t.Cleanup(func() { unix.Kill(pid, syscall.SIGKILL) })
 	}
-	if r.rc != 0 || err != nil || r.stderr != noState(lock) {
-		t.Fatalf("-d: %+v", r)
+	if r.rc != 0 || err != nil || !strings.Contains(r.stderr, noState(lock)) {
+		t.Fatalf("-d --print-pid --verbose: %+v", r)
 	}
 	if st := reserved(t, lock); !st.Reserved || len(st.Holders) != 1 || st.Holders[0] != pid {
 		t.Errorf("after -d: %+v, want held by %d", st, pid)
@@ -359,12 +405,13 @@ func TestDaemon(t *testing.T) {
 	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); string(comm) != "perfalloc\n" {
 		t.Errorf("the background process is called %q", comm)
 	}
-	unix.Kill(pid, syscall.SIGTERM)
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
-		t.Errorf("background process: %v, status %v", err, ws)
+	stopDaemon(t, pid, lock)
+
+	// With a command the C perfalloc ignores -d, and so does this one.
+	r = perfalloc(t, nil, "-d", "-f", lock, "sh", "-c", "exit 4")
+	if r.rc != 4 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("-d with a command: %+v, want the command's status 4", r)
 	}
-	waitFree(t, lock)
 }
 
 // fakeAgent does what the agent does with the reservation package: watch
@@ -403,20 +450,24 @@ func fakeAgent(t testing.TB, lock string, watch bool) *reservation.StateFile {
 	return sf
 }
 
-var confirmed = regexp.MustCompile(`^perfalloc: counters released by fakeagent \(pid (\d+)\) after (\d+\.\d) ms\n$`)
+var confirmed = regexp.MustCompile(`(?m)^perfalloc: counters released by fakeagent \(pid (\d+)\) after (\d+\.\d) ms$`)
 
 func TestConfirmation(t *testing.T) {
 	lock := lockFile(t)
 	fakeAgent(t, lock, true)
-	r := perfalloc(t, nil, "-f", lock, "sh", "-c", "exit 3")
+	r := perfalloc(t, nil, "--verbose", "-f", lock, "sh", "-c", "exit 3")
 	m := confirmed.FindStringSubmatch(r.stderr)
 	if r.rc != 3 || m == nil || m[1] != strconv.Itoa(os.Getpid()) {
 		t.Errorf("command mode: %+v", r)
 	}
+	// Confirmed, and quiet about it unless asked.
+	if r := perfalloc(t, nil, "-f", lock, "sh", "-c", "exit 3"); r.rc != 3 || r.stderr != "" || r.stdout != "" {
+		t.Errorf("command mode without --verbose: %+v", r)
+	}
 
 	// -d confirms in the child, for the child's pid, before the parent
 	// reports success.
-	r = perfalloc(t, nil, "-d", "-f", lock)
+	r = perfalloc(t, nil, "-d", "--print-pid", "--verbose", "-f", lock)
 	pid, _ := strconv.Atoi(strings.TrimSpace(r.stdout))
 	if pid > 0 {
 		t.Cleanup(func() { unix.Kill(pid, syscall.SIGKILL) })
@@ -429,7 +480,7 @@ func TestConfirmation(t *testing.T) {
 	}
 	// A second user joins while the first holds the lock: the counters are
 	// already released, but the confirmation waits for its own pid.
-	if r := perfalloc(t, nil, "-f", lock, "true"); r.rc != 0 || !confirmed.MatchString(r.stderr) {
+	if r := perfalloc(t, nil, "--verbose", "-f", lock, "true"); r.rc != 0 || !confirmed.MatchString(r.stderr) {
 		t.Errorf("second holder: %+v", r)
 	}
 	unix.Kill(pid, syscall.SIGTERM)
@@ -458,9 +509,11 @@ func TestConfirmationTimeout(t *testing.T) {
 	}
 	waitFree(t, lock)
 
-	// --no-wait does not ask.
-	if r := perfalloc(t, nil, "--no-wait", "-f", lock, "true"); r.rc != 0 || r.stderr != "" {
-		t.Errorf("--no-wait: %+v", r)
+	// --no-wait does not ask, nor does --timeout 0.
+	for _, wait := range [][]string{{"--no-wait"}, {"--timeout", "0"}} {
+		if r := perfalloc(t, nil, append(wait, "-f", lock, "true")...); r.rc != 0 || r.stderr != "" {
+			t.Errorf("%q: %+v", wait, r)
+		}
 	}
 }
 
@@ -476,10 +529,14 @@ func TestConfirmationDeadAgent(t *testing.T) {
 	lock := lockFile(t)
 	pid := deadPID(t)
 	reservation.WriteState(reservation.StatePath(lock), &reservation.State{Program: "fakeagent", PID: pid, Written: time.Now()})
-	r := perfalloc(t, nil, "-f", lock, "true")
+	// The lock is held, which is all the C perfalloc does: no failure.
+	if r := perfalloc(t, nil, "-f", lock, "true"); r.rc != 0 || r.stderr != "" {
+		t.Errorf("got %+v, want silence", r)
+	}
+	r := perfalloc(t, nil, "--verbose", "-f", lock, "true")
 	want := fmt.Sprintf("perfalloc: lock held; cannot confirm the release: fakeagent (pid %d) is not running (state file %s)\n", pid, reservation.StatePath(lock))
-	if r.rc != 0 || r.stderr != want {
-		t.Errorf("got %+v\nwant %q", r, want)
+	if r.rc != 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("--verbose: got %+v\nwant %q", r, want)
 	}
 }
 

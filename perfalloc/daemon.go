@@ -18,7 +18,8 @@ const daemonEnv = "PERFALLOC_DAEMON_REPORT_FD"
 
 // daemonParent starts a detached copy of perfalloc that takes the lock and
 // waits for the confirmation, and reports its outcome: the child's pid on
-// stdout and status 0, or the child's error and status 1. A Go program
+// stdout with --print-pid (the C perfalloc prints nothing) and status 0, or
+// the child's error and status 1. A Go program
 // cannot fork(2), so the child is a fresh exec of this binary.
 //
 // The report protocol, one line each: "say MESSAGE" for anything to print
@@ -33,7 +34,7 @@ func daemonParent(o *options, stdout io.Writer, u *ui) int {
 	}
 	args := []string{os.Args[0], "-d", "-f", file, "--timeout", o.timeout.String()}
 	if o.verbose {
-		args = append(args, "-v")
+		args = append(args, "--verbose")
 	}
 	if o.noWait {
 		args = append(args, "--no-wait")
@@ -76,7 +77,9 @@ func daemonParent(o *options, stdout io.Writer, u *ui) int {
 		case "say":
 			fmt.Fprintln(u.stderr, msg)
 		case "ok":
-			fmt.Fprintln(stdout, child.Pid)
+			if o.printPID {
+				fmt.Fprintln(stdout, child.Pid)
+			}
 			child.Release()
 			return exitOK
 		case "fail":

@@ -2,9 +2,11 @@
 // pmdaperfevent, for a command or until it is told to stop.
 //
 // It takes the same POSIX read lock as PCP's C perfalloc, so it works with
-// either agent. Unlike the C tool it takes the lock before the command
-// starts, fails loudly in every mode, and, with the Go agent, waits until
-// the agent reports that it really released the counters.
+// either agent, and takes the C tool's options with their meaning; like the
+// C tool it prints nothing unless something fails. Unlike it, it takes the
+// lock before the command starts, fails loudly in every mode, and, with the
+// Go agent, waits until the agent reports that it really released the
+// counters.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/pcpconf"
+	"perfevent/internal/release"
 	"perfevent/internal/reservation"
 )
 
@@ -69,8 +72,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, usage, reservation.DefaultLockPath(), defaultTimeout)
 		return exitFail
 	}
-	if o.mode == modeHelp {
+	switch o.mode {
+	case modeHelp:
 		fmt.Fprintf(stdout, usage, reservation.DefaultLockPath(), defaultTimeout)
+		return exitOK
+	case modeVersion:
+		// The C perfalloc's line, which scripts may parse.
+		fmt.Fprintf(stdout, "perfalloc %s\n", release.Version)
 		return exitOK
 	}
 	u := &ui{stderr: stderr, verbose: o.verbose}
@@ -268,8 +276,10 @@ func cannotRun(u *ui, name string, err error) int {
 // confirm waits until the agent's state file shows the counters released
 // with pid among the holders. It returns nil when that happened, when it was
 // not asked to wait, and when nobody can confirm (no state file, or its
-// writer is gone): the lock is held either way. It returns an error only
-// when a live agent did not release the counters in time.
+// writer is gone): the lock is held either way, which is all the C
+// perfalloc ever does, so those cases are reported only with --verbose. It
+// returns an error only when a live agent did not release the counters in
+// time.
 func confirm(ctx context.Context, o *options, u *ui, pid int) error {
 	if o.noWait {
 		u.progress("not waiting for the agent to confirm (--no-wait)")
@@ -279,15 +289,15 @@ func confirm(ctx context.Context, o *options, u *ui, pid int) error {
 	path := reservation.StatePath(o.file)
 	s, err := reservation.ReadState(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		u.say("lock held; no state from the agent at %s, cannot confirm the release (the C pmdaperfevent does not report it)", path)
+		u.progress("lock held; no state from the agent at %s, cannot confirm the release (the C pmdaperfevent does not report it)", path)
 		return nil
 	}
 	if err != nil {
-		u.say("lock held; cannot confirm the release: %v", err)
+		u.progress("lock held; cannot confirm the release: %v", err)
 		return nil
 	}
 	if err := s.Alive(); err != nil {
-		u.say("lock held; cannot confirm the release: %v (state file %s)", err, path)
+		u.progress("lock held; cannot confirm the release: %v (state file %s)", err, path)
 		return nil
 	}
 	u.progress("waiting up to %v for %s (pid %d) to confirm in %s", o.timeout, agentName(s), s.PID, path)
@@ -300,12 +310,12 @@ func confirm(ctx context.Context, o *options, u *ui, pid int) error {
 		return released(s) || s.Alive() != nil
 	})
 	if s != nil && released(s) {
-		u.say("counters released by %s (pid %d) after %.1f ms", agentName(s), s.PID, float64(time.Since(start).Microseconds())/1000)
+		u.progress("counters released by %s (pid %d) after %.1f ms", agentName(s), s.PID, float64(time.Since(start).Microseconds())/1000)
 		return nil
 	}
 	if s != nil {
 		if aerr := s.Alive(); aerr != nil {
-			u.say("lock held; cannot confirm the release: %v", aerr)
+			u.progress("lock held; cannot confirm the release: %v", aerr)
 			return nil
 		}
 	}

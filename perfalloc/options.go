@@ -18,15 +18,17 @@ const (
 	modeStatus                 // print the agent's state
 	modePing                   // say whether the agent is alive
 	modeHelp
+	modeVersion
 )
 
 type options struct {
-	mode    mode
-	file    string // "" means the default lock file
-	verbose bool
-	noWait  bool
-	timeout time.Duration
-	command []string
+	mode     mode
+	file     string // "" means the default lock file
+	verbose  bool
+	noWait   bool
+	printPID bool // -d: print the background process's pid on stdout
+	timeout  time.Duration
+	command  []string
 }
 
 const defaultTimeout = 2 * time.Second
@@ -36,18 +38,21 @@ const usage = `Usage: perfalloc [options] [command [argument ...]]
 Reserve the performance counters: while perfalloc holds its lock on the lock
 file, pmdaperfevent releases its counters. With a command, perfalloc holds the
 lock while the command runs and exits with the command's status. Without one,
-it holds the lock until SIGINT, SIGHUP or SIGTERM.
+it holds the lock until SIGINT, SIGHUP or SIGTERM. It prints nothing unless
+something fails.
 
 Options:
   -D, --foreground        hold the lock in the foreground (the default)
   -d, --daemon            take the lock, confirm, then hold it in the background
-                          and print the background process's pid
+                          (ignored with a command; of -d and -D the last counts)
   -f, --file FILE         the lock file (default %s)
   -h, --help              show this help and exit
-  -v, --verbose           report progress on stderr
+  -v, --version           print the version and exit
+      --verbose           report progress on stderr
+      --print-pid         with -d, print the background process's pid on stdout
       --no-wait           do not wait for the agent to confirm the release
       --timeout DURATION  how long to wait for that confirmation (default %v;
-                          e.g. 500ms, 5s, or plain seconds)
+                          e.g. 500ms, 5s, or plain seconds; 0 means --no-wait)
       --status            show what the agent reports and exit
       --ping              print OK and exit 0 if the agent is alive
       --                  end of the options
@@ -70,12 +75,15 @@ func badUsage(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
-// parseArgs parses the arguments after the program name. Unlike C
-// perfalloc's getopt, it never permutes: the first argument that is not an
-// option starts the command.
+// parseArgs parses the arguments after the program name as the C
+// perfalloc's getopt("dDf:hv") would, with long options besides: -h and -v
+// act at once, before anything after them is looked at; of -d and -D the
+// last one counts; a command wins over both. Unlike that getopt, it never
+// permutes: the first argument that is not an option starts the command.
 func parseArgs(args []string) (*options, error) {
 	o := &options{timeout: defaultTimeout}
-	var daemon, foreground, status, ping, help bool
+	daemon := false
+	var status, ping, runMode bool
 	i := 0
 	// value returns the argument of an option: the rest of a short-option
 	// group, the part after "=", or the next argument.
@@ -89,6 +97,10 @@ func parseArgs(args []string) (*options, error) {
 		i++
 		return args[i], nil
 	}
+	now := func(m mode) (*options, error) {
+		o.mode = m
+		return o, nil
+	}
 	for ; i < len(args); i++ {
 		arg := args[i]
 		if arg == "--" {
@@ -100,29 +112,39 @@ func parseArgs(args []string) (*options, error) {
 		}
 		if long, ok := strings.CutPrefix(arg, "--"); ok {
 			name, inline, hasInline := strings.Cut(long, "=")
-			flag := func(p *bool) error {
+			flag := func(p *bool, v bool) error {
 				if hasInline {
 					return badUsage("option --%s takes no argument", name)
 				}
-				*p = true
+				*p = v
 				return nil
 			}
 			var err error
 			switch name {
+			case "help", "version":
+				if hasInline {
+					return nil, badUsage("option --%s takes no argument", name)
+				}
+				if name == "help" {
+					return now(modeHelp)
+				}
+				return now(modeVersion)
 			case "foreground":
-				err = flag(&foreground)
+				err = flag(&daemon, false)
+				runMode = true
 			case "daemon":
-				err = flag(&daemon)
-			case "help":
-				err = flag(&help)
+				err = flag(&daemon, true)
+				runMode = true
 			case "verbose":
-				err = flag(&o.verbose)
+				err = flag(&o.verbose, true)
+			case "print-pid":
+				err = flag(&o.printPID, true)
 			case "no-wait":
-				err = flag(&o.noWait)
+				err = flag(&o.noWait, true)
 			case "status":
-				err = flag(&status)
+				err = flag(&status, true)
 			case "ping":
-				err = flag(&ping)
+				err = flag(&ping, true)
 			case "file":
 				o.file, err = value("--file", inline, hasInline)
 				if err == nil && o.file == "" {
@@ -141,17 +163,17 @@ func parseArgs(args []string) (*options, error) {
 			}
 			continue
 		}
-		// A group of short options: -vD, -f FILE, -fFILE, -vfFILE.
+		// A group of short options: -dD, -f FILE, -fFILE, -dfFILE.
 		for j := 1; j < len(arg); j++ {
 			switch c := arg[j]; c {
 			case 'D':
-				foreground = true
+				daemon, runMode = false, true
 			case 'd':
-				daemon = true
+				daemon, runMode = true, true
 			case 'h':
-				help = true
+				return now(modeHelp)
 			case 'v':
-				o.verbose = true
+				return now(modeVersion)
 			case 'f':
 				rest := arg[j+1:]
 				v, err := value("-f", rest, rest != "")
@@ -169,31 +191,28 @@ func parseArgs(args []string) (*options, error) {
 		}
 	}
 	o.command = args[i:]
+	if o.timeout == 0 {
+		o.noWait = true
+	}
 
 	switch {
-	case help:
-		o.mode = modeHelp
-		return o, nil
 	case status && ping:
 		return nil, badUsage("--status and --ping cannot be combined")
-	case (status || ping) && (daemon || foreground || len(o.command) > 0):
+	case (status || ping) && (runMode || len(o.command) > 0):
 		which := "--status"
 		if ping {
 			which = "--ping"
 		}
 		return nil, badUsage("%s cannot be combined with -D, -d or a command", which)
-	case daemon && foreground:
-		return nil, badUsage("-d and -D cannot be combined")
-	case daemon && len(o.command) > 0:
-		return nil, badUsage("-d cannot be combined with a command: perfalloc holds the lock while the command runs")
 	case status:
 		o.mode = modeStatus
 	case ping:
 		o.mode = modePing
+	case len(o.command) > 0:
+		// As in the C perfalloc, a command overrides -d.
+		o.mode = modeCommand
 	case daemon:
 		o.mode = modeDaemon
-	case len(o.command) > 0:
-		o.mode = modeCommand
 	default:
 		o.mode = modeForeground
 	}

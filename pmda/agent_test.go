@@ -320,13 +320,34 @@ func TestReloadKeepsPMIDs(t *testing.T) {
 	}
 }
 
-func TestPerfallocLockReleasesCounters(t *testing.T) {
-	h := startPMDA(t, "[perf]\ncpu-clock\n")
+// counting fetches perfevent.active past the first fetch, which reports 0
+// as the C agent's does, and fails unless some counter is read.
+func (h *pmcd) counting(t *testing.T) map[int32]float64 {
+	t.Helper()
 	h.fetch("perfevent.active")
 	active, _ := h.fetch("perfevent.active")
 	if active[pdu.InNull] < 1 {
-		t.Fatalf("active = %v before the lock", active)
+		t.Fatalf("active = %v on the second fetch", active)
 	}
+	return active
+}
+
+// perfevent.active is 0 only around a reservation: a SIGHUP reload with no
+// perfalloc about must not look like one to pmie or pmlogger.
+func TestReloadKeepsActive(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	before := h.counting(t)
+	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\ntask-clock\n"), 0o644)
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog(t, "reload done")
+	if after, _ := h.fetch("perfevent.active"); after[pdu.InNull] <= before[pdu.InNull] {
+		t.Errorf("active = %v on the first fetch after the reload, want more than the %v before", after, before)
+	}
+}
+
+func TestPerfallocLockReleasesCounters(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	active := h.counting(t)
 
 	st, unlock := h.reserve(t)
 	if st.PID != h.cmd.Process.Pid || len(st.Events) != 1 || st.Events[0].Name != "cpu-clock" || st.Events[0].State != reservation.EventReleased {
@@ -754,5 +775,77 @@ func TestLockDirectoryComesBack(t *testing.T) {
 		_, release := h.reserve(t) // fails unless the state directory is back
 		release()
 		h.stop()
+	}
+}
+
+// An agent run by hand beside the one pmcd runs, with the same lock file,
+// leaves the live agent's log and state file alone when it exits, so that
+// perfalloc --ping still finds the live agent.
+func TestSecondAgentLeavesTheLiveOneAlone(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	h.fetch("perfevent.active")
+	state := reservation.StatePath(h.lock)
+	// Where an absolute default log would be: PCP_LOG_DIR/pmcd.
+	logDir := filepath.Join(h.dir, "log")
+	live := filepath.Join(logDir, "pmcd", "perfevent.log")
+	os.MkdirAll(filepath.Dir(live), 0o755)
+	os.WriteFile(live, []byte("the live agent's log\n"), 0o644)
+
+	cwd := t.TempDir()
+	cmd := exec.Command(agentBinary(t), "-U", "root", "-c", h.conf, "--lockfile", h.lock, "--pmids", filepath.Join(cwd, "pmids"))
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), "PCP_LOG_DIR="+logDir)
+	cmd.Stdin = strings.NewReader("") // no pmcd: it exits at once
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("second agent: %v\n%s", err, out)
+	}
+	if data, err := os.ReadFile(live); string(data) != "the live agent's log\n" {
+		t.Errorf("%s after the second agent: %q, %v", live, data, err)
+	}
+	if _, err := os.Stat(live + ".prev"); err == nil {
+		t.Errorf("the second agent renamed %s", live)
+	}
+	data, err := os.ReadFile(filepath.Join(cwd, "perfevent.log"))
+	if err != nil {
+		t.Fatalf("the second agent's log is not in its working directory: %v", err)
+	}
+	if !strings.Contains(string(data), "belongs to pmdaperfevent (pid "+strconv.Itoa(h.cmd.Process.Pid)+"), which runs") {
+		t.Errorf("the second agent's log does not say whose state file it left alone:\n%s", data)
+	}
+	s, err := reservation.ReadState(state)
+	if err != nil || s.PID != h.cmd.Process.Pid || s.Alive() != nil {
+		t.Errorf("state file after the second agent: %+v, %v; want the live agent's (pid %d)", s, err, h.cmd.Process.Pid)
+	}
+}
+
+// Events that could not be opened at start-up are not listed again at every
+// reopen after perfalloc: one Info line counts them.
+func TestReopenCountsKnownFailures(t *testing.T) {
+	if _, err := os.Stat("/sys/bus/event_source/devices/cpu"); err == nil {
+		t.Skip("needs a machine without a hardware PMU (a VM), where cycles cannot be opened")
+	}
+	h := startPMDA(t, "[perf]\ncpu-clock\ncycles\n")
+	h.fetch("perfevent.active")
+	for range 2 {
+		_, unlock := h.reserve(t)
+		unlock()
+		// The same pid reserves next: wait for this release to be seen.
+		if _, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+			return s.Counters == reservation.CountersOpen
+		}); err != nil {
+			t.Fatalf("the state file never showed the reopen: %v", err)
+		}
+	}
+	var log string
+	for deadline := time.Now().Add(5 * time.Second); strings.Count(log, "counters reopened") < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		data, _ := os.ReadFile(h.log)
+		log = string(data)
+	}
+	if n := strings.Count(log, "still failing as logged before: 1 event\n"); n != 2 {
+		t.Errorf("%d reopen lines count the known failure, want 2:\n%s", n, log)
+	}
+	if n := strings.Count(log, "cycles"); n != 1 {
+		t.Errorf("cycles is named %d times, want once, at start-up:\n%s", n, log)
 	}
 }

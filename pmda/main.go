@@ -8,18 +8,23 @@
 //
 //	pmdaperfevent [-C] [-d domain] [-l logfile] [-c config] [-U user]
 //	              [-p | -u socket | -i port | -6 port] [-D debug]
-//	pmdaperfevent --check [-c config]
+//	              [--lockfile file] [--pmids file] [--poll interval] [--no-inotify]
+//	pmdaperfevent --check [--c-compatible] [-c config]
 //	pmdaperfevent --list-events
+//	pmdaperfevent --version
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,12 +39,13 @@ import (
 	"perfevent/internal/pmda"
 	"perfevent/internal/pmu"
 	"perfevent/internal/privilege"
+	"perfevent/internal/release"
 	"perfevent/internal/reservation"
 	"perfevent/internal/setup"
 )
 
 // version is what perfevent.version reports. The C agent says "1.0.1".
-const version = "2.0.0"
+const version = release.Version
 
 const prog = "pmdaperfevent"
 
@@ -69,6 +75,8 @@ type options struct {
 	defaultPMIDs string
 	poll         time.Duration
 	noInotify    bool
+	version      bool
+	cCompatible  bool
 }
 
 func main() {
@@ -82,7 +90,9 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.BoolVar(&o.compat, "C", false, "compatibility names: only ':' becomes '-' (the pre-3.10.8 names)")
 	fs.StringVar(&o.debug, "D", "", "debug `options` (accepted for compatibility; any value logs each start-up step in detail)")
 	fs.IntVar(&o.domain, "d", metrics.Domain, "PMDA `domain` number; perfevent is 127")
-	fs.StringVar(&o.logfile, "l", filepath.Join(pcp.Get("PCP_LOG_DIR"), "pmcd", "perfevent.log"), "write the log to `file` (- for stderr)")
+	// Relative, as the C agent's: pmcd starts agents in $PCP_LOG_DIR/pmcd,
+	// and an agent run by hand elsewhere leaves the live agent's log alone.
+	fs.StringVar(&o.logfile, "l", "perfevent.log", "write the log to `file` (- for stderr)")
 	fs.StringVar(&o.config, "c", defaultConfig(pcp), "read the configuration from `file`")
 	fs.StringVar(&o.user, "U", pcp.Get("PCP_USER"), "after start-up, run as `user`, keeping only the capability to open counters (root: stay root)")
 	fs.BoolVar(&o.pipe, "p", false, "talk to pmcd on stdin and stdout (the default)")
@@ -96,10 +106,9 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.pmids, "pmids", o.defaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
 	fs.DurationVar(&o.poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
 	fs.BoolVar(&o.noInotify, "no-inotify", false, "check the lock file by polling only")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s [options]\n\nPCP's perfevent agent: performance counters as perfevent.* metrics.\n\nOptions:\n", prog)
-		fs.PrintDefaults()
-	}
+	fs.BoolVar(&o.cCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.Usage = func() { usage(fs, stderr) }
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -126,12 +135,24 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	return o, nil
 }
 
-// defaultConfig is where PCP keeps perfevent.conf: Debian and Fedora put it
-// in $PCP_SYSCONF_DIR/perfevent, older layouts in the agent's directory.
+// defaultConfig is the configuration that pmcd runs this agent with, so
+// that --check and a run by hand see what pmcd's agent sees: the one beside
+// the binary (Install registers the agent with -c of that file), else the
+// one in the installed agent's directory. Without either, the files where
+// PCP keeps the C agent's: Debian and Fedora put it in
+// $PCP_SYSCONF_DIR/perfevent, older layouts in the C agent's directory.
 func defaultConfig(pcp *pcpconf.Config) string {
-	sys := filepath.Join(pcp.Get("PCP_SYSCONF_DIR"), "perfevent", "perfevent.conf")
-	if _, err := os.Stat(sys); err == nil {
-		return sys
+	var candidates []string
+	if exe, err := os.Executable(); err == nil {
+		candidates = append(candidates, filepath.Join(filepath.Dir(exe), "perfevent.conf"))
+	}
+	candidates = append(candidates,
+		filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent-go", "perfevent.conf"),
+		filepath.Join(pcp.Get("PCP_SYSCONF_DIR"), "perfevent", "perfevent.conf"))
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c
+		}
 	}
 	return filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent", "perfevent.conf")
 }
@@ -159,6 +180,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	switch {
+	case o.version:
+		fmt.Fprintf(stdout, "%s version %s\n", prog, version)
+		return 0
 	case o.listEvents:
 		return listEvents(pmu.Default(), stdout, stderr)
 	case o.check:
@@ -258,7 +282,9 @@ func (a *agent) logNote(n setup.Note) {
 // build reads the configuration and turns it into open counters and the
 // table that serves them. Problems with single lines are logged and
 // skipped; only a configuration that cannot be read at all is an error.
-func (a *agent) build() (*generation, error) {
+// seamless is for a reload with no reservation between the old counters
+// and these: their first fetch counts in perfevent.active.
+func (a *agent) build(seamless bool) (*generation, error) {
 	// Counters take descriptors until the limit; keep a few back for the
 	// state file, inotify and the PMID map, which come after.
 	defer releaseFDs(holdFDs(spareFDs))
@@ -280,7 +306,8 @@ func (a *agent) build() (*generation, error) {
 		a.log.Errorf("the PMID map %s cannot be used: metrics get fresh PMIDs for this run, unlike those in existing archives; fix or remove the map and restart the agent", a.o.pmids)
 	}
 	plan, set, sum, derived, err := count(a.o, a.fs, counter.Config{
-		Logf: func(format string, args ...any) { a.log.Warningf(format, args...) },
+		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
+		CountFirstRead: seamless,
 	})
 	if err != nil {
 		return nil, err
@@ -372,15 +399,16 @@ func (a *agent) reload() {
 		a.log.Infof("reload of %s deferred: perfalloc holds the counters; it happens when they are released", a.o.config)
 		return
 	}
-	a.reloadLocked()
+	a.reloadLocked(false)
 }
 
 // reloadLocked does the reload and says whether the new configuration is
 // served; the caller holds a.mu and the counters are not reserved.
-func (a *agent) reloadLocked() bool {
+// afterRelease says that perfalloc has just let go of the old counters.
+func (a *agent) reloadLocked(afterRelease bool) bool {
 	a.reloadDue = false
 	a.log.Infof("reloading %s", a.o.config)
-	g, err := a.build()
+	g, err := a.build(!afterRelease)
 	if err != nil {
 		a.log.Errorf("reload: %v; still serving the previous configuration", err)
 		return false
@@ -464,6 +492,21 @@ func check(o *options, stdout, stderr io.Writer) int {
 		}
 	}
 
+	// The metric each served line becomes, on the last note about it.
+	metric := map[config.Pos]string{}
+	for _, c := range plan.Counters {
+		metric[c.Pos] = "perfevent.hwcounters." + c.Metric
+	}
+	last := map[config.Pos]int{}
+	for i, n := range plan.Notes {
+		last[n.Pos] = i
+	}
+	for pos, i := range last {
+		if m, ok := metric[pos]; ok {
+			plan.Notes[i].Text += "; metric " + m
+		}
+	}
+	plan.Notes = append(plan.Notes, cNotes(o, plan.Config)...)
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {
@@ -471,8 +514,8 @@ func check(o *options, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, mark+n.String())
 	}
-	fmt.Fprintf(stdout, "\n%s: %d events served on %d counters, %d derived metrics; %d problems\n",
-		o.config, sum.Served, sum.FDs, len(derived), plan.Problems())
+	fmt.Fprintf(stdout, "\n%s: %s served on %s, %s; %s\n", o.config,
+		plural(sum.Served, "event"), plural(sum.FDs, "counter"), plural(len(derived), "derived metric"), plural(plan.Problems(), "problem"))
 	if plan.Problems() > 0 {
 		return 1
 	}
@@ -480,16 +523,17 @@ func check(o *options, stdout, stderr io.Writer) int {
 }
 
 // sortedNotes orders notes by line, keeping the order of notes about the
-// same line (what the line resolved to, then whether it opened).
+// same line (what the line resolved to, then whether it opened); notes
+// about the whole file come last.
 func sortedNotes(notes []setup.Note) []setup.Note {
-	out := make([]setup.Note, len(notes))
-	copy(out, notes)
-	// A stable insertion sort: the lists are short.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Pos.Line < out[j-1].Pos.Line; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
+	out := slices.Clone(notes)
+	key := func(n setup.Note) int {
+		if n.Pos.Line == 0 {
+			return math.MaxInt
 		}
+		return n.Pos.Line
 	}
+	slices.SortStableFunc(out, func(a, b setup.Note) int { return cmp.Compare(key(a), key(b)) })
 	return out
 }
 
@@ -567,7 +611,7 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}
 	defer a.stopReservation()
 
-	g, err := a.build()
+	g, err := a.build(false)
 	if err != nil {
 		// An unreadable configuration: serve the static metrics and say
 		// why, rather than leave pmcd without an agent (the C agent exits).
@@ -760,9 +804,12 @@ func (a *agent) watchLock() error {
 			Holders:  []int{},
 			Events:   a.events(),
 		}, 0)
-		if err != nil {
+		switch {
+		case errors.Is(err, reservation.ErrStateOwned):
+			a.log.Warningf("%v; this agent leaves it alone and perfalloc cannot confirm its releases", err)
+		case err != nil:
 			a.log.Warningf("state file: %v; perfalloc will not be able to confirm releases", err)
-		} else {
+		default:
 			a.state = st
 			a.published.Store(st)
 		}
@@ -814,7 +861,7 @@ func (a *agent) reservationChanged(s reservation.Status) {
 		// agent's poll.
 		a.pace()
 		a.reserved = false
-		if a.reloadDue && a.reloadLocked() {
+		if a.reloadDue && a.reloadLocked(true) {
 			break // the new configuration's counters are open instead
 		}
 		a.reopenLocked(set)
@@ -824,20 +871,37 @@ func (a *agent) reservationChanged(s reservation.Status) {
 }
 
 // reopenLocked reopens the counters after a reservation; the caller holds a.mu.
+// Failures already in the log (the events this machine could not count at
+// start-up, or that failed the same way at an earlier reopen) are counted
+// in the one Info line, not listed again: a perfalloc run every minute must
+// not fill the log with them.
 func (a *agent) reopenLocked(set *counter.Set) {
 	start := time.Now()
 	sum, err := set.Reopen()
 	if err != nil {
 		a.log.Warningf("reopening counters: %v", err)
 	}
-	a.log.Infof("counters reopened after perfalloc in %v: %s", time.Since(start).Round(time.Microsecond), sum)
+	var fresh []string
+	known := 0
 	for _, line := range sum.FailureLines() {
-		// Only what is new: the events this machine cannot count
-		// were reported when they were first opened.
-		if !a.told[line] {
-			a.log.Warningf("%s", line)
-			a.told[line] = true
+		if a.told[line] {
+			known++
+			continue
 		}
+		fresh = append(fresh, line)
+		a.told[line] = true
+	}
+	msg := fmt.Sprintf("counters reopened after perfalloc in %v: %d of %d events served on %d descriptors",
+		time.Since(start).Round(time.Microsecond), sum.Served, sum.Events, sum.FDs)
+	if known > 0 {
+		msg += "; still failing as logged before: " + plural(known, "event")
+	}
+	if len(fresh) > 0 {
+		msg += "; failing anew: " + plural(len(fresh), "event") + ", below"
+	}
+	a.log.Infof("%s", msg)
+	for _, line := range fresh {
+		a.log.Warningf("%s", line)
 	}
 }
 

@@ -6,9 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"perfevent/internal/pcpconf"
+	"perfevent/internal/release"
 )
 
 var built struct {
@@ -74,6 +78,16 @@ func needPerf(t *testing.T) {
 	}
 }
 
+// hasLines checks that the output of what contains each of lines.
+func hasLines(t *testing.T, what, out string, lines ...string) {
+	t.Helper()
+	for _, line := range lines {
+		if !strings.Contains(out, line) {
+			t.Errorf("%s output lacks %q:\n%s", what, line, out)
+		}
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	bin := agentBinary(t)
 	for _, tc := range []struct {
@@ -96,6 +110,19 @@ func TestFlagErrors(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "Usage: pmdaperfevent [options]") || out != "" {
 		t.Errorf("-h: exit %d, stderr %q", code, stderr)
 	}
+	// Long options as the man page writes them, letters as the C agent's.
+	for _, opt := range []string{"--check", "--list-events", "--lockfile file", "--pmids file", "--poll duration", "--no-inotify", "--version", "-U user", "-D options", "-c file", "-l file"} {
+		if !strings.Contains(stderr, "\n  "+opt+" ") {
+			t.Errorf("-h lacks %q:\n%s", opt, stderr)
+		}
+	}
+	if strings.Contains(stderr, "\n  -check") {
+		t.Errorf("-h shows a long option with one dash:\n%s", stderr)
+	}
+	out, stderr, code = runAgent(t, bin, "--version")
+	if code != 0 || out != "pmdaperfevent version "+release.Version+"\n" || stderr != "" {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
 }
 
 // TestCheckVM runs --check on this machine, a VM without a hardware PMU
@@ -107,16 +134,12 @@ func TestCheckVM(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--check exit %d\n%s%s", code, out, stderr)
 	}
-	for _, line := range []string{
+	hasLines(t, "--check", out,
 		"  testdata/vm.conf:3: [perf] chosen: PMU perf is present\n",
 		"  testdata/vm.conf:4: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0, on cpus ",
 		"  testdata/vm.conf:13: [sw_faults_cs:derived]: perfevent.derived.sw_faults_cs.value = page-faults × 1 + context-switches × 1 (group at line 14)\n",
 		"  testdata/vm.conf:22: msr.tsc: sysfs msr/events/tsc (event=0x00): type ",
-	} {
-		if !strings.Contains(out, line) {
-			t.Errorf("--check output lacks %q:\n%s", line, out)
-		}
-	}
+	)
 	if hw, err := os.ReadFile("/sys/bus/event_source/devices/cpu/type"); err != nil || len(hw) == 0 {
 		if !strings.Contains(out, "  testdata/vm.conf:11: cycles: generic hardware PERF_COUNT_HW_CPU_CYCLES: type 0 config 0x0; cannot count on cpus ") ||
 			!strings.Contains(out, "not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT); skipped\n") {
@@ -135,7 +158,7 @@ func TestCheckBrokenConfig(t *testing.T) {
 	if code != 1 {
 		t.Errorf("--check on a broken config exits %d, want 1", code)
 	}
-	for _, line := range []string{
+	hasLines(t, "--check", out,
 		"! testdata/broken.conf:3: unknown option \"cpux\" for event \"cpu-clock\"",
 		"! testdata/broken.conf:4: event \"no-such-event\": not a generic perf event",
 		"! testdata/broken.conf:5: page-faults: CPU index 99 is out of range",
@@ -143,11 +166,58 @@ func TestCheckBrokenConfig(t *testing.T) {
 		"! testdata/broken.conf:7: derived metric ipc is unavailable: the group at line 8 lacks cycles, instructions; section skipped\n",
 		"  testdata/broken.conf:12: msr.tsc: ",
 		"; 4 problems\n",
-	} {
-		if !strings.Contains(out, line) {
-			t.Errorf("--check output lacks %q:\n%s", line, out)
-		}
+	)
+}
+
+// --check lists its notes in file order, names the metric each served line
+// becomes, reports every line under a broken header, and counts in English.
+func TestCheckOrderAndNames(t *testing.T) {
+	needPerf(t)
+	bin := agentBinary(t)
+	online, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Skip("needs /sys/devices/system/cpu/online for the CPU list")
 	}
+	cpus := "cpus " + strings.TrimSpace(string(online))
+	if !strings.ContainsAny(cpus, "-,") {
+		cpus = "cpu" + strings.TrimSpace(string(online))
+	}
+	out, _, code := runAgent(t, bin, "--check", "-c", "testdata/order.conf")
+	want := "  testdata/order.conf:3: software.cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0, on " + cpus + "; metric perfevent.hwcounters.software.cpu_clock\n" +
+		"  testdata/order.conf:4: [perf] chosen: PMU perf is present\n" +
+		"  testdata/order.conf:5: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0, on " + cpus + "; metric perfevent.hwcounters.cpu_clock\n" +
+		"! testdata/order.conf:6: section header has no closing ]; the section is ignored; line skipped\n" +
+		"! testdata/order.conf:7: \"task-clock\" is under the broken section header at line 6, so it is ignored too; line skipped\n" +
+		"\ntestdata/order.conf: 2 events served on " + fmt.Sprint(2*cpuCount(cpus)) + " counters, 0 derived metrics; 2 problems\n"
+	if code != 1 || out != want {
+		t.Errorf("exit %d, output:\n%s\nwant exit 1 and:\n%s", code, out, want)
+	}
+
+	one := filepath.Join(t.TempDir(), "one.conf")
+	os.WriteFile(one, []byte("[perf]\ncpu-clock\ncpu-clock cpux\n"), 0o644)
+	if out, _, _ := runAgent(t, bin, "--check", "-c", one); !strings.HasSuffix(out, "; 1 problem\n") {
+		t.Errorf("one problem:\n%s", out)
+	}
+}
+
+// cpuCount counts the CPUs of "cpus 0-3,5" or "cpu0".
+func cpuCount(list string) int {
+	list, ok := strings.CutPrefix(list, "cpus ")
+	if !ok {
+		return 1
+	}
+	n := 0
+	for _, r := range strings.Split(list, ",") {
+		lo, hi, found := strings.Cut(r, "-")
+		if !found {
+			n++
+			continue
+		}
+		a, _ := strconv.Atoi(lo)
+		b, _ := strconv.Atoi(hi)
+		n += b - a + 1
+	}
+	return n
 }
 
 func TestCheckMissingConfig(t *testing.T) {
@@ -208,5 +278,53 @@ func TestLogNeverFollowsALink(t *testing.T) {
 		if fi, err := os.Lstat(logfile + ".prev"); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Errorf("link to %s: want the link kept as .prev, got %v, %v", link, fi, err)
 		}
+	}
+}
+
+// Without -c the agent reads what pmcd's agent reads: the installed
+// perfevent-go configuration, even where Debian's C-agent file exists.
+func TestDefaultConfigIsTheInstalledOne(t *testing.T) {
+	dir := t.TempDir()
+	pmdas, sysconf := filepath.Join(dir, "pmdas"), filepath.Join(dir, "etc")
+	t.Setenv("PCP_PMDAS_DIR", pmdas)
+	t.Setenv("PCP_SYSCONF_DIR", sysconf)
+	c := filepath.Join(sysconf, "perfevent", "perfevent.conf")
+	ours := filepath.Join(pmdas, "perfevent-go", "perfevent.conf")
+	for _, f := range []string{c, ours} {
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		os.WriteFile(f, []byte("[perf]\ncpu-clock\n"), 0o644)
+	}
+	if got := defaultConfig(pcpconf.Load()); got != ours {
+		t.Errorf("default -c %s, want the installed %s", got, ours)
+	}
+	os.Remove(ours)
+	if got := defaultConfig(pcpconf.Load()); got != c {
+		t.Errorf("without an installed configuration: default -c %s, want %s", got, c)
+	}
+}
+
+// --c-compatible adds what the C agent would make of the file; without it
+// the same file is fine for this agent. An empty file is a warning.
+func TestCheckCCompatible(t *testing.T) {
+	needPerf(t)
+	bin := agentBinary(t)
+	if out, _, code := runAgent(t, bin, "--check", "-c", "testdata/ccompat.conf"); code != 0 || strings.Contains(out, "! ") {
+		t.Errorf("without --c-compatible: exit %d\n%s", code, out)
+	}
+	out, _, code := runAgent(t, bin, "--check", "--c-compatible", "-c", "testdata/ccompat.conf")
+	hasLines(t, "--c-compatible", out,
+		"! testdata/ccompat.conf:4: the C agent 6.0.3 ignores derived sections that follow [dynamic] (line 2): move [ms:derived] above it\n",
+		"! testdata/ccompat.conf:5: the C agent rejects the whole file here (\"Syntax error on line: 5\")",
+		"! testdata/ccompat.conf:5: the C agent reads the scale 1e-3 as a CPU index",
+		"; 3 problems\n",
+	)
+	if code != 1 {
+		t.Errorf("--c-compatible: exit %d, want 1", code)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.conf")
+	os.WriteFile(empty, []byte("# nothing yet\n"), 0o644)
+	out, _, code = runAgent(t, bin, "--check", "-c", empty)
+	if code != 0 || !strings.Contains(out, "  warning: "+empty+" has no events: the C agent refuses to start") {
+		t.Errorf("empty file: exit %d\n%s", code, out)
 	}
 }

@@ -33,7 +33,7 @@ func TestFaultLockFileRoot(t *testing.T) {
 	// the agent released and took back its counters.
 	reserveOK := func(t *testing.T) {
 		t.Helper()
-		r := l.Exec(Cmd{Args: []string{pa, "-f", l.Lock, "--", "pmprobe", "-v", "perfevent.active"}})
+		r := l.Exec(Cmd{Args: []string{pa, "--verbose", "-f", l.Lock, "--", "pmprobe", "-v", "perfevent.active"}})
 		if r.Err != nil || strings.TrimSpace(r.Stdout) != "perfevent.active 1 0" || !strings.Contains(r.Stderr, "counters released by pmdaperfevent") {
 			t.Errorf("a reservation after the fault does not work:\n%s\n%s", r, l.Logs())
 		}
@@ -95,7 +95,7 @@ func TestFaultLockFileRoot(t *testing.T) {
 		waitLogCount(t, l, fmt.Sprintf("Warning: lock file %s had mode 0000: put back 0644", l.Lock), 1)
 		checkLockFile(t, l.Lock, 0)
 		checkServing(t, l, want)
-		r := l.Exec(Cmd{Args: append(asNobody(t), pa, "-f", l.Lock, "--", "true")})
+		r := l.Exec(Cmd{Args: append(asNobody(t), pa, "--verbose", "-f", l.Lock, "--", "true")})
 		if r.Err != nil || !strings.Contains(r.Stderr, "counters released by pmdaperfevent") {
 			t.Errorf("perfalloc as nobody after the agent repaired the mode:\n%s", r)
 		}
@@ -224,7 +224,7 @@ func TestFaultRestart(t *testing.T) {
 		// A reservation outlives the agent: the new one starts with its
 		// counters released and takes them when the holder lets go.
 		pa := perfallocBinary(t, l)
-		h := startHolder(t, l, pa, "-D", "-f", l.Lock)
+		h := startHolder(t, l, pa, "-D", "--verbose", "-f", l.Lock)
 		h.waitStderr(t, "counters released by pmdaperfevent", 5*time.Second)
 		l.Agent.Inactive = true
 		l.Restart(t)
@@ -379,7 +379,7 @@ func TestFaultFileLimit(t *testing.T) {
 	if st := readFile(t, fmt.Sprintf("/proc/%d/status", pid)); regexp.MustCompile(`(?m)^Uid:\s+0\s`).MatchString(st) {
 		t.Errorf("the agent stays root under the descriptor limit:\n%s", log)
 	}
-	r := l.Exec(Cmd{Args: []string{perfallocBinary(t, l), "-f", l.Lock, "--timeout", "2s", "--", "true"}})
+	r := l.Exec(Cmd{Args: []string{perfallocBinary(t, l), "--verbose", "-f", l.Lock, "--timeout", "2s", "--", "true"}})
 	if r.Err != nil || !strings.Contains(r.Stderr, "counters released by pmdaperfevent") {
 		t.Errorf("perfalloc under the agent's descriptor limit: %s\n%s", r, log)
 	}
@@ -473,7 +473,7 @@ func TestFaultLeastPrivilege(t *testing.T) {
 // agent gave up its counters during it and took them back after.
 func reserveWorks(t *testing.T, l *Lab, pa string, want int) {
 	t.Helper()
-	r := l.Exec(Cmd{Args: []string{pa, "-f", l.Lock, "--", "pmprobe", "-v", "perfevent.active"}})
+	r := l.Exec(Cmd{Args: []string{pa, "--verbose", "-f", l.Lock, "--", "pmprobe", "-v", "perfevent.active"}})
 	if r.Err != nil || strings.TrimSpace(r.Stdout) != "perfevent.active 1 0" || !strings.Contains(r.Stderr, "counters released by pmdaperfevent") {
 		t.Fatalf("a reservation does not work:\n%s\n%s", r, l.Logs())
 	}

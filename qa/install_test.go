@@ -33,6 +33,16 @@ func TestInstallRejectsUnknownIPC(t *testing.T) {
 	}
 }
 
+// A wrong PERFEVENT_C_CONFIG fails Install before it registers anything:
+// pmdaproc.sh's exit trap would turn a plain "exit 1" into status 0.
+func TestInstallRejectsUnknownCConfigChoice(t *testing.T) {
+	e := Direct(t)
+	r := e.Exec(Cmd{Dir: filepath.Join(e.Repo, "install"), Args: []string{"./Install"}, Env: []string{"PERFEVENT_C_CONFIG=maybe"}})
+	if r.Err == nil || !strings.Contains(r.Stderr, `PERFEVENT_C_CONFIG="maybe": use yes or no`) {
+		t.Errorf("PERFEVENT_C_CONFIG=maybe ./Install: want exit 1 naming the value:\n%s", r)
+	}
+}
+
 // Upgrade runs at every pmcd start; it must add or drop -c as
 // perfevent.conf comes and goes, and leave every other line alone.
 func TestUpgradeFollowsConfigFile(t *testing.T) {

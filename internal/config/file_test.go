@@ -53,7 +53,8 @@ func TestParseFileRefusesWhatIsNotARegularFile(t *testing.T) {
 }
 
 // A line longer than MaxLine is reported by number without being quoted, and
-// only its own line (or section, or group) is lost.
+// only its own line (or section, or group) is lost; each line of a lost
+// section is named.
 func TestLongLines(t *testing.T) {
 	long := strings.Repeat("x", MaxLine+1)
 	src := "[software]\ncpu-clock\n" + long + "\ntask-clock\n" +
@@ -63,6 +64,7 @@ func TestLongLines(t *testing.T) {
 	want := []string{
 		"perfevent.conf:3: line is 4097 bytes long, more than the 4096 allowed; line skipped",
 		"perfevent.conf:5: line is 4099 bytes long, more than the 4096 allowed; the section is ignored",
+		`perfevent.conf:6: "page-faults" is under the broken section header at line 5, so it is ignored too`,
 		"perfevent.conf:9: line is 4097 bytes long, more than the 4096 allowed; line skipped; dropping the group that starts at line 8",
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {

@@ -439,6 +439,9 @@ func (p *parser) eventLine(name string, args []string) {
 		return
 	}
 	if !p.keep {
+		// Said for every line, not only at the header: a reader looking
+		// for a missing metric looks at its own line.
+		p.errorf("%q is under the broken section header at line %d, so it is ignored too", name, p.sec.Pos.Line)
 		return
 	}
 	switch kind {

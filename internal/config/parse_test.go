@@ -175,7 +175,10 @@ func TestParseErrors(t *testing.T) {
 	}, {
 		name: "unterminated header",
 		src:  "[hsw\ncycles\n[perf]\ncycles",
-		errs: []string{`perfevent.conf:1: section header has no closing ]; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: section header has no closing ]; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 		kept: "[perf]@3{cycles@4}",
 	}, {
 		name: "lines under a bad header are still checked",
@@ -187,43 +190,73 @@ func TestParseErrors(t *testing.T) {
 	}, {
 		name: "unterminated quote",
 		src:  "[\"hsw]\ncycles",
-		errs: []string{`perfevent.conf:1: unterminated quote in section header; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: unterminated quote in section header; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "empty header",
 		src:  "[ ]\ncycles",
-		errs: []string{`perfevent.conf:1: empty section header; name a PMU, dynamic, or NAME:derived; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: empty section header; name a PMU, dynamic, or NAME:derived; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "empty quoted name",
 		src:  "[hsw \"\"]\ncycles",
-		errs: []string{`perfevent.conf:1: empty name "" in section header; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: empty name "" in section header; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "text after header",
 		src:  "[perf] cycles\ncycles",
-		errs: []string{`perfevent.conf:1: unexpected "cycles" after the ] of a section header; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: unexpected "cycles" after the ] of a section header; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "dynamic mixed with PMU names",
 		src:  "[dynamic hsw]\nmsr.tsc",
-		errs: []string{`perfevent.conf:1: [dynamic] must stand alone in its header, found 2 names; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: [dynamic] must stand alone in its header, found 2 names; the section is ignored`,
+			`perfevent.conf:2: "msr.tsc" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "two derived names",
 		src:  "[a:derived b:derived]\ncycles",
-		errs: []string{`perfevent.conf:1: a derived section header names one metric, found 2 names; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: a derived section header names one metric, found 2 names; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "derived without a name",
 		src:  "[:derived]\ncycles",
-		errs: []string{`perfevent.conf:1: derived section needs a name before :derived, e.g. [ipc:derived]; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: derived section needs a name before :derived, e.g. [ipc:derived]; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "derived name with colon",
 		src:  "[a:b:derived]\ncycles",
-		errs: []string{`perfevent.conf:1: derived name "a:b" must not contain ':'; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: derived name "a:b" must not contain ':'; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "derived name with a blank",
 		src:  "[\"my ipc:derived\"]\ncycles",
-		errs: []string{`perfevent.conf:1: derived name "my ipc" may hold only letters, digits and punctuation; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:1: derived name "my ipc" may hold only letters, digits and punctuation; the section is ignored`,
+			`perfevent.conf:2: "cycles" is under the broken section header at line 1, so it is ignored too`,
+		},
 	}, {
 		name: "duplicate derived name",
 		src:  "[x:derived]\na\n[x:derived]\nb\n",
-		errs: []string{`perfevent.conf:3: derived metric "x" is already defined at line 1; the section is ignored`},
+		errs: []string{
+			`perfevent.conf:3: derived metric "x" is already defined at line 1; the section is ignored`,
+			`perfevent.conf:4: "b" is under the broken section header at line 3, so it is ignored too`,
+		},
 		kept: "[x:derived]@1{(a@2)}",
 	}, {
 		name: "PMU section without events is dropped",

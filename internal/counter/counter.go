@@ -152,6 +152,13 @@ type Config struct {
 	// when it recovers: once per transition, not once per fetch. It is called
 	// with Set.mu held and must not call back into the Set.
 	Logf func(format string, args ...any)
+	// CountFirstRead makes the first read after Open count in Active like
+	// any other. Without it that read reports 0, as the C agent's first
+	// fetch at start-up and after a reservation does; a Set that takes
+	// over from another with no reservation between (a reload) sets it,
+	// since there a 0 would tell clients that perfalloc had the counters.
+	// Reopen after Close reports 0 either way.
+	CountFirstRead bool
 }
 
 // slot is one (event, CPU).
@@ -219,6 +226,7 @@ type Set struct {
 	derived []derived
 	state   state
 	fresh   bool  // no read has completed since the last open
+	counted bool  // Config.CountFirstRead
 	muted   bool  // this fetch did the first read after an open
 	nOK     int   // slots whose most recent read succeeded
 	needed  []int // events marked in this fetch, to clear them cheaply
@@ -232,11 +240,12 @@ type Set struct {
 // served, like the C agent's events whose CPU option matched nothing.
 func New(specs []Spec, cfg Config) (*Set, error) {
 	s := &Set{
-		opener: cfg.Opener,
-		logf:   cfg.Logf,
-		byName: make(map[string]int, len(specs)),
-		events: make([]event, len(specs)),
-		needed: make([]int, 0, len(specs)),
+		opener:  cfg.Opener,
+		logf:    cfg.Logf,
+		counted: cfg.CountFirstRead,
+		byName:  make(map[string]int, len(specs)),
+		events:  make([]event, len(specs)),
+		needed:  make([]int, 0, len(specs)),
 	}
 	if s.opener == nil {
 		s.opener = KernelOpener{}
@@ -370,6 +379,7 @@ func (s *Set) Open() (Summary, error) {
 		}
 	}
 	s.install(o)
+	s.fresh = !s.counted
 	return s.summary(), nil
 }
 

@@ -371,6 +371,31 @@ func TestActiveAndValuesAcrossCloseReopen(t *testing.T) {
 	}
 }
 
+// A Set that replaces another on a reload counts its first read: only a
+// reservation (or the start) may show active 0.
+func TestCountFirstRead(t *testing.T) {
+	fake := countertest.New()
+	s, err := counter.New([]counter.Spec{sw("a", 0, 0, 1)}, counter.Config{Opener: fake, CountFirstRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	fake.AddAll(5, 10, 10)
+	if vals, active := fetch(s, 0); active != 2 || vals[0][0] != 5 {
+		t.Errorf("first read: active %d value %d, want 2 and 5", active, vals[0][0])
+	}
+	s.Close()
+	s.Reopen()
+	if _, active := fetch(s, 0); active != 0 {
+		t.Errorf("first read after a reopen: active %d, want 0 as without the option", active)
+	}
+	if _, active := fetch(s, 0); active != 2 {
+		t.Errorf("second read after a reopen: active %d, want 2", active)
+	}
+}
+
 func TestReopenFailureKeepsInstances(t *testing.T) {
 	s, fake := newSet(t, sw("a", 0, 0, 1))
 	fake.AddAll(5, 1, 1)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"perfevent/internal/pmda"
 )
 
 func TestMetricName(t *testing.T) {
@@ -189,5 +191,32 @@ func TestClustersRefusesALinkAndQuotesLittle(t *testing.T) {
 	_, errs = LoadClusters(link)
 	if len(errs) != 1 || strings.Contains(errs[0].Error(), "must-not-reach") {
 		t.Errorf("a bad line is quoted in full: %v", errs)
+	}
+}
+
+// The help file that Install gives newhelp says what the agent says.
+func TestHelpFileMatchesTheAgent(t *testing.T) {
+	f, err := os.Open("../../install/help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := pmda.ParseHelp(f, "install/help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"perfevent.version":        {oneLineVersion, helpVersion},
+		"perfevent.active":         {oneLineActive, helpActive},
+		"perfevent.derived.active": {oneLineDerivedActive, helpDerivedActive},
+	}
+	if len(got) != len(want) {
+		t.Errorf("install/help has %d entries, want %d", len(got), len(want))
+	}
+	for name, w := range want {
+		h := got[name]
+		if h.OneLine != w[0] || h.Help != w[1] {
+			t.Errorf("install/help for %s:\n%q\n%q\nthe agent serves:\n%q\n%q", name, h.OneLine, h.Help, w[0], w[1])
+		}
 	}
 }

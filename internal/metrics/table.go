@@ -18,6 +18,9 @@ const (
 	oneLineDutycycle     = "The ratio of the time that the hardware counter was enabled to the total run time"
 	oneLineDerived       = "The values of the derived events"
 
+	helpVersion = `The version string of the running perfevent agent. The pure-Go agent
+reports a different version from the C agent (1.0.1), so this tells the
+two apart.`
 	helpActive = `The number of per-CPU counters that were read successfully by the
 most recent fetch of perfevent.active. It is 0 while perfalloc holds the
 counters, and on the first fetch after they are given back.`
@@ -68,6 +71,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 				Name:    "perfevent.version",
 				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 0), Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
 				OneLine: oneLineVersion,
+				Help:    helpVersion,
 			},
 			{
 				Name:    "perfevent.active",

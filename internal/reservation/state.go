@@ -207,7 +207,7 @@ func ReadState(path string) (*State, error) {
 // refresh period even when nothing changes, so that readers can tell a live
 // agent from a stale file (State.Fresh).
 type StateFile struct {
-	dir     *Directory
+	dir     *Directory // flocked while this StateFile owns the file
 	name    string
 	ownDir  bool // dir was opened for this StateFile, and closes with it
 	refresh time.Duration
@@ -255,6 +255,9 @@ func newStateFile(d *Directory, name string, initial State, refresh time.Duratio
 		initial.Started = time.Now()
 	}
 	initial.RefreshSeconds = refresh.Seconds()
+	if err := d.claim(name); err != nil {
+		return nil, err
+	}
 	f := &StateFile{
 		dir:     d,
 		name:    name,
@@ -264,11 +267,16 @@ func newStateFile(d *Directory, name string, initial State, refresh time.Duratio
 		state:   initial,
 	}
 	if err := f.Update(func(*State) {}); err != nil {
+		d.unclaim()
 		return nil, err
 	}
 	go f.refresher()
 	return f, nil
 }
+
+// ErrStateOwned is the error of NewStateFile when a running agent owns the
+// state file already.
+var ErrStateOwned = errors.New("another agent reports there")
 
 // Path returns the state file's path.
 func (f *StateFile) Path() string { return filepath.Join(f.dir.path, f.name) }
@@ -307,7 +315,10 @@ func (f *StateFile) Close() error {
 	<-f.done
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Removed while the directory is still ours: the next owner's
+	// first write cannot come before this.
 	err := f.dir.remove(f.name)
+	f.dir.unclaim()
 	if f.ownDir {
 		f.dir.Close()
 	}

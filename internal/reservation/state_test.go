@@ -3,6 +3,7 @@ package reservation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -157,6 +158,35 @@ func TestStateFileRefreshes(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Close left the state file: %v", err)
 	}
+}
+
+// Only one agent reports in a state file; a second one, started by hand
+// beside it, must leave the file alone, and the file outlives it.
+func TestStateFileHasOneOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.d", "state")
+	first, err := NewStateFile(path, State{Program: "first", Counters: CountersOpen}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := NewStateFile(path, State{Program: "second"}, time.Hour)
+	if !errors.Is(err, ErrStateOwned) || second != nil {
+		t.Fatalf("second NewStateFile: %v, want ErrStateOwned", err)
+	}
+	if want := fmt.Sprintf("state file %s belongs to first (pid %d), which runs: another agent reports there", path, os.Getpid()); err.Error() != want {
+		t.Errorf("error %q\nwant  %q", err, want)
+	}
+	if s, err := ReadState(path); err != nil || s.Program != "first" {
+		t.Errorf("state after the second agent tried: %+v %v", s, err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Once the owner is gone, the next agent takes over.
+	third, err := NewStateFile(path, State{Program: "third"}, time.Hour)
+	if err != nil {
+		t.Fatalf("after the owner closed: %v", err)
+	}
+	third.Close()
 }
 
 func TestStateLiveness(t *testing.T) {

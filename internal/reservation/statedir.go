@@ -34,10 +34,11 @@ type Directory struct {
 	uid, gid int
 	trusted  []int
 
-	mu  sync.Mutex
-	fd  int // -1 once closed
-	dev uint64
-	ino uint64
+	mu      sync.Mutex
+	fd      int    // -1 once closed
+	claimed string // the state file's name while an exclusive flock on fd owns it
+	dev     uint64
+	ino     uint64
 }
 
 // PrepareStateDir makes StateDir(lockPath) ready for an agent that will run
@@ -153,9 +154,61 @@ func (d *Directory) current() (int, error) {
 	if err != nil {
 		return -1, err
 	}
+	if d.claimed != "" {
+		// The new directory is someone else's if another agent got
+		// there first; this one must not write beside it.
+		if err := flockDir(fd, filepath.Join(d.path, d.claimed)); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
 	unix.Close(d.fd)
 	d.fd, d.dev, d.ino = fd, nst.Dev, nst.Ino
 	return d.fd, nil
+}
+
+// claim takes an exclusive flock on the directory for the state file name,
+// held until unclaim or Close (or the process's end). A second agent
+// started by hand beside the one pmcd runs must neither overwrite the live
+// agent's state nor remove it when it exits, or perfalloc --ping would say
+// that the live agent is not running.
+func (d *Directory) claim(name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd < 0 {
+		return fmt.Errorf("state directory %s: already closed", d.path)
+	}
+	if err := flockDir(d.fd, filepath.Join(d.path, name)); err != nil {
+		return err
+	}
+	d.claimed = name
+	return nil
+}
+
+// unclaim lets the next agent have the directory.
+func (d *Directory) unclaim() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd >= 0 && d.claimed != "" {
+		unix.Flock(d.fd, unix.LOCK_UN)
+	}
+	d.claimed = ""
+}
+
+func flockDir(fd int, statePath string) error {
+	err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EWOULDBLOCK):
+		owner := "another process"
+		if s, rerr := ReadState(statePath); rerr == nil && s.Alive() == nil {
+			owner = fmt.Sprintf("%s (pid %d)", s.Program, s.PID)
+		}
+		return fmt.Errorf("state file %s belongs to %s, which runs: %w", statePath, owner, ErrStateOwned)
+	default:
+		return fmt.Errorf("state file %s: flock %s: %w", statePath, filepath.Dir(statePath), err)
+	}
 }
 
 // replace writes data to name in the directory atomically: a new file,

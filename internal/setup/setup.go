@@ -141,9 +141,17 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 	}
 	section, why := f.ChoosePMUSection(func(name string) bool { return present[name] })
 	p.Section = section
-	for _, line := range why {
-		// The explanations already carry their position.
-		p.Notes = append(p.Notes, Note{Severity: Info, Text: line})
+	// One explanation per PMU section, in order, each led by the section's
+	// position; the position goes into the Note, so that notes sort by line.
+	sections := f.PMUSections()
+	for i, line := range why {
+		n := Note{Severity: Info, Text: line}
+		if i < len(sections) {
+			if text, ok := strings.CutPrefix(line, sections[i].Pos.String()+": "); ok {
+				n.Pos, n.Text = sections[i].Pos, text
+			}
+		}
+		p.Notes = append(p.Notes, n)
 	}
 
 	alloc, err := config.NewCPUAllocator(m.Topology)
