@@ -1,0 +1,282 @@
+package pfm
+
+// The encoder of AMD's PMUs, K7 to Zen 4, the Family 15h northbridge,
+// the Zen 3 L3 and AMD RAPL (libpfm4's amd64 family).
+//
+// PERF_CTL layout: event select 0-7 and, for codes above 0xff, 32-35;
+// unit mask 8-15; usr 16, os 17, edge 18, int 20, enable 22, invert 23,
+// counter mask 24-31, guest 40, host 41. perf_events owns usr, os, int,
+// enable, guest and host (through the exclude bits), so they stay clear
+// in config.
+
+func init() { familyEncoders[FamilyAMD64] = encodeAMD64 }
+
+// amd64_entry_t flags: the low byte is flags, then the first and last
+// PMU revision (pmu_rev) the event or unit mask exists on.
+const (
+	amdNCombo = 0x01
+	amdIBSFe  = 0x02
+	amdIBSOp  = 0x04
+	amdDfl    = 0x08
+	amdOmit   = 0x10
+)
+
+// AMD's modifiers, numbered as libpfm4's amd64_mods.
+const (
+	amdK = iota
+	amdU
+	amdE
+	amdI
+	amdC
+	amdH
+	amdG
+	amdNumMods
+)
+
+var amdModNames = [amdNumMods]string{"k", "u", "e", "i", "c", "h", "g"}
+
+// amdModBit is where each boolean modifier lives in PERF_CTL.
+var amdModBit = [amdNumMods]uint{amdK: amdOS, amdU: amdUsr, amdE: amdEdge, amdI: amdInv, amdH: amdHost, amdG: amdGuest}
+
+// libpfm4's internal AMD revisions (amd64_rev_t) that decide whether a
+// PMU filters host and guest.
+const (
+	amdRevFam10h = 8
+	amdRevFam11h = 11
+)
+
+// amdValid says whether a table entry with these flags exists on the
+// PMU's revision.
+func amdValid(p *PMU, flags uint32) bool {
+	from, till := int(flags>>8&0xff), int(flags>>16&0xff)
+	if till == 0 {
+		till = 0xff
+	}
+	return p.Rev >= from && p.Rev <= till
+}
+
+// AMD64EventValid says whether libpfm4 knows ev on p: AMD tables hold
+// events of several revisions, and only the PMU's own can be named.
+func AMD64EventValid(p *PMU, ev *Event) bool { return amdValid(p, ev.Flags) }
+
+func amdSupportsVirt(p *PMU) bool { return p.Rev >= amdRevFam10h && p.Rev != amdRevFam11h }
+
+// amdPattrs lists what an AMD event accepts: its unit masks valid on
+// this revision, its modifiers, then perf's. perf_events takes the
+// privilege levels, so the PMU's own u, k and h go, except on the
+// northbridge, which has no perf attributes at all.
+func amdPattrs(p *PMU, ev *Event) []pattr {
+	var pa []pattr
+	for i := range ev.Umasks {
+		if amdValid(p, ev.Umasks[i].Flags) {
+			pa = append(pa, pattr{name: ev.Umasks[i].Name, kind: kindUmask, idx: i})
+		}
+	}
+	for m := 0; m < 32; m++ {
+		if ev.ModMask&(1<<m) == 0 {
+			continue
+		}
+		a := pattr{kind: kindBool, idx: m}
+		if m < amdNumMods {
+			a.name = amdModNames[m]
+		}
+		if m == amdC {
+			a.kind = kindInt
+		}
+		pa = append(pa, a)
+	}
+	northbridge := p.PerfName == "amd_nb"
+	return withPerfAttrs(pa, func(a pattr) bool {
+		if northbridge {
+			return a.ctl == ctlPerf || a.idx == perfHWSmpl
+		}
+		if a.ctl == ctlPMU && (a.idx == amdU || a.idx == amdK || a.idx == amdH) {
+			return true
+		}
+		if a.ctl == ctlPerf && (a.idx == perfPrecise || (a.idx == perfH && !amdSupportsVirt(p))) {
+			return true
+		}
+		return a.idx == perfHWSmpl
+	})
+}
+
+// Bits of PERF_CTL.
+const (
+	amdUsr, amdOS, amdEdge, amdInt, amdEn, amdInv = 16, 17, 18, 20, 22, 23
+	amdCntMask, amdGuest, amdHost                 = 24, 40, 41
+	amdIBSFetchEn, amdIBSOpEn                     = 48, 17
+)
+
+func encodeAMD64(r *request) error {
+	p, ev := r.pmu, r.event
+	pattrs := amdPattrs(p, ev)
+	vals, err := r.parseAttrs(pattrs)
+	if err != nil {
+		return err
+	}
+
+	var (
+		reg       uncReg
+		umask     uint64
+		plmmsk    uint32
+		grpmsk    = uint32(1)<<ev.NumGroups - 1
+		ugrpmsk   uint32
+		grpCounts [32]int
+		ncombo    [32]bool
+	)
+	switch {
+	case ev.Flags&amdIBSFe != 0:
+		reg.set(amdIBSFetchEn, 1, 1)
+	case ev.Flags&amdIBSOp != 0:
+		reg.set(amdIBSOpEn, 1, 1)
+	default:
+		reg.set(0, 8, ev.Code)
+		reg.set(32, 4, ev.Code>>8)
+		reg.set(amdEn, 1, 1)
+		reg.set(amdInt, 1, 1)
+	}
+
+	for _, v := range vals {
+		a := attrInfo(pattrs, v)
+		if a.ctl != ctlPMU {
+			continue
+		}
+		switch a.kind {
+		case kindUmask:
+			u := &ev.Umasks[a.idx]
+			g := int(u.Group & 31)
+			grpCounts[g]++
+			if u.Flags&amdNCombo != 0 {
+				ncombo[g] = true
+			}
+			if grpCounts[g] > 1 && ncombo[g] {
+				return r.fail(ErrFeatComb, u.Name, "unit mask cannot be combined with another of its group")
+			}
+			umask |= u.Code
+			ugrpmsk |= 1 << u.Group
+		case kindRawUmask:
+			if a.idx&^0xff != 0 {
+				return r.fail(ErrAttr, attrName(pattrs, v), "a raw unit mask is 8 bits")
+			}
+			umask = uint64(a.idx & 0xff)
+			ugrpmsk = grpmsk
+		default:
+			iv := v.ival
+			switch a.idx {
+			case amdI:
+				reg.set(amdInv, 1, b2u(iv != 0))
+			case amdE:
+				reg.set(amdEdge, 1, b2u(iv != 0))
+			case amdC:
+				if iv > 255 {
+					return r.fail(ErrAttrVal, a.name, "value %d out of range [0-255]", iv)
+				}
+				reg.set(amdCntMask, 8, iv)
+			case amdU:
+				reg.set(amdUsr, 1, b2u(iv != 0))
+				plmmsk |= 1 << amdU
+			case amdK:
+				reg.set(amdOS, 1, b2u(iv != 0))
+				plmmsk |= 1 << amdK
+			case amdG:
+				reg.set(amdGuest, 1, b2u(iv != 0))
+				plmmsk |= 1 << amdG
+			case amdH:
+				reg.set(amdHost, 1, b2u(iv != 0))
+				plmmsk |= 1 << amdH
+			}
+		}
+	}
+	if plmmsk&(1<<amdK|1<<amdU|1<<amdH) == 0 {
+		reg.set(amdOS, 1, b2u(r.plm&PLM0 != 0))
+		reg.set(amdUsr, 1, b2u(r.plm&PLM3 != 0))
+		reg.set(amdHost, 1, b2u(r.plm&PLMH != 0))
+	}
+
+	if ugrpmsk != grpmsk {
+		um, added, err := r.amdDefaults(pattrs, ugrpmsk^grpmsk)
+		if err != nil {
+			return err
+		}
+		umask |= um
+		vals = append(vals, added...)
+	}
+	reg.set(8, 8, umask)
+
+	var f fstr
+	f.add("%s", ev.Name)
+	sortAttrs(vals)
+	for _, v := range vals {
+		a := attrInfo(pattrs, v)
+		if a.ctl != ctlPMU {
+			continue
+		}
+		if a.kind == kindUmask {
+			f.add(":%s", ev.Umasks[a.idx].Name)
+		} else if a.kind == kindRawUmask {
+			f.add(":0x%x", uint32(a.idx))
+		}
+	}
+	for _, a := range pattrs {
+		if a.ctl != ctlPMU || a.kind == kindUmask {
+			continue
+		}
+		switch a.idx {
+		case amdC:
+			f.add(":c=%d", reg.get(amdCntMask, 8))
+		case amdK, amdU, amdE, amdI, amdH, amdG:
+			f.add(":%s=%d", a.name, reg.get(amdModBit[a.idx], 1))
+		}
+	}
+
+	r.attr.Type = perfTypeRaw
+	if p.PerfName != "" {
+		typ, err := r.perfType(p.PerfName)
+		if err != nil {
+			return err
+		}
+		r.attr.Type = typ
+	}
+	for _, b := range []uint{amdEn, amdInt, amdOS, amdUsr, amdGuest, amdHost} {
+		reg.set(b, 1, 0)
+	}
+	r.attr.Config = uint64(reg)
+	return r.perfFinish(pattrs, vals, &f)
+}
+
+// amdDefaults adds the default unit masks of each group in msk the user
+// left empty, as amd64_add_defaults does: a group needs one unless all
+// its unit masks may be omitted.
+func (r *request) amdDefaults(pattrs []pattr, msk uint32) (uint64, []attrVal, error) {
+	ev := r.event
+	var um uint64
+	var added []attrVal
+	for i := uint32(0); msk != 0; msk, i = msk>>1, i+1 {
+		if msk&1 == 0 {
+			continue
+		}
+		n, omit, inGroup := 0, 0, 0
+		for j, a := range pattrs {
+			if a.ctl != ctlPMU || a.kind != kindUmask {
+				continue
+			}
+			u := &ev.Umasks[a.idx]
+			if uint32(u.Group) != i {
+				continue
+			}
+			inGroup++
+			if u.Flags&amdDfl != 0 {
+				um |= u.Code
+				added = append(added, attrVal{id: j})
+				n++
+			}
+			if u.Flags&amdOmit != 0 {
+				omit++
+			}
+		}
+		if n == 0 && omit != inGroup {
+			return 0, nil, r.fail(ErrUmask, "", "no unit mask given for group %d, and it has no default", i)
+		}
+	}
+	return um, added, nil
+}
