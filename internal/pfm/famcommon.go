@@ -121,7 +121,7 @@ type pattr struct {
 type attrVal struct {
 	id   int
 	ival uint64
-	raw  int32 // a raw umask's value, as libpfm4 keeps it (an int)
+	raw  uint64 // a raw umask
 }
 
 // perf_events' attributes, numbered as libpfm4 numbers them
@@ -200,7 +200,7 @@ func (r *request) parseAttrs(pattrs []pattr) ([]attrVal, error) {
 				if hasVal {
 					return r.fail(ErrAttrVal, s, "a raw unit mask takes no value")
 				}
-				vals = append(vals, attrVal{id: len(pattrs), raw: int32(v)})
+				vals = append(vals, attrVal{id: len(pattrs), raw: v})
 				continue
 			}
 			id := -1
@@ -226,7 +226,7 @@ func (r *request) parseAttrs(pattrs []pattr) ([]attrVal, error) {
 				if hasVal {
 					return r.fail(ErrAttrVal, s, "an alias takes no value")
 				}
-				if err := parse(strings.Split(a.equiv, ":")); err != nil {
+				if err := parse(strings.FieldsFunc(a.equiv, func(c rune) bool { return c == ':' || c == '.' })); err != nil {
 					return err
 				}
 				continue
