@@ -9,6 +9,8 @@ package pfm
 // enable, guest and host (through the exclude bits), so they stay clear
 // in config.
 
+import "golang.org/x/sys/unix"
+
 func init() { familyEncoders[FamilyAMD64] = encodeAMD64 }
 
 // amd64_entry_t flags: the low byte is flags, then the first and last
@@ -21,7 +23,8 @@ const (
 	amdOmit   = 0x10
 )
 
-// AMD's modifiers, numbered as libpfm4's amd64_mods.
+// AMD's modifiers, numbered as in the PMUs' modifier table (libpfm4's
+// amd64_mods).
 const (
 	amdK = iota
 	amdU
@@ -32,8 +35,6 @@ const (
 	amdG
 	amdNumMods
 )
-
-var amdModNames = [amdNumMods]string{"k", "u", "e", "i", "c", "h", "g"}
 
 // amdModBit is where each boolean modifier lives in PERF_CTL.
 var amdModBit = [amdNumMods]uint{amdK: amdOS, amdU: amdUsr, amdE: amdEdge, amdI: amdInv, amdH: amdHost, amdG: amdGuest}
@@ -64,40 +65,32 @@ func amdSupportsVirt(p *PMU) bool { return p.Rev >= amdRevFam10h && p.Rev != amd
 // amdPattrs lists what an AMD event accepts: its unit masks valid on
 // this revision, its modifiers, then perf's. perf_events takes the
 // privilege levels, so the PMU's own u, k and h go, except on the
-// northbridge, which has no perf attributes at all.
-func amdPattrs(p *PMU, ev *Event) []pattr {
-	var pa []pattr
+// northbridge, which instead has no perf attributes at all
+// (pfm_amd64_perf_validate_pattrs, pfm_amd64_nb_perf_validate_pattrs).
+func amdPattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
+	var descs []attrDesc
 	for i := range ev.Umasks {
 		if amdValid(p, ev.Umasks[i].Flags) {
-			pa = append(pa, pattr{name: ev.Umasks[i].Name, kind: kindUmask, idx: i})
+			descs = append(descs, attrDesc{Name: ev.Umasks[i].Name, Type: attrUmask, Idx: i})
 		}
 	}
-	for m := 0; m < 32; m++ {
-		if ev.ModMask&(1<<m) == 0 {
-			continue
-		}
-		a := pattr{kind: kindBool, idx: m}
-		if m < amdNumMods {
-			a.name = amdModNames[m]
-		}
-		if m == amdC {
-			a.kind = kindInt
-		}
-		pa = append(pa, a)
+	if p.PerfName == "amd_nb" {
+		descs = append(descs, pmuModifiers(p, ev, func(m int) bool { return m != perfHWSmpl })...)
+		return descs, func(int) bool { return false }
 	}
-	northbridge := p.PerfName == "amd_nb"
-	return withPerfAttrs(pa, func(a pattr) bool {
-		if northbridge {
-			return a.ctl == ctlPerf || a.idx == perfHWSmpl
+	descs = append(descs, pmuModifiers(p, ev, func(m int) bool {
+		return m != amdU && m != amdK && m != amdH && m != perfHWSmpl
+	})...)
+	keep := func(idx int) bool {
+		switch idx {
+		case perfPrecise, perfHWSmpl:
+			return false
+		case perfH:
+			return amdSupportsVirt(p)
 		}
-		if a.ctl == ctlPMU && (a.idx == amdU || a.idx == amdK || a.idx == amdH) {
-			return true
-		}
-		if a.ctl == ctlPerf && (a.idx == perfPrecise || (a.idx == perfH && !amdSupportsVirt(p))) {
-			return true
-		}
-		return a.idx == perfHWSmpl
-	})
+		return true
+	}
+	return descs, keep
 }
 
 // Bits of PERF_CTL.
@@ -109,9 +102,8 @@ const (
 
 func encodeAMD64(r *request) error {
 	p, ev := r.pmu, r.event
-	pattrs := amdPattrs(p, ev)
-	vals, err := r.parseAttrs(pattrs)
-	if err != nil {
+	descs, keep := amdPattrs(p, ev)
+	if err := r.parseAttrs(descs, keep); err != nil {
 		return err
 	}
 
@@ -136,40 +128,40 @@ func encodeAMD64(r *request) error {
 		reg.set(amdInt, 1, 1)
 	}
 
-	for _, v := range vals {
-		a := attrInfo(pattrs, v)
-		if a.ctl != ctlPMU {
+	for _, v := range r.vals {
+		a := r.desc(v)
+		if a.Perf {
 			continue
 		}
-		switch a.kind {
-		case kindUmask:
-			u := &ev.Umasks[a.idx]
+		switch a.Type {
+		case attrUmask:
+			u := &ev.Umasks[a.Idx]
 			g := int(u.Group & 31)
 			grpCounts[g]++
 			if u.Flags&amdNCombo != 0 {
 				ncombo[g] = true
 			}
 			if grpCounts[g] > 1 && ncombo[g] {
-				return r.fail(ErrFeatComb, u.Name, "unit mask cannot be combined with another of its group")
+				return badAttr(ErrFeatComb, "%s: unit mask cannot be combined with another of its group", u.Name)
 			}
 			umask |= u.Code
 			ugrpmsk |= 1 << u.Group
-		case kindRawUmask:
-			if a.idx&^0xff != 0 {
-				return r.fail(ErrAttr, attrName(pattrs, v), "a raw unit mask is 8 bits")
+		case attrRawUmask:
+			if r.raw&^0xff != 0 {
+				return badAttr(ErrAttr, "%s: a raw unit mask is 8 bits", r.attrName(v.Desc))
 			}
-			umask = uint64(a.idx & 0xff)
+			umask = r.raw & 0xff
 			ugrpmsk = grpmsk
 		default:
-			iv := v.ival
-			switch a.idx {
+			iv := v.Val
+			switch a.Idx {
 			case amdI:
 				reg.set(amdInv, 1, b2u(iv != 0))
 			case amdE:
 				reg.set(amdEdge, 1, b2u(iv != 0))
 			case amdC:
 				if iv > 255 {
-					return r.fail(ErrAttrVal, a.name, "value %d out of range [0-255]", iv)
+					return badAttr(ErrAttrVal, "%s: value %d out of range [0-255]", a.Name, iv)
 				}
 				reg.set(amdCntMask, 8, iv)
 			case amdU:
@@ -194,44 +186,43 @@ func encodeAMD64(r *request) error {
 	}
 
 	if ugrpmsk != grpmsk {
-		um, added, err := r.amdDefaults(pattrs, ugrpmsk^grpmsk)
+		um, added, err := r.amdDefaults(ugrpmsk^grpmsk)
 		if err != nil {
 			return err
 		}
 		umask |= um
-		vals = append(vals, added...)
+		r.vals = append(r.vals, added...)
 	}
 	reg.set(8, 8, umask)
 
-	var f fstr
-	f.add("%s", ev.Name)
-	sortAttrs(vals)
-	for _, v := range vals {
-		a := attrInfo(pattrs, v)
-		if a.ctl != ctlPMU {
+	r.addf("%s", ev.Name)
+	r.sortVals()
+	for _, v := range r.vals {
+		a := r.desc(v)
+		if a.Perf {
 			continue
 		}
-		if a.kind == kindUmask {
-			f.add(":%s", ev.Umasks[a.idx].Name)
-		} else if a.kind == kindRawUmask {
-			f.add(":0x%x", uint32(a.idx))
+		if a.Type == attrUmask {
+			r.addf(":%s", ev.Umasks[a.Idx].Name)
+		} else if a.Type == attrRawUmask {
+			r.addf(":0x%x", uint32(r.raw))
 		}
 	}
-	for _, a := range pattrs {
-		if a.ctl != ctlPMU || a.kind == kindUmask {
+	for _, a := range r.pattrs {
+		if a.Perf || a.Type == attrUmask {
 			continue
 		}
-		switch a.idx {
+		switch a.Idx {
 		case amdC:
-			f.add(":c=%d", reg.get(amdCntMask, 8))
+			r.addf(":c=%d", reg.get(amdCntMask, 8))
 		case amdK, amdU, amdE, amdI, amdH, amdG:
-			f.add(":%s=%d", a.name, reg.get(amdModBit[a.idx], 1))
+			r.addf(":%s=%d", a.Name, reg.get(amdModBit[a.Idx], 1))
 		}
 	}
 
-	r.attr.Type = perfTypeRaw
+	r.attr.Type = unix.PERF_TYPE_RAW
 	if p.PerfName != "" {
-		typ, err := r.perfType(p.PerfName)
+		typ, err := r.kernelPMUType()
 		if err != nil {
 			return err
 		}
@@ -241,13 +232,13 @@ func encodeAMD64(r *request) error {
 		reg.set(b, 1, 0)
 	}
 	r.attr.Config = uint64(reg)
-	return r.perfFinish(pattrs, vals, &f)
+	return nil
 }
 
 // amdDefaults adds the default unit masks of each group in msk the user
 // left empty, as amd64_add_defaults does: a group needs one unless all
 // its unit masks may be omitted.
-func (r *request) amdDefaults(pattrs []pattr, msk uint32) (uint64, []attrVal, error) {
+func (r *request) amdDefaults(msk uint32) (uint64, []attrVal, error) {
 	ev := r.event
 	var um uint64
 	var added []attrVal
@@ -256,18 +247,18 @@ func (r *request) amdDefaults(pattrs []pattr, msk uint32) (uint64, []attrVal, er
 			continue
 		}
 		n, omit, inGroup := 0, 0, 0
-		for j, a := range pattrs {
-			if a.ctl != ctlPMU || a.kind != kindUmask {
+		for j, a := range r.pattrs {
+			if a.Perf || a.Type != attrUmask {
 				continue
 			}
-			u := &ev.Umasks[a.idx]
+			u := &ev.Umasks[a.Idx]
 			if uint32(u.Group) != i {
 				continue
 			}
 			inGroup++
 			if u.Flags&amdDfl != 0 {
 				um |= u.Code
-				added = append(added, attrVal{id: j})
+				added = append(added, attrVal{Desc: j})
 				n++
 			}
 			if u.Flags&amdOmit != 0 {
@@ -275,7 +266,7 @@ func (r *request) amdDefaults(pattrs []pattr, msk uint32) (uint64, []attrVal, er
 			}
 		}
 		if n == 0 && omit != inGroup {
-			return 0, nil, r.fail(ErrUmask, "", "no unit mask given for group %d, and it has no default", i)
+			return 0, nil, badAttr(ErrUmask, "no unit mask given for group %d, and it has no default", i)
 		}
 	}
 	return um, added, nil

@@ -11,6 +11,8 @@ package pfm
 // it; C-boxes and CHAs have filter registers, handed to perf as config1
 // (and config2).
 
+import "strings"
+
 func init() { familyEncoders[FamilyIntelUncore] = encodeIntelUncore }
 
 // Per-architecture PMU flags (pfmlib_pmu_t.flags, high 16 bits).
@@ -32,9 +34,10 @@ const (
 	ixForceFilt0 = 0x20000
 )
 
-// The uncore modifiers, numbered as libpfm4's snbep_unc_mods: an event's
-// ModMask has bit n set when it takes modifier n. Several share a name
-// (two "t", "tf", "nf" and three "cf"); an event takes one of each.
+// The uncore modifiers, numbered as in the PMUs' modifier table
+// (libpfm4's snbep_unc_mods): an event's ModMask has bit n set when it
+// takes modifier n. Several share a name (two "t", "tf", "nf" and three
+// "cf"); an event takes one of each.
 const (
 	uncE = iota
 	uncI
@@ -60,62 +63,50 @@ const (
 	uncNumMods
 )
 
-var uncModNames = [uncNumMods]string{
-	"e", "i", "t", "t", "tf", "cf", "nf", "ff", "addr", "nf", "isoc", "nc",
-	"cf", "tf", "cf", "loc", "rem", "lmem", "rmem", "dnid", "rcsnid",
-}
-
-func uncModKind(m int) attrKind {
-	switch m {
-	case uncE, uncI, uncIsoc, uncNC, uncLoc, uncRem, uncLMem, uncRMem:
-		return kindBool
-	}
-	return kindInt
-}
-
 const maxGrpID = 0xffff // no group limit yet
 
 // uncorePattrs lists what an uncore event accepts: its unit masks (those
 // of this model), its modifiers, then perf's, less those the uncore
-// cannot honour.
-func uncorePattrs(p *PMU, ev *Event) []pattr {
-	var pa []pattr
+// cannot honour (pfm_intel_snbep_unc_perf_validate_pattrs).
+func uncorePattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
+	var descs []attrDesc
 	for i := range ev.Umasks {
 		u := &ev.Umasks[i]
-		if u.Model != 0 && int(u.Model) != p.ID {
+		if intelModel(p, u.Model) {
+			descs = append(descs, attrDesc{Name: u.Name, Type: attrUmask, Idx: i, Equiv: u.Equiv})
+		}
+	}
+	// libpfm4 drops any attribute numbered like perf's hw_smpl, the
+	// PMU's own included: the uncore's modifier 11, "nc", is never usable.
+	descs = append(descs, pmuModifiers(p, ev, func(m int) bool { return m != perfHWSmpl })...)
+	keep := func(idx int) bool {
+		switch idx {
+		case perfPrecise, perfH, perfHWSmpl:
+			return false
+		}
+		return perfKeep(p, idx)
+	}
+	return descs, keep
+}
+
+// pmuModifiers lists the modifiers an event takes, from its PMU's
+// modifier table, in table order, those use refuses left out.
+func pmuModifiers(p *PMU, ev *Event, use func(m int) bool) []attrDesc {
+	var descs []attrDesc
+	for m := 0; m < 32; m++ {
+		if ev.ModMask&(1<<m) == 0 || !use(m) {
 			continue
 		}
-		pa = append(pa, pattr{name: u.Name, kind: kindUmask, idx: i, equiv: u.Equiv})
-	}
-	for m := 0; m < 32; m++ {
-		if ev.ModMask&(1<<m) != 0 {
-			name := ""
-			if m < uncNumMods {
-				name = uncModNames[m]
-			}
-			pa = append(pa, pattr{name: name, kind: uncModKind(m), idx: m})
-		}
-	}
-	noSmpl := p.Flags&pmuFlagNoSmpl != 0
-	return withPerfAttrs(pa, func(a pattr) bool {
-		if a.ctl == ctlPerf {
-			switch a.idx {
-			case perfPrecise, perfH:
-				return true
-			case perfFreq, perfPeriod:
-				if noSmpl {
-					return true
-				}
-			case perfU, perfK, perfMG, perfMH:
-				if p.SupportedPLM == 0 {
-					return true
-				}
+		d := attrDesc{Idx: m, Type: attrBool}
+		if m < len(p.Modifiers) {
+			d.Name = p.Modifiers[m].Name
+			if p.Modifiers[m].Type == ModInteger {
+				d.Type = attrInt
 			}
 		}
-		// libpfm4 tests this number whoever owns the attribute, and so
-		// also drops the uncore's own modifier 11, "nc".
-		return a.idx == perfHWSmpl
-	})
+		descs = append(descs, d)
+	}
+	return descs
 }
 
 // uncReg is a box's control register or a filter, with the fields the
@@ -137,9 +128,8 @@ const (
 
 func encodeIntelUncore(r *request) error {
 	p, ev := r.pmu, r.event
-	pattrs := uncorePattrs(p, ev)
-	vals, err := r.parseAttrs(pattrs)
-	if err != nil {
+	descs, keep := uncorePattrs(p, ev)
+	if err := r.parseAttrs(descs, keep); err != nil {
 		return err
 	}
 
@@ -171,17 +161,17 @@ func encodeIntelUncore(r *request) error {
 		}
 	}
 
-	for _, v := range vals {
-		a := attrInfo(pattrs, v)
-		if a.ctl != ctlPMU {
+	for _, v := range r.vals {
+		a := r.desc(v)
+		if a.Perf {
 			continue
 		}
-		switch a.kind {
-		case kindUmask:
-			u := &ev.Umasks[a.idx]
+		switch a.Type {
+		case attrUmask:
+			u := &ev.Umasks[a.Idx]
 			grp := int(u.Group & 0xff)
 			if lastGrp != maxGrpID && grp != lastGrp && ev.Flags&ixGrpExcl != 0 {
-				return r.fail(ErrFeatComb, u.Name, "unit masks of different groups cannot be combined")
+				return badAttr(ErrFeatComb, "%s: unit masks of different groups cannot be combined", u.Name)
 			}
 			if u.Flags&ixExclGrpGT != 0 {
 				maxGrp = grp
@@ -196,7 +186,7 @@ func encodeIntelUncore(r *request) error {
 				ncombo[grp&7] = true
 			}
 			if grpCounts[grp&7] > 1 && ncombo[grp&7] {
-				return r.fail(ErrFeatComb, u.Name, "unit mask cannot be combined with another of its group")
+				return badAttr(ErrFeatComb, "%s: unit mask cannot be combined with another of its group", u.Name)
 			}
 			lastGrp = grp
 			setFilters(u)
@@ -210,19 +200,19 @@ func encodeIntelUncore(r *request) error {
 			}
 			modmskReq |= u.ModMaskReq
 			numasks++
-		case kindRawUmask:
-			if a.idx&^0xff != 0 {
-				return r.fail(ErrAttr, attrName(pattrs, v), "a raw unit mask is 8 bits")
+		case attrRawUmask:
+			if r.raw&^0xff != 0 {
+				return badAttr(ErrAttr, "%s: a raw unit mask is 8 bits", r.attrName(v.Desc))
 			}
-			umask2 = uint64(a.idx & 0xff)
+			umask2 = r.raw & 0xff
 			ugrpmsk = grpmsk
 			numasks++
 		default:
-			iv := v.ival
+			iv := v.Val
 			bad := func(limit string) error {
-				return r.fail(ErrAttrVal, a.name, "value %d out of range %s", iv, limit)
+				return badAttr(ErrAttrVal, "%s: value %d out of range %s", a.Name, iv, limit)
 			}
-			switch a.idx {
+			switch a.Idx {
 			case uncI:
 				if occ {
 					reg.set(rOccInv, 1, b2u(iv != 0))
@@ -328,40 +318,40 @@ func encodeIntelUncore(r *request) error {
 				filt[0].set(14, 4, iv)
 				filt[0].set(18, 1, 1)
 			default:
-				return r.fail(ErrAttr, a.name, "unknown modifier %d", a.idx)
+				return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
 			}
-			if a.idx < 10 || a.idx == uncCF1 || a.idx == uncTF1 || a.idx == uncCF2 {
-				umodmsk |= 1 << a.idx
+			if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 {
+				umodmsk |= 1 << a.Idx
 			}
 		}
 	}
 
 	for x := 0; x <= maxReqGrp; x++ {
 		if reqGrps[x&7] && ugrpmsk&(1<<x) == 0 {
-			return r.fail(ErrFeatComb, "", "a unit mask of group %d is required", x)
+			return badAttr(ErrFeatComb, "a unit mask of group %d is required", x)
 		}
 	}
 
 	if len(ev.Umasks) > 0 && (ugrpmsk != grpmsk || ugrpmsk == 0) {
-		um, added, err := r.uncoreDefaults(pattrs, ugrpmsk^grpmsk, maxGrp, setFilters)
+		um, added, err := r.uncoreDefaults(ugrpmsk^grpmsk, maxGrp, setFilters)
 		if err != nil {
 			return err
 		}
-		vals = append(vals, added...)
+		r.vals = append(r.vals, added...)
 		numasks += len(added)
 		umask2 |= um
 	}
 	if len(ev.Umasks) > 0 && numasks == 0 {
-		return r.fail(ErrAttr, "", "the event needs a unit mask")
+		return badAttr(ErrAttr, "the event needs a unit mask")
 	}
 	if modmskReq&(1<<uncNF) == 0 && umodmsk&(1<<uncNF) != 0 {
-		return r.fail(ErrAttr, "nf", "no unit mask chosen takes nf")
+		return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
 	}
 	if modmskReq&(1<<uncNF1) == 0 && umodmsk&(1<<uncNF1) != 0 {
-		return r.fail(ErrAttr, "nf", "no unit mask chosen takes nf")
+		return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
 	}
 	if modmskReq != 0 && umodmsk&modmskReq == 0 {
-		return r.fail(ErrAttr, "", "a required modifier is missing (%s)", uncModList(modmskReq))
+		return badAttr(ErrAttr, "a required modifier is missing (%s)", uncModList(p, modmskReq))
 	}
 
 	// A CHA's TOR events filter on opcode and target only as asked: by
@@ -374,18 +364,17 @@ func encodeIntelUncore(r *request) error {
 		}
 	}
 
-	var f fstr
-	f.add("%s", ev.Name)
-	sortAttrs(vals)
-	for _, v := range vals {
-		a := attrInfo(pattrs, v)
-		if a.ctl != ctlPMU {
+	r.addf("%s", ev.Name)
+	r.sortVals()
+	for _, v := range r.vals {
+		a := r.desc(v)
+		if a.Perf {
 			continue
 		}
-		if a.kind == kindUmask {
-			f.add(":%s", ev.Umasks[a.idx].Name)
-		} else if a.kind == kindRawUmask {
-			f.add(":0x%x", uint32(a.idx))
+		if a.Type == attrUmask {
+			r.addf(":%s", ev.Umasks[a.Idx].Name)
+		} else if a.Type == attrRawUmask {
+			r.addf(":0x%x", uint32(r.raw))
 		}
 	}
 	reg |= uncReg((umask1 | umask2) << 8)
@@ -401,12 +390,12 @@ func encodeIntelUncore(r *request) error {
 		codes = append(codes, uint64(addr))
 	}
 
-	for _, a := range pattrs {
-		if a.ctl != ctlPMU || a.kind == kindUmask {
+	for _, a := range r.pattrs {
+		if a.Perf || a.Type == attrUmask {
 			continue
 		}
 		var v uint64
-		switch a.idx {
+		switch a.Idx {
 		case uncE:
 			v = reg.get(rEdge, 1)
 			if occ {
@@ -449,7 +438,7 @@ func encodeIntelUncore(r *request) error {
 			v = filt[1].get(0, 16)
 		case uncA:
 			// libpfm4 computes this in 32 bits.
-			f.add(":addr=0x%x", uint32(addr.get(32, 14)<<26|addr.get(6, 26)))
+			r.addf(":addr=0x%x", uint32(addr.get(32, 14)<<26|addr.get(6, 26)))
 			continue
 		case uncRem, uncRMem:
 			v = filt[1].get(0, 1)
@@ -460,12 +449,12 @@ func encodeIntelUncore(r *request) error {
 		case uncRCSNID:
 			v = filt[0].get(14, 4)
 		default:
-			return r.fail(ErrAttr, a.name, "unknown modifier %d", a.idx)
+			return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
 		}
-		f.add(":%s=%d", a.name, v)
+		r.addf(":%s=%d", a.Name, v)
 	}
 
-	typ, err := r.perfType(p.PerfName)
+	typ, err := r.kernelPMUType()
 	if err != nil {
 		return err
 	}
@@ -485,12 +474,12 @@ func encodeIntelUncore(r *request) error {
 			r.attr.Ext2 = codes[2]
 		}
 	}
-	return r.perfFinish(pattrs, vals, &f)
+	return nil
 }
 
 // uncoreDefaults adds the default unit mask of each group in msk that the
 // user left empty, as snbep_unc_add_defaults does.
-func (r *request) uncoreDefaults(pattrs []pattr, msk uint32, maxGrp int, setFilters func(*Umask)) (uint64, []attrVal, error) {
+func (r *request) uncoreDefaults(msk uint32, maxGrp int, setFilters func(*Umask)) (uint64, []attrVal, error) {
 	ev := r.event
 	var um uint64
 	var added []attrVal
@@ -499,11 +488,11 @@ func (r *request) uncoreDefaults(pattrs []pattr, msk uint32, maxGrp int, setFilt
 			continue
 		}
 		n, skip := 0, false
-		for j, a := range pattrs {
-			if a.ctl != ctlPMU || a.kind != kindUmask {
+		for j, a := range r.pattrs {
+			if a.Perf || a.Type != attrUmask {
 				continue
 			}
-			u := &ev.Umasks[a.idx]
+			u := &ev.Umasks[a.Idx]
 			if int(u.Group&0xff) != i {
 				continue
 			}
@@ -520,20 +509,20 @@ func (r *request) uncoreDefaults(pattrs []pattr, msk uint32, maxGrp int, setFilt
 			}
 			um |= u.Code >> 8
 			setFilters(u)
-			added = append(added, attrVal{id: j})
+			added = append(added, attrVal{Desc: j})
 			n++
 			if ev.Flags&ixGrpExcl != 0 {
 				return um, added, nil
 			}
 			if u.Flags&ixExclGrpGT != 0 {
 				if maxGrp != maxGrpID {
-					return 0, nil, r.fail(ErrUmask, u.Name, "two default unit masks limit the groups")
+					return 0, nil, badAttr(ErrUmask, "%s: two default unit masks limit the groups", u.Name)
 				}
 				maxGrp = int(u.Group & 0xff)
 			}
 		}
 		if n == 0 && !skip {
-			return 0, nil, r.fail(ErrUmask, "", "no unit mask given for group %d, and it has no default", i)
+			return 0, nil, badAttr(ErrUmask, "no unit mask given for group %d, and it has no default", i)
 		}
 	}
 	return um, added, nil
@@ -562,17 +551,14 @@ func isCboFilt(p *PMU, reg uncReg) bool {
 	return reg.get(8, 1) == 1 && (sel == 0x34 || sel == 0x35 || sel == 0x36)
 }
 
-func uncModList(msk uint32) string {
-	s := ""
-	for m := 0; m < uncNumMods; m++ {
+func uncModList(p *PMU, msk uint32) string {
+	var names []string
+	for m := range p.Modifiers {
 		if msk&(1<<m) != 0 {
-			if s != "" {
-				s += " or "
-			}
-			s += uncModNames[m]
+			names = append(names, p.Modifiers[m].Name)
 		}
 	}
-	return s
+	return strings.Join(names, " or ")
 }
 
 func b2u(b bool) uint64 {
@@ -580,4 +566,19 @@ func b2u(b bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// kernelPMUType gives the perf_event type of the kernel PMU the request's
+// PMU is opened through, which libpfm4 reads from sysfs; an uncore PMU
+// the kernel does not have cannot be encoded.
+func (r *request) kernelPMUType() (uint32, error) {
+	name := r.pmu.PerfName
+	if r.env.PerfType == nil {
+		return 0, badAttr(ErrNotSupported, "kernel PMU %s not found", name)
+	}
+	t, err := r.env.PerfType(name)
+	if err != nil {
+		return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", name, err)
+	}
+	return t, nil
 }
