@@ -186,7 +186,7 @@ func encodeAMD64(r *request) error {
 	}
 
 	if ugrpmsk != grpmsk {
-		um, added, err := r.amdDefaults(ugrpmsk^grpmsk)
+		um, added, err := r.amdDefaults(ugrpmsk ^ grpmsk)
 		if err != nil {
 			return err
 		}
