@@ -56,10 +56,6 @@ func amdValid(p *PMU, flags uint32) bool {
 	return p.Rev >= from && p.Rev <= till
 }
 
-// AMD64EventValid says whether libpfm4 knows ev on p: AMD tables hold
-// events of several revisions, and only the PMU's own can be named.
-func AMD64EventValid(p *PMU, ev *Event) bool { return amdValid(p, ev.Flags) }
-
 func amdSupportsVirt(p *PMU) bool { return p.Rev >= amdRevFam10h && p.Rev != amdRevFam11h }
 
 // amdPattrs lists what an AMD event accepts: its unit masks valid on
@@ -108,7 +104,7 @@ func encodeAMD64(r *request) error {
 	}
 
 	var (
-		reg       uncReg
+		reg       bitReg
 		umask     uint64
 		plmmsk    uint32
 		grpmsk    = uint32(1)<<ev.NumGroups - 1

@@ -109,16 +109,16 @@ func pmuModifiers(p *PMU, ev *Event, use func(m int) bool) []attrDesc {
 	return descs
 }
 
-// uncReg is a box's control register or a filter, with the fields the
-// encoder sets.
-type uncReg uint64
+// bitReg is a 64-bit register (a box's control register, a filter, AMD's
+// PERF_CTL) whose fields the encoders set and read.
+type bitReg uint64
 
-func (r *uncReg) set(pos, width uint, v uint64) {
+func (r *bitReg) set(pos, width uint, v uint64) {
 	m := uint64(1)<<width - 1
-	*r = uncReg(uint64(*r)&^(m<<pos) | (v&m)<<pos)
+	*r = bitReg(uint64(*r)&^(m<<pos) | (v&m)<<pos)
 }
 
-func (r uncReg) get(pos, width uint) uint64 { return uint64(r) >> pos & (1<<width - 1) }
+func (r bitReg) get(pos, width uint) uint64 { return uint64(r) >> pos & (1<<width - 1) }
 
 // Field positions in the registers.
 const (
@@ -134,9 +134,9 @@ func encodeIntelUncore(r *request) error {
 	}
 
 	var (
-		filt      [2]uncReg
-		addr      uncReg
-		reg       = uncReg(ev.Code)
+		filt      [2]bitReg
+		addr      bitReg
+		reg       = bitReg(ev.Code)
 		umask1    = ev.Code >> 8 // a unit mask the event code carries
 		umask2    = umask1
 		grpmsk    = uint32(1)<<ev.NumGroups - 1
@@ -156,8 +156,8 @@ func encodeIntelUncore(r *request) error {
 	occ := p.Flags&uncFlagOcc != 0 && ev.Code&0x80 != 0
 	setFilters := func(u *Umask) {
 		for i := range filt {
-			filt[i] |= uncReg(u.Filters[i] & 0xffffffff)
-			filt[i] &^= uncReg(u.Filters[i] >> 32)
+			filt[i] |= bitReg(u.Filters[i] & 0xffffffff)
+			filt[i] &^= bitReg(u.Filters[i] >> 32)
 		}
 	}
 
@@ -196,7 +196,7 @@ func encodeIntelUncore(r *request) error {
 				reg.set(rOcc, 2, umask2>>6)
 				umask2 = 0
 			} else {
-				reg |= uncReg(umask2 << 8)
+				reg |= bitReg(umask2 << 8)
 			}
 			modmskReq |= u.ModMaskReq
 			numasks++
@@ -287,7 +287,7 @@ func encodeIntelUncore(r *request) error {
 				// The band is the event's distance from
 				// UNC_P_FREQ_BAND0_CYCLES (0xb).
 				pcuBand = int(reg.get(0, 8)) - 0xb
-				filt[0] = uncReg(iv << (uint(pcuBand) * 8 & 63))
+				filt[0] = bitReg(iv << (uint(pcuBand) * 8 & 63))
 			case uncA:
 				if iv>>40 != 0 {
 					return bad("of 40 bits")
@@ -377,7 +377,7 @@ func encodeIntelUncore(r *request) error {
 			r.addf(":0x%x", uint32(r.raw))
 		}
 	}
-	reg |= uncReg((umask1 | umask2) << 8)
+	reg |= bitReg((umask1 | umask2) << 8)
 
 	codes := []uint64{uint64(reg)}
 	if filt[0] != 0 || filt[1] != 0 || mustFilt0 {
@@ -530,7 +530,7 @@ func (r *request) uncoreDefaults(msk uint32, maxGrp int, setFilters func(*Umask)
 
 // isChaFilt says whether a CHA event uses filter x: LLC_LOOKUP (0x34)
 // filter 0, TOR_INSERTS and TOR_OCCUPANCY (0x35, 0x36) filter 1.
-func isChaFilt(p *PMU, x int, reg uncReg) bool {
+func isChaFilt(p *PMU, x int, reg bitReg) bool {
 	if p.Flags&uncFlagCha == 0 {
 		return false
 	}
@@ -543,7 +543,7 @@ func isChaFilt(p *PMU, x int, reg uncReg) bool {
 
 // isCboFilt says whether a C-box event's filters go to config1 together:
 // opcode-matching (umask bit 0) LLC_LOOKUP and TOR events.
-func isCboFilt(p *PMU, reg uncReg) bool {
+func isCboFilt(p *PMU, reg bitReg) bool {
 	if p.Flags&uncFlagCbo == 0 {
 		return false
 	}
