@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ type goldenResult struct {
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.tsv.gz"))
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", runtime.GOARCH, "*.tsv.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,14 +32,10 @@ func checkLibpfm4(t *testing.T, env Env, answers string) {
 	for _, line := range strings.Split(strings.TrimSpace(answers), "\n") {
 		f := strings.Fields(line)
 		pmu, _, _ := strings.Cut(f[0], "::")
-		p, err := Load(pmu)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if f[1] == "ERR" {
 			f = append(f[:2], strings.Join(f[2:], " "))
 		}
-		if d := goldenDiff(f[0], f, env, p); d != "" {
+		if d := goldenDiff(f[0], f, env, []string{pmu}); d != "" {
 			t.Errorf("%s: %s", f[0], d)
 		}
 	}
