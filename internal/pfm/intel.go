@@ -312,7 +312,7 @@ func (s *intelState) encodeNHMUncore() error {
 	if modmskReq != 0 && s.umodmsk != modmskReq {
 		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, modNames(s.p, modmskReq))
 	}
-	s.canonicalUmasks()
+	s.r.canonicalUmasks()
 	s.reg |= umask<<8 | selEn | selInt
 	s.count = 1
 	for _, d := range r.pattrs {
@@ -333,24 +333,6 @@ func (s *intelState) encodeNHMUncore() error {
 		r.addf(":%s=%d", d.Name, v)
 	}
 	return nil
-}
-
-// canonicalUmasks starts the canonical name: the event, then its umasks
-// (given and default) in table order.
-func (s *intelState) canonicalUmasks() {
-	r := s.r
-	r.sortVals()
-	r.fstr = ""
-	r.addf("%s", s.ev.Name)
-	for _, v := range r.vals {
-		switch d := r.desc(v); {
-		case d.Perf:
-		case d.Type == attrUmask:
-			r.addf(":%s", s.umask(v).Name)
-		case d.Type == attrRawUmask:
-			r.addf(":0x%x", uint32(r.raw))
-		}
-	}
 }
 
 // umask is the umask a parsed attribute names.
@@ -501,7 +483,7 @@ func (s *intelState) encode() error {
 		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, modNames(s.p, modmskReq))
 	}
 
-	s.canonicalUmasks()
+	s.r.canonicalUmasks()
 
 	if ev.Flags&intelFrontend != 0 && s.feThrUmask {
 		umThr := s.umask2 >> 8 & 0xfff
@@ -693,7 +675,7 @@ func (s *intelState) addDefaults(msk uint32) error {
 func (s *intelState) perf() error {
 	a := &s.r.attr
 	if s.p.Type == PMUTypeUncore {
-		t, err := s.perfType()
+		t, err := s.r.kernelPMUType()
 		if err != nil {
 			return err
 		}
@@ -703,7 +685,7 @@ func (s *intelState) perf() error {
 	}
 	a.Type = unix.PERF_TYPE_RAW
 	if s.p.PerfName != "" {
-		if t, err := s.perfType(); err == nil {
+		if t, err := s.r.kernelPMUType(); err == nil {
 			a.Type = t
 		}
 	}
@@ -720,17 +702,6 @@ func (s *intelState) perf() error {
 		}
 	}
 	return nil
-}
-
-func (s *intelState) perfType() (uint32, error) {
-	if s.r.env.PerfType == nil {
-		return 0, badAttr(ErrNotSupported, "kernel PMU %s not found", s.p.PerfName)
-	}
-	t, err := s.r.env.PerfType(s.p.PerfName)
-	if err != nil {
-		return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", s.p.PerfName, err)
-	}
-	return t, nil
 }
 
 // hasLDLatUmask reports whether any umask, given or default, is a load

@@ -11,8 +11,6 @@ package pfm
 // it; C-boxes and CHAs have filter registers, handed to perf as config1
 // (and config2).
 
-import "strings"
-
 func init() { familyEncoders[FamilyIntelUncore] = encodeIntelUncore }
 
 // Per-architecture PMU flags (pfmlib_pmu_t.flags, high 16 bits).
@@ -107,6 +105,66 @@ func pmuModifiers(p *PMU, ev *Event, use func(m int) bool) []attrDesc {
 		descs = append(descs, d)
 	}
 	return descs
+}
+
+// uncField is a field of the control register (reg 0) or of filter 0
+// or 1 (reg 1, 2).
+type uncField struct{ reg, pos, width uint }
+
+// uncMod says how a modifier is encoded: the values it takes, the field
+// it sets and the one the canonical name shows (not always the same:
+// libpfm4 shows tf= as the thread filter's enable bit, and rmem= as rem=).
+type uncMod struct {
+	bool      bool // 0 or 1, whatever the value
+	min, max  uint64
+	set, show uncField
+	tid       bool // also enables the box's thread and core filter
+	enable    uint // a bit of filter 0 it also sets, 0 for none
+}
+
+var (
+	ctlThres8 = uncField{0, rThres, 8}
+	ctlThres5 = uncField{0, rThres, 5}
+	ctlTID    = uncField{0, rTID, 1}
+)
+
+// uncMods are the modifiers other than e, i (whose field depends on the
+// event), ff and addr. Values past the field's width are cut, as the C
+// bit-fields cut them (cf on SandyBridge-EP takes 0-15 in 3 bits).
+var uncMods = map[int]uncMod{
+	uncT8:     {max: 255, set: ctlThres8, show: ctlThres8},
+	uncT5:     {max: 31, set: ctlThres5, show: ctlThres5},
+	uncTF:     {max: 1, set: uncField{1, 0, 1}, show: ctlTID, tid: true},
+	uncTF1:    {max: 7, set: uncField{1, 0, 3}, show: uncField{1, 0, 3}, tid: true},
+	uncCF:     {max: 15, set: uncField{1, 1, 3}, show: uncField{1, 1, 3}, tid: true},
+	uncCF1:    {max: 63, set: uncField{1, 1, 5}, show: uncField{1, 1, 5}, tid: true},
+	uncCF2:    {max: 64, set: uncField{1, 3, 6}, show: uncField{1, 3, 6}, tid: true},
+	uncNF:     {min: 1, max: 255, set: uncField{1, 10, 8}, show: uncField{1, 10, 8}},
+	uncNF1:    {min: 1, max: 255, set: uncField{2, 0, 16}, show: uncField{2, 0, 16}},
+	uncDNID:   {max: 15, set: uncField{1, 8, 4}, show: uncField{1, 8, 4}, enable: 13},
+	uncRCSNID: {max: 15, set: uncField{1, 14, 4}, show: uncField{1, 14, 4}, enable: 18},
+	uncIsoc:   {bool: true, set: uncField{2, 31, 1}, show: uncField{2, 31, 1}},
+	uncNC:     {bool: true, set: uncField{2, 30, 1}, show: uncField{2, 30, 1}},
+	uncLoc:    {bool: true, set: uncField{2, 1, 1}, show: uncField{2, 1, 1}},
+	uncRem:    {bool: true, set: uncField{2, 0, 1}, show: uncField{2, 0, 1}},
+	// libpfm4 4.13 sets the local-target bit for lmem, and shows rem
+	// for rmem.
+	uncLMem: {bool: true, set: uncField{2, 1, 1}, show: uncField{2, 1, 1}},
+	uncRMem: {bool: true, set: uncField{2, 5, 1}, show: uncField{2, 0, 1}},
+}
+
+// uncEdgeInv is where e and i go: the PCU's occupancy events have their
+// own edge and invert bits.
+func uncEdgeInv(m int, occ bool) uncField {
+	switch {
+	case m == uncE && occ:
+		return uncField{0, rOccEdge, 1}
+	case m == uncE:
+		return uncField{0, rEdge, 1}
+	case occ:
+		return uncField{0, rOccInv, 1}
+	}
+	return uncField{0, rInv, 1}
 }
 
 // bitReg is a 64-bit register (a box's control register, a filter, AMD's
@@ -209,116 +267,41 @@ func encodeIntelUncore(r *request) error {
 			numasks++
 		default:
 			iv := v.Val
-			bad := func(limit string) error {
-				return badAttr(ErrAttrVal, "%s: value %d out of range %s", a.Name, iv, limit)
-			}
-			switch a.Idx {
-			case uncI:
-				if occ {
-					reg.set(rOccInv, 1, b2u(iv != 0))
-				} else {
-					reg.set(rInv, 1, b2u(iv != 0))
-				}
-			case uncE:
-				if occ {
-					reg.set(rOccEdge, 1, b2u(iv != 0))
-				} else {
-					reg.set(rEdge, 1, b2u(iv != 0))
-				}
-			case uncT8:
+			regs := [3]*bitReg{&reg, &filt[0], &filt[1]}
+			switch m, ok := uncMods[a.Idx]; {
+			case a.Idx == uncE || a.Idx == uncI:
+				f := uncEdgeInv(a.Idx, occ)
+				regs[f.reg].set(f.pos, 1, b2u(iv != 0))
+			case a.Idx == uncFF:
 				if iv > 255 {
-					return bad("[0-255]")
-				}
-				reg.set(rThres, 8, iv)
-			case uncT5:
-				if iv > 31 {
-					return bad("[0-31]")
-				}
-				reg.set(rThres, 5, iv)
-			case uncTF:
-				if iv > 1 {
-					return bad("[0-1]")
-				}
-				reg.set(rTID, 1, 1)
-				mustFilt0 = true
-				filt[0].set(0, 1, iv)
-			case uncTF1:
-				if iv > 7 {
-					return bad("[0-7]")
-				}
-				reg.set(rTID, 1, 1)
-				filt[0].set(0, 3, iv)
-				mustFilt0 = true
-			case uncCF:
-				if iv > 15 {
-					return bad("[0-15]")
-				}
-				reg.set(rTID, 1, 1)
-				filt[0].set(1, 3, iv)
-				mustFilt0 = true
-			case uncCF1:
-				if iv > 63 {
-					return bad("[0-63]")
-				}
-				reg.set(rTID, 1, 1)
-				filt[0].set(1, 5, iv)
-				mustFilt0 = true
-			case uncNF:
-				if iv > 255 || iv == 0 {
-					return bad("[1-255]")
-				}
-				filt[0].set(10, 8, iv)
-			case uncNF1:
-				if iv > 255 || iv == 0 {
-					return bad("[1-255]")
-				}
-				filt[1].set(0, 16, iv)
-			case uncCF2:
-				if iv > 64 {
-					return bad("[0-63]")
-				}
-				reg.set(rTID, 1, 1)
-				filt[0].set(3, 6, iv)
-				mustFilt0 = true
-			case uncFF:
-				if iv > 255 {
-					return bad("[0-255]")
+					return badAttr(ErrAttrVal, "%s: value %d out of range [0-255]", a.Name, iv)
 				}
 				// The band is the event's distance from
 				// UNC_P_FREQ_BAND0_CYCLES (0xb).
 				pcuBand = int(reg.get(0, 8)) - 0xb
 				filt[0] = bitReg(iv << (uint(pcuBand) * 8 & 63))
-			case uncA:
+			case a.Idx == uncA:
 				if iv>>40 != 0 {
-					return bad("of 40 bits")
+					return badAttr(ErrAttrVal, "%s: value %#x wider than 40 bits", a.Name, iv)
 				}
 				addr.set(6, 26, iv)
 				addr.set(32, 14, iv>>26)
-			case uncIsoc:
-				filt[1].set(31, 1, b2u(iv != 0))
-			case uncNC:
-				filt[1].set(30, 1, b2u(iv != 0))
-			case uncLoc, uncLMem:
-				// libpfm4 4.13 sets the local-target bit for lmem too.
-				filt[1].set(1, 1, b2u(iv != 0))
-			case uncRem:
-				filt[1].set(0, 1, b2u(iv != 0))
-			case uncRMem:
-				filt[1].set(5, 1, b2u(iv != 0))
-			case uncDNID:
-				if iv > 15 {
-					return bad("[0-15]")
-				}
-				filt[0].set(8, 4, iv)
-				filt[0].set(13, 1, 1)
-			case uncRCSNID:
-				if iv > 15 {
-					return bad("[0-15]")
-				}
-				filt[0].set(14, 4, iv)
-				filt[0].set(18, 1, 1)
-			default:
+			case !ok:
 				return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
+			case m.bool:
+				regs[m.set.reg].set(m.set.pos, 1, b2u(iv != 0))
+			default:
+				if iv < m.min || iv > m.max {
+					return badAttr(ErrAttrVal, "%s: value %d out of range [%d-%d]", a.Name, iv, m.min, m.max)
+				}
+				regs[m.set.reg].set(m.set.pos, m.set.width, iv)
+				if m.tid {
+					reg.set(rTID, 1, 1)
+					mustFilt0 = true
+				}
+				if m.enable != 0 {
+					filt[0].set(m.enable, 1, 1)
+				}
 			}
 			if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 {
 				umodmsk |= 1 << a.Idx
@@ -351,7 +334,7 @@ func encodeIntelUncore(r *request) error {
 		return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
 	}
 	if modmskReq != 0 && umodmsk&modmskReq == 0 {
-		return badAttr(ErrAttr, "a required modifier is missing (%s)", uncModList(p, modmskReq))
+		return badAttr(ErrAttr, "%s needs one of the modifiers %s", ev.Name, modNames(p, modmskReq))
 	}
 
 	// A CHA's TOR events filter on opcode and target only as asked: by
@@ -364,19 +347,7 @@ func encodeIntelUncore(r *request) error {
 		}
 	}
 
-	r.addf("%s", ev.Name)
-	r.sortVals()
-	for _, v := range r.vals {
-		a := r.desc(v)
-		if a.Perf {
-			continue
-		}
-		if a.Type == attrUmask {
-			r.addf(":%s", ev.Umasks[a.Idx].Name)
-		} else if a.Type == attrRawUmask {
-			r.addf(":0x%x", uint32(r.raw))
-		}
-	}
+	r.canonicalUmasks()
 	reg |= bitReg((umask1 | umask2) << 8)
 
 	codes := []uint64{uint64(reg)}
@@ -394,62 +365,24 @@ func encodeIntelUncore(r *request) error {
 		if a.Perf || a.Type == attrUmask {
 			continue
 		}
+		regs := [3]bitReg{reg, filt[0], filt[1]}
 		var v uint64
-		switch a.Idx {
-		case uncE:
-			v = reg.get(rEdge, 1)
-			if occ {
-				v = reg.get(rOccEdge, 1)
-			}
-		case uncI:
-			v = reg.get(rInv, 1)
-			if occ {
-				v = reg.get(rOccInv, 1)
-			}
-		case uncT8:
-			v = reg.get(rThres, 8)
-		case uncT5:
-			v = reg.get(rThres, 5)
-		case uncTF:
-			v = reg.get(rTID, 1)
-		case uncTF1:
-			v = filt[0].get(0, 3)
-		case uncCF:
-			v = filt[0].get(1, 3)
-		case uncCF1:
-			v = filt[0].get(1, 5)
-		case uncCF2:
-			v = filt[0].get(3, 6)
-		case uncFF:
+		switch m, ok := uncMods[a.Idx]; {
+		case a.Idx == uncE || a.Idx == uncI:
+			f := uncEdgeInv(a.Idx, occ)
+			v = regs[f.reg].get(f.pos, 1)
+		case a.Idx == uncFF:
 			v = uint64(filt[0]) >> (uint(pcuBand) * 8 & 63) & 0xff
-		case uncIsoc:
-			v = filt[1].get(31, 1)
-		case uncNC:
-			v = filt[1].get(30, 1)
-		case uncNF:
-			if modmskReq&(1<<uncNF) == 0 {
-				continue
-			}
-			v = filt[0].get(10, 8)
-		case uncNF1:
-			if modmskReq&(1<<uncNF1) == 0 {
-				continue
-			}
-			v = filt[1].get(0, 16)
-		case uncA:
+		case a.Idx == uncA:
 			// libpfm4 computes this in 32 bits.
 			r.addf(":addr=0x%x", uint32(addr.get(32, 14)<<26|addr.get(6, 26)))
 			continue
-		case uncRem, uncRMem:
-			v = filt[1].get(0, 1)
-		case uncLoc, uncLMem:
-			v = filt[1].get(1, 1)
-		case uncDNID:
-			v = filt[0].get(8, 4)
-		case uncRCSNID:
-			v = filt[0].get(14, 4)
-		default:
+		case (a.Idx == uncNF || a.Idx == uncNF1) && modmskReq&(1<<a.Idx) == 0:
+			continue // shown only where a unit mask requires it
+		case !ok:
 			return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
+		default:
+			v = regs[m.show.reg].get(m.show.pos, m.show.width)
 		}
 		r.addf(":%s=%d", a.Name, v)
 	}
@@ -549,16 +482,6 @@ func isCboFilt(p *PMU, reg bitReg) bool {
 	}
 	sel := reg.get(0, 8)
 	return reg.get(8, 1) == 1 && (sel == 0x34 || sel == 0x35 || sel == 0x36)
-}
-
-func uncModList(p *PMU, msk uint32) string {
-	var names []string
-	for m := range p.Modifiers {
-		if msk&(1<<m) != 0 {
-			names = append(names, p.Modifiers[m].Name)
-		}
-	}
-	return strings.Join(names, " or ")
 }
 
 func b2u(b bool) uint64 {
