@@ -20,17 +20,9 @@ const (
 	uncFlagCha = 0x40000 // a CHA (Skylake and later)
 )
 
-// Unit mask and event flags of intel_x86 tables, as the uncore encoder
-// reads them.
-const (
-	ixNCombo     = 0x00001
-	ixDfl        = 0x00008
-	ixGrpExcl    = 0x00010
-	ixExclGrpGT  = 0x00040
-	ixGrpDflNone = 0x00800
-	ixGrpReq     = 0x08000
-	ixForceFilt0 = 0x20000
-)
+// intel_x86 event flag only the uncore reads: filter 0 goes to perf even
+// when zero. (The others are intel.go's.)
+const ixForceFilt0 = 0x20000
 
 // The uncore modifiers, numbered as in the PMUs' modifier table
 // (libpfm4's snbep_unc_mods): an event's ModMask has bit n set when it
@@ -200,7 +192,6 @@ func encodeIntelUncore(r *request) error {
 		grpmsk    = uint32(1)<<ev.NumGroups - 1
 		ugrpmsk   uint32
 		maxGrp    = maxGrpID
-		lastGrp   = maxGrpID
 		umodmsk   uint32
 		modmskReq = ev.ModMaskReq
 		pcuBand   = -1
@@ -208,8 +199,7 @@ func encodeIntelUncore(r *request) error {
 		mustFilt0 = ev.Flags&ixForceFilt0 != 0
 		maxReqGrp = -1
 		reqGrps   [8]bool
-		grpCounts [8]int
-		ncombo    [8]bool
+		rules     = newGroupRules()
 	)
 	occ := p.Flags&uncFlagOcc != 0 && ev.Code&0x80 != 0
 	setFilters := func(u *Umask) {
@@ -228,25 +218,20 @@ func encodeIntelUncore(r *request) error {
 		case attrUmask:
 			u := &ev.Umasks[a.Idx]
 			grp := int(u.Group & 0xff)
-			if lastGrp != maxGrpID && grp != lastGrp && ev.Flags&ixGrpExcl != 0 {
-				return badAttr(ErrFeatComb, "%s: unit masks of different groups cannot be combined", u.Name)
+			if err := rules.grpExcl(ev, u, grp); err != nil {
+				return err
 			}
-			if u.Flags&ixExclGrpGT != 0 {
+			if u.Flags&intelExclGrpGT != 0 {
 				maxGrp = grp
 			}
-			grpCounts[grp&7]++
-			if u.Flags&ixGrpReq != 0 {
+			if u.Flags&intelGrpReq != 0 {
 				req := int(u.Group >> 8 & 0xff)
 				maxReqGrp = max(maxReqGrp, req)
 				reqGrps[req&7] = true
 			}
-			if u.Flags&ixNCombo != 0 {
-				ncombo[grp&7] = true
+			if err := rules.ncombo(u, grp); err != nil {
+				return err
 			}
-			if grpCounts[grp&7] > 1 && ncombo[grp&7] {
-				return badAttr(ErrFeatComb, "%s: unit mask cannot be combined with another of its group", u.Name)
-			}
-			lastGrp = grp
 			setFilters(u)
 			umask2 |= u.Code >> 8
 			ugrpmsk |= 1 << grp
@@ -433,21 +418,21 @@ func (r *request) uncoreDefaults(msk uint32, maxGrp int, setFilters func(*Umask)
 				skip = true
 				continue
 			}
-			if u.Flags&ixGrpDflNone != 0 {
+			if u.Flags&intelGrpDflNone != 0 {
 				skip = true
 				continue
 			}
-			if u.Flags&ixDfl == 0 {
+			if u.Flags&intelDFL == 0 {
 				continue
 			}
 			um |= u.Code >> 8
 			setFilters(u)
 			added = append(added, attrVal{Desc: j})
 			n++
-			if ev.Flags&ixGrpExcl != 0 {
+			if ev.Flags&intelGrpExcl != 0 {
 				return um, added, nil
 			}
-			if u.Flags&ixExclGrpGT != 0 {
+			if u.Flags&intelExclGrpGT != 0 {
 				if maxGrp != maxGrpID {
 					return 0, nil, badAttr(ErrUmask, "%s: two default unit masks limit the groups", u.Name)
 				}
