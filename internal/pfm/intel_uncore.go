@@ -53,7 +53,6 @@ const (
 	uncNumMods
 )
 
-const maxGrpID = 0xffff // no group limit yet
 
 // uncorePattrs lists what an uncore event accepts: its unit masks (those
 // of this model), its modifiers, then perf's, less those the uncore
@@ -191,7 +190,7 @@ func encodeIntelUncore(r *request) error {
 		umask2    = umask1
 		grpmsk    = uint32(1)<<ev.NumGroups - 1
 		ugrpmsk   uint32
-		maxGrp    = maxGrpID
+		maxGrp    = noGroup
 		umodmsk   uint32
 		modmskReq = ev.ModMaskReq
 		pcuBand   = -1
@@ -414,7 +413,7 @@ func (r *request) uncoreDefaults(msk uint32, maxGrp int, setFilters func(*Umask)
 			if int(u.Group&0xff) != i {
 				continue
 			}
-			if maxGrp != maxGrpID && i > maxGrp {
+			if maxGrp != noGroup && i > maxGrp {
 				skip = true
 				continue
 			}
@@ -433,7 +432,7 @@ func (r *request) uncoreDefaults(msk uint32, maxGrp int, setFilters func(*Umask)
 				return um, added, nil
 			}
 			if u.Flags&intelExclGrpGT != 0 {
-				if maxGrp != maxGrpID {
+				if maxGrp != noGroup {
 					return 0, nil, badAttr(ErrUmask, "%s: two default unit masks limit the groups", u.Name)
 				}
 				maxGrp = int(u.Group & 0xff)
