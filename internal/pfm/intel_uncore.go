@@ -53,7 +53,6 @@ const (
 	uncNumMods
 )
 
-
 // uncorePattrs lists what an uncore event accepts: its unit masks (those
 // of this model), its modifiers, then perf's, less those the uncore
 // cannot honour (pfm_intel_snbep_unc_perf_validate_pattrs).
