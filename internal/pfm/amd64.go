@@ -124,11 +124,8 @@ func encodeAMD64(r *request) error {
 		reg.set(amdInt, 1, 1)
 	}
 
-	for _, v := range r.vals {
+	for _, v := range r.pmuVals() {
 		a := r.desc(v)
-		if a.Perf {
-			continue
-		}
 		switch a.Type {
 		case attrUmask:
 			u := &ev.Umasks[a.Idx]

@@ -207,11 +207,8 @@ func encodeIntelUncore(r *request) error {
 		}
 	}
 
-	for _, v := range r.vals {
+	for _, v := range r.pmuVals() {
 		a := r.desc(v)
-		if a.Perf {
-			continue
-		}
 		switch a.Type {
 		case attrUmask:
 			u := &ev.Umasks[a.Idx]
