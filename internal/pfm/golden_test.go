@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,7 +60,9 @@ func TestGolden(t *testing.T) {
 		}
 		for _, f := range files {
 			name := strings.TrimSuffix(filepath.Base(f), ".tsv.gz")
-			p, err := loadArchPMU(arch, name)
+			// <pmu>.model<N>: libpfm4 detected the PMU on CPU model N.
+			pmu, model, _ := strings.Cut(name, ".model")
+			p, err := loadArchPMU(arch, pmu)
 			if err != nil {
 				t.Errorf("%s: %v", f, err)
 				continue
@@ -71,7 +74,13 @@ func TestGolden(t *testing.T) {
 			if fe, ok := goldenEnv[p.Family]; ok && fe.PerfType != nil {
 				env.PerfType = fe.PerfType
 			}
-			r, err := runGolden(p, env)
+			if model != "" {
+				if env.IntelModel, err = strconv.Atoi(model); err != nil {
+					t.Errorf("%s: %v", f, err)
+					continue
+				}
+			}
+			r, err := runGolden(p, name, env)
 			if err != nil {
 				t.Error(err)
 				continue
@@ -113,13 +122,13 @@ func goldenMachine(arch string) (Env, error) {
 	return env, nil
 }
 
-func runGolden(p *PMU, env Env) (goldenResult, error) {
-	res := goldenResult{pmu: p.Name}
-	lines, err := pfmgolden.Read(env.Arch, p.Name)
+func runGolden(p *PMU, file string, env Env) (goldenResult, error) {
+	res := goldenResult{pmu: file}
+	lines, err := pfmgolden.Read(env.Arch, file)
 	if err != nil {
 		return res, err
 	}
-	allowPrefix := env.Arch + "/" + p.Name + "\t"
+	allowPrefix := env.Arch + "/" + file + "\t"
 	for i, l := range lines {
 		want := []string{l.Name, "ERR", l.Err}
 		if l.OK {

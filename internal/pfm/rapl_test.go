@@ -13,3 +13,19 @@ rapl::RAPL_ENERGY_CORES:u ERR invalid event attribute
 rapl::RAPL_ENERGY_PKG OK 4 0x2 0 0 - rapl rapl::RAPL_ENERGY_PKG:excl=0
 `)
 }
+
+// Detected on a server model, RAPL has DRAM but not the cores' counter;
+// on a client with PSYS, that too (libpfm4's answers under an emulated
+// CPU of that model).
+func TestRAPLModelTables(t *testing.T) {
+	server, client := fakeSysfs, fakeSysfs
+	server.IntelModel, client.IntelModel = 63, 78
+	checkLibpfm4(t, server, `
+rapl::RAPL_ENERGY_CORES ERR event not found
+rapl::RAPL_ENERGY_DRAM OK 102 0x3 0 0 - rapl rapl::RAPL_ENERGY_DRAM:excl=0
+`)
+	checkLibpfm4(t, client, `
+rapl::RAPL_ENERGY_PSYS OK 102 0x5 0 0 - rapl rapl::RAPL_ENERGY_PSYS:excl=0
+rapl::RAPL_ENERGY_DRAM ERR event not found
+`)
+}
