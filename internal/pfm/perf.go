@@ -247,6 +247,9 @@ func findPMUEvent(p *PMU, name string) *Event {
 		if ev.Model != 0 && int(ev.Model) != p.ID {
 			continue // another model's event, invisible to this one
 		}
+		if p.Family == FamilyAMD64 && !amdValid(p, ev.Flags) {
+			continue // another revision's event
+		}
 		if equalFold(ev.Name, name) {
 			return ev
 		}
