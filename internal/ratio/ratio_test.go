@@ -1,0 +1,114 @@
+package ratio
+
+import (
+	"math"
+	"testing"
+)
+
+func byName(t *testing.T, name string) *Def {
+	t.Helper()
+	for i := range Builtin {
+		if Builtin[i].Name == name {
+			return &Builtin[i]
+		}
+	}
+	t.Fatalf("no built-in ratio %q", name)
+	return nil
+}
+
+func TestBuiltinFormulas(t *testing.T) {
+	// Operand increases as the counter package delivers them: already
+	// scaled by time_enabled/time_running. Since the operands of a ratio
+	// share one group, both carry the same factor, so a multiplexed
+	// interval gives the same quotient as a full one.
+	const mux = 3 // counted a third of the time: both counts scaled ×3
+	for _, c := range []struct {
+		name     string
+		num, den uint64
+		want     float64
+	}{
+		{"ipc", 2_400_000, 1_000_000, 2.4},
+		{"ipc", 2_400_000 * mux, 1_000_000 * mux, 2.4},
+		{"cpi", 1_000_000, 2_500_000, 0.4},
+		{"branch_miss_ratio", 1_234, 100_000, 0.01234},
+		{"branch_miss_ratio", 1_234 * mux, 100_000 * mux, 0.01234},
+		{"cache_miss_ratio", 25, 100, 0.25},
+		// 500 switches in 250 ms of CPU time: 2000 per CPU second.
+		{"context_switches_per_cpu_second", 500, 250_000_000, 2000},
+	} {
+		d := byName(t, c.name)
+		got, ok := d.Of(c.num, c.den)
+		if !ok || math.Abs(got-c.want) > 1e-12*c.want {
+			t.Errorf("%s(%d, %d) = %v, %v; want %v", c.name, c.num, c.den, got, ok, c.want)
+		}
+	}
+	if _, ok := byName(t, "ipc").Of(5, 0); ok {
+		t.Error("ipc with no cycles has a value")
+	}
+	for _, d := range Builtin {
+		if err := d.Check(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestTrackerIntervalPerClient(t *testing.T) {
+	d := byName(t, "ipc")
+	tr := NewTracker([]int{2})
+	val, ok := make([]float64, 2), make([]bool, 2)
+	a, b := Client{Slot: 1, Ctx: 0}, Client{Slot: 2, Ctx: 0}
+
+	tr.Step(a, d, 0, []uint64{100, 10}, []uint64{100, 10}, val, ok)
+	if ok[0] || ok[1] {
+		t.Fatalf("first fetch gave values %v %v", val, ok)
+	}
+	tr.Step(a, d, 0, []uint64{300, 40}, []uint64{200, 10}, val, ok)
+	if !ok[0] || val[0] != 2 || ok[1] {
+		t.Errorf("a's second fetch: %v %v; want [2 -] (cpu1's cycles did not move)", val, ok)
+	}
+	// b's first fetch has no value, though a has fetched before.
+	tr.Step(b, d, 0, []uint64{300, 40}, []uint64{200, 10}, val, ok)
+	if ok[0] {
+		t.Errorf("b's first fetch gave %v", val[0])
+	}
+	// a's interval runs from a's previous fetch, b's from b's.
+	tr.Step(a, d, 0, []uint64{400, 40}, []uint64{400, 20}, val, ok)
+	if val[0] != 0.5 || !ok[1] || val[1] != 0 {
+		t.Errorf("a's third fetch: %v %v; want [0.5 0]", val, ok)
+	}
+	tr.Step(b, d, 0, []uint64{400, 40}, []uint64{400, 20}, val, ok)
+	if val[0] != 0.5 {
+		t.Errorf("b's second fetch: %v; want 0.5", val[0])
+	}
+	// Wrap of an accumulator: unsigned differences still hold.
+	tr.Step(b, d, 0, []uint64{400 + 60, 40}, []uint64{math.MaxUint64, 20}, val, ok)
+	tr.Step(b, d, 0, []uint64{400 + 60 + 30, 40}, []uint64{9, 20}, val, ok)
+	if val[0] != 3 {
+		t.Errorf("across a wrap: %v; want 30/10 = 3", val[0])
+	}
+
+	tr.Forget(1)
+	if tr.Clients() != 1 {
+		t.Fatalf("after Forget(1): %d clients", tr.Clients())
+	}
+	tr.Step(a, d, 0, []uint64{500, 40}, []uint64{500, 20}, val, ok)
+	if ok[0] {
+		t.Error("a reused slot kept the old client's interval")
+	}
+}
+
+func TestTrackerStepAllocatesNothing(t *testing.T) {
+	d := byName(t, "ipc")
+	tr := NewTracker([]int{4})
+	num, den := make([]uint64, 4), make([]uint64, 4)
+	val, ok := make([]float64, 4), make([]bool, 4)
+	c := Client{Slot: 3}
+	tr.Step(c, d, 0, num, den, val, ok)
+	if n := testing.AllocsPerRun(100, func() {
+		num[0]++
+		den[0]++
+		tr.Step(c, d, 0, num, den, val, ok)
+	}); n != 0 {
+		t.Errorf("Step allocates %v times per call", n)
+	}
+}
