@@ -4,6 +4,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
+	"perfevent/internal/ratio"
 )
 
 type kind uint8
@@ -14,6 +15,7 @@ const (
 	kindDerivedActive
 	kindCounter
 	kindDerived
+	kindRatio
 )
 
 // ref says what a cluster holds; Source looks clusters up by number, which
@@ -45,6 +47,16 @@ type Source struct {
 	derived  [][]float64
 	active   int32
 	reserved bool
+
+	// Ratios: operand counts copied from the Set, and each ratio's value
+	// over the interval since the fetching client's previous fetch of it.
+	ratios  []ratio.Chosen
+	tracker *ratio.Tracker
+	ratGen  []uint32
+	ratNum  [][]uint64
+	ratDen  [][]uint64
+	ratVal  [][]float64
+	ratOK   [][]bool
 }
 
 func (s *Source) setRef(cluster int, r ref) {
@@ -71,7 +83,23 @@ func (s *Source) prepare() {
 	for i := range d {
 		s.derived[i] = make([]float64, len(s.set.DerivedCPUs(i)))
 	}
+	r := len(s.ratios)
+	s.ratGen = make([]uint32, r)
+	s.ratNum, s.ratDen = make([][]uint64, r), make([][]uint64, r)
+	s.ratVal, s.ratOK = make([][]float64, r), make([][]bool, r)
+	sizes := make([]int, r)
+	for i, c := range s.ratios {
+		k := len(c.CPUs)
+		sizes[i] = k
+		s.ratNum[i], s.ratDen[i] = make([]uint64, k), make([]uint64, k)
+		s.ratVal[i], s.ratOK[i] = make([]float64, k), make([]bool, k)
+	}
+	s.tracker = ratio.NewTracker(sizes)
 }
+
+// Forget drops what the ratios remember of pmcd client slot, which went
+// away; call it from pmda.Config.OnEndContext.
+func (s *Source) Forget(client int32) { s.tracker.Forget(client) }
 
 func (s *Source) lookup(pmid pdu.PMID) ref {
 	if pmid.Domain() != Domain || pmid.Cluster() >= len(s.refs) {
@@ -99,6 +127,10 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 		case kindDerived:
 			f.NeedDerived(r.idx)
 			s.derGen[r.idx] = s.gen
+		case kindRatio:
+			f.Need(s.ratios[r.idx].NumEv)
+			f.Need(s.ratios[r.idx].DenEv)
+			s.ratGen[r.idx] = s.gen
 		}
 	}
 	if all {
@@ -121,6 +153,18 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 		for i := range s.derived[d] {
 			s.derived[d][i] = f.DerivedValue(d, i)
 		}
+	}
+	client := ratio.Client{Slot: req.Client, Ctx: req.Ctx}
+	for i, g := range s.ratGen {
+		if g != s.gen {
+			continue
+		}
+		c := &s.ratios[i]
+		for k := range s.ratNum[i] {
+			s.ratNum[i][k] = f.Value(c.NumEv, k)
+			s.ratDen[i][k] = f.Value(c.DenEv, k)
+		}
+		s.tracker.Step(client, &c.Def, i, s.ratNum[i], s.ratDen[i], s.ratVal[i], s.ratOK[i])
 	}
 	s.active = int32(f.Active())
 	s.reserved = f.Reserved()
@@ -155,6 +199,13 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 		cpus := s.set.DerivedCPUs(r.idx)
 		for i, v := range s.derived[r.idx] {
 			w.Double(int32(cpus[i]), v)
+		}
+	case kindRatio:
+		cpus := s.ratios[r.idx].CPUs
+		for i, v := range s.ratVal[r.idx] {
+			if s.ratOK[r.idx][i] {
+				w.Double(int32(cpus[i]), v)
+			}
 		}
 	default:
 		return pdu.ErrPMID

@@ -15,6 +15,7 @@ import (
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
+	"perfevent/internal/ratio"
 )
 
 // rig is a perfevent table on fake counters, served by a real pmda.Agent
@@ -29,6 +30,8 @@ type rig struct {
 	b     pdu.Builder
 	p     pdu.Parser
 	res   pdu.Result
+
+	client int32 // the pmcd client slot that fetch sends as
 }
 
 func newRig(t *testing.T) *rig {
@@ -66,6 +69,13 @@ func newSource(t testing.TB) (*countertest.Opener, *counter.Set, *pmda.Table, *S
 	if _, err := set.AddDerived(counter.DerivedSpec{Name: "both", Terms: []counter.Term{{Event: "cpu-clock", Scale: 0.5}, {Event: "page-faults", Scale: 2}}}); err != nil {
 		t.Fatal(err)
 	}
+	ratios, why := ratio.Select([]ratio.Def{
+		{Name: "faults_per_second", Num: "page-faults", Den: "cpu-clock", Scale: 1e9, Unit: ratio.PerSecond},
+		{Name: "ipc", Num: "instructions", Den: "cycles", Scale: 1},
+	}, set)
+	if len(ratios) != 1 || len(why) != 1 {
+		t.Fatalf("ratios chosen %+v; not chosen: %q", ratios, why)
+	}
 	clusters, _ := LoadClusters(filepath.Join(t.TempDir(), "pmids"))
 	table, src, err := Build(Spec{
 		Version:  "test",
@@ -73,6 +83,7 @@ func newSource(t testing.TB) (*countertest.Opener, *counter.Set, *pmda.Table, *S
 		Clusters: clusters,
 		Counters: []Counter{{Event: 0, Metric: "cpu_clock"}, {Event: 1, Metric: "page_faults"}},
 		Derived:  []Derived{{Derived: 0, Metric: "both"}},
+		Ratios:   ratios,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +121,7 @@ func (r *rig) fetch(names ...string) []map[int32]float64 {
 		}
 		pmids = append(pmids, id)
 	}
-	r.send(r.b.Fetch(0, 0, pmids))
+	r.send(r.b.Fetch(r.client, 0, pmids))
 	if _, err := r.p.Start(r.next()); err != nil {
 		r.t.Fatal(err)
 	}
@@ -314,4 +325,52 @@ func TestFetchMakesNoGarbage(t *testing.T) {
 	if per := float64(int64(total)-int64(base)) / (n - 1); per >= 0.5 {
 		t.Errorf("%.1f allocations per FETCH of %d metrics (%d for one fetch, %d for %d)", per, len(pmids), base, total, n)
 	}
+}
+
+func TestRatioOverEachClientsInterval(t *testing.T) {
+	r := newRig(t)
+	const name = "perfevent.ratio.faults_per_second"
+	m, _ := r.table.Metric(mustPMID(t, r.table, name))
+	if m.Desc.Sem != pdu.SemInstant || m.Desc.Units != pdu.NewUnits(0, -1, 1, 0, pdu.TimeSec, pdu.CountOne) {
+		t.Errorf("%s desc %+v", name, m.Desc)
+	}
+	if _, err := r.table.PMID("perfevent.ratio.ipc"); err == nil {
+		t.Error("ipc's operands are not counted, yet it is in the table")
+	}
+	r.fake.Add("page-faults", 0, 10, 1, 1)
+	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	if got := r.fetch(name)[0]; len(got) != 0 {
+		t.Errorf("first fetch gave %v; want no values", got)
+	}
+	// 30 faults in 10 ms of cpu-clock on cpu0; cpu2 multiplexed at half
+	// duty: both operands are scaled ×2, and the ratio is unchanged.
+	r.fake.Add("page-faults", 0, 30, 1, 1)
+	r.fake.Add("cpu-clock", 0, 10e6, 1, 1)
+	r.fake.Add("page-faults", 2, 5, 10, 5)
+	r.fake.Add("cpu-clock", 2, 1e6, 10, 5)
+	got := r.fetch(name)[0]
+	if want := map[int32]float64{0: 3000, 2: 5000}; !same(got, want) {
+		t.Errorf("second fetch: %v; want %v (cpu3's cpu-clock did not move)", got, want)
+	}
+	// Another client's first fetch has no value; the first client's
+	// interval still runs from its own previous fetch.
+	r.fake.Add("page-faults", 0, 1, 1, 1)
+	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	r.client = 7
+	if got := r.fetch(name)[0]; len(got) != 0 {
+		t.Errorf("client 7's first fetch gave %v", got)
+	}
+	r.client = 0
+	if got := r.fetch(name)[0]; got[0] != 1000 {
+		t.Errorf("client 0's third fetch: %v; want cpu0 1000", got)
+	}
+}
+
+func mustPMID(t *testing.T, table *pmda.Table, name string) pdu.PMID {
+	t.Helper()
+	id, err := table.PMID(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

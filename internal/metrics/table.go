@@ -6,6 +6,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
+	"perfevent/internal/ratio"
 )
 
 // Help texts. The one-line texts are the C agent's, so that pminfo -t reads
@@ -48,6 +49,7 @@ type Spec struct {
 	Set      *counter.Set
 	Counters []Counter
 	Derived  []Derived
+	Ratios   []ratio.Chosen // served under perfevent.ratio
 	Clusters *Clusters
 }
 
@@ -65,7 +67,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	ts := pmda.TableSpec{
 		Domain:       Domain,
 		DomainLabels: pmda.Labels{"agent": "perfevent"},
-		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived"},
+		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived", "perfevent.ratio"},
 		Metrics: []pmda.Metric{
 			{
 				Name:    "perfevent.version",
@@ -131,6 +133,31 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			Help:    fmt.Sprintf("%s.\n\n%s", oneLineDerived, d.About),
 		})
 		src.setRef(cluster, ref{kind: kindDerived, idx: d.Derived})
+	}
+
+	for _, c := range spec.Ratios {
+		cluster, err := spec.Clusters.Cluster("ratio." + c.Name)
+		if err != nil {
+			src.skipped = append(src.skipped, err)
+			continue
+		}
+		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
+		units := pdu.UnitsNone
+		if c.Unit == ratio.PerSecond {
+			units = pdu.NewUnits(0, -1, 1, 0, pdu.TimeSec, pdu.CountOne)
+		}
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs))
+		ts.Metrics = append(ts.Metrics, pmda.Metric{
+			Name:    "perfevent.ratio." + c.Name,
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
+			OneLine: fmt.Sprintf("%s / %s over the interval since this client's previous fetch", c.Num, c.Den),
+			Help: fmt.Sprintf("%s\n\nComputed by the agent from %s and %s, counted in one perf group per CPU\n"+
+				"where the PMU allows, over the interval since the same client context's\n"+
+				"previous fetch of this metric; the first fetch has no value, nor has an\n"+
+				"interval in which %s did not move. Formula: %s.", c.About, c.Num, c.Den, c.Den, c.Source),
+		})
+		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
+		src.ratios = append(src.ratios, c)
 	}
 
 	table, err := pmda.NewTable(ts)

@@ -1,0 +1,65 @@
+package ratio
+
+import (
+	"fmt"
+	"slices"
+
+	"perfevent/internal/counter"
+)
+
+// Chosen is a ratio this machine can serve: its operands' event indexes in
+// the counter.Set and the CPUs both count on, which are its instances.
+type Chosen struct {
+	Def
+	NumEv, DenEv int
+	CPUs     []int
+}
+
+// Select keeps the ratios of defs whose operands are both served by set on
+// the same CPUs, in defs order, and says for each of the others why not, in
+// one line for the log. Call it after set.Open. A name defined twice keeps
+// its first definition.
+func Select(defs []Def, set *counter.Set) (chosen []Chosen, why []string) {
+	seen := map[string]bool{}
+	for _, d := range defs {
+		if err := d.Check(); err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		if seen[d.Name] {
+			why = append(why, fmt.Sprintf("ratio %q is defined twice; the first definition is kept", d.Name))
+			continue
+		}
+		num, nok := set.Lookup(d.Num)
+		den, dok := set.Lookup(d.Den)
+		switch {
+		case !nok || !dok:
+			why = append(why, fmt.Sprintf("ratio %q not served: %s and %s are not both configured events", d.Name, d.Num, d.Den))
+			continue
+		case len(set.CPUs(num)) == 0 || len(set.CPUs(den)) == 0:
+			why = append(why, fmt.Sprintf("ratio %q not served: %s or %s counts on no CPU of this machine", d.Name, d.Num, d.Den))
+			continue
+		case !slices.Equal(set.CPUs(num), set.CPUs(den)):
+			why = append(why, fmt.Sprintf("ratio %q not served: %s and %s count on different CPUs", d.Name, d.Num, d.Den))
+			continue
+		}
+		seen[d.Name] = true
+		chosen = append(chosen, Chosen{Def: d, NumEv: num, DenEv: den, CPUs: set.CPUs(num)})
+	}
+	return chosen, why
+}
+
+// Operands lists the events that the ratios of defs divide, each once, in
+// first-use order: the events a counter.Set should open in one group per
+// CPU so that both operands of a ratio cover the same time.
+func Operands(defs []Def) []string {
+	var out []string
+	for _, d := range defs {
+		for _, e := range [2]string{d.Num, d.Den} {
+			if !slices.Contains(out, e) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
