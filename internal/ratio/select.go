@@ -12,7 +12,7 @@ import (
 type Chosen struct {
 	Def
 	NumEv, DenEv int
-	CPUs     []int
+	CPUs         []int
 }
 
 // Select keeps the ratios of defs whose operands are both served by set on
