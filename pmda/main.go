@@ -39,6 +39,7 @@ import (
 	"perfevent/internal/pmda"
 	"perfevent/internal/pmu"
 	"perfevent/internal/privilege"
+	"perfevent/internal/ratio"
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
 	"perfevent/internal/setup"
@@ -266,6 +267,16 @@ func (a *agent) Prepare(req *pmda.FetchRequest) error {
 	return g.src.Prepare(req)
 }
 
+// endContext forgets a client that went away; it runs on Serve's goroutine,
+// as Prepare does.
+func (a *agent) endContext(client int32) {
+	for _, g := range [2]*generation{a.gen.Load(), a.prev.Load()} {
+		if g != nil {
+			g.src.Forget(client)
+		}
+	}
+}
+
 // Values implements pmda.Fetcher.
 func (a *agent) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 	return a.cur.src.Values(m, w)
@@ -317,7 +328,7 @@ func (a *agent) build(seamless bool) (*generation, error) {
 	for _, line := range sum.FailureLines() {
 		a.told[line] = true
 	}
-	table, src, err := buildTable(plan, set, derived, clusters)
+	table, src, err := buildTable(a.o, plan, set, derived, clusters)
 	if err != nil {
 		set.Close()
 		return nil, err
@@ -454,7 +465,7 @@ func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Se
 
 // buildTable is the table that serves what the plan kept: the last step
 // that --check and the agent share.
-func buildTable(plan *setup.Plan, set *counter.Set, derived []setup.Derived, clusters *metrics.Clusters) (*pmda.Table, *metrics.Source, error) {
+func buildTable(o *options, plan *setup.Plan, set *counter.Set, derived []setup.Derived, clusters *metrics.Clusters) (*pmda.Table, *metrics.Source, error) {
 	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
 	for _, c := range plan.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
@@ -471,7 +482,27 @@ func buildTable(plan *setup.Plan, set *counter.Set, derived []setup.Derived, clu
 			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
 		})
 	}
+	spec.Ratios = chooseRatios(filepath.Join(filepath.Dir(o.config), "ratios.conf"), plan, set)
 	return metrics.Build(spec)
+}
+
+// chooseRatios are the built-in ratios and those of ratios.conf beside
+// perfevent.conf whose operands this machine counts; why the others are
+// not served goes into the plan's notes.
+func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
+	user, err := ratio.ParseFile(path)
+	if err != nil {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: err.Error()})
+	}
+	chosen, why := ratio.Select(append(slices.Clip(user), ratio.Builtin...), set)
+	// A built-in ratio that this machine cannot count is normal (a VM has
+	// no ipc); only the user's own deserve a line.
+	for _, w := range why[:len(user)] {
+		if w != "" {
+			plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: w})
+		}
+	}
+	return chosen
 }
 
 func check(o *options, stdout, stderr io.Writer) int {
@@ -482,7 +513,7 @@ func check(o *options, stdout, stderr io.Writer) int {
 	}
 	// The table too, with the PMIDs of a fresh map (the real one is the
 	// agent's): whatever it refuses, the agent would not serve.
-	_, src, err := buildTable(plan, set, derived, metrics.NewClusters())
+	_, src, err := buildTable(o, plan, set, derived, metrics.NewClusters())
 	set.Close()
 	if err != nil {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: "the metric table: " + err.Error()})
@@ -645,7 +676,7 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 		}
 	}()
 	done := make(chan error, 1)
-	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log}, g.table)
+	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {

@@ -17,30 +17,31 @@ type Chosen struct {
 
 // Select keeps the ratios of defs whose operands are both served by set on
 // the same CPUs, in defs order, and says for each of the others why not, in
-// one line for the log. Call it after set.Open. A name defined twice keeps
-// its first definition.
+// one line for the log: why[i] is about defs[i], "" when it was chosen.
+// Call it after set.Open. A name defined twice keeps its first definition.
 func Select(defs []Def, set *counter.Set) (chosen []Chosen, why []string) {
 	seen := map[string]bool{}
-	for _, d := range defs {
+	why = make([]string, len(defs))
+	for i, d := range defs {
 		if err := d.Check(); err != nil {
-			why = append(why, err.Error())
+			why[i] = err.Error()
 			continue
 		}
 		if seen[d.Name] {
-			why = append(why, fmt.Sprintf("ratio %q is defined twice; the first definition is kept", d.Name))
+			why[i] = (fmt.Sprintf("ratio %q is defined twice; the first definition is kept", d.Name))
 			continue
 		}
 		num, nok := set.Lookup(d.Num)
 		den, dok := set.Lookup(d.Den)
 		switch {
 		case !nok || !dok:
-			why = append(why, fmt.Sprintf("ratio %q not served: %s and %s are not both configured events", d.Name, d.Num, d.Den))
+			why[i] = (fmt.Sprintf("ratio %q not served: %s and %s are not both configured events", d.Name, d.Num, d.Den))
 			continue
 		case len(set.CPUs(num)) == 0 || len(set.CPUs(den)) == 0:
-			why = append(why, fmt.Sprintf("ratio %q not served: %s or %s counts on no CPU of this machine", d.Name, d.Num, d.Den))
+			why[i] = (fmt.Sprintf("ratio %q not served: %s or %s counts on no CPU of this machine", d.Name, d.Num, d.Den))
 			continue
 		case !slices.Equal(set.CPUs(num), set.CPUs(den)):
-			why = append(why, fmt.Sprintf("ratio %q not served: %s and %s count on different CPUs", d.Name, d.Num, d.Den))
+			why[i] = (fmt.Sprintf("ratio %q not served: %s and %s count on different CPUs", d.Name, d.Num, d.Den))
 			continue
 		}
 		seen[d.Name] = true

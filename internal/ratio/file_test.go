@@ -1,0 +1,39 @@
+package ratio
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	text := `# my ratios
+l1d_miss_ratio = L1-dcache-load-misses / L1-dcache-loads
+faults_per_cpu_second = page-faults/cpu-clock * 1e9 per-second   # comment
+bad line here
+zero = a / b * 0
+nan = a / b * x
+`
+	defs, err := Parse("ratios.conf", strings.NewReader(text))
+	if len(defs) != 2 {
+		t.Fatalf("got %d definitions: %+v", len(defs), defs)
+	}
+	if d := defs[0]; d.Name != "l1d_miss_ratio" || d.Num != "L1-dcache-load-misses" || d.Den != "L1-dcache-loads" || d.Scale != 1 || d.Unit != Pure {
+		t.Errorf("first: %+v", d)
+	}
+	if d := defs[1]; d.Name != "faults_per_cpu_second" || d.Num != "page-faults" || d.Den != "cpu-clock" || d.Scale != 1e9 || d.Unit != PerSecond {
+		t.Errorf("second: %+v", d)
+	}
+	for _, want := range []string{"ratios.conf:4: want", "ratios.conf:5: ratio \"zero\": scale 0", "ratios.conf:6: scale \"x\""} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v; want it to mention %q", err, want)
+		}
+	}
+}
+
+func TestParseFileMissingIsEmpty(t *testing.T) {
+	defs, err := ParseFile(filepath.Join(t.TempDir(), "ratios.conf"))
+	if defs != nil || err != nil {
+		t.Errorf("missing file: %v, %v", defs, err)
+	}
+}
