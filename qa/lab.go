@@ -91,6 +91,7 @@ perfevent {
     active      127:0:1
     hwcounters  127:*:*
     derived     127:*:*
+    ratio       127:*:*
 }
 `
 

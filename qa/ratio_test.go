@@ -1,0 +1,138 @@
+package qa
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// perfevent.ratio.context_switches_per_cpu_second, a ratio of two software
+// counters read in one group per CPU, agrees per CPU with perf stat's own
+// counts of context-switches and cpu-clock over the same 10 s, within 5 %.
+// pmval is the client: its first fetch gives no value, its second the
+// ratio over the 10 s between them.
+func TestRatioAgreesWithPerfStat(t *testing.T) {
+	l := StartLab(t, Agent{Go: true})
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		unmet(t, "needs perf (linux-perf, installed by scripts/setup): %v", err)
+	}
+	const metric = "perfevent.ratio.context_switches_per_cpu_second"
+
+	// A steady source of context switches on every CPU, so that the two
+	// windows, a few milliseconds apart, see the same rate.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	for range onlineCPUs(t) {
+		go func() {
+			for ctx.Err() == nil {
+				time.Sleep(200 * time.Microsecond)
+			}
+		}()
+	}
+
+	var wg sync.WaitGroup
+	var ours Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ours = l.RunErr(t, "pmval", "-t", "10", "-s", "2", "-f", "4", "-w", "16", metric)
+	}()
+	out, err := exec.Command(perf, "stat", "-a", "-A", "-x,", "-e", "context-switches,cpu-clock", "--", "sleep", "10").CombinedOutput()
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("perf stat: %v\n%s", err, out)
+	}
+	if ours.Err != nil {
+		t.Fatalf("pmval:\n%s\n%s", ours, l.Logs())
+	}
+	// At pmval's default pace too: one value per CPU from the second sample.
+	for name, v := range pmvalLast(t, l.Run(t, "pmval", "-t", "1", "-s", "3", "-f", "4", "-w", "16", metric)) {
+		if !(v > 0) {
+			t.Errorf("pmval -t 1: %s = %v, want context switches", name, v)
+		}
+	}
+	theirs := perfStatRatios(t, string(out))
+	got := pmvalLast(t, ours.Stdout)
+	t.Logf("context switches per CPU second: ours %v, perf stat %v", got, theirs)
+	if len(got) != len(onlineCPUs(t)) {
+		t.Fatalf("pmval gave %d instances, want one per online CPU:\n%s", len(got), ours.Stdout)
+	}
+	for cpu, want := range theirs {
+		v, ok := got["cpu"+cpu]
+		if !ok {
+			t.Errorf("no value for cpu%s:\n%s", cpu, ours.Stdout)
+			continue
+		}
+		if math.Abs(v-want) > 0.05*want {
+			t.Errorf("cpu%s: %.1f context switches per CPU second, perf stat %.1f: more than 5 %% apart", cpu, v, want)
+		}
+	}
+}
+
+// perfStatRatios turns perf stat -A -x, lines ("CPU0,12346,,context-switches,…"
+// and "CPU0,995.26,msec,cpu-clock,…") into context switches per second of
+// cpu-clock, by CPU number.
+func perfStatRatios(t *testing.T, out string) map[string]float64 {
+	t.Helper()
+	cs, clk := map[string]float64{}, map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ",")
+		if len(f) < 4 || !strings.HasPrefix(f[0], "CPU") {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			t.Fatalf("perf stat line %q: %v", sc.Text(), err)
+		}
+		switch cpu := strings.TrimPrefix(f[0], "CPU"); f[3] {
+		case "context-switches":
+			cs[cpu] = v
+		case "cpu-clock":
+			clk[cpu] = v / 1e3 // msec
+		}
+	}
+	r := map[string]float64{}
+	for cpu, c := range cs {
+		if clk[cpu] <= 0 {
+			t.Fatalf("perf stat: no cpu-clock for CPU%s:\n%s", cpu, out)
+		}
+		r[cpu] = c / clk[cpu]
+	}
+	if len(r) == 0 {
+		t.Fatalf("perf stat printed no per-CPU counts:\n%s", out)
+	}
+	return r
+}
+
+// pmvalLast reads pmval's last line of values by instance, from the line
+// of instance names above it (pmval prints them above the first sample
+// that has values).
+func pmvalLast(t *testing.T, out string) map[string]float64 {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	var header, last []string
+	if n := len(lines); n >= 2 {
+		header, last = strings.Fields(lines[n-2]), strings.Fields(lines[n-1])
+	}
+	if len(header) == 0 || len(last) != len(header) || !strings.HasPrefix(header[0], "cpu") {
+		t.Fatalf("cannot read pmval's output:\n%s", out)
+	}
+	m := map[string]float64{}
+	for j, name := range header {
+		v, err := strconv.ParseFloat(last[j], 64)
+		if err != nil {
+			t.Fatalf("pmval value %q of %s: %v\n%s", last[j], name, err, out)
+		}
+		m[name] = v
+	}
+	return m
+}
+
