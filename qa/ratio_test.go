@@ -150,4 +150,3 @@ func pmvalLast(t *testing.T, out string) map[string]float64 {
 	}
 	return m
 }
-
