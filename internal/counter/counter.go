@@ -29,7 +29,10 @@
 // time_enabled/time_running are each member's. Every other event (hardware,
 // cache, raw, tracepoint, sysfs PMUs such as msr) keeps a descriptor of its
 // own: a hardware group larger than the PMU's counters would never be
-// scheduled at all, and groups across PMUs have rules of their own.
+// scheduled at all, and groups across PMUs have rules of their own. The
+// exception is events given a Spec.Group, such as a ratio's operands: they
+// form small groups of their own per CPU, and fall back to descriptors of
+// their own when the PMU cannot take them together (ratio_group.go).
 //
 // Grouping changes the number of read() calls, not the descriptors (still
 // one per event per CPU) nor what a caller sees: values, scaling,
@@ -77,6 +80,11 @@ type Spec struct {
 	Name string
 	Attr unix.PerfEventAttr
 	CPUs []int // kernel CPU ids
+	// Group, if set, opens the event in one perf group per CPU with the
+	// other events of the same Group, whatever their type, so that one
+	// read() gives counts over the same time (the operands of a ratio).
+	// See "Named groups" in ratio_group.go.
+	Group string
 }
 
 // Source is one open counter: a perf descriptor, or a fake in tests.
@@ -173,6 +181,7 @@ type slot struct {
 	ok      bool       // the most recent read since the open succeeded
 	served  bool       // an instance of its event: it opened at Open
 	grp     int        // index into Set.groups, or -1 when read on its own
+	home    int        // the group New put it in, or -1; grp is -1 while it is split off
 }
 
 // ref names one (event, CPU) slot by indexes.
@@ -193,6 +202,9 @@ type group struct {
 	vals    []uint64 // ReadGroup's buffer, with room for every ref
 	readErr error    // why the most recent read failed, to log once
 	read    bool     // read by the current fetch
+	name    string   // a Spec.Group; "" for the software events of the CPU
+	split   bool     // a named group that never ran: its members open on their own
+	starved bool     // split is due: seen never running, not yet reopened
 }
 
 type event struct {
@@ -232,6 +244,9 @@ type Set struct {
 	needed  []int // events marked in this fetch, to clear them cheaply
 	read    []int // groups read in this fetch, to clear them cheaply
 	fetch   Fetch
+
+	splitDue bool // a group starved; End starts splitStarved
+	splitWG  sync.WaitGroup
 }
 
 // New checks the specs and prepares a Set; nothing is opened yet.
@@ -251,7 +266,11 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		s.opener = KernelOpener{}
 	}
 	s.fetch.s = s
-	groupOf := map[int]int{} // CPU id → index into s.groups of its last group
+	type groupKey struct {
+		cpu  int
+		name string
+	}
+	groupOf := map[groupKey]int{} // → index into s.groups of its last group
 	for i, sp := range specs {
 		if sp.Name == "" {
 			return nil, fmt.Errorf("counter: event #%d has an empty name", i+1)
@@ -265,7 +284,7 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		ev.attr = sp.Attr
 		ev.attr.Size = perf.AttrSize
 		ev.attr.Read_format = perf.ReadFormat
-		if grouped(&ev.attr) {
+		if grouped(&ev.attr) || sp.Group != "" {
 			ev.attr.Read_format = perf.GroupReadFormat
 		}
 		// Open enabled (but for a group's leader, see openAll): a
@@ -284,15 +303,18 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 			seen[cpu] = true
 			ev.slots[k].cpu = cpu
 			ev.slots[k].grp = -1
-			if grouped(&ev.attr) {
-				g, ok := groupOf[cpu]
+			ev.slots[k].home = -1
+			if grouped(&ev.attr) || sp.Group != "" {
+				key := groupKey{cpu, sp.Group}
+				g, ok := groupOf[key]
 				if !ok || len(s.groups[g].refs) == maxGroup {
 					g = len(s.groups)
-					groupOf[cpu] = g
-					s.groups = append(s.groups, group{cpu: cpu})
+					groupOf[key] = g
+					s.groups = append(s.groups, group{cpu: cpu, name: sp.Group})
 				}
 				s.groups[g].refs = append(s.groups[g].refs, ref{i, k})
 				ev.slots[k].grp = g
+				ev.slots[k].home = g
 			}
 		}
 	}
@@ -388,6 +410,7 @@ type opened struct {
 	srcs   [][]Source     // per event, per slot
 	errs   [][]*OpenError // per event, per slot
 	groups [][]ref        // per group, its members in open order
+	solo   [][]bool       // per event, per slot: opened on its own, out of its named group
 }
 
 // openAll opens the served slots (onlyServed) or all slots, without
@@ -395,15 +418,7 @@ type opened struct {
 // and the served flags it reads are fixed once Open has run. Each group is
 // opened leader first; whichever member opens first leads.
 func (s *Set) openAll(onlyServed bool) opened {
-	o := opened{
-		srcs:   make([][]Source, len(s.events)),
-		errs:   make([][]*OpenError, len(s.events)),
-		groups: make([][]ref, len(s.groups)),
-	}
-	for i := range s.events {
-		o.srcs[i] = make([]Source, len(s.events[i].slots))
-		o.errs[i] = make([]*OpenError, len(s.events[i].slots))
-	}
+	o := s.newOpened()
 	try := func(r ref, leader Source) Source {
 		ev := &s.events[r.ev]
 		sl := &ev.slots[r.k]
@@ -411,7 +426,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 			return nil
 		}
 		attr := &ev.attr
-		if sl.grp >= 0 && leader == nil {
+		if sl.home >= 0 && leader == nil {
 			// A leader waits, disabled, for its members; see Source.Enable.
 			a := ev.attr
 			a.Bits |= unix.PerfBitDisabled
@@ -426,9 +441,23 @@ func (s *Set) openAll(onlyServed bool) opened {
 		return src
 	}
 	for g := range s.groups {
+		if s.groups[g].split {
+			for _, r := range s.groups[g].refs {
+				s.openSolo(&o, r, onlyServed)
+			}
+			continue
+		}
 		var leader Source
 		for _, r := range s.groups[g].refs {
-			if src := try(r, leader); src != nil {
+			src := try(r, leader)
+			if src == nil && leader != nil && s.groups[g].name != "" && doesNotFit(o.errs[r.ev][r.k]) {
+				s.openSolo(&o, r, onlyServed)
+				if o.srcs[r.ev][r.k] != nil && s.logf != nil {
+					s.logf("%q does not fit in the group %s on cpu%d (%v); it is counted on its own, so its ratios mix intervals", s.events[r.ev].name, s.groups[g].name, s.groups[g].cpu, o.errs[r.ev][r.k])
+				}
+				continue
+			}
+			if src != nil {
 				if leader == nil {
 					leader = src
 				}
@@ -455,7 +484,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 	}
 	for i := range s.events {
 		for k := range s.events[i].slots {
-			if s.events[i].slots[k].grp < 0 {
+			if s.events[i].slots[k].home < 0 {
 				try(ref{i, k}, nil)
 			}
 		}
@@ -479,6 +508,10 @@ func (s *Set) install(o opened) {
 			}
 			sl.src = srcs[i][k]
 			sl.openErr = errs[i][k]
+			sl.grp = sl.home
+			if o.solo[i][k] {
+				sl.grp = -1
+			}
 			sl.readErr = nil
 			sl.last = perf.Count{}
 			if sl.ok {
@@ -676,8 +709,21 @@ func (s *Set) Begin() *Fetch {
 	return &s.fetch
 }
 
-// End finishes the fetch and unlocks the Set.
-func (f *Fetch) End() { f.s.mu.Unlock() }
+// End finishes the fetch and unlocks the Set. If the fetch found a named
+// group that never runs, End starts splitting it up in the background
+// (see splitStarved): the fetch itself never opens or closes anything.
+func (f *Fetch) End() {
+	s := f.s
+	due := s.splitDue
+	s.splitDue = false
+	if due {
+		s.splitWG.Add(1)
+	}
+	s.mu.Unlock()
+	if due {
+		go s.splitStarved()
+	}
+}
 
 // Need marks an event to be read by this fetch's Read.
 func (f *Fetch) Need(ev int) {
@@ -776,6 +822,9 @@ func (s *Set) readGroup(g *group) {
 			s.logf("reading %s on cpu%d works again", s.memberNames(g), g.cpu)
 		}
 		g.readErr = nil
+	}
+	if g.name != "" && !g.starved && running == 0 && enabled >= starveAfter {
+		s.starve(g, enabled)
 	}
 	for j, r := range g.open {
 		s.readOK(&s.events[r.ev].slots[r.k], perf.Count{Value: vals[j], Enabled: enabled, Running: running})

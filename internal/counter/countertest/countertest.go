@@ -47,6 +47,7 @@ type Opener struct {
 	openErr   map[key]error
 	readErr   map[key]error
 	enableErr map[key]error
+	joinErr   map[key]error
 	live      map[key]*Counter
 	attrs     map[key]unix.PerfEventAttr
 	step      perf.Count
@@ -63,6 +64,7 @@ func New() *Opener {
 		openErr:   map[key]error{},
 		readErr:   map[key]error{},
 		enableErr: map[key]error{},
+		joinErr:   map[key]error{},
 		live:      map[key]*Counter{},
 		attrs:     map[key]unix.PerfEventAttr{},
 		readsByEv: map[key]*atomic.Int64{},
@@ -99,6 +101,9 @@ func (o *Opener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader co
 	group := attr.Read_format&unix.PERF_FORMAT_GROUP != 0
 	var l *Counter
 	if leader != nil {
+		if err := o.failure(o.joinErr, k); err != nil {
+			return nil, err
+		}
 		var ok bool
 		l, ok = leader.(*Counter)
 		switch {
@@ -274,6 +279,13 @@ func (o *Opener) Group(event string, cpu int) []string {
 // FailOpen makes opening event on cpu (or AnyCPU) return err; nil clears it.
 func (o *Opener) FailOpen(event string, cpu int, err error) {
 	o.set(o.openErr, key{event, cpu}, err)
+}
+
+// FailJoin makes opening event on cpu (or AnyCPU) into a group return
+// err, as the kernel refuses a member the PMU cannot schedule with the
+// others (EINVAL, ENOSPC); opening it on its own still works. nil clears it.
+func (o *Opener) FailJoin(event string, cpu int, err error) {
+	o.set(o.joinErr, key{event, cpu}, err)
 }
 
 // FailEnable makes enabling event on cpu (or AnyCPU) return err; nil clears
