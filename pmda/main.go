@@ -451,7 +451,10 @@ func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Se
 		return nil, nil, counter.Summary{}, nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
 	plan := setup.Make(f, perr, m, o.compat)
-	set, err := counter.New(plan.Specs(), cfg)
+	specs := plan.Specs()
+	user, _ := ratio.ParseFile(ratiosPath(o)) // its errors are noted by chooseRatios
+	ratio.Group(specs, append(user, ratio.Builtin...))
+	set, err := counter.New(specs, cfg)
 	if err != nil {
 		return nil, nil, counter.Summary{}, nil, err
 	}
@@ -482,9 +485,12 @@ func buildTable(o *options, plan *setup.Plan, set *counter.Set, derived []setup.
 			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
 		})
 	}
-	spec.Ratios = chooseRatios(filepath.Join(filepath.Dir(o.config), "ratios.conf"), plan, set)
+	spec.Ratios = chooseRatios(ratiosPath(o), plan, set)
 	return metrics.Build(spec)
 }
+
+// ratiosPath is the user's ratios file, beside perfevent.conf.
+func ratiosPath(o *options) string { return filepath.Join(filepath.Dir(o.config), "ratios.conf") }
 
 // chooseRatios are the built-in ratios and those of ratios.conf beside
 // perfevent.conf whose operands this machine counts; why the others are

@@ -1,0 +1,66 @@
+package ratio
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/counter/countertest"
+)
+
+func spec(name string, typ uint32, cpus ...int) counter.Spec {
+	return counter.Spec{Name: name, Attr: unix.PerfEventAttr{Type: typ}, CPUs: cpus}
+}
+
+func TestGroup(t *testing.T) {
+	hw, sw := uint32(unix.PERF_TYPE_HARDWARE), uint32(unix.PERF_TYPE_SOFTWARE)
+	specs := []counter.Spec{
+		spec("cycles", hw, 0), spec("instructions", hw, 0),
+		spec("branch-instructions", hw, 0), spec("branch-misses", hw, 0),
+		spec("cache-misses", hw, 0), // cache-references is not configured
+		spec("cpu-clock", sw, 0), spec("context-switches", sw, 0),
+		spec("page-faults", sw, 0),
+	}
+	Group(specs, Builtin)
+	want := map[string]string{
+		"cycles": "ipc+cpi", "instructions": "ipc+cpi",
+		"branch-instructions": "branch_miss_ratio", "branch-misses": "branch_miss_ratio",
+		"cache-misses": "",                         // no ratio to serve
+		"cpu-clock":    "", "context-switches": "", // grouped as software events
+		"page-faults": "",
+	}
+	for _, sp := range specs {
+		if sp.Group != want[sp.Name] {
+			t.Errorf("%s: group %q, want %q", sp.Name, sp.Group, want[sp.Name])
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	fake := countertest.New()
+	fake.FailOpen("cycles", countertest.AnyCPU, unix.ENOENT)
+	set, err := counter.New([]counter.Spec{
+		spec("cycles", unix.PERF_TYPE_HARDWARE, 0, 1), spec("instructions", unix.PERF_TYPE_HARDWARE, 0, 1),
+		spec("cpu-clock", unix.PERF_TYPE_SOFTWARE, 0, 1), spec("context-switches", unix.PERF_TYPE_SOFTWARE, 0, 1),
+		spec("page-faults", unix.PERF_TYPE_SOFTWARE, 1),
+	}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defs := append([]Def{
+		{Name: "faults", Num: "page-faults", Den: "cpu-clock", Scale: 1},
+		{Name: "context_switches_per_cpu_second", Num: "cpu-migrations", Den: "cpu-clock", Scale: 1},
+	}, Builtin...)
+	chosen, why := Select(defs, set)
+	if len(chosen) != 1 || chosen[0].Name != "context_switches_per_cpu_second" || chosen[0].Num != "context-switches" || len(chosen[0].CPUs) != 2 {
+		t.Fatalf("chosen %+v", chosen)
+	}
+	if why[0] == "" || why[1] == "" || why[2] == "" {
+		t.Errorf("why %q: faults (different CPUs), the first definition (cpu-migrations not configured) and ipc (no cycles) should each say why", why)
+	}
+	t.Logf("%q", why)
+}
