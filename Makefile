@@ -24,6 +24,9 @@ PMDADIR ?= $(PCP_PMDAS_DIR)/perfevent-go
 # the system man tree. A package that replaces the C agent sets
 # MANDIR=$(PREFIX)/share/man; MANDIR=/usr/local/share/man makes a plain
 # `man perfalloc` show ours (man searches it before /usr/share/man).
+# pmrep(1) reads every view file in $(PCP_SYSCONF_DIR)/pmrep; ours is
+# perfevent-go.conf there, a name no package of PCP's uses.
+PCP_SYSCONF_DIR ?= $(or $(shell . /etc/pcp.conf 2>/dev/null && echo $$PCP_SYSCONF_DIR),/etc/pcp)
 PREFIX ?= /usr
 MANDIR ?= $(PMDADIR)/man
 DESTDIR ?=
@@ -98,6 +101,8 @@ install: $(AGENT_BIN) $(PERFALLOC_BIN)
 		install -m 0644 perfevent.conf $(DESTDIR)$(PMDADIR)/perfevent.conf.new; \
 		echo "note: kept the existing $(PMDADIR)/perfevent.conf; the new default is perfevent.conf.new (FORCE_CONF=1 replaces it)"; \
 	fi
+	install -d -m 0755 $(DESTDIR)$(PCP_SYSCONF_DIR)/pmrep
+	install -C -m 0644 install/pcp/pmrep-perfevent-go.conf $(DESTDIR)$(PCP_SYSCONF_DIR)/pmrep/perfevent-go.conf
 	@if [ -n "$(MANPAGES)" ]; then \
 		for m in $(MANPAGES); do \
 			s=$${m##*.}; install -d -m 0755 $(DESTDIR)$(MANDIR)/man$$s; \

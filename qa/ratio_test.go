@@ -24,6 +24,7 @@ func TestRatioAgreesWithPerfStat(t *testing.T) {
 		unmet(t, "needs perf (linux-perf, installed by scripts/setup): %v", err)
 	}
 	const metric = "perfevent.ratio.context_switches_per_cpu_second"
+	const allMetric = "perfevent.ratio.all.context_switches_per_cpu_second"
 
 	// A steady source of context switches on every CPU, so that the two
 	// windows, a few milliseconds apart, see the same rate.
@@ -38,11 +39,15 @@ func TestRatioAgreesWithPerfStat(t *testing.T) {
 	}
 
 	var wg sync.WaitGroup
-	var ours, short Result
-	wg.Add(2)
+	var ours, all, short Result
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		ours = l.RunErr(t, "pmval", "-t", "10", "-s", "2", "-f", "4", "-w", "16", metric)
+	}()
+	go func() {
+		defer wg.Done()
+		all = l.RunErr(t, "pmval", "-t", "10", "-s", "2", "-f", "4", "-w", "16", allMetric)
 	}()
 	// Meanwhile another client at pmval's default pace: one value per CPU
 	// from its second sample, and its fetches leave the first client's
@@ -68,7 +73,16 @@ func TestRatioAgreesWithPerfStat(t *testing.T) {
 			t.Errorf("pmval -t 1: %s = %v, want context switches", name, v)
 		}
 	}
-	theirs := perfStatRatios(t, string(out))
+	theirs, theirAll := perfStatRatios(t, string(out))
+	if all.Err != nil {
+		t.Fatalf("pmval:\n%s", all)
+	}
+	allLines := strings.Fields(all.Stdout)
+	if v, err := strconv.ParseFloat(allLines[len(allLines)-1], 64); err != nil || math.Abs(v-theirAll) > 0.05*theirAll {
+		t.Errorf("%s: %s, perf stat %.1f: more than 5 %% apart\n%s", allMetric, allLines[len(allLines)-1], theirAll, all.Stdout)
+	} else {
+		t.Logf("whole machine: ours %.1f, perf stat %.1f", v, theirAll)
+	}
 	got := pmvalLast(t, ours.Stdout)
 	t.Logf("context switches per CPU second: ours %v, perf stat %v", got, theirs)
 	if len(got) != len(onlineCPUs(t)) {
@@ -88,8 +102,8 @@ func TestRatioAgreesWithPerfStat(t *testing.T) {
 
 // perfStatRatios turns perf stat -A -x, lines ("CPU0,12346,,context-switches,…"
 // and "CPU0,995.26,msec,cpu-clock,…") into context switches per second of
-// cpu-clock, by CPU number.
-func perfStatRatios(t *testing.T, out string) map[string]float64 {
+// cpu-clock, by CPU number, and for the whole machine (Σ/Σ).
+func perfStatRatios(t *testing.T, out string) (map[string]float64, float64) {
 	t.Helper()
 	cs, clk := map[string]float64{}, map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -110,16 +124,19 @@ func perfStatRatios(t *testing.T, out string) map[string]float64 {
 		}
 	}
 	r := map[string]float64{}
+	var sumCS, sumClk float64
 	for cpu, c := range cs {
 		if clk[cpu] <= 0 {
 			t.Fatalf("perf stat: no cpu-clock for CPU%s:\n%s", cpu, out)
 		}
 		r[cpu] = c / clk[cpu]
+		sumCS += c
+		sumClk += clk[cpu]
 	}
 	if len(r) == 0 {
 		t.Fatalf("perf stat printed no per-CPU counts:\n%s", out)
 	}
-	return r
+	return r, sumCS / sumClk
 }
 
 // pmvalLast reads pmval's last line of values by instance, from the line
@@ -149,4 +166,25 @@ func pmvalLast(t *testing.T, out string) map[string]float64 {
 		m[name] = v
 	}
 	return m
+}
+
+// The pmrep views that make install puts in $PCP_SYSCONF_DIR/pmrep work
+// against the agent: on this machine at least the software ratio, per CPU
+// and for the whole machine, from pmrep's second sample.
+func TestRatioPmrepViews(t *testing.T) {
+	l := StartLab(t, Agent{Go: true})
+	for view, cols := range map[string]int{":perfevent-ratios": len(onlineCPUs(t)), ":perfevent-all": 1} {
+		out := l.Run(t, "pmrep", "-c", "../install/pcp/pmrep-perfevent-go.conf", "-t", "1", "-s", "2", view)
+		t.Logf("pmrep %s:\n%s", view, out)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		last := strings.Fields(lines[len(lines)-1])
+		if !strings.Contains(out, "cs/cpu_s") || len(last) != 1+cols {
+			t.Fatalf("pmrep %s: want a column of context switches per CPU second for each of %d instances:\n%s", view, cols, out)
+		}
+		for _, v := range last[1:] {
+			if f, err := strconv.ParseFloat(v, 64); err != nil || !(f > 0) {
+				t.Errorf("pmrep %s: value %q, want context switches per CPU second", view, v)
+			}
+		}
+	}
 }

@@ -57,6 +57,8 @@ type Source struct {
 	ratDen  [][]uint64
 	ratVal  [][]float64
 	ratOK   [][]bool
+	ratAll  []float64 // the whole machine's, perfevent.ratio.all.NAME
+	ratAlOK []bool
 }
 
 func (s *Source) setRef(cluster int, r ref) {
@@ -87,6 +89,7 @@ func (s *Source) prepare() {
 	s.ratGen = make([]uint32, r)
 	s.ratNum, s.ratDen = make([][]uint64, r), make([][]uint64, r)
 	s.ratVal, s.ratOK = make([][]float64, r), make([][]bool, r)
+	s.ratAll, s.ratAlOK = make([]float64, r), make([]bool, r)
 	sizes := make([]int, r)
 	for i, c := range s.ratios {
 		k := len(c.CPUs)
@@ -164,7 +167,7 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 			s.ratNum[i][k] = f.Value(c.NumEv, k)
 			s.ratDen[i][k] = f.Value(c.DenEv, k)
 		}
-		s.tracker.Step(client, &c.Def, i, s.ratNum[i], s.ratDen[i], s.ratVal[i], s.ratOK[i])
+		s.ratAll[i], s.ratAlOK[i] = s.tracker.Step(client, &c.Def, i, s.ratNum[i], s.ratDen[i], s.ratVal[i], s.ratOK[i])
 	}
 	s.active = int32(f.Active())
 	s.reserved = f.Reserved()
@@ -201,6 +204,12 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 			w.Double(int32(cpus[i]), v)
 		}
 	case kindRatio:
+		if pmid.Item() == ItemRatioAll {
+			if s.ratAlOK[r.idx] {
+				w.Double(pdu.InNull, s.ratAll[r.idx])
+			}
+			return nil
+		}
 		cpus := s.ratios[r.idx].CPUs
 		for i, v := range s.ratVal[r.idx] {
 			if s.ratOK[r.idx][i] {

@@ -348,9 +348,13 @@ func TestRatioOverEachClientsInterval(t *testing.T) {
 	r.fake.Add("cpu-clock", 0, 10e6, 1, 1)
 	r.fake.Add("page-faults", 2, 5, 10, 5)
 	r.fake.Add("cpu-clock", 2, 1e6, 10, 5)
-	got := r.fetch(name)[0]
-	if want := map[int32]float64{0: 3000, 2: 5000}; !same(got, want) {
-		t.Errorf("second fetch: %v; want %v (cpu3's cpu-clock did not move)", got, want)
+	both := r.fetch(name, "perfevent.ratio.all.faults_per_second")
+	if want := map[int32]float64{0: 3000, 2: 5000}; !same(both[0], want) {
+		t.Errorf("second fetch: %v; want %v (cpu3's cpu-clock did not move)", both[0], want)
+	}
+	// The whole machine: (30 + 5×2) faults in (10 + 1×2) ms.
+	if got, want := both[1][pdu.InNull], 40/12e-3; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("all: %v; want %v", both[1], want)
 	}
 	// Another client's first fetch has no value; the first client's
 	// interval still runs from its own previous fetch.

@@ -30,6 +30,13 @@ const (
 	ItemDutycycle = 1
 )
 
+// Items within a ratio's cluster: perfevent.ratio.NAME, per CPU, and
+// perfevent.ratio.all.NAME, the whole machine.
+const (
+	ItemRatioCPU = 0
+	ItemRatioAll = 1
+)
+
 // MetricName turns a configured event name into the part of the metric name
 // below perfevent.hwcounters (or perfevent.derived).
 //

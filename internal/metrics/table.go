@@ -149,12 +149,19 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
 			OneLine: fmt.Sprintf("%s / %s over the interval since this client's previous fetch", c.Num, c.Den),
 			Help: fmt.Sprintf("%s\n\nComputed by the agent from %s and %s, counted in one perf group per CPU\n"+
 				"where the PMU allows, over the interval since the same client context's\n"+
 				"previous fetch of this metric; the first fetch has no value, nor has an\n"+
 				"interval in which %s did not move. Formula: %s.", c.About, c.Num, c.Den, c.Den, c.Source),
+		})
+		ts.Metrics = append(ts.Metrics, pmda.Metric{
+			Name:    "perfevent.ratio.all." + c.Name,
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
+			OneLine: fmt.Sprintf("%s / %s over all CPUs, over the interval since this client's previous fetch", c.Num, c.Den),
+			Help: fmt.Sprintf("%s\n\nThe whole machine's value of perfevent.ratio.%s: the increases of %s\n"+
+				"summed over the CPUs, divided by those of %s, over the same interval.", c.About, c.Name, c.Num, c.Den),
 		})
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)

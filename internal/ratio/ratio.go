@@ -91,6 +91,8 @@ func (d Def) Check() error {
 	switch {
 	case d.Name == "":
 		return fmt.Errorf("a ratio has no name")
+	case d.Name == "all":
+		return fmt.Errorf("ratio name %q is taken by perfevent.ratio.all, the whole-machine values", d.Name)
 	case d.Num == "" || d.Den == "":
 		return fmt.Errorf("ratio %q needs a numerator and a denominator", d.Name)
 	case d.Scale == 0 || math.IsNaN(d.Scale) || math.IsInf(d.Scale, 0):

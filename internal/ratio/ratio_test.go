@@ -58,8 +58,7 @@ func TestTrackerIntervalPerClient(t *testing.T) {
 	val, ok := make([]float64, 2), make([]bool, 2)
 	a, b := Client{Slot: 1, Ctx: 0}, Client{Slot: 2, Ctx: 0}
 
-	tr.Step(a, d, 0, []uint64{100, 10}, []uint64{100, 10}, val, ok)
-	if ok[0] || ok[1] {
+	if _, allOK := tr.Step(a, d, 0, []uint64{100, 10}, []uint64{100, 10}, val, ok); allOK || ok[0] || ok[1] {
 		t.Fatalf("first fetch gave values %v %v", val, ok)
 	}
 	tr.Step(a, d, 0, []uint64{300, 40}, []uint64{200, 10}, val, ok)
@@ -72,9 +71,12 @@ func TestTrackerIntervalPerClient(t *testing.T) {
 		t.Errorf("b's first fetch gave %v", val[0])
 	}
 	// a's interval runs from a's previous fetch, b's from b's.
-	tr.Step(a, d, 0, []uint64{400, 40}, []uint64{400, 20}, val, ok)
+	all, allOK := tr.Step(a, d, 0, []uint64{400, 40}, []uint64{400, 20}, val, ok)
 	if val[0] != 0.5 || !ok[1] || val[1] != 0 {
 		t.Errorf("a's third fetch: %v %v; want [0.5 0]", val, ok)
+	}
+	if !allOK || all != 100.0/210 {
+		t.Errorf("a's whole machine: %v %v; want (100+0)/(200+10)", all, allOK)
 	}
 	tr.Step(b, d, 0, []uint64{400, 40}, []uint64{400, 20}, val, ok)
 	if val[0] != 0.5 {

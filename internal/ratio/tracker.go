@@ -27,9 +27,11 @@ func NewTracker(sizes []int) *Tracker {
 // Step records the cumulative operand counts of ratio r for client c, one
 // per instance, and writes into val and ok the ratio over the interval since
 // c's previous Step of r: ok[i] is false where there is no value (the first
-// Step, or a denominator that did not move). Unsigned differences stay right
-// across a counter's wrap.
-func (t *Tracker) Step(c Client, d *Def, r int, num, den []uint64, val []float64, ok []bool) {
+// Step, or a denominator that did not move). It returns the whole machine's
+// ratio over the same interval, Scale × ΣΔnum / ΣΔden over the instances,
+// which weighs each CPU by its denominator as perf stat -a does. Unsigned
+// differences stay right across a counter's wrap.
+func (t *Tracker) Step(c Client, d *Def, r int, num, den []uint64, val []float64, ok []bool) (all float64, allOK bool) {
 	h := t.clients[c]
 	if h == nil {
 		h = &history{seen: make([]bool, len(t.sizes)), num: make([][]uint64, len(t.sizes)), den: make([][]uint64, len(t.sizes))}
@@ -40,15 +42,23 @@ func (t *Tracker) Step(c Client, d *Def, r int, num, den []uint64, val []float64
 		t.clients[c] = h
 	}
 	pn, pd := h.num[r], h.den[r]
+	var sumNum, sumDen uint64
 	for i := range num {
 		if h.seen[r] {
 			val[i], ok[i] = d.Of(num[i]-pn[i], den[i]-pd[i])
+			sumNum += num[i] - pn[i]
+			sumDen += den[i] - pd[i]
 		} else {
 			val[i], ok[i] = 0, false
 		}
 		pn[i], pd[i] = num[i], den[i]
 	}
+	seen := h.seen[r]
 	h.seen[r] = true
+	if !seen {
+		return 0, false
+	}
+	return d.Of(sumNum, sumDen)
 }
 
 // Forget drops every context of pmcd client slot, which has gone away.
