@@ -497,8 +497,14 @@ func ratiosPath(o *options) string { return filepath.Join(filepath.Dir(o.config)
 // not served goes into the plan's notes.
 func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
 	user, err := ratio.ParseFile(path)
-	if err != nil {
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: err.Error()})
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap() // one note a line
+	}
+	for _, e := range errs {
+		if e != nil {
+			plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
+		}
 	}
 	chosen, why := ratio.Select(append(slices.Clip(user), ratio.Builtin...), set)
 	// A built-in ratio that this machine cannot count is normal (a VM has
@@ -507,6 +513,10 @@ func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chose
 		if w != "" {
 			plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: w})
 		}
+	}
+	for _, c := range chosen {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info,
+			Text: fmt.Sprintf("perfevent.ratio.%s = %s / %s × %g, on %d CPUs", c.Name, c.Num, c.Den, c.Scale, len(c.CPUs))})
 	}
 	return chosen
 }
