@@ -50,13 +50,17 @@ type Source struct {
 
 	// Ratios: operand counts copied from the Set, and each ratio's value
 	// over the interval since the fetching client's previous fetch of it.
+	// Each item (per CPU, whole machine) has its own tracker and marks, so
+	// that a client logging the two at different intervals gets each
+	// one's own.
+	// over the interval since the fetching client's previous fetch of it.
 	ratios  []ratio.Chosen
-	tracker *ratio.Tracker
-	ratGen  []uint32
+	tracker [2]*ratio.Tracker // by item
+	ratGen  [2][]uint32       // by item
 	ratNum  [][]uint64
 	ratDen  [][]uint64
-	ratVal  [][]float64
-	ratOK   [][]bool
+	ratVal  [2][][]float64 // by item; the whole machine's item fills it unread
+	ratOK   [2][][]bool
 	ratAll  []float64 // the whole machine's, perfevent.ratio.all.NAME
 	ratAlOK []bool
 }
@@ -86,23 +90,33 @@ func (s *Source) prepare() {
 		s.derived[i] = make([]float64, len(s.set.DerivedCPUs(i)))
 	}
 	r := len(s.ratios)
-	s.ratGen = make([]uint32, r)
 	s.ratNum, s.ratDen = make([][]uint64, r), make([][]uint64, r)
-	s.ratVal, s.ratOK = make([][]float64, r), make([][]bool, r)
 	s.ratAll, s.ratAlOK = make([]float64, r), make([]bool, r)
+	for it := range s.tracker {
+		s.ratGen[it] = make([]uint32, r)
+		s.ratVal[it], s.ratOK[it] = make([][]float64, r), make([][]bool, r)
+	}
 	sizes := make([]int, r)
 	for i, c := range s.ratios {
 		k := len(c.CPUs)
 		sizes[i] = k
 		s.ratNum[i], s.ratDen[i] = make([]uint64, k), make([]uint64, k)
-		s.ratVal[i], s.ratOK[i] = make([]float64, k), make([]bool, k)
+		for it := range s.tracker {
+			s.ratVal[it][i], s.ratOK[it][i] = make([]float64, k), make([]bool, k)
+		}
 	}
-	s.tracker = ratio.NewTracker(sizes)
+	for it := range s.tracker {
+		s.tracker[it] = ratio.NewTracker(sizes)
+	}
 }
 
 // Forget drops what the ratios remember of pmcd client slot, which went
 // away; call it from pmda.Config.OnEndContext.
-func (s *Source) Forget(client int32) { s.tracker.Forget(client) }
+func (s *Source) Forget(client int32) {
+	for _, t := range s.tracker {
+		t.Forget(client)
+	}
+}
 
 func (s *Source) lookup(pmid pdu.PMID) ref {
 	if pmid.Domain() != Domain || pmid.Cluster() >= len(s.refs) {
@@ -133,7 +147,9 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 		case kindRatio:
 			f.Need(s.ratios[r.idx].NumEv)
 			f.Need(s.ratios[r.idx].DenEv)
-			s.ratGen[r.idx] = s.gen
+			if it := pmid.Item(); it < len(s.ratGen) {
+				s.ratGen[it][r.idx] = s.gen
+			}
 		}
 	}
 	if all {
@@ -158,8 +174,9 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 		}
 	}
 	client := ratio.Client{Slot: req.Client, Ctx: req.Ctx}
-	for i, g := range s.ratGen {
-		if g != s.gen {
+	for i := range s.ratios {
+		cpu, all := s.ratGen[ItemRatioCPU][i] == s.gen, s.ratGen[ItemRatioAll][i] == s.gen
+		if !cpu && !all {
 			continue
 		}
 		c := &s.ratios[i]
@@ -167,7 +184,14 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 			s.ratNum[i][k] = f.Value(c.NumEv, k)
 			s.ratDen[i][k] = f.Value(c.DenEv, k)
 		}
-		s.ratAll[i], s.ratAlOK[i] = s.tracker.Step(client, &c.Def, i, s.ratNum[i], s.ratDen[i], s.ratVal[i], s.ratOK[i])
+		if cpu {
+			it := ItemRatioCPU
+			s.tracker[it].Step(client, &c.Def, i, s.ratNum[i], s.ratDen[i], s.ratVal[it][i], s.ratOK[it][i])
+		}
+		if all {
+			it := ItemRatioAll
+			s.ratAll[i], s.ratAlOK[i] = s.tracker[it].Step(client, &c.Def, i, s.ratNum[i], s.ratDen[i], s.ratVal[it][i], s.ratOK[it][i])
+		}
 	}
 	s.active = int32(f.Active())
 	s.reserved = f.Reserved()
@@ -211,8 +235,8 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 			return nil
 		}
 		cpus := s.ratios[r.idx].CPUs
-		for i, v := range s.ratVal[r.idx] {
-			if s.ratOK[r.idx][i] {
+		for i, v := range s.ratVal[ItemRatioCPU][r.idx] {
+			if s.ratOK[ItemRatioCPU][r.idx][i] {
 				w.Double(int32(cpus[i]), v)
 			}
 		}

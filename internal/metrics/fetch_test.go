@@ -339,7 +339,7 @@ func TestRatioOverEachClientsInterval(t *testing.T) {
 	}
 	r.fake.Add("page-faults", 0, 10, 1, 1)
 	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
-	if got := r.fetch(name)[0]; len(got) != 0 {
+	if got := r.fetch(name, "perfevent.ratio.all.faults_per_second"); len(got[0]) != 0 || len(got[1]) != 0 {
 		t.Errorf("first fetch gave %v; want no values", got)
 	}
 	// 30 faults in 10 ms of cpu-clock on cpu0; cpu2 multiplexed at half
@@ -367,6 +367,14 @@ func TestRatioOverEachClientsInterval(t *testing.T) {
 	r.client = 0
 	if got := r.fetch(name)[0]; got[0] != 1000 {
 		t.Errorf("client 0's third fetch: %v; want cpu0 1000", got)
+	}
+	// The whole machine's value keeps its own interval: client 0 last
+	// fetched it with its second fetch of the per-CPU value.
+	r.fake.Add("page-faults", 0, 9, 1, 1)
+	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	got := r.fetch("perfevent.ratio.all.faults_per_second")[0]
+	if want := 10 / 2e-3; math.Abs(got[pdu.InNull]-want) > 1e-9*want {
+		t.Errorf("all, fetched alone: %v; want (1+9) faults in 2 ms, %v", got, want)
 	}
 }
 
