@@ -380,6 +380,23 @@ enabled = false
 		}
 	}
 
+	// A ratio through pmproxy: the interval is that of the REST context,
+	// so its second fetch has a value per CPU.
+	ratio := url.Values{"context": context["context"], "names": {"perfevent.ratio.context_switches_per_cpu_second"}}
+	var r0, r1 pmapiFetch
+	get("fetch", ratio, &r0)
+	time.Sleep(300 * time.Millisecond)
+	get("fetch", ratio, &r1)
+	if len(r1.Values) != 1 || len(r1.Values[0].Instances) != len(cpus) {
+		t.Errorf("/pmapi/fetch of a ratio, second time: %+v, want a value per CPU", r1)
+	} else {
+		for _, in := range r1.Values[0].Instances {
+			if !(in.Value > 0) {
+				t.Errorf("/pmapi/fetch of context switches per CPU second: %+v", r1.Values[0])
+			}
+		}
+	}
+
 	// The one-shot form, a hostspec instead of a context.
 	var f pmapiFetch
 	get("fetch", url.Values{"hostspec": {l.HostSpec()}, "names": {"perfevent.derived.active"}}, &f)
