@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -159,5 +160,49 @@ func TestNamedGroupThatNeverRuns(t *testing.T) {
 	s.WaitSplit()
 	if n := strings.Count(log.String(), "has not run"); n != 1 {
 		t.Errorf("%d starvation lines, want 1:\n%s", n, log)
+	}
+}
+
+// A named group in the kernel: cpu-clock and context-switches, a ratio's
+// operands, in a group of their own per CPU beside the CPU's group of the
+// other software events. A full fetch reads both groups of each CPU once,
+// and cpu-clock counts the elapsed time on every CPU.
+func TestKernelNamedGroup(t *testing.T) {
+	needKernelPerf(t)
+	cpus := onlineCPUs(t)
+	soft := func(name string, config uint64, group string) counter.Spec {
+		return counter.Spec{Name: name, Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config}, CPUs: cpus, Group: group}
+	}
+	specs := []counter.Spec{
+		soft("cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK, "cs"),
+		soft("context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES, "cs"),
+		soft("page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS, ""),
+	}
+	o := &countingOpener{}
+	s, err := counter.New(specs, counter.Config{Opener: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := s.Open(); err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("Open: %v %v", err, sum.FailureLines())
+	}
+	defer s.Close()
+	n := o.reads.Load()
+	v1 := readAll(t, s, specs)
+	if got, want := o.reads.Load()-n, int64(2*len(cpus)); got != want {
+		t.Errorf("a full fetch made %d reads, want %d: the named group and the software group per CPU", got, want)
+	}
+	t1 := time.Now()
+	busyEveryCPU(t, cpus)
+	time.Sleep(50 * time.Millisecond)
+	v2 := readAll(t, s, specs)
+	elapsed := uint64(time.Since(t1))
+	for i, cpu := range cpus {
+		if d := v2[0][i] - v1[0][i]; d < elapsed/2 || d > elapsed*2 {
+			t.Errorf("cpu-clock on cpu%d counted %d ns in about %d", cpu, d, elapsed)
+		}
+		if v2[1][i] <= v1[1][i] {
+			t.Errorf("context-switches on cpu%d did not move: %d then %d", cpu, v1[1][i], v2[1][i])
+		}
 	}
 }
