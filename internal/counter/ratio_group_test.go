@@ -36,6 +36,17 @@ func logSet(t *testing.T, fake *countertest.Opener, specs ...counter.Spec) (*cou
 	return s, &l
 }
 
+// reserve closes the Set and reopens it, as a perfalloc reservation does.
+func reserve(t *testing.T, s *counter.Set) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 type logLines struct {
 	mu    sync.Mutex
 	lines []string
@@ -110,12 +121,7 @@ func TestNamedGroupMemberThatCannotJoin(t *testing.T) {
 		t.Errorf("cycles %v, active %d; want cpu1 80 and the first read's 0", vals, active)
 	}
 	// Reopen after a reservation puts it on its own again.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Reopen(); err != nil {
-		t.Fatal(err)
-	}
+	reserve(t, s)
 	wantGroup(t, fake, "cycles", 1)
 	if fake.OpenNow() != 7 {
 		t.Errorf("%d open after Reopen, want 7", fake.OpenNow())
@@ -149,12 +155,7 @@ func TestNamedGroupThatNeverRuns(t *testing.T) {
 		t.Errorf("values after the split %v, want %s", vals, want)
 	}
 	// It stays split across a reservation, and no second split starts.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Reopen(); err != nil {
-		t.Fatal(err)
-	}
+	reserve(t, s)
 	wantGroup(t, fake, "cycles", 0)
 	fetch(s, 0, 1)
 	s.WaitSplit()
