@@ -84,6 +84,22 @@ var Builtin = []Def{
 		About:  "Context switches per second of CPU time (context-switches / cpu-clock seconds). cpu-clock counts nanoseconds, so the quotient is scaled by 1e9.",
 		Source: "perf stat's \"/sec\" shadow metric of context-switches against cpu-clock",
 	},
+	// TopDown level 1 (Intel Ice Lake and later, PERF_METRICS): the kernel
+	// reports each topdown-* event in slots, so each share is that event
+	// over slots. The kernel opens topdown-* only in a group led by slots,
+	// which Group gives them when cpu.slots comes first in perfevent.conf.
+	topdown("retiring", "cpu.topdown-retiring", "slots that retired a micro-op"),
+	topdown("bad_speculation", "cpu.topdown-bad-spec", "slots wasted on mispredicted work"),
+	topdown("frontend_bound", "cpu.topdown-fe-bound", "slots the front end left without a micro-op"),
+	topdown("backend_bound", "cpu.topdown-be-bound", "slots stalled for back-end resources"),
+}
+
+func topdown(name, event, what string) Def {
+	return Def{
+		Name: "topdown_" + name, Num: event, Den: "cpu.slots", Scale: 1,
+		About:  fmt.Sprintf("TopDown level 1: the share of pipeline slots that were %s (%s / cpu.slots).", what, event),
+		Source: "Intel Optimization Reference Manual, Top-down Microarchitecture Analysis; the kernel's and perf's topdown documentation (metrics in slots)",
+	}
 }
 
 // Check reports what is wrong with d, if anything.

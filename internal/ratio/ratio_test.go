@@ -35,6 +35,10 @@ func TestBuiltinFormulas(t *testing.T) {
 		{"cache_miss_ratio", 25, 100, 0.25},
 		// 500 switches in 250 ms of CPU time: 2000 per CPU second.
 		{"context_switches_per_cpu_second", 500, 250_000_000, 2000},
+		// 4 slots per cycle for 1e6 cycles: 1.6e6 retiring slots is 40 %;
+		// a multiplexed group scales both alike.
+		{"topdown_retiring", 1_600_000, 4_000_000, 0.4},
+		{"topdown_backend_bound", 1_000_000 * mux, 4_000_000 * mux, 0.25},
 	} {
 		d := byName(t, c.name)
 		got, ok := d.Of(c.num, c.den)

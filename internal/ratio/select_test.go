@@ -22,6 +22,7 @@ func TestGroup(t *testing.T) {
 		spec("cpu-clock", sw, 0), spec("context-switches", sw, 0),
 		spec("page-faults", sw, 0),
 	}
+	specs = append(specs, spec("cpu.slots", 4, 0), spec("cpu.topdown-retiring", 4, 0), spec("cpu.topdown-be-bound", 4, 0))
 	Group(specs, Builtin)
 	want := map[string]string{
 		"cycles": "ipc+cpi", "instructions": "ipc+cpi",
@@ -29,6 +30,9 @@ func TestGroup(t *testing.T) {
 		"cache-misses": "",                         // no ratio to serve
 		"cpu-clock":    "", "context-switches": "", // grouped as software events
 		"page-faults": "",
+		// The TopDown shares are one group of slots and its metrics.
+		"cpu.slots": "topdown_retiring+topdown_backend_bound", "cpu.topdown-retiring": "topdown_retiring+topdown_backend_bound",
+		"cpu.topdown-be-bound": "topdown_retiring+topdown_backend_bound",
 	}
 	for _, sp := range specs {
 		if sp.Group != want[sp.Name] {
