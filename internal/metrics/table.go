@@ -142,6 +142,10 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
+		formula := c.Num + " / " + c.Den
+		if c.Scale != 1 {
+			formula += fmt.Sprintf(" × %g", c.Scale)
+		}
 		units := pdu.UnitsNone
 		if c.Unit == ratio.PerSecond {
 			units = pdu.NewUnits(0, -1, 1, 0, pdu.TimeSec, pdu.CountOne)
@@ -150,16 +154,16 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
-			OneLine: fmt.Sprintf("%s / %s over the interval since this client's previous fetch", c.Num, c.Den),
+			OneLine: formula + " per CPU, since this client's previous fetch",
 			Help: fmt.Sprintf("%s\n\nComputed by the agent from %s and %s, counted in one perf group per CPU\n"+
 				"where the PMU allows, over the interval since the same client context's\n"+
 				"previous fetch of this metric; the first fetch has no value, nor has an\n"+
-				"interval in which %s did not move. Formula: %s.", c.About, c.Num, c.Den, c.Den, c.Source),
+				"interval in which %s did not move. Source: %s.", c.About, c.Num, c.Den, c.Den, c.Source),
 		})
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio.all." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
-			OneLine: fmt.Sprintf("%s / %s over all CPUs, over the interval since this client's previous fetch", c.Num, c.Den),
+			OneLine: formula + " over all CPUs, since this client's previous fetch",
 			Help: fmt.Sprintf("%s\n\nThe whole machine's value of perfevent.ratio.%s: the increases of %s\n"+
 				"summed over the CPUs, divided by those of %s, over the same interval.", c.About, c.Name, c.Num, c.Den),
 		})
