@@ -38,7 +38,7 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	fake, set, table, src := newSource(t)
 	ours, theirs := net.Pipe()
-	agent := pmda.New(pmda.Config{Fetcher: src}, table)
+	agent := pmda.New(pmda.Config{Fetcher: src, OnEndContext: src.Forget}, table)
 	done := make(chan error, 1)
 	go func() { done <- agent.Serve(theirs); theirs.Close() }()
 	t.Cleanup(func() { ours.Close(); <-done })
@@ -385,4 +385,22 @@ func mustPMID(t *testing.T, table *pmda.Table, name string) pdu.PMID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// When pmcd says a client went away, its intervals go with it: a new
+// client in the same slot starts with no value.
+func TestRatioForgetsAClientThatWentAway(t *testing.T) {
+	r := newRig(t)
+	const name = "perfevent.ratio.faults_per_second"
+	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	r.fetch(name)
+	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	if got := r.fetch(name)[0]; len(got) == 0 {
+		t.Fatalf("second fetch gave no value")
+	}
+	r.send(r.b.Error(r.client, pdu.ErrNotConn)) // no reply
+	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	if got := r.fetch(name)[0]; len(got) != 0 {
+		t.Errorf("the slot's next client got %v from the old client's interval", got)
+	}
 }
