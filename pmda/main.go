@@ -452,8 +452,8 @@ func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Se
 	}
 	plan := setup.Make(f, perr, m, o.compat)
 	specs := plan.Specs()
-	user, _ := ratio.ParseFile(ratiosPath(o)) // its errors are noted by chooseRatios
-	ratio.Group(specs, append(user, ratio.Builtin...))
+	defs, _, _ := ratio.Defs(ratiosPath(o)) // chooseRatios notes the file's errors
+	ratio.Group(specs, defs)
 	set, err := counter.New(specs, cfg)
 	if err != nil {
 		return nil, nil, counter.Summary{}, nil, err
@@ -492,31 +492,15 @@ func buildTable(o *options, plan *setup.Plan, set *counter.Set, derived []setup.
 // ratiosPath is the user's ratios file, beside perfevent.conf.
 func ratiosPath(o *options) string { return filepath.Join(filepath.Dir(o.config), "ratios.conf") }
 
-// chooseRatios are the built-in ratios and those of ratios.conf beside
-// perfevent.conf whose operands this machine counts; why the others are
-// not served goes into the plan's notes.
+// chooseRatios are the ratios served (ratio.Choose), with notes for the log
+// and --check.
 func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
-	user, err := ratio.ParseFile(path)
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap() // one note a line
+	chosen, problems, info := ratio.Choose(path, set)
+	for _, e := range problems {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}
-	for _, e := range errs {
-		if e != nil {
-			plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
-		}
-	}
-	chosen, why := ratio.Select(append(slices.Clip(user), ratio.Builtin...), set)
-	// A built-in ratio that this machine cannot count is normal (a VM has
-	// no ipc); only the user's own deserve a line.
-	for _, w := range why[:len(user)] {
-		if w != "" {
-			plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: w})
-		}
-	}
-	for _, c := range chosen {
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info,
-			Text: fmt.Sprintf("perfevent.ratio.%s = %s / %s × %g, on %d CPUs", c.Name, c.Num, c.Den, c.Scale, len(c.CPUs))})
+	for _, line := range info {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: line})
 	}
 	return chosen
 }

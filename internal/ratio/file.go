@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"perfevent/internal/counter"
 )
 
 // The ratios file holds a user's own ratios, one a line:
@@ -80,4 +82,36 @@ func Parse(name string, r io.Reader) ([]Def, error) {
 		errs = append(errs, fmt.Errorf("%s: %w", name, err))
 	}
 	return defs, errors.Join(errs...)
+}
+
+// Defs are the user's ratios of the file at path, then the built-in ones:
+// a user's ratio named like a built-in one comes first, and so wins when
+// it can be served. errs has one error per bad line, or why the file
+// could not be read.
+func Defs(path string) (defs []Def, user int, errs []error) {
+	mine, err := ParseFile(path)
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else if err != nil {
+		errs = []error{err}
+	}
+	return append(mine, Builtin...), len(mine), errs
+}
+
+// Choose is Defs and Select in one, for the agent and --check: the ratios
+// served, the file's problems, and informational lines (each user's ratio
+// not served and why, then each ratio served). A built-in ratio that this
+// machine cannot count is normal (a VM has no ipc) and gets no line.
+func Choose(path string, set *counter.Set) (chosen []Chosen, problems []error, info []string) {
+	defs, user, problems := Defs(path)
+	chosen, why := Select(defs, set)
+	for _, w := range why[:user] {
+		if w != "" {
+			info = append(info, w)
+		}
+	}
+	for _, c := range chosen {
+		info = append(info, fmt.Sprintf("perfevent.ratio.%s = %s / %s × %g, on %d CPUs", c.Name, c.Num, c.Den, c.Scale, len(c.CPUs)))
+	}
+	return chosen, problems, info
 }

@@ -1,6 +1,9 @@
 package ratio
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -67,4 +70,38 @@ func TestSelect(t *testing.T) {
 		t.Errorf("why %q: faults (different CPUs), the first definition (cpu-migrations not configured) and ipc (no cycles) should each say why", why)
 	}
 	t.Logf("%q", why)
+}
+
+func TestChoose(t *testing.T) {
+	fake := countertest.New()
+	set, err := counter.New([]counter.Spec{
+		spec("cpu-clock", unix.PERF_TYPE_SOFTWARE, 0), spec("context-switches", unix.PERF_TYPE_SOFTWARE, 0),
+		spec("page-faults", unix.PERF_TYPE_SOFTWARE, 0),
+	}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Open(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ratios.conf")
+	text := "faults_per_cpu_second = page-faults / cpu-clock * 1e9 per-second\nnonsense\nipc2 = instructions / cycles\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chosen, problems, info := Choose(path, set)
+	if len(chosen) != 2 || chosen[0].Name != "faults_per_cpu_second" || chosen[1].Name != "context_switches_per_cpu_second" {
+		t.Errorf("chosen %+v", chosen)
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0].Error(), "ratios.conf:2:") {
+		t.Errorf("problems %v, want line 2's", problems)
+	}
+	want := []string{
+		`ratio "ipc2" not served: instructions and cycles are not both configured events`,
+		"perfevent.ratio.faults_per_cpu_second = page-faults / cpu-clock × 1e+09, on 1 CPUs",
+		"perfevent.ratio.context_switches_per_cpu_second = context-switches / cpu-clock × 1e+09, on 1 CPUs",
+	}
+	if strings.Join(info, "\n") != strings.Join(want, "\n") {
+		t.Errorf("info:\n%s\nwant:\n%s", strings.Join(info, "\n"), strings.Join(want, "\n"))
+	}
 }
