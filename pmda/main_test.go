@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"perfevent/internal/emulator"
 )
 
 var built struct {
@@ -34,6 +36,8 @@ func agentBinary(t *testing.T) string {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		} else {
+			built.err = emulator.Wrap(built.bin)
 		}
 	})
 	if built.err != nil {

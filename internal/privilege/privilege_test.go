@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"perfevent/internal/emulator"
 )
 
 func TestReadStatusSelf(t *testing.T) {
@@ -64,6 +66,9 @@ func TestDrop(t *testing.T) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := emulator.Wrap(bin); err != nil {
+		t.Fatal(err)
 	}
 
 	c := CounterCapability()
