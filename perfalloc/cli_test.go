@@ -384,19 +384,11 @@ func TestDaemon(t *testing.T) {
 	waitFree(t, lock)
 }
 
-// skipOwnStartTime skips a test that writes a state file for itself: under
-// qemu-user a process reads a made-up start time in its own /proc/PID/stat
-// (field 22), so perfalloc's pid-reuse check takes it for another process.
-func skipOwnStartTime(t testing.TB) {
-	t.Helper()
-	emulator.Skip(t, "the emulator makes up the start time in the process's own /proc/PID/stat")
-}
-
 // fakeAgent does what the agent does with the reservation package: watch
 // the lock and report in the state file.
 func fakeAgent(t testing.TB, lock string, watch bool) *reservation.StateFile {
 	t.Helper()
-	skipOwnStartTime(t)
+	emulator.SkipOwnStartTime(t)
 	lf, err := reservation.Open(lock)
 	if err != nil {
 		t.Fatal(err)
@@ -525,7 +517,7 @@ func TestStatusAndPing(t *testing.T) {
 		t.Errorf("--ping without state: %+v", r)
 	}
 
-	skipOwnStartTime(t)
+	emulator.SkipOwnStartTime(t)
 	ticks, _ := reservation.ProcessStartTicks(os.Getpid())
 	now := time.Now()
 	s := &reservation.State{

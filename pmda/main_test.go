@@ -76,6 +76,7 @@ func needPerf(t *testing.T) {
 	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
 		t.Skip("needs perf_event support (/sys/bus/event_source/devices/software)")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 }
 
 func TestFlagErrors(t *testing.T) {

@@ -11,11 +11,15 @@
 package emulator
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Env names the emulator, e.g. PERFEVENT_EMULATOR=qemu-aarch64-static.
@@ -67,3 +71,33 @@ func Skip(t testing.TB, why string) {
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// SkipWithoutPerfEvents skips a test that needs perf_event_open when the
+// emulator does not provide it: qemu-user (7.2) answers ENOSYS. On a real
+// kernel it does nothing, so a missing perf_event_open there still shows.
+func SkipWithoutPerfEvents(t testing.TB) {
+	t.Helper()
+	emu := Name()
+	if emu == "" {
+		return
+	}
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK,
+		Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{})), Bits: unix.PerfBitDisabled}
+	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == nil {
+		unix.Close(fd)
+		return
+	}
+	if errors.Is(err, unix.ENOSYS) {
+		t.Skipf("under %s: perf_event_open is not emulated (ENOSYS)", emu)
+	}
+}
+
+// SkipOwnStartTime skips a test that checks a process's start time as the
+// process itself reads it: qemu-user makes up field 22 (starttime) of the
+// emulated process's own /proc/PID/stat, and the value drifts between
+// reads, so the state file's pid-reuse check takes the process for another.
+func SkipOwnStartTime(t testing.TB) {
+	t.Helper()
+	Skip(t, "the emulator makes up the start time in the process's own /proc/PID/stat")
+}

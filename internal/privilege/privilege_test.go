@@ -56,6 +56,7 @@ func TestDrop(t *testing.T) {
 	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
 		t.Skip("needs perf_event support")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 	dir := t.TempDir()
 	// nobody must be able to run it too.
 	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
