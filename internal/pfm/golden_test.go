@@ -1,0 +1,172 @@
+package pfm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"perfevent/internal/pfm/pfmgolden"
+)
+
+// The golden files hold what Debian's libpfm4 4.13 answered for a list of
+// names on each PMU of the catalog (testdata/golden/<arch>/<pmu>.tsv.gz;
+// testdata/golden/README.md says how they were made and what the lines
+// hold). TestGolden encodes every name of every PMU whose family has an
+// encoder, as libpfm4 did: that PMU alone active, inactive PMUs allowed
+// by prefix, and the kernel PMU types of the directory's perf_types.tsv.
+// It reports per PMU how many names it compared and how many came out
+// different. A family joins by registering its encoder; nothing here is
+// per family.
+
+// goldenAllow lists the names allowed to differ, "arch/pmu\tname" to the
+// reason.
+var goldenAllow = map[string]string{}
+
+// goldenErrs maps libpfm4's reasons back to our errors.
+var goldenErrs = func() map[string]error {
+	m := map[string]error{}
+	for _, e := range []error{ErrNotSupported, ErrInvalid, ErrNotFound, ErrFeatComb, ErrUmask,
+		ErrAttr, ErrAttrVal, ErrAttrSet, ErrTooMany} {
+		m[e.Error()] = e
+	}
+	return m
+}()
+
+type goldenResult struct {
+	pmu               string
+	compared, differs int
+	allowed           int
+	examples          []string
+}
+
+func TestGolden(t *testing.T) {
+	total, bad, npmu := 0, 0, 0
+	for _, arch := range Archs {
+		files, _ := filepath.Glob(filepath.Join(pfmgolden.Dir(arch), "*.tsv.gz"))
+		if len(files) == 0 {
+			continue
+		}
+		env, err := goldenMachine(arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".tsv.gz")
+			p, err := loadPMU(arch, name)
+			if err != nil {
+				t.Errorf("%s: %v", f, err)
+				continue
+			}
+			if familyEncoders[p.Family] == nil {
+				continue
+			}
+			r, err := runGolden(p, env)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			npmu++
+			total += r.compared
+			bad += r.differs
+			t.Logf("%s/%-16s compared %6d  differ %5d  allowed %d", arch, r.pmu, r.compared, r.differs, r.allowed)
+			if r.differs > 0 {
+				t.Errorf("%s/%s: %d of %d names differ from libpfm4, e.g.\n%s", arch, r.pmu, r.differs, r.compared,
+					strings.Join(r.examples, "\n"))
+			}
+		}
+	}
+	if npmu == 0 {
+		t.Skip("needs the golden encodings in testdata/golden (made by gengolden)")
+	}
+	t.Logf("%d PMUs, %d names compared, %d differ", npmu, total, bad)
+}
+
+// goldenMachine is the machine one architecture's goldens were made on:
+// its made-up kernel PMU types, and prefixed names allowed on inactive
+// PMUs.
+func goldenMachine(arch string) (Env, error) {
+	env := Env{Arch: arch, EncodeInactive: true}
+	types, err := pfmgolden.PerfTypes(arch)
+	if errors.Is(err, os.ErrNotExist) {
+		return env, nil
+	}
+	if err != nil {
+		return env, err
+	}
+	env.PerfType = func(name string) (uint32, error) {
+		if t, ok := types[name]; ok {
+			return t, nil
+		}
+		return 0, fmt.Errorf("no kernel PMU %s", name)
+	}
+	return env, nil
+}
+
+func runGolden(p *PMU, env Env) (goldenResult, error) {
+	res := goldenResult{pmu: p.Name}
+	lines, err := pfmgolden.Read(env.Arch, p.Name)
+	if err != nil {
+		return res, err
+	}
+	allowPrefix := env.Arch + "/" + p.Name + "\t"
+	for i, l := range lines {
+		want := []string{l.Name, "ERR", l.Err}
+		if l.OK {
+			want = []string{l.Name, "OK", fmt.Sprint(l.Type), hex(l.Config), hex(l.Config1), hex(l.Config2),
+				l.Exclude, l.PMU, l.FullName}
+		}
+		res.compared++
+		diff := goldenDiff(l.Name, want, env, []string{p.Name})
+		if diff == "" {
+			continue
+		}
+		if _, ok := goldenAllow[allowPrefix+l.Name]; ok {
+			res.allowed++
+			continue
+		}
+		res.differs++
+		if len(res.examples) < 10 {
+			res.examples = append(res.examples, fmt.Sprintf("  line %d %s: %s", i+1, l.Name, diff))
+		}
+	}
+	return res, nil
+}
+
+// goldenDiff says how our encoding of name differs from libpfm4's
+// answer, "" if it does not.
+func goldenDiff(name string, want []string, env Env, active []string) string {
+	enc, err := Encode(name, env, active)
+	if want[1] == "ERR" {
+		if err == nil {
+			return fmt.Sprintf("libpfm4 refuses it (%s), we encode it as %s", want[2], enc.FullName)
+		}
+		if w := goldenErrs[want[2]]; w == nil || !errors.Is(err, w) {
+			return fmt.Sprintf("libpfm4 refuses it with %q, we with %v", want[2], err)
+		}
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("libpfm4 encodes it as %s, we refuse it: %v", want[8], err)
+	}
+	a := &enc.Attr
+	got := []string{name, "OK", fmt.Sprint(a.Type), hex(a.Config), hex(a.Ext1), hex(a.Ext2),
+		exclude(a), enc.PMU.Name, enc.FullName}
+	var d []string
+	for i, what := range []string{"", "", "type", "config", "config1", "config2", "exclude", "pmu", "name"} {
+		if what != "" && got[i] != want[i] {
+			d = append(d, fmt.Sprintf("%s %s, want %s", what, got[i], want[i]))
+		}
+	}
+	return strings.Join(d, "; ")
+}
+
+// hex is C's %#llx.
+func hex(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%#x", v)
+}
