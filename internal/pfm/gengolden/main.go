@@ -13,7 +13,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"flag"
 	"fmt"
 	"log"
@@ -24,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	"perfevent/internal/gzipfile"
 	"perfevent/internal/pfm"
 )
 
@@ -187,7 +187,7 @@ func runInner(arch, oracle, out string, pmus []*pfm.PMU) error {
 			return fmt.Errorf("oracle for %s: %d lines for %d names", p.Name, n, len(list))
 		}
 		total += len(list)
-		if err := writeGzip(filepath.Join(out, p.Name+".tsv.gz"), stdout.Bytes()); err != nil {
+		if err := gzipfile.Write(filepath.Join(out, p.Name+".tsv.gz"), stdout.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -370,20 +370,4 @@ func namesFor(p *pfm.PMU, full bool) []string {
 		}
 	}
 	return list
-}
-
-// writeGzip compresses deterministically: no name, no time.
-func writeGzip(path string, data []byte) error {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
-	if _, err := zw.Write(data); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
