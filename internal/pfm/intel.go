@@ -6,10 +6,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The Intel x86 core encoder: ix86arch and every Intel core PMU (core to
-// Sapphire Rapids, the Atoms, Knights Landing, Alder Lake's two cores),
-// and the client uncores that share their table format (nhm_unc,
-// snb_unc_*, ivb_unc_*). It does what libpfm4's pfm_intel_x86_encode_gen
+// The Intel x86 core encoder: ix86arch and every Intel core PMU of
+// libpfm4 4.13 (core to Sapphire Rapids, the Atoms, Knights Corner to
+// Knights Mill), and the client uncores that share their table format
+// (nhm_unc, wsm_unc, snb_unc_*, ivb_unc_*). It does what libpfm4's pfm_intel_x86_encode_gen
 // and pfm_intel_x86_get_perf_encoding do; docs/libpfm4-encoding.md says
 // what that is.
 
@@ -85,7 +85,6 @@ const (
 	intelModIntx
 	intelModIntxCP
 	intelModFEThres
-	numIntelMods
 )
 
 // Fields of the event select register (IA32_PERFEVTSELx).
@@ -108,9 +107,12 @@ const (
 const (
 	intelLDLatDefault = 3
 	intelFEThrDefault = 1
-	intelNumGroups    = 8
-	noGroup           = 0xffff // INTEL_X86_MAX_GRPID: no limit on groups
-	noExclGroupBut0   = -1
+)
+
+const (
+	intelNumGroups  = 8      // umask groups an Intel event may have
+	noGroup         = 0xffff // INTEL_X86_MAX_GRPID: no limit on groups
+	noExclGroupBut0 = -1     // no EXCL_GRP_BUT_0 umask given
 )
 
 // intelModel reports whether an event or umask restricted to model (0 for
@@ -298,7 +300,7 @@ func (s *intelState) encodeNHMUncore() error {
 	if modmskReq != 0 && s.umodmsk != modmskReq {
 		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, modNames(s.p, modmskReq))
 	}
-	s.canonicalUmasks()
+	s.r.canonicalUmasks()
 	s.reg |= umask<<8 | selEn | selInt
 	s.count = 1
 	for _, d := range r.pattrs {
@@ -319,24 +321,6 @@ func (s *intelState) encodeNHMUncore() error {
 		r.addf(":%s=%d", d.Name, v)
 	}
 	return nil
-}
-
-// canonicalUmasks starts the canonical name: the event, then its umasks
-// (given and default) in table order.
-func (s *intelState) canonicalUmasks() {
-	r := s.r
-	r.sortVals()
-	r.fstr = ""
-	r.addf("%s", s.ev.Name)
-	for _, v := range r.vals {
-		switch d := r.desc(v); {
-		case d.Perf:
-		case d.Type == attrUmask:
-			r.addf(":%s", s.umask(v).Name)
-		case d.Type == attrRawUmask:
-			r.addf(":0x%x", uint32(r.raw))
-		}
-	}
 }
 
 // begin starts an encoding from the event's code, with no limit on groups.
@@ -511,7 +495,7 @@ func (s *intelState) encode() error {
 		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, modNames(s.p, modmskReq))
 	}
 
-	s.canonicalUmasks()
+	s.r.canonicalUmasks()
 
 	if ev.Flags&intelFrontend != 0 && s.feThrUmask {
 		umThr := s.umask2 >> 8 & 0xfff

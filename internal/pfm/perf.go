@@ -62,12 +62,14 @@ const (
 // PLMAll is every privilege level libpfm4 knows.
 const PLMAll = PLM0 | PLM1 | PLM2 | PLM3 | PLMH
 
-// loadPMU gives libpfm4's PMU model by its short name, from the generated
-// tables of one libpfm4 build ("" for the host's); tests swap in small
-// hand-made PMUs.
-var loadPMU = func(arch, name string) (*PMU, error) {
+// loadPMU gives a PMU of the host's libpfm4 build by its short name, from
+// the generated tables; tests swap in small hand-made PMUs.
+var loadPMU = Load
+
+// loadArchPMU gives a PMU of one libpfm4 build, "" for the host's.
+func loadArchPMU(arch, name string) (*PMU, error) {
 	if arch == "" {
-		return Load(name)
+		return loadPMU(name)
 	}
 	return LoadArch(arch, name)
 }
@@ -145,7 +147,7 @@ var pmuInits = map[string]func(*PMU, Env) *PMU{}
 
 // loadActive loads a PMU and initialises it for the machine.
 func loadActive(name string, env Env) (*PMU, error) {
-	p, err := loadPMU(env.Arch, name)
+	p, err := loadArchPMU(env.Arch, name)
 	if err != nil {
 		return nil, err
 	}
@@ -598,6 +600,23 @@ func (r *request) pmuVals() []attrVal {
 // canonical name does not depend on the order they were given in.
 func (r *request) sortVals() {
 	slices.SortStableFunc(r.vals, func(a, b attrVal) int { return a.Desc - b.Desc })
+}
+
+// canonicalUmasks starts the canonical name: the event, then its umasks
+// (given and default) in table order.
+func (r *request) canonicalUmasks() {
+	r.sortVals()
+	r.fstr = ""
+	r.addf("%s", r.event.Name)
+	for _, v := range r.vals {
+		switch d := r.desc(v); {
+		case d.Perf:
+		case d.Type == attrUmask:
+			r.addf(":%s", r.event.Umasks[d.Idx].Name)
+		case d.Type == attrRawUmask:
+			r.addf(":0x%x", uint32(r.raw))
+		}
+	}
 }
 
 // fstrMax is the room libpfm4 gives the canonical name, less the PMU

@@ -52,7 +52,7 @@ func withPMUs(t *testing.T, pmus ...*PMU) {
 	t.Helper()
 	saved := loadPMU
 	t.Cleanup(func() { loadPMU = saved })
-	loadPMU = func(_, name string) (*PMU, error) {
+	loadPMU = func(name string) (*PMU, error) {
 		for _, p := range pmus {
 			if p.Name == name {
 				return p, nil
