@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"perfevent/internal/emulator"
 	"perfevent/internal/pcpconf"
 	"perfevent/internal/release"
 )
@@ -38,6 +39,8 @@ func agentBinary(t *testing.T) string {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		} else {
+			built.err = emulator.Wrap(built.bin)
 		}
 	})
 	if built.err != nil {
@@ -76,6 +79,7 @@ func needPerf(t *testing.T) {
 	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
 		t.Skip("needs perf_event support (/sys/bus/event_source/devices/software)")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 }
 
 // hasLines checks that the output of what contains each of lines.
