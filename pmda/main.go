@@ -69,6 +69,9 @@ type options struct {
 	defaultPMIDs string
 	poll         time.Duration
 	noInotify    bool
+	// held is the configuration as opened at start-up, for reloads
+	// after the privilege drop (nil for --check).
+	held *config.Held
 }
 
 func main() {
@@ -403,7 +406,7 @@ func (a *agent) reloadLocked() bool {
 // counters: the steps --check and the agent share. Only a configuration
 // that cannot be read at all is an error; everything else is in the notes.
 func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Set, counter.Summary, []setup.Derived, error) {
-	f, perr := config.ParseFile(o.config)
+	f, perr := o.parseConfig()
 	if f == nil && perr != nil {
 		return nil, nil, counter.Summary{}, nil, perr
 	}
@@ -561,6 +564,8 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	// What needs a descriptor or root besides the counters comes first:
 	// the counters may use up the descriptor limit. The state file's and
 	// PMID map's directories are given to the user the agent will run as.
+	o.held = config.Hold(o.config)
+	defer o.held.Close()
 	uid, gid, drop := a.runAs()
 	if err := a.openLock(uid, gid); err != nil {
 		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
