@@ -28,6 +28,7 @@ import (
 
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
+	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pcpconf"
 	"perfevent/internal/pdu"
@@ -229,6 +230,8 @@ type agent struct {
 	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
 	lock    *reservation.LockFile
 	watcher *reservation.Watcher
+	cpus    *cpuhotplug.Watcher // CPUs going offline and coming back
+	opener  func() counter.Opener // one per generation; nil: the kernel's
 }
 
 // Prepare implements pmda.Fetcher.
@@ -282,8 +285,14 @@ func (a *agent) build() (*generation, error) {
 		clusters = a.fresh
 		a.log.Errorf("the PMID map %s cannot be used: metrics get fresh PMIDs for this run, unlike those in existing archives; fix or remove the map and restart the agent", a.o.pmids)
 	}
+	var opener counter.Opener
+	if a.opener != nil {
+		opener = a.opener()
+	}
 	plan, set, sum, derived, err := count(a.o, a.fs, counter.Config{
-		Logf: func(format string, args ...any) { a.log.Warningf(format, args...) },
+		Opener:     opener,
+		Logf:       func(format string, args ...any) { a.log.Warningf(format, args...) },
+		ReadFailed: a.checkCPUs,
 	})
 	if err != nil {
 		return nil, err
@@ -389,6 +398,7 @@ func (a *agent) reloadLocked() bool {
 		return false
 	}
 	old := a.gen.Load()
+	g.set.Carry(old.set)
 	a.prev.Store(old)
 	a.gen.Store(g)
 	if a.pm != nil {
@@ -590,6 +600,8 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 			a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
 		}
 	}
+	a.watchCPUs(cpuhotplug.Options{})
+	defer a.cpus.Close()
 	if drop {
 		a.dropPrivileges(uid, gid)
 	}
