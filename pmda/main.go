@@ -230,7 +230,7 @@ type agent struct {
 	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
 	lock    *reservation.LockFile
 	watcher *reservation.Watcher
-	cpus    *cpuhotplug.Watcher // CPUs going offline and coming back
+	cpus    *cpuhotplug.Watcher   // CPUs going offline and coming back
 	opener  func() counter.Opener // one per generation; nil: the kernel's
 }
 
