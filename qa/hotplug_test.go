@@ -2,6 +2,7 @@ package qa
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -77,6 +78,13 @@ func TestHotplugCPU1(t *testing.T) {
 	l := StartLab(t, Agent{Go: true, Config: "[perf]\ncpu-clock\ncontext-switches\n"})
 	const metric = "perfevent.hwcounters.cpu_clock.value"
 	before := waitCounting(t, l, metric, "cpu0", "cpu1")
+	// pmlogger records the whole sequence, instance domain changes included.
+	logdir := t.TempDir()
+	config := filepath.Join(logdir, "config")
+	writeFile(t, config, "log mandatory on 100 msec {\n    "+metric+"\n}\n")
+	archive := filepath.Join(logdir, "hotplug")
+	logger := l.Background(t, Cmd{Args: []string{"pmlogger", "-h", l.HostSpec(), "-c", config, "-l", filepath.Join(logdir, "pmlogger.log"), archive}}, filepath.Join(logdir, "out"))
+	time.Sleep(500 * time.Millisecond)
 
 	if err := os.WriteFile(cpu1Online, []byte("0"), 0o644); err != nil {
 		t.Skipf("needs a CPU 1 that can go offline: writing 0 to %s: %v", cpu1Online, err)
@@ -99,6 +107,27 @@ func TestHotplugCPU1(t *testing.T) {
 		t.Errorf("cpu0 went from %d to %d when cpu1 came back", during["cpu0"], after["cpu0"])
 	}
 	waitCounting(t, l, "perfevent.hwcounters.context_switches.value", "cpu0", "cpu1")
+	time.Sleep(500 * time.Millisecond)
+	if err := logger.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("pmlogger is gone: %v\n%s", err, readFile(t, filepath.Join(logdir, "pmlogger.log")))
+	}
+	logger.Process.Signal(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, "pmlogger to exit", func() bool { return logger.ProcessState != nil || logger.Process.Signal(syscall.Signal(0)) != nil })
+	// Each record: with cpu1 (1), or cpu0 alone (0): 1…1 0…0 1…1.
+	out := l.Run(t, "pmdumplog", archive, metric)
+	var seq strings.Builder
+	for _, rec := range regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d+ `).Split(out, -1)[1:] {
+		switch {
+		case strings.Contains(rec, `"cpu1"] value`):
+			seq.WriteByte('1')
+		case strings.Contains(rec, `"cpu0"] value`):
+			seq.WriteByte('0')
+		}
+	}
+	t.Logf("pmlogger's records (1: with cpu1, 0: cpu0 only): %s", seq.String())
+	if !regexp.MustCompile(`^1+0+1+$`).MatchString(seq.String()) {
+		t.Errorf("pmlogger's records (1: with cpu1, 0: cpu0 only): %q, want 1…0…1\n%s", seq.String(), out)
+	}
 	if log := readFile(t, l.AgentLog); strings.Contains(log, "Error") {
 		t.Errorf("errors in the agent log:\n%s", tail(l.AgentLog, 30))
 	}
