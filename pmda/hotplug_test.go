@@ -196,6 +196,8 @@ func TestCPUComesBackAfterStartingWithoutIt(t *testing.T) {
 func TestCPUOfflineAndBack(t *testing.T) {
 	a, fake, online, log := hotplugAgent(t, "0-1")
 	waitCPUs(t, a, []int{0, 1})
+	fake.AddAll(50, 1, 1)
+	frozen, _ := value(a, 1)
 	os.WriteFile(online, []byte("0\n"), 0o644)
 	waitCPUs(t, a, []int{0})
 	if n := fake.OpenNow(); n != 1 {
@@ -221,5 +223,10 @@ func TestCPUOfflineAndBack(t *testing.T) {
 	waitCPUs(t, a, []int{0, 1})
 	if n := fake.OpenNow(); n != 2 {
 		t.Errorf("%d counters open after the release, want 2", n)
+	}
+	// cpu1 continues from its value when it went offline.
+	fake.AddAll(3, 1, 1)
+	if v, _ := value(a, 1); frozen != 50 || v != frozen+3 {
+		t.Errorf("cpu1 = %d when back, %d when it went offline; want %d", v, frozen, frozen+3)
 	}
 }

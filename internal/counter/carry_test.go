@@ -11,7 +11,8 @@ import (
 
 // A Set built to replace another (a reload, a CPU that went offline or
 // came back) continues the values of the counters both have, so that no
-// instance appears to reset; a CPU new to it starts from zero.
+// instance appears to reset; a CPU never seen starts from zero, and one
+// that comes back continues from where it froze.
 func TestCarryContinuesValues(t *testing.T) {
 	old, fake := newSet(t, sw("cpu-clock", 0, 0, 1), hw("cycles", 0, 0, 1), sw("faults", 2, 0, 1))
 	fake.AddAll(1000, 10, 10)
@@ -44,6 +45,25 @@ func TestCarryContinuesValues(t *testing.T) {
 	} {
 		if !slices.Equal(tc.got, tc.want) {
 			t.Errorf("%s on cpu0,cpu2: %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+
+	// CPU 1 back: its value continues from where it froze, through the
+	// Set that did not serve it; faults on cpu1 had another attribute.
+	fake3 := countertest.New()
+	s3, err := counter.New([]counter.Spec{sw("cpu-clock", 0, 0, 1), hw("cycles", 0, 0, 1), sw("faults", 3, 0, 1)}, counter.Config{Opener: fake3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3.Open(); err != nil {
+		t.Fatal(err)
+	}
+	s3.Carry(s)
+	fake3.AddAll(1, 1, 1)
+	v, _ = fetch(s3, 0, 1, 2)
+	for i, want := range [][]uint64{{1006, 1001}, {1006, 1001}, {6, 1}} {
+		if !slices.Equal(v[i], want) {
+			t.Errorf("%s on cpu0,cpu1 after cpu1 came back: %v, want %v", s3.Name(i), v[i], want)
 		}
 	}
 	s.Carry(nil) // nothing to carry

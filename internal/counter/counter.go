@@ -229,6 +229,7 @@ type Set struct {
 	needed  []int // events marked in this fetch, to clear them cheaply
 	read    []int // groups read in this fetch, to clear them cheaply
 	fetch   Fetch
+	carried map[carryKey]uint64 // values of CPUs not served now; see Carry
 }
 
 // New checks the specs and prepares a Set; nothing is opened yet.
