@@ -600,8 +600,6 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 			a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
 		}
 	}
-	a.watchCPUs(cpuhotplug.Options{})
-	defer a.cpus.Close()
 	if drop {
 		a.dropPrivileges(uid, gid)
 	}
@@ -619,6 +617,8 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}()
 	done := make(chan error, 1)
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log}, g.table)
+	a.watchCPUs(cpuhotplug.Options{}) // a change from now on swaps the table
+	defer a.cpus.Close()
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {
