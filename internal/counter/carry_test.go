@@ -22,15 +22,7 @@ func TestCarryContinuesValues(t *testing.T) {
 
 	// CPU 1 went offline and cpu2 is new: the rebuilt Set counts on cpu0
 	// and cpu2; "faults" changed its attribute, "cycles" stays the same.
-	specs := []counter.Spec{sw("cpu-clock", 0, 0, 2), hw("cycles", 0, 0, 2), sw("faults", 3, 0, 2)}
-	fake2 := countertest.New()
-	s, err := counter.New(specs, counter.Config{Opener: fake2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Open(); err != nil {
-		t.Fatal(err)
-	}
+	s, fake2 := newSet(t, sw("cpu-clock", 0, 0, 2), hw("cycles", 0, 0, 2), sw("faults", 3, 0, 2))
 	s.Carry(old)
 	fake2.AddAll(5, 1, 1)
 	v, _ := fetch(s, 0, 1, 2)
@@ -50,14 +42,7 @@ func TestCarryContinuesValues(t *testing.T) {
 
 	// CPU 1 back: its value continues from where it froze, through the
 	// Set that did not serve it; faults on cpu1 had another attribute.
-	fake3 := countertest.New()
-	s3, err := counter.New([]counter.Spec{sw("cpu-clock", 0, 0, 1), hw("cycles", 0, 0, 1), sw("faults", 3, 0, 1)}, counter.Config{Opener: fake3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s3.Open(); err != nil {
-		t.Fatal(err)
-	}
+	s3, fake3 := newSet(t, sw("cpu-clock", 0, 0, 1), hw("cycles", 0, 0, 1), sw("faults", 3, 0, 1))
 	s3.Carry(s)
 	fake3.AddAll(1, 1, 1)
 	v, _ = fetch(s3, 0, 1, 2)
