@@ -25,9 +25,6 @@ type FS struct {
 	// then <Sys>/kernel/tracing and <Sys>/kernel/debug/tracing.
 	Tracing []string
 
-	once sync.Once
-	plm  plm // privilege levels the core PMU can filter; see libpfmDefaults
-
 	// tpIDs remembers every tracepoint id this FS resolved, by
 	// "subsys/event". The agent resolves its configuration as root at
 	// start-up and again, as its own user, at each reload; tracefs is
@@ -35,6 +32,9 @@ type FS struct {
 	// that start-up saw from here. See resolveTracepoint.
 	tpMu  sync.Mutex
 	tpIDs map[string]uint64
+
+	once sync.Once
+	plm  plm // privilege levels the core PMU can filter; see libpfmDefaults
 }
 
 // Default returns an FS for the running system. Like the C agent it
