@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 		helperFork(os.Getenv("RESERVATION_TEST_LOCK"))
 	case "inherited":
 		helperLockOnCommand(3)
+	default:
+		if kind, ok := strings.CutPrefix(os.Getenv(helperEnv), "attack-"); ok {
+			helperAttack(kind, os.Getenv("RESERVATION_TEST_LOCK"))
+		}
 	}
 	os.Exit(3)
 }
