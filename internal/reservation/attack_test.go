@@ -191,3 +191,34 @@ func BenchmarkWatcherUnderAttack(b *testing.B) {
 		})
 	}
 }
+
+// The watcher's rate limits hold under each attack. These are counts, not
+// times, so a busy machine can only lower them: at most one check per
+// densePoll, and /proc/locks no more often than namingGap, or, when it is
+// as big as the manylocks attacks make it, not again within the second.
+func TestWatcherUnderAttackIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three attacks for a second each")
+	}
+	const d = time.Second
+	for _, a := range []struct {
+		kind      string
+		procReads int64
+	}{
+		{"openclose", 0},
+		{"lockclose", int64(d / namingGap)},
+		{"manylocks-openclose", 1},
+	} {
+		c := runAttack(t, a.kind, Options{}, d)
+		t.Logf("%s: %v", a.kind, c)
+		if most := int64(c.elapsed/densePoll) + 2; c.checks > most {
+			t.Errorf("%s: %d checks in %v, want at most %d", a.kind, c.checks, c.elapsed, most)
+		}
+		if c.procReads > a.procReads+1 {
+			t.Errorf("%s: %d reads of /proc/locks in %v, want at most %d", a.kind, c.procReads, c.elapsed, a.procReads+1)
+		}
+		if c.callbacks > c.checks {
+			t.Errorf("%s: %d callbacks, more than the %d checks", a.kind, c.callbacks, c.checks)
+		}
+	}
+}

@@ -25,8 +25,8 @@ func TestMain(m *testing.M) {
 		helperHold(os.Getenv("RESERVATION_TEST_LOCK"), false)
 	case "write":
 		helperHold(os.Getenv("RESERVATION_TEST_LOCK"), true)
-	case "bench":
-		helperBench(os.Getenv("RESERVATION_TEST_LOCK"))
+	case "spin":
+		helperSpin()
 	case "open":
 		helperOpen(os.Getenv("RESERVATION_TEST_LOCK"))
 	case "fork":
@@ -34,8 +34,12 @@ func TestMain(m *testing.M) {
 	case "inherited":
 		helperLockOnCommand(3)
 	default:
-		if kind, ok := strings.CutPrefix(os.Getenv(helperEnv), "attack-"); ok {
+		mode := os.Getenv(helperEnv)
+		if kind, ok := strings.CutPrefix(mode, "attack-"); ok {
 			helperAttack(kind, os.Getenv("RESERVATION_TEST_LOCK"))
+		}
+		if kind, ok := strings.CutPrefix(mode, "bench-"); ok {
+			helperBench(kind, os.Getenv("RESERVATION_TEST_LOCK"))
 		}
 	}
 	os.Exit(3)

@@ -32,7 +32,7 @@ const DefaultIdlePoll = time.Second
 // through the descriptor it has, and taking a lock makes no inotify event.
 // A check is one F_GETLK; see RELIABILITY.md for what a user who keeps the
 // file open forever costs the agent at this pace.
-const DefaultOpenPoll = 2 * time.Millisecond
+const DefaultOpenPoll = 4 * time.Millisecond
 
 // After an IN_OPEN the lock usually follows within microseconds, but on a
 // busy machine the opener may lose its CPU in between, so the Watcher
@@ -59,6 +59,10 @@ const (
 	floodEvents = 128
 	floodQuiet  = time.Second
 )
+
+// openFollowUp is how long after an open hint's check, if it found no
+// lock, the Watcher looks once more before the dense checks.
+var openFollowUp = unix.NsecToTimespec(int64(250 * time.Microsecond))
 
 // Naming the holders reads /proc/locks, which any user can make expensive
 // (see procLocksLimit). A reservation is named when it starts and when
@@ -412,6 +416,12 @@ func (w *Watcher) refill(now time.Time) {
 	w.tokensAt = now
 }
 
+func (w *Watcher) reserved() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.current.Reserved
+}
+
 // gap is the shortest time between two checks that hints ask for: dense
 // while the bucket lasts, OpenPoll after that.
 func (w *Watcher) gap() time.Duration {
@@ -425,9 +435,7 @@ func (w *Watcher) gap() time.Duration {
 // while after an open, OpenPoll while someone else has the file open,
 // IdlePoll while nobody has, and Poll whenever the hints may miss a lock.
 func (w *Watcher) interval(now time.Time) time.Duration {
-	w.mu.Lock()
-	reserved := w.current.Reserved
-	w.mu.Unlock()
+	reserved := w.reserved()
 	if reserved && w.nameStale {
 		// Name the holders as soon as the budget allows.
 		return min(w.opts.Poll, max(densePoll, w.nameAfter.Sub(now)))
@@ -440,6 +448,9 @@ func (w *Watcher) interval(now time.Time) time.Duration {
 		// Over when the holders unlock, which perfalloc does by closing
 		// the file (a hint).
 		return w.opts.Poll
+	case known && n == 0:
+		// Whoever opened the file has closed it again.
+		return w.opts.IdlePoll
 	case now.Sub(w.openAt) < denseFor:
 		return w.gap()
 	case !known:
@@ -490,6 +501,14 @@ func (w *Watcher) run() {
 			w.tokens--
 		}
 		w.check(now)
+		if kinds&hintOpen != 0 && w.tokens >= 1 && !w.reserved() {
+			// The lock usually lands microseconds after the open, and
+			// the runtime's timers have a resolution of a millisecond.
+			w.tokens--
+			unix.Nanosleep(&openFollowUp, nil)
+			now = time.Now()
+			w.check(now)
+		}
 		w.lastCheck = now
 		iv := w.interval(now)
 		next = now.Add(iv)
