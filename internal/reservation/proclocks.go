@@ -147,27 +147,25 @@ func lockHolders(path string, dev, ino uint64) ([]int, error) {
 		return nil, err
 	}
 	defer f.Close()
-	// One large read: the kernel walks its lock list from the start again
-	// for every read call, so small reads would cost more.
-	buf := make([]byte, procLocksLimit)
-	n, err := io.ReadFull(f, buf)
-	switch {
-	case err == io.ErrUnexpectedEOF || err == io.EOF:
-	case err != nil:
-		return nil, fmt.Errorf("%s: %w", path, err)
-	default: // cut: keep whole lines only
-		n = bytes.LastIndexByte(buf, '\n') + 1
-	}
 	// The kernel prints the file as "%02x:%02x:%lu" after the pid.
 	file := fmt.Appendf(nil, " %02x:%02x:%d ", unix.Major(dev), unix.Minor(dev), ino)
 	var locks []ProcLock
-	for lineNo, line := range bytes.Split(buf[:n], []byte("\n")) {
+	r := bufio.NewReaderSize(f, 16<<10)
+	for lineNo, read := 1, 0; ; lineNo++ {
+		line, err := r.ReadSlice('\n')
+		read += len(line)
+		if err == io.EOF || read > procLocksLimit {
+			break // a last line without its newline is cut, not kernel output
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 		if !bytes.Contains(line, file) {
 			continue
 		}
 		lk, err := parseProcLock(string(line))
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, lineNo+1, err)
+			return nil, fmt.Errorf("%s:%d: %v", path, lineNo, err)
 		}
 		locks = append(locks, lk)
 	}

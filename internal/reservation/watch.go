@@ -329,7 +329,7 @@ func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
 		}
 	}
 	now := time.Now()
-	st, err := w.look(now, Status{})
+	st, err := w.look(now, Status{}, false)
 	if err != nil {
 		w.stopNotify()
 		return nil, err
@@ -543,8 +543,9 @@ func (l *LockFile) conflict() (unix.Flock_t, error) {
 }
 
 // look asks F_GETLK and, when the holders need naming and the budget
-// allows, /proc/locks. cur is the Status last reported.
-func (w *Watcher) look(now time.Time, cur Status) (Status, error) {
+// allows, /proc/locks; quick leaves the naming for later (marked stale).
+// cur is the Status last reported.
+func (w *Watcher) look(now time.Time, cur Status, quick bool) (Status, error) {
 	lk, err := w.lf.conflict()
 	w.checks.Add(1)
 	if err != nil {
@@ -563,7 +564,7 @@ func (w *Watcher) look(now time.Time, cur Status) (Status, error) {
 	if cur.Reserved && !w.nameStale && (pid <= 0 || slices.Contains(cur.Holders, pid)) {
 		return Status{Reserved: true, Holders: cur.Holders}, nil
 	}
-	if now.Before(w.nameAfter) {
+	if quick || now.Before(w.nameAfter) {
 		// Named later (the next poll after nameAfter); F_GETLK's holder
 		// for now.
 		w.nameStale = true
@@ -618,10 +619,11 @@ func (w *Watcher) check(now time.Time) {
 		}
 		w.ensureErr = errors.Join(problems...)
 	}
-	w.mu.Lock()
-	cur := w.current
-	w.mu.Unlock()
-	st, err := w.look(now, cur)
+	// A new reservation is reported at once with the holder F_GETLK
+	// names, and only then named in full: the counters' release does not
+	// wait for /proc/locks, and a single holder makes one callback.
+	cur := w.Current()
+	st, err := w.look(now, cur, !cur.Reserved)
 	if w.note != nil {
 		w.users.probe(w.lf) // a no-op unless the count is in doubt
 	}
@@ -629,6 +631,18 @@ func (w *Watcher) check(now time.Time) {
 	if err != nil {
 		return
 	}
+	w.report(now, st, cur)
+	if st.Reserved && !cur.Reserved && w.nameStale {
+		cur = w.Current()
+		if st, err := w.look(time.Now(), cur, false); err == nil {
+			w.report(now, st, cur)
+		}
+	}
+}
+
+// report calls fn with st if it differs from cur, the Status last
+// reported.
+func (w *Watcher) report(now time.Time, st, cur Status) {
 	if st.sameAs(cur) {
 		return
 	}
