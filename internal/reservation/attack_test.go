@@ -32,19 +32,7 @@ var attacks = []struct {
 const manyLocks = 60000
 
 func helperAttack(kind, path string) {
-	fail := func(err error) {
-		fmt.Println("error:", err)
-		os.Exit(2)
-	}
-	rdlock := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
-	unlock := unix.Flock_t{Type: unix.F_UNLCK, Start: 0, Len: 1}
-	openLock := func() int {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			fail(err)
-		}
-		return fd
-	}
+	openLock := func() int { return helperOpenFile(path) }
 	if strings.HasPrefix(kind, "manylocks") {
 		var ownFD uintptr
 		// Spread over files of 600 locks each, since adding a lock scans
@@ -54,17 +42,17 @@ func helperAttack(kind, path string) {
 			if i%600 == 0 {
 				own, err := os.Create(filepath.Join(filepath.Dir(path), fmt.Sprint("own", i)))
 				if err != nil {
-					fail(err)
+					helperFail(err)
 				}
 				ownFD = own.Fd()
 			}
 			lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 2 * (i % 600), Len: 1}
 			if err := unix.FcntlFlock(ownFD, unix.F_SETLK, &lk); err != nil {
-				fail(err)
+				helperFail(err)
 			}
 		}
 		if _, err := Reserve(path); err != nil {
-			fail(err)
+			helperFail(err)
 		}
 	}
 	fmt.Println("ready")
@@ -76,14 +64,14 @@ func helperAttack(kind, path string) {
 	case "lockclose":
 		for {
 			fd := openLock()
-			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &rdlock)
+			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperReadLock)
 			unix.Close(fd)
 		}
 	case "fdlock":
 		fd := openLock()
 		for {
-			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &rdlock)
-			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &unlock)
+			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperReadLock)
+			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperUnlock)
 		}
 	case "holdopen", "manylocks":
 		openLock()

@@ -29,18 +29,7 @@ func monoNow() int64 {
 // does ("c", "ours" or "samefd", see holderKinds): "L" takes it, "U" drops
 // it; each answers with the CLOCK_MONOTONIC time right after the syscall.
 func helperBench(kind, path string) {
-	fail := func(err error) {
-		fmt.Println("error:", err)
-		os.Exit(2)
-	}
-	rdlock := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
-	open := func() int {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			fail(err)
-		}
-		return fd
-	}
+	open := func() int { return helperOpenFile(path) }
 	fd := -1
 	var r *Reservation
 	if kind == "samefd" {
@@ -52,7 +41,7 @@ func helperBench(kind, path string) {
 		switch kind + " " + in.Text() {
 		case "c L":
 			fd = open()
-			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &rdlock)
+			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperReadLock)
 		case "c U":
 			err = unix.Close(fd)
 		case "ours L":
@@ -60,13 +49,12 @@ func helperBench(kind, path string) {
 		case "ours U":
 			err = r.Release()
 		case "samefd L":
-			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &rdlock)
+			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperReadLock)
 		case "samefd U":
-			unlock := unix.Flock_t{Type: unix.F_UNLCK, Start: 0, Len: 1}
-			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &unlock)
+			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperUnlock)
 		}
 		if err != nil {
-			fail(err)
+			helperFail(err)
 		}
 		fmt.Println(monoNow())
 	}

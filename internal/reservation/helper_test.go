@@ -127,3 +127,24 @@ func (h *holder) kill() {
 		h.cmd.Wait()
 	}
 }
+
+// Byte 0 read-locked and unlocked, as the helpers do it.
+var (
+	helperReadLock = unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
+	helperUnlock   = unix.Flock_t{Type: unix.F_UNLCK, Start: 0, Len: 1}
+)
+
+// helperFail reports err to the test and ends the helper.
+func helperFail(err error) {
+	fmt.Println("error:", err)
+	os.Exit(2)
+}
+
+// helperOpenFile opens the lock file read-only, as perfalloc does.
+func helperOpenFile(path string) int {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		helperFail(err)
+	}
+	return fd
+}

@@ -56,8 +56,9 @@ const (
 // dense checks after each open hint, until floodQuiet passes without one;
 // then it watches closes again and counts afresh.
 const (
-	floodEvents = 128
-	floodQuiet  = time.Second
+	floodEvents   = 128
+	floodQuiet    = time.Second
+	floodLogEvery = time.Hour
 )
 
 // openFollowUp is how long after an open hint's check, if it found no
@@ -116,9 +117,11 @@ type Watcher struct {
 	hints   chan struct{}
 	pending atomic.Uint32 // hint* bits of the events since the watcher last looked
 	batch   int           // events in the current read; the notifier's goroutine only
-	readGap atomic.Int64  // the notifier's minimum time between reads, ns
-	stop    chan struct{}
-	done    chan struct{}
+	// when a flood was last logged; the notifier's goroutine only
+	floodLogged time.Time
+	readGap     atomic.Int64 // the notifier's minimum time between reads, ns
+	stop        chan struct{}
+	done        chan struct{}
 
 	closeOnce sync.Once
 
@@ -396,8 +399,15 @@ func (w *Watcher) event(ev notifyEvent) {
 // one as they come would let a loop of opens keep the agent busy.
 func (w *Watcher) flush() time.Duration {
 	if w.batch > floodEvents {
-		if changed, err := w.users.setFlood(w.note, w.lf.Path(), true); changed {
-			w.logf("lock file %s: %d inotify events at once: not counting its users until the flood stops (%v)", w.lf.Path(), w.batch, err)
+		changed, err := w.users.setFlood(w.note, w.lf.Path(), true)
+		switch {
+		case err != nil:
+			w.logf("lock file %s: %d inotify events in one read, and its watch without closes failed: %v", w.lf.Path(), w.batch, err)
+		case changed && time.Since(w.floodLogged) >= floodLogEvery:
+			// A user can start a flood every second or so; one line an
+			// hour says it is happening.
+			w.floodLogged = time.Now()
+			w.logf("lock file %s: %d inotify events in one read: not counting its users until opens pause for %v (logged at most hourly)", w.lf.Path(), w.batch, floodQuiet)
 		}
 	}
 	w.batch = 0
@@ -624,14 +634,16 @@ func (w *Watcher) check(now time.Time) {
 	// wait for /proc/locks, and a single holder makes one callback.
 	cur := w.Current()
 	st, err := w.look(now, cur, !cur.Reserved)
+	w.problem(errors.Join(w.ensureErr, err))
+	if err == nil {
+		w.report(now, st, cur)
+	}
 	if w.note != nil {
 		w.users.probe(w.lf) // a no-op unless the count is in doubt
 	}
-	w.problem(errors.Join(w.ensureErr, err))
 	if err != nil {
 		return
 	}
-	w.report(now, st, cur)
 	if st.Reserved && !cur.Reserved && w.nameStale {
 		cur = w.Current()
 		if st, err := w.look(time.Now(), cur, false); err == nil {
