@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,9 +112,8 @@ func runAttack(t testing.TB, kind string, opts Options, d time.Duration) attackC
 		t.Fatal(err)
 	}
 	defer lf.Close()
-	var calls int64
-	var w *Watcher
-	w, err = Watch(lf, opts, func(Status) { calls++ })
+	var calls atomic.Int64
+	w, err := Watch(lf, opts, func(Status) { calls.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,9 +135,7 @@ func runAttack(t testing.TB, kind string, opts Options, d time.Duration) attackC
 	}
 	time.Sleep(100 * time.Millisecond) // the start-up transition
 
-	w.mu.Lock()
-	calls0 := calls
-	w.mu.Unlock()
+	calls0 := calls.Load()
 	start, cpu0 := time.Now(), processCPU()
 	checks0, reads0 := w.checks.Load(), w.procReads.Load()
 	time.Sleep(d)
@@ -147,9 +145,7 @@ func runAttack(t testing.TB, kind string, opts Options, d time.Duration) attackC
 		checks:    w.checks.Load() - checks0,
 		procReads: w.procReads.Load() - reads0,
 	}
-	w.mu.Lock()
-	cost.callbacks = calls - calls0
-	w.mu.Unlock()
+	cost.callbacks = calls.Load() - calls0
 	return cost
 }
 

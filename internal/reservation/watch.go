@@ -133,7 +133,11 @@ type Watcher struct {
 	// the lock file, which decides between the poll intervals.
 	users users
 
-	// The rest belongs to the watcher's goroutine (and Watch, before it).
+	// cmu guards the rest, which step uses; running says that Watch is
+	// done with it.
+	cmu        sync.Mutex
+	running    atomic.Bool
+	next       time.Time // when the next check is due
 	lastCheck  time.Time
 	lastEnsure time.Time
 	ensureErr  error     // from the last Ensure, reported with every check
@@ -300,9 +304,9 @@ func (u *users) probe(lf *LockFile) {
 // caller learns whether to open its counters at all), and then calls fn
 // again on every change: reserved ↔ free, or a different set of holders.
 //
-// fn runs on the watcher's own goroutine, one call at a time, and the next
-// check waits for it to return, so keep it short-ish (closing or opening
-// counters is fine). fn must not call Close.
+// fn runs on one of the watcher's goroutines, one call at a time, and the
+// next check waits for it to return, so keep it short-ish (closing or
+// opening counters is fine). fn must not call Close.
 func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
@@ -344,7 +348,9 @@ func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
 	st.Since = now
 	w.current = st
 	w.pace.Store(int64(w.interval(now)))
+	w.next = now.Add(w.interval(now))
 	fn(st)
+	w.running.Store(true)
 	go w.run()
 	return w, nil
 }
@@ -412,6 +418,16 @@ func (w *Watcher) flush() time.Duration {
 	}
 	w.batch = 0
 	if w.pending.Load() != 0 {
+		if w.running.Load() && w.cmu.TryLock() {
+			select {
+			case <-w.stop:
+			default:
+				w.step(time.Now())
+			}
+			w.cmu.Unlock()
+		}
+		// The watcher re-arms its timer for whatever the step decided,
+		// or takes the hints itself if it was busy.
 		select {
 		case w.hints <- struct{}{}:
 		default:
@@ -473,59 +489,70 @@ func (w *Watcher) interval(now time.Time) time.Duration {
 
 func (w *Watcher) run() {
 	defer close(w.done)
-	next := w.lastCheck.Add(w.interval(w.lastCheck))
-	timer := time.NewTimer(time.Until(next))
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		w.cmu.Lock()
+		next := w.next
+		w.cmu.Unlock()
+		timer.Reset(time.Until(next))
 		select {
 		case <-w.stop:
 			return
 		case <-timer.C:
 		case <-w.hints:
 		}
-		now := time.Now()
-		w.refill(now)
-		kinds := w.pending.Swap(0)
-		if kinds&hintOpen != 0 {
-			w.openAt = now
-		}
-		if kinds&(hintOpen|hintClose) != 0 {
-			// While reserved, another holder may have come or gone.
-			w.nameStale = true
-		}
-		if kinds&hintFile != 0 {
-			w.lastEnsure = time.Time{}
-		}
-		if kinds != 0 {
-			// A hint asks for a check now, but no sooner than a gap
-			// after the last one; events in between wait for it.
-			if due := w.lastCheck.Add(w.gap()); due.Before(next) {
-				next = due
-			}
-		}
-		if now.Before(next) {
-			timer.Reset(next.Sub(now))
-			continue
-		}
-		if w.gap() == densePoll && now.Sub(w.lastCheck) < w.opts.OpenPoll {
-			w.tokens--
-		}
-		w.check(now)
-		if kinds&hintOpen != 0 && w.tokens >= 1 && !w.reserved() {
-			// The lock usually lands microseconds after the open, and
-			// the runtime's timers have a resolution of a millisecond.
-			w.tokens--
-			unix.Nanosleep(&openFollowUp, nil)
-			now = time.Now()
-			w.check(now)
-		}
-		w.lastCheck = now
-		iv := w.interval(now)
-		next = now.Add(iv)
-		w.pace.Store(int64(iv))
-		w.readGap.Store(int64(w.gap()))
-		timer.Reset(time.Until(next))
+		w.cmu.Lock()
+		w.step(time.Now())
+		w.cmu.Unlock()
 	}
+}
+
+// step acts on the hints that are pending and checks if a check is due,
+// with w.cmu held. It runs on the watcher's goroutine, and on the
+// notifier's right after a read when it can have w.cmu at once, which
+// saves a hand-off between goroutines (a thread wake-up) on the way from
+// a close or an open to the callback.
+func (w *Watcher) step(now time.Time) {
+	w.refill(now)
+	kinds := w.pending.Swap(0)
+	if kinds&hintOpen != 0 {
+		w.openAt = now
+	}
+	if kinds&(hintOpen|hintClose) != 0 {
+		// While reserved, another holder may have come or gone.
+		w.nameStale = true
+	}
+	if kinds&hintFile != 0 {
+		w.lastEnsure = time.Time{}
+	}
+	if kinds != 0 {
+		// A hint asks for a check now, but no sooner than a gap after
+		// the last one; events in between wait for it.
+		if due := w.lastCheck.Add(w.gap()); due.Before(w.next) {
+			w.next = due
+		}
+	}
+	if now.Before(w.next) {
+		return
+	}
+	if w.gap() == densePoll && now.Sub(w.lastCheck) < w.opts.OpenPoll {
+		w.tokens--
+	}
+	w.check(now)
+	if kinds&hintOpen != 0 && w.tokens >= 1 && !w.reserved() {
+		// The lock usually lands microseconds after the open, and the
+		// runtime's timers have a resolution of a millisecond.
+		w.tokens--
+		unix.Nanosleep(&openFollowUp, nil)
+		now = time.Now()
+		w.check(now)
+	}
+	w.lastCheck = now
+	iv := w.interval(now)
+	w.next = now.Add(iv)
+	w.pace.Store(int64(iv))
+	w.readGap.Store(int64(w.gap()))
 }
 
 // ensure runs LockFile.Ensure and says whether the descriptor now refers
