@@ -206,3 +206,34 @@ func TestWatcherUnderAttackIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// In a flood the watcher stops watching closes; reservations are still
+// seen (the open is a hint, the end a poll), and once opens pause for
+// floodQuiet it watches closes and counts users again.
+func TestWatcherFloodGivesUpTheCount(t *testing.T) {
+	fast, slow := 10*time.Millisecond, time.Hour
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
+	waitInterval(t, w, slow, "nobody else has the file open")
+	w.flooded(floodEvents + 1) // as if one read had brought that many events
+	w.users.mu.Lock()
+	flood, known := w.users.flood, w.users.known
+	w.users.mu.Unlock()
+	if !flood || known {
+		t.Fatalf("after a flood: flood %v, count known %v; want true, false", flood, known)
+	}
+	o := startOpener(t, path, "open")
+	o.reserve(t, ch)
+	o.release(t, ch) // no close event: the poll sees it
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		w.users.mu.Lock()
+		flood = w.users.flood
+		w.users.mu.Unlock()
+		if !flood {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still flooded %v after the last open", patience)
+		}
+	}
+	waitInterval(t, w, slow, "closes watched again, nobody has the file open")
+}

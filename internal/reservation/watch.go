@@ -405,16 +405,7 @@ func (w *Watcher) event(ev notifyEvent) {
 // one as they come would let a loop of opens keep the agent busy.
 func (w *Watcher) flush() time.Duration {
 	if w.batch > floodEvents {
-		changed, err := w.users.setFlood(w.note, w.lf.Path(), true)
-		switch {
-		case err != nil:
-			w.logf("lock file %s: %d inotify events in one read, and its watch without closes failed: %v", w.lf.Path(), w.batch, err)
-		case changed && time.Since(w.floodLogged) >= floodLogEvery:
-			// A user can start a flood every second or so; one line an
-			// hour says it is happening.
-			w.floodLogged = time.Now()
-			w.logf("lock file %s: %d inotify events in one read: not counting its users until opens pause for %v (logged at most hourly)", w.lf.Path(), w.batch, floodQuiet)
-		}
+		w.flooded(w.batch)
 	}
 	w.batch = 0
 	if w.pending.Load() != 0 {
@@ -434,6 +425,20 @@ func (w *Watcher) flush() time.Duration {
 		}
 	}
 	return time.Duration(w.readGap.Load())
+}
+
+// flooded stops the watch on closes after a read of n events.
+func (w *Watcher) flooded(n int) {
+	changed, err := w.users.setFlood(w.note, w.lf.Path(), true)
+	switch {
+	case err != nil:
+		w.logf("lock file %s: %d inotify events in one read, and its watch without closes failed: %v", w.lf.Path(), n, err)
+	case changed && time.Since(w.floodLogged) >= floodLogEvery:
+		// A user can start a flood every second or so; one line an hour
+		// says it is happening.
+		w.floodLogged = time.Now()
+		w.logf("lock file %s: %d inotify events in one read: not counting its users until opens pause for %v (logged at most hourly)", w.lf.Path(), n, floodQuiet)
+	}
 }
 
 // refill tops up the bucket of dense checks.
