@@ -2,11 +2,12 @@ package config
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"perfevent/internal/emulator"
 )
 
 // The agent opens its configuration as root and reloads it as $PCP_USER:
@@ -20,7 +21,7 @@ func TestHeldConfigAfterThePrivilegeDrop(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to open a 0600 root file and then lose the right to")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestHeldConfigAfterThePrivilegeDrop$", "-test.v")
+	cmd := emulator.Command(os.Args[0], "-test.run", "^TestHeldConfigAfterThePrivilegeDrop$", "-test.v")
 	cmd.Env = append(os.Environ(), "CONFIG_HELD_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS") {

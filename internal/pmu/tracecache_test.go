@@ -2,11 +2,12 @@ package pmu
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"perfevent/internal/emulator"
 )
 
 // A reload runs as the agent's user, who cannot read tracefs: the ids that
@@ -34,7 +35,7 @@ func TestTracepointsResolvedBeforeThePrivilegeDrop(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run", "^TestTracepointsResolvedBeforeThePrivilegeDrop$", "-test.v")
+	cmd := emulator.Command(bin, "-test.run", "^TestTracepointsResolvedBeforeThePrivilegeDrop$", "-test.v")
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
