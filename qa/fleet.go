@@ -15,6 +15,8 @@ package qa
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,4 +229,22 @@ func background(t testing.TB, env []string, dir, out string, argv ...string) {
 			<-done
 		}
 	})
+}
+
+// httpGet fetches a URL, bounded in time, and fails on any status but 200.
+func httpGet(u string) ([]byte, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
+	}
+	return body, nil
 }
