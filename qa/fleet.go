@@ -39,7 +39,7 @@ type Fleet struct {
 }
 
 // FleetTools are the programs a fleet needs besides pmcd and the agent.
-var FleetTools = []string{"redis-server", "pmproxy", "pmseries", "pmlogger"}
+var FleetTools = []string{"redis-server", "redis-cli", "pmproxy", "pmseries", "pmlogger", "pmdumplog"}
 
 // StartFleet starts n labs running our agent with config, named
 // node1...nodeN, and everything around them; all stop when the test
@@ -131,7 +131,7 @@ func (f *Fleet) startRedis(t testing.TB, e *Env) {
 		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
 		"--logfile", filepath.Join(dir, "redis.log"), "--databases", "1")
 	waitFor(t, 15*time.Second, "redis-server on port "+strconv.Itoa(f.RedisPort), func() bool {
-		out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(f.RedisPort), "ping").Output()
+		out, err := exec.Command(lookPathIn(e.environ(), "redis-cli"), "-h", "127.0.0.1", "-p", strconv.Itoa(f.RedisPort), "ping").Output()
 		return err == nil && strings.TrimSpace(string(out)) == "PONG"
 	})
 }
