@@ -35,6 +35,8 @@ type Fleet struct {
 	RedisPort int
 	ProxyPort int
 	Interval  time.Duration // pmlogger's sampling interval
+	ProxyPID  int
+	RedisPID  int
 	dir       string
 }
 
@@ -126,7 +128,7 @@ func (f *Fleet) startRedis(t testing.TB, e *Env) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	background(t, e.environ(), dir, filepath.Join(dir, "redis.out"),
+	f.RedisPID = background(t, e.environ(), dir, filepath.Join(dir, "redis.out"),
 		lookPathIn(e.environ(), "redis-server"), "--bind", "127.0.0.1", "--port", strconv.Itoa(f.RedisPort),
 		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
 		"--logfile", filepath.Join(dir, "redis.log"), "--databases", "1")
@@ -167,12 +169,12 @@ stream.expire = 3600
 stream.maxlen = 3600
 `, f.RedisPort, f.Archives))
 	f.ProxyPort = freePort(t)
-	l.Background(t, Cmd{
+	f.ProxyPID = l.Background(t, Cmd{
 		Args: []string{"pmproxy", "-f", "-A", "-U", "root", "-c", config, "-i", "127.0.0.1",
 			"-p", strconv.Itoa(f.ProxyPort), "-s", filepath.Join(dir, "pmproxy.socket"),
 			"-l", filepath.Join(dir, "pmproxy.log")},
 		Env: []string{"PCP_RUN_DIR=" + dir},
-	}, filepath.Join(dir, "pmproxy.out"))
+	}, filepath.Join(dir, "pmproxy.out")).Process.Pid
 	waitFor(t, 15*time.Second, "pmproxy on port "+strconv.Itoa(f.ProxyPort), func() bool {
 		_, err := httpGet(f.URL("/series/ping"))
 		return err == nil
@@ -204,8 +206,8 @@ func (f *Fleet) Logs() string {
 }
 
 // background starts a server outside any lab, stopped like Lab.Background
-// when the test ends.
-func background(t testing.TB, env []string, dir, out string, argv ...string) {
+// when the test ends; it returns the pid.
+func background(t testing.TB, env []string, dir, out string, argv ...string) int {
 	t.Helper()
 	o, err := os.Create(out)
 	if err != nil {
@@ -229,6 +231,7 @@ func background(t testing.TB, env []string, dir, out string, argv ...string) {
 			<-done
 		}
 	})
+	return cmd.Process.Pid
 }
 
 // httpGet fetches a URL, bounded in time, and fails on any status but 200.

@@ -338,11 +338,11 @@ func (f *Fleet) window(t testing.TB, query string, from, to time.Time) []sample 
 // through pmproxy, which may hold an error marker (see the gap test).
 func (f *Fleet) waitSamples(t testing.TB, host string, since time.Time, n int) {
 	t.Helper()
-	sids := f.sids(t, fmt.Sprintf(`perfevent.active{fleet_host:%q}`, host))
-	if len(sids) != 1 {
-		t.Fatalf("%s: perfevent.active series %v, want one", host, sids)
-	}
 	waitFor(t, 30*time.Second, fmt.Sprintf("%d samples of %s after %v", n, host, since.Format(time.StampMilli)), func() bool {
+		sids := f.sids(t, fmt.Sprintf(`perfevent.active{fleet_host:%q}`, host))
+		if len(sids) != 1 {
+			return false
+		}
 		got := 0
 		for _, e := range f.stream(t, sids[0]) {
 			if e.ms >= since.UnixMilli() && !e.err {
