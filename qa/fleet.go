@@ -205,32 +205,14 @@ func (f *Fleet) Logs() string {
 	return b.String()
 }
 
-// background starts a server outside any lab, stopped like Lab.Background
-// when the test ends; it returns the pid.
+// background starts a server outside any lab, in its own process group,
+// stopped like Lab.Background when the test ends; it returns the pid.
 func background(t testing.TB, env []string, dir, out string, argv ...string) int {
 	t.Helper()
-	o, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, dir, o, o
+	cmd.Env, cmd.Dir = env, dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", argv[0], err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	startStopped(t, cmd, out)
 	return cmd.Process.Pid
 }
 

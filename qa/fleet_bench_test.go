@@ -13,7 +13,8 @@ import (
 // BenchmarkFleetIngest measures what a fleet costs the central pmproxy
 // and redis-server: the values each host's pmlogger writes per second,
 // pmproxy's and redis's CPU time per value ingested, and redis's memory
-// per value kept. Run it alone, once:
+// per value kept (its growth over the window, and what its value streams
+// take in the end). Run it alone, once:
 //
 //	go test ./qa -run '^$' -bench FleetIngest -benchtime 1x
 //
@@ -53,9 +54,11 @@ func BenchmarkFleetIngest(b *testing.B) {
 		b.ReportMetric(values/elapsed.Seconds(), "values/s")
 		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/values, "pmproxy-µs/value")
 		b.ReportMetric(float64(rcpu1-rcpu0)/float64(time.Microsecond)/values, "redis-µs/value")
-		b.ReportMetric(float64(mem1-mem0)/values, "redis-B/value")
-		b.Logf("%d hosts, %d values per record, %d records in %v; pmproxy %v CPU, redis %v CPU, redis memory %d -> %d bytes",
-			hosts, perRecord, records, elapsed.Round(time.Millisecond), cpu1-cpu0, rcpu1-rcpu0, mem0, mem1)
+		b.ReportMetric(float64(mem1-mem0)/values, "redis-growth-B/value")
+		streams, stored := f.streamMemory(b), f.streamLen(b, active)*perRecord
+		b.ReportMetric(float64(streams)/float64(stored), "stream-B/value")
+		b.Logf("%d hosts, %d values per record, %d records in %v; pmproxy %v CPU, redis %v CPU, redis memory %d -> %d bytes; value streams %d bytes for %d values",
+			hosts, perRecord, records, elapsed.Round(time.Millisecond), cpu1-cpu0, rcpu1-rcpu0, mem0, mem1, streams, stored)
 	}
 }
 
@@ -103,6 +106,28 @@ func (f *Fleet) streamLen(t testing.TB, sids []string) int {
 		if err != nil {
 			t.Fatalf("redis-cli xlen:\n%s", r)
 		}
+		total += n
+	}
+	return total
+}
+
+// streamMemory is what redis says all value streams take (MEMORY USAGE,
+// every node counted), in bytes.
+func (f *Fleet) streamMemory(t testing.TB) int64 {
+	t.Helper()
+	cli := []string{"redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(f.RedisPort)}
+	keys := f.Hosts[0].Run(t, cli[0], append(cli[1:], "--scan", "--pattern", "pcp:values:series:*")...)
+	var script strings.Builder
+	for _, k := range strings.Fields(keys) {
+		fmt.Fprintf(&script, "MEMORY USAGE %s SAMPLES 0\n", k)
+	}
+	r := f.Hosts[0].Exec(Cmd{Stdin: script.String(), Args: cli})
+	if r.Err != nil {
+		t.Fatalf("redis-cli:\n%s", r)
+	}
+	var total int64
+	for _, line := range strings.Fields(r.Stdout) {
+		n, _ := strconv.ParseInt(line, 10, 64)
 		total += n
 	}
 	return total

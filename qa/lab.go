@@ -535,11 +535,6 @@ func (l *Lab) Run(t testing.TB, name string, args ...string) string {
 // later; it also gets SIGTERM if the test binary dies first.
 func (l *Lab) Background(t testing.TB, c Cmd, out string) *exec.Cmd {
 	t.Helper()
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	cmd := exec.Command(l.lookPath(c.Args[0]), c.Args[1:]...)
 	cmd.Env = append(l.Environ(), c.Env...)
 	cmd.Dir = c.Dir
@@ -547,10 +542,23 @@ func (l *Lab) Background(t testing.TB, c Cmd, out string) *exec.Cmd {
 		cmd.Dir = l.Dir
 	}
 	cmd.Stdin = strings.NewReader(c.Stdin)
-	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	startStopped(t, cmd, out)
+	return cmd
+}
+
+// startStopped starts cmd with its standard output and error in the file
+// out, and stops it when the test ends: SIGTERM, then SIGKILL 10 s later.
+func startStopped(t testing.TB, cmd *exec.Cmd, out string) {
+	t.Helper()
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", c.Args[0], err)
+		t.Fatalf("starting %s: %v", cmd.Path, err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -563,7 +571,6 @@ func (l *Lab) Background(t testing.TB, c Cmd, out string) *exec.Cmd {
 			<-done
 		}
 	})
-	return cmd
 }
 
 // ReadLock does what perfalloc does: it takes a read lock on byte 0 of
