@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -109,3 +111,42 @@ func testDashboard(t *testing.T, f *Fleet) {
 		}
 	}
 }
+
+// make install ships the dashboard into the agent's own directory,
+// nowhere else.
+func TestMakeInstallShipsDashboard(t *testing.T) {
+	for _, tool := range []string{"make", "install"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+	repo, stage := repoRoot(), t.TempDir()
+	cmd := exec.Command("make", "-s", "-C", repo, "install", "DESTDIR="+stage, "PCP_PMDAS_DIR=/pmdas", "GO="+goCommand())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(filepath.Join(repo, "install", "grafana", "perfevent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(stage, "pmdas", "perfevent-go", "grafana", "perfevent.json"))
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("make install: the dashboard in the stage differs or is missing (%v)", err)
+	}
+	filepath.Walk(stage, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
+			t.Errorf("make install wrote %s, outside the agent's directory", strings.TrimPrefix(p, stage))
+		}
+		return nil
+	})
+}
+
+// goCommand is the go that runs this test, for make's build steps.
+func goCommand() string {
+	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
