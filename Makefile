@@ -35,6 +35,8 @@ PERFALLOC_BIN ?= bin/perfalloc
 
 INSTALL_SCRIPTS := install/Install install/Remove install/Upgrade install/c-config
 INSTALL_DATA := install/pmns install/domain.h install/root install/help
+# grafana-pcp's dashboard, for an administrator to import into Grafana.
+DASHBOARDS := install/grafana/perfevent.json
 MANPAGES := $(wildcard man/*.[1-8])
 
 QA_TIMEOUT ?= 25m
@@ -114,6 +116,8 @@ install: $(AGENT_BIN) $(PERFALLOC_BIN)
 	install -C -m 0755 $(PERFALLOC_BIN) $(DESTDIR)$(PMDADIR)/perfalloc
 	install -C -m 0755 $(INSTALL_SCRIPTS) $(DESTDIR)$(PMDADIR)/
 	install -C -m 0644 $(INSTALL_DATA) $(DESTDIR)$(PMDADIR)/
+	install -d -m 0755 $(DESTDIR)$(PMDADIR)/grafana
+	install -C -m 0644 $(DASHBOARDS) $(DESTDIR)$(PMDADIR)/grafana/
 	@# An administrator's edits to the installed configuration win over
 	@# ours: a different file is left alone and ours lands beside it.
 	@if [ ! -f perfevent.conf ]; then \
