@@ -49,6 +49,37 @@ type Spec struct {
 	Counters []Counter
 	Derived  []Derived
 	Clusters *Clusters
+	Cgroups  *Cgroups // nil: no per-cgroup metrics
+}
+
+// Cgroups describes the per-cgroup metrics, perfevent.cgroup.EVENT.value
+// and .dutycycle, whose one instance domain follows the counted cgroups.
+type Cgroups struct {
+	Events    []CgroupEvent
+	Reader    CgroupReader
+	Instances *pmda.Instances // the live members; see CgroupInstance
+}
+
+// CgroupEvent is one event counted per cgroup.
+type CgroupEvent struct {
+	Event  int    // index among the Reader's events
+	Metric string // name below perfevent.cgroup, from MetricName
+	About  string
+}
+
+// CgroupReader reads every counted cgroup's events (internal/cgroup's
+// Tracker). Read reads the marked events once per fetch; Len and At answer
+// from that reading until the next.
+type CgroupReader interface {
+	Read(need []bool)
+	Len() int
+	At(i, ev int) (inst int32, value uint64, duty float64)
+}
+
+// CgroupInstance is the instance of a cgroup: named by its path, as PCP's
+// cgroup.* metrics name it, with the path as a label too.
+func CgroupInstance(id int32, path string) pmda.Instance {
+	return pmda.Instance{ID: id, Name: path, Labels: pmda.Labels{"cgroup": path}}
 }
 
 // Build lays out perfevent's namespace and returns the table to serve and
@@ -65,7 +96,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	ts := pmda.TableSpec{
 		Domain:       Domain,
 		DomainLabels: pmda.Labels{"agent": "perfevent"},
-		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived"},
+		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived", "perfevent.cgroup"},
 		Metrics: []pmda.Metric{
 			{
 				Name:    "perfevent.version",
@@ -133,6 +164,12 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		src.setRef(cluster, ref{kind: kindDerived, idx: d.Derived})
 	}
 
+	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
+		if err := src.addCgroups(&ts, cg, spec.Clusters); err != nil {
+			src.skipped = append(src.skipped, err)
+		}
+	}
+
 	table, err := pmda.NewTable(ts)
 	if err != nil {
 		return nil, nil, err
@@ -156,4 +193,50 @@ func cpuInDom(indom pdu.InDom, cpus []int) pmda.InDom {
 		d.Instances = append(d.Instances, pmda.Instance{ID: int32(cpu), Name: InstanceName(cpu), Labels: pmda.Labels{"cpu": cpu}})
 	}
 	return d
+}
+
+// addCgroups adds the per-cgroup metrics: a cluster per event, as for
+// hwcounters, and one instance domain for all of them, numbered from a
+// cluster of its own so that it keeps its number too.
+func (s *Source) addCgroups(ts *pmda.TableSpec, cg *Cgroups, clusters *Clusters) error {
+	home, err := clusters.Cluster("cgroup")
+	if err != nil {
+		return err
+	}
+	indom := pdu.NewInDom(Domain, home-firstDynamic)
+	ts.InDoms = append(ts.InDoms, pmda.InDom{
+		InDom:   indom,
+		Live:    cg.Instances,
+		Labels:  pmda.Labels{"device_type": "cgroup", "indom_name": "per cgroup"},
+		OneLine: "cgroups counted by perfevent",
+		Help:    "The cgroups that cgroups.conf selects, named by their path below the\ncgroup mount as PCP's cgroup.* metrics name them.",
+	})
+	s.cgroups = cg.Reader
+	s.cgNeed = make([]bool, 0, len(cg.Events))
+	for _, e := range cg.Events {
+		cluster, err := clusters.Cluster("cgroup." + e.Metric)
+		if err != nil {
+			s.skipped = append(s.skipped, err)
+			continue
+		}
+		for len(s.cgNeed) <= e.Event {
+			s.cgNeed = append(s.cgNeed, false)
+		}
+		name := "perfevent.cgroup." + e.Metric
+		ts.Metrics = append(ts.Metrics,
+			pmda.Metric{
+				Name:    name + ".value",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+				OneLine: oneLineValue,
+				Help:    fmt.Sprintf("%s, per cgroup.\n\n%s\nCounted only while a task of the cgroup (or of one below it) runs, summed\nover CPUs, accumulated since the cgroup was first counted and scaled up by\ntime_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, e.About),
+			},
+			pmda.Metric{
+				Name:    name + ".dutycycle",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
+				OneLine: oneLineDutycycle,
+				Help:    fmt.Sprintf("%s, per cgroup.\n\n%s\nThe mean over CPUs of time_running/time_enabled since the counters were\nopened: 1 means never multiplexed.", oneLineDutycycle, e.About),
+			})
+		s.setRef(cluster, ref{kind: kindCgroup, idx: e.Event})
+	}
+	return nil
 }
