@@ -115,6 +115,8 @@ type Agent struct {
 	// lab then waits only for perfevent.active to have a value, not for
 	// it to be positive.
 	Inactive bool
+	// Cgroups is the Go agent's cgroups.conf; empty counts no cgroup.
+	Cgroups string
 }
 
 // Lab is a running private pmcd with one perfevent agent.
@@ -186,7 +188,19 @@ func StartLab(t testing.TB, a Agent) *Lab {
 		conf = VMConfig
 	}
 	writeFile(t, l.Conf, conf)
-	writeFile(t, filepath.Join(dir, "root"), labPMNS+pmcdPMNS(t, e))
+	pmns := labPMNS
+	if a.Go {
+		// Per-cgroup metrics are the Go agent's alone; a lab counts
+		// them only when asked, so that both agents serve the same
+		// names otherwise.
+		pmns = strings.Replace(pmns, "    derived     127:*:*\n", "    derived     127:*:*\n    cgroup      127:*:*\n", 1)
+		cg := a.Cgroups
+		if cg == "" {
+			cg = "# no per-cgroup counting in this lab\n"
+		}
+		writeFile(t, filepath.Join(pmdas, "cgroups.conf"), cg)
+	}
+	writeFile(t, filepath.Join(dir, "root"), pmns+pmcdPMNS(t, e))
 	label := "c"
 	if a.Go {
 		label = "go"
