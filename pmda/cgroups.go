@@ -64,8 +64,8 @@ func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 		h, err = cgroup.FindHierarchy(info)
 	}
 	if err != nil {
-		a.log.Infof("cgroups: %v; perfevent.cgroup.* is empty, everything else is served", err)
-		return nil, spec
+		a.log.Infof("cgroups: %v; perfevent.cgroup.* is not served, everything else is", err)
+		return nil, nil
 	}
 	debugf := func(string, ...any) {}
 	if a.o.debug != "" {
@@ -91,6 +91,7 @@ func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 			}
 		},
 	})
+	spec.Reader = t
 	t.Start()
 	n, fds := t.Stats()
 	a.log.Infof("cgroups: counting %d events in %d cgroups of the %s on %d descriptors", len(events), n, h, fds)

@@ -1,0 +1,204 @@
+package qa
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"perfevent/internal/cgroup"
+)
+
+// TestLabCgroups counts two cgroups of the v2 hierarchy, one running a
+// busy loop and one empty, and checks perfevent.cgroup.cpu_clock against
+// 1 CPU and 0 and against perf stat -a -G; then that a cgroup created
+// while the agent runs appears within 2 s, that one removed goes with its
+// descriptors, and that pmlogger keeps logging across the change.
+func TestLabCgroups(t *testing.T) {
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := cgroup.FindHierarchy(info)
+	if err != nil || h.Version != 2 {
+		unmet(t, "needs a cgroup v2 hierarchy (pure or the hybrid /sys/fs/cgroup/unified): %v", err)
+	}
+	busy := mkCgroup(t, h, "perfevent-qa-busy")
+	mkCgroup(t, h, "perfevent-qa-idle")
+
+	loop := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec sh -c 'while :; do :; done'`, "sh", busy)
+	loop.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := loop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Registered after the cgroups, so it runs first: a cgroup with a
+	// task cannot be removed.
+	t.Cleanup(func() { loop.Process.Kill(); loop.Wait() })
+
+	l := StartLab(t, Agent{Go: true, Config: VMConfig, Cgroups: "cgroup /perfevent-qa-*\nevent cpu-clock\nevent context-switches\nmax 8\n"})
+	needClient(t, l, "pminfo")
+	cpus := len(onlineCPUs(t))
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, err := os.ReadFile(l.AgentLog)
+			t.Logf("agent log (%v):\n%s\n%s", err, b, l.Logs())
+		}
+	})
+
+	// The rates over 2 s: pminfo twice, and perf stat meanwhile.
+	perfOut := make(chan string, 1)
+	if _, err := exec.LookPath("perf"); err == nil {
+		go func() {
+			out, _ := exec.Command("perf", "stat", "-a", "-x,", "-e", "cpu-clock", "-G", "perfevent-qa-busy",
+				"-e", "cpu-clock", "-G", "perfevent-qa-idle", "--", "sleep", "2").CombinedOutput()
+			perfOut <- string(out)
+		}()
+	} else {
+		perfOut <- ""
+	}
+	v0, t0, c0 := cgroupValues(t, l, "perfevent.cgroup.cpu_clock.value"), time.Now(), onCPU(t, loop.Process.Pid)
+	time.Sleep(2 * time.Second)
+	v1, t1, c1 := cgroupValues(t, l, "perfevent.cgroup.cpu_clock.value"), time.Now(), onCPU(t, loop.Process.Pid)
+	dt := t1.Sub(t0).Seconds()
+	rate := func(name string) float64 { return float64(v1[name]-v0[name]) / dt }
+	busyRate, idleRate := rate("/perfevent-qa-busy"), rate("/perfevent-qa-idle")
+	// The loop's own time on CPU (schedstat) is the truth: 1e9 ns/s on an
+	// idle machine, less when other work shares the CPUs.
+	loopRate := float64(c1-c0) / dt
+	t.Logf("cpu_clock rates: busy %.4g ns/s, idle %.4g ns/s; the loop ran %.4g ns/s", busyRate, idleRate, loopRate)
+	if busyRate < 0.9*loopRate || busyRate > 1.1*loopRate {
+		t.Errorf("busy cgroup: cpu_clock %.4g ns/s, want the loop's %.4g ± 10%%", busyRate, loopRate)
+	}
+	if idleRate > 0.1e9 {
+		t.Errorf("idle cgroup: cpu_clock %.4g ns/s, want ≈ 0", idleRate)
+	}
+	if out := <-perfOut; out == "" {
+		unmet(t, "needs perf (Debian package linux-perf) to compare with perf stat -G")
+	} else {
+		// CSV lines: value,unit,event,cgroup,...; cpu-clock in msec.
+		perf := map[string]float64{}
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Split(line, ",")
+			if len(f) >= 4 && f[2] == "cpu-clock" {
+				v, _ := strconv.ParseFloat(f[0], 64)
+				perf[f[3]] = v * 1e6 / 2 // ns per second of sleep 2
+			}
+		}
+		t.Logf("perf stat -G: busy %.4g ns/s, idle %.4g ns/s", perf["perfevent-qa-busy"], perf["perfevent-qa-idle"])
+		if p := perf["perfevent-qa-busy"]; p < 0.9*busyRate || p > 1.1*busyRate {
+			t.Errorf("perf stat -G says %.4g ns/s for the busy cgroup, the agent %.4g:\n%s", p, busyRate, out)
+		}
+		if p := perf["perfevent-qa-idle"]; p > 0.1e9 {
+			t.Errorf("perf stat -G says %.4g ns/s for the idle cgroup:\n%s", p, out)
+		}
+	}
+
+	// pmlogger runs across a cgroup's arrival and departure.
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config")
+	writeFile(t, config, "log mandatory on 250 msec {\n    perfevent.cgroup\n}\n")
+	archive := filepath.Join(dir, "cgroups")
+	logger := make(chan Result, 1)
+	go func() {
+		logger <- l.RunErr(t, "pmlogger", "-h", l.HostSpec(), "-c", config, "-T", "5sec", "-l", filepath.Join(dir, "pmlogger.log"), archive)
+	}()
+	time.Sleep(time.Second)
+	fdsBefore := perfFDs(t, l.AgentPID(t))
+	late := mkCgroup(t, h, "perfevent-qa-late")
+	start := time.Now()
+	waitFor(t, 2*time.Second, "the new cgroup as an instance", func() bool {
+		_, ok := cgroupValues(t, l, "perfevent.cgroup.cpu_clock.value")["/perfevent-qa-late"]
+		return ok
+	})
+	t.Logf("a new cgroup appeared after %v", time.Since(start).Round(time.Millisecond))
+	if got, want := perfFDs(t, l.AgentPID(t)), fdsBefore+2*cpus; got != want {
+		t.Errorf("%d perf descriptors with the new cgroup, want %d (2 events × %d CPUs more)", got, want, cpus)
+	}
+	time.Sleep(time.Second)
+	if err := os.Remove(late); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	waitFor(t, 2*time.Second, "the removed cgroup to go", func() bool {
+		_, ok := cgroupValues(t, l, "perfevent.cgroup.cpu_clock.value")["/perfevent-qa-late"]
+		return !ok
+	})
+	t.Logf("a removed cgroup went after %v", time.Since(start).Round(time.Millisecond))
+	if got := perfFDs(t, l.AgentPID(t)); got != fdsBefore {
+		t.Errorf("%d perf descriptors after the cgroup went, want %d as before", got, fdsBefore)
+	}
+	if r := <-logger; r.Err != nil {
+		t.Fatalf("pmlogger: %s", r)
+	}
+	out := l.Run(t, "pmdumplog", "-z", archive, "perfevent.cgroup.cpu_clock.value")
+	for name, least := range map[string]int{"/perfevent-qa-busy": 10, "/perfevent-qa-late": 2} {
+		re := fmt.Sprintf(`(?m)^\s+inst \[\d+ or "%s"\] value \d+$`, regexp.QuoteMeta(name))
+		if n := len(regexp.MustCompile(re).FindAllString(out, -1)); n < least {
+			t.Errorf("pmdumplog: %d values for %s, want at least %d:\n%s", n, name, least, out)
+		}
+	}
+}
+
+// onCPU is the nanoseconds a task has run, from /proc/PID/schedstat.
+func onCPU(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
+	if err != nil {
+		t.Fatalf("/proc/%d/schedstat: %v", pid, err)
+	}
+	return ns
+}
+
+// mkCgroup makes a cgroup at the top of h and removes it when the test ends.
+func mkCgroup(t *testing.T, h cgroup.Hierarchy, name string) string {
+	t.Helper()
+	p := filepath.Join(h.Mount, name)
+	if err := os.Mkdir(p, 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			t.Errorf("removing %s: %v", p, err)
+		}
+	})
+	return p
+}
+
+// cgroupValues is one pminfo -f of a per-cgroup metric: path → value.
+func cgroupValues(t *testing.T, l *Lab, metric string) map[string]uint64 {
+	t.Helper()
+	out := l.Run(t, "pminfo", "-h", l.HostSpec(), "-f", metric)
+	vals := map[string]uint64{}
+	for _, m := range regexp.MustCompile(`inst \[\d+ or "([^"]+)"\] value (\d+)`).FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseUint(m[2], 10, 64)
+		vals[m[1]] = v
+	}
+	return vals
+}
+
+// perfFDs counts the perf event descriptors a process holds.
+func perfFDs(t *testing.T, pid int) int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && target == "anon_inode:[perf_event]" {
+			n++
+		}
+	}
+	return n
+}
