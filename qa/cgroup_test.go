@@ -106,7 +106,7 @@ func TestLabCgroups(t *testing.T) {
 	archive := filepath.Join(dir, "cgroups")
 	logger := make(chan Result, 1)
 	go func() {
-		logger <- l.RunErr(t, "pmlogger", "-h", l.HostSpec(), "-c", config, "-T", "5sec", "-l", filepath.Join(dir, "pmlogger.log"), archive)
+		logger <- l.RunErr(t, "pmlogger", "-h", l.HostSpec(), "-c", config, "-T", "6sec", "-l", filepath.Join(dir, "pmlogger.log"), archive)
 	}()
 	time.Sleep(time.Second)
 	fdsBefore := perfFDs(t, l.AgentPID(t))
@@ -133,6 +133,17 @@ func TestLabCgroups(t *testing.T) {
 	if got := perfFDs(t, l.AgentPID(t)); got != fdsBefore {
 		t.Errorf("%d perf descriptors after the cgroup went, want %d as before", got, fdsBefore)
 	}
+
+	// perfalloc's reservation closes the per-cgroup counters too, and
+	// they come back after it.
+	unlock := l.ReadLock(t)
+	waitFor(t, 5*time.Second, "every perf descriptor to close under perfalloc", func() bool { return perfFDs(t, l.AgentPID(t)) == 0 })
+	unlock()
+	waitFor(t, 5*time.Second, "the descriptors to come back after perfalloc", func() bool { return perfFDs(t, l.AgentPID(t)) == fdsBefore })
+	if _, ok := cgroupValues(t, l, "perfevent.cgroup.cpu_clock.value")["/perfevent-qa-busy"]; !ok {
+		t.Errorf("the busy cgroup is not served after perfalloc")
+	}
+
 	if r := <-logger; r.Err != nil {
 		t.Fatalf("pmlogger: %s", r)
 	}
