@@ -42,7 +42,12 @@ func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 	for _, ev := range cfg.Events {
 		i := slices.IndexFunc(plan.Counters, func(c setup.Counter) bool { return c.Event.Name == ev })
 		if i < 0 {
-			a.log.Warningf("%s: event %q is not a counter served from %s; not counted per cgroup", name, ev, a.o.config)
+			// Only what the administrator wrote is worth a warning.
+			logf := a.log.Warningf
+			if missing {
+				logf = a.log.Infof
+			}
+			logf("%s: event %q is not a counter served from %s; not counted per cgroup", name, ev, a.o.config)
 			continue
 		}
 		c := plan.Counters[i]

@@ -193,10 +193,11 @@ func StartLab(t testing.TB, a Agent) *Lab {
 		// Per-cgroup metrics are the Go agent's alone; a lab counts
 		// them only when asked, so that both agents serve the same
 		// names otherwise.
-		pmns = strings.Replace(pmns, "    derived     127:*:*\n", "    derived     127:*:*\n    cgroup      127:*:*\n", 1)
 		cg := a.Cgroups
 		if cg == "" {
 			cg = "# no per-cgroup counting in this lab\n"
+		} else {
+			pmns = strings.Replace(pmns, "    derived     127:*:*\n", "    derived     127:*:*\n    cgroup      127:*:*\n", 1)
 		}
 		writeFile(t, filepath.Join(pmdas, "cgroups.conf"), cg)
 	}

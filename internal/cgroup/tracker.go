@@ -444,6 +444,13 @@ func (t *Tracker) Read(need []bool) {
 	}
 }
 
+// Counted is the number of cgroups counted now.
+func (t *Tracker) Counted() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.members)
+}
+
 // Len is the number of cgroups in the last Read.
 func (t *Tracker) Len() int { return len(t.snap) }
 

@@ -21,6 +21,7 @@ type fakeCgroups struct {
 
 func (f *fakeCgroups) Read(need []bool) { f.reads++; f.need = append(f.need[:0], need...) }
 func (f *fakeCgroups) Len() int         { return len(f.ids) }
+func (f *fakeCgroups) Counted() int     { return len(f.ids) }
 func (f *fakeCgroups) At(i, ev int) (int32, uint64, float64) {
 	return f.ids[i], f.vals[i][ev], 1
 }
@@ -67,9 +68,12 @@ func TestCgroupMetrics(t *testing.T) {
 			t.Errorf("%s = %v, %v; want %s", name, id, err, want)
 		}
 	}
-	got := r.fetch("perfevent.cgroup.context_switches.value", "perfevent.hwcounters.cpu_clock.value")
+	got := r.fetch("perfevent.cgroup.context_switches.value", "perfevent.hwcounters.cpu_clock.value", "perfevent.cgroup.counted")
 	if want := map[int32]float64{5: 1, 7: 2}; !same(got[0], want) {
 		t.Errorf("context_switches = %v, want %v", got[0], want)
+	}
+	if got[2][-1] != 2 {
+		t.Errorf("perfevent.cgroup.counted = %v, want 2", got[2])
 	}
 	if cg.reads != 1 || cg.need[0] || !cg.need[1] {
 		t.Errorf("%d reads needing %v; want 1 read of event 1 only", cg.reads, cg.need)

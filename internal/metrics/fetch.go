@@ -160,10 +160,17 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 	r := s.lookup(pmid)
 	switch r.kind {
 	case kindStatic:
-		if pmid.Item() == 0 {
+		switch pmid.Item() {
+		case 0:
 			w.String(pdu.InNull, s.version)
-		} else {
+		case 1:
 			w.Int32(pdu.InNull, s.active)
+		default:
+			n := 0
+			if s.cgroups != nil {
+				n = s.cgroups.Counted()
+			}
+			w.Uint32(pdu.InNull, uint32(n))
 		}
 	case kindDerivedActive:
 		w.Int32(pdu.InNull, int32(s.set.NumDerived()))

@@ -17,6 +17,7 @@ const (
 	oneLineValue         = "The values of the counter"
 	oneLineDutycycle     = "The ratio of the time that the hardware counter was enabled to the total run time"
 	oneLineDerived       = "The values of the derived events"
+	oneLineCgroups       = "The number of cgroups counted"
 
 	helpVersion = `The version string of the running perfevent agent. The pure-Go agent
 reports a different version from the C agent (1.0.1), so this tells the
@@ -26,6 +27,9 @@ most recent fetch of perfevent.active. It is 0 while perfalloc holds the
 counters, and on the first fetch after they are given back.`
 	helpDerivedActive = `The number of derived metrics that could be built from the counters
 that opened on this machine.`
+	helpCgroups = `The number of cgroups whose events perfevent.cgroup.* serves now: those
+that cgroups.conf selects, up to its cap. 0 when nothing is counted per
+cgroup (no cgroups.conf events, or no cgroup hierarchy on this machine).`
 )
 
 // Counter describes one served event for the table.
@@ -69,11 +73,13 @@ type CgroupEvent struct {
 
 // CgroupReader reads every counted cgroup's events (internal/cgroup's
 // Tracker). Read reads the marked events once per fetch; Len and At answer
-// from that reading until the next.
+// from that reading until the next. Counted is the number of cgroups
+// counted now, read or not.
 type CgroupReader interface {
 	Read(need []bool)
 	Len() int
 	At(i, ev int) (inst int32, value uint64, duty float64)
+	Counted() int
 }
 
 // CgroupInstance is the instance of a cgroup: named by its path, as PCP's
@@ -109,6 +115,14 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 1), Type: pdu.ValueInt32, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
 				OneLine: oneLineActive,
 				Help:    helpActive,
+			},
+			{
+				// Always there, so that perfevent.cgroup is never an
+				// empty subtree, which pminfo reports as an error.
+				Name:    "perfevent.cgroup.counted",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 2), Type: pdu.ValueUint32, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
+				OneLine: oneLineCgroups,
+				Help:    helpCgroups,
 			},
 			{
 				Name:    "perfevent.derived.active",
