@@ -147,6 +147,20 @@ func TestLabCgroups(t *testing.T) {
 	if r := <-logger; r.Err != nil {
 		t.Fatalf("pmlogger: %s", r)
 	}
+	// SIGHUP rereads cgroups.conf: the idle cgroup goes, ids stay.
+	ids := cgroupIDs(t, l)
+	writeFile(t, filepath.Join(filepath.Dir(l.Conf), "cgroups.conf"), "cgroup /perfevent-qa-busy\nevent cpu-clock\n")
+	if err := syscall.Kill(l.AgentPID(t), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the reload to drop the idle cgroup", func() bool {
+		_, ok := cgroupValues(t, l, "perfevent.cgroup.cpu_clock.value")["/perfevent-qa-idle"]
+		return !ok
+	})
+	if after := cgroupIDs(t, l); after["/perfevent-qa-busy"] != ids["/perfevent-qa-busy"] {
+		t.Errorf("the busy cgroup's id changed across the reload: %v, then %v", ids, after)
+	}
+
 	out := l.Run(t, "pmdumplog", "-z", archive, "perfevent.cgroup.cpu_clock.value")
 	for name, least := range map[string]int{"/perfevent-qa-busy": 10, "/perfevent-qa-late": 2} {
 		re := fmt.Sprintf(`(?m)^\s+inst \[\d+ or "%s"\] value \d+$`, regexp.QuoteMeta(name))
@@ -195,6 +209,17 @@ func cgroupValues(t *testing.T, l *Lab, metric string) map[string]uint64 {
 		vals[m[1]] = v
 	}
 	return vals
+}
+
+// cgroupIDs is the instance id of each counted cgroup, from pminfo.
+func cgroupIDs(t *testing.T, l *Lab) map[string]string {
+	t.Helper()
+	out := l.Run(t, "pminfo", "-h", l.HostSpec(), "-f", "perfevent.cgroup.cpu_clock.value")
+	ids := map[string]string{}
+	for _, m := range regexp.MustCompile(`inst \[(\d+) or "([^"]+)"\]`).FindAllStringSubmatch(out, -1) {
+		ids[m[2]] = m[1]
+	}
+	return ids
 }
 
 // perfFDs counts the perf event descriptors a process holds.
