@@ -86,13 +86,7 @@ func BenchmarkChurnFake(b *testing.B) {
 	for _, cpus := range []int{runtime.NumCPU(), 256} {
 		b.Run(fmt.Sprintf("cgroups=64/events=4/cpus=%d", cpus), func(b *testing.B) {
 			tr, root := fakeTracker(b, 64, cpus)
-			p := filepath.Join(root, "new")
-			for b.Loop() {
-				os.Mkdir(p, 0o755)
-				tr.rescan()
-				os.Remove(p)
-				tr.rescan()
-			}
+			churn(b, tr, root)
 		})
 	}
 }
@@ -133,15 +127,18 @@ func BenchmarkReadKernel(b *testing.B) {
 		}
 		b.ReportMetric(float64(fds), "fds")
 	})
-	b.Run("churn", func(b *testing.B) {
-		p := filepath.Join(base, "new")
-		for b.Loop() {
-			os.Mkdir(p, 0o755)
-			tr.rescan()
-			os.Remove(p)
-			tr.rescan()
-		}
-	})
+	b.Run("churn", func(b *testing.B) { churn(b, tr, base) })
+}
+
+// churn makes a cgroup appear in dir and go again, a rescan each time.
+func churn(b *testing.B, tr *Tracker, dir string) {
+	p := filepath.Join(dir, "new")
+	for b.Loop() {
+		os.Mkdir(p, 0o755)
+		tr.rescan()
+		os.Remove(p)
+		tr.rescan()
+	}
 }
 
 func kernelHierarchy(tb testing.TB) Hierarchy {

@@ -145,19 +145,9 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
 		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event)))
-		ts.Metrics = append(ts.Metrics,
-			pmda.Metric{
-				Name:    name + ".value",
-				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
-				OneLine: oneLineValue,
-				Help:    fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
-			},
-			pmda.Metric{
-				Name:    name + ".dutycycle",
-				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
-				OneLine: oneLineDutycycle,
-				Help:    fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About),
-			})
+		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
+			fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
+			fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About))...)
 		src.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
 	}
 
@@ -190,6 +180,25 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	}
 	src.prepare()
 	return table, src, nil
+}
+
+// counterMetrics are the value and dutycycle metrics of one counter's
+// cluster, as the C agent lays them out (items 0 and 1).
+func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDuty string) []pmda.Metric {
+	return []pmda.Metric{
+		{
+			Name:    name + ".value",
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+			OneLine: oneLineValue,
+			Help:    helpValue,
+		},
+		{
+			Name:    name + ".dutycycle",
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
+			OneLine: oneLineDutycycle,
+			Help:    helpDuty,
+		},
+	}
 }
 
 // Skipped returns why Build left metrics out (see Clusters.Cluster).
@@ -237,19 +246,9 @@ func (s *Source) addCgroups(ts *pmda.TableSpec, cg *Cgroups, clusters *Clusters)
 			s.cgNeed = append(s.cgNeed, false)
 		}
 		name := "perfevent.cgroup." + e.Metric
-		ts.Metrics = append(ts.Metrics,
-			pmda.Metric{
-				Name:    name + ".value",
-				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
-				OneLine: oneLineValue,
-				Help:    fmt.Sprintf("%s, per cgroup.\n\n%s\nCounted only while a task of the cgroup (or of one below it) runs, summed\nover CPUs, accumulated since the cgroup was first counted and scaled up by\ntime_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, e.About),
-			},
-			pmda.Metric{
-				Name:    name + ".dutycycle",
-				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
-				OneLine: oneLineDutycycle,
-				Help:    fmt.Sprintf("%s, per cgroup.\n\n%s\nThe mean over CPUs of time_running/time_enabled since the counters were\nopened: 1 means never multiplexed.", oneLineDutycycle, e.About),
-			})
+		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
+			fmt.Sprintf("%s, per cgroup.\n\n%s\nCounted only while a task of the cgroup (or of one below it) runs, summed\nover CPUs, accumulated since the cgroup was first counted and scaled up by\ntime_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, e.About),
+			fmt.Sprintf("%s, per cgroup.\n\n%s\nThe mean over CPUs of time_running/time_enabled since the counters were\nopened: 1 means never multiplexed.", oneLineDutycycle, e.About))...)
 		s.setRef(cluster, ref{kind: kindCgroup, idx: e.Event})
 	}
 	return nil
