@@ -1,0 +1,94 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestKernelCountsOneCgroup counts cpu-clock with PERF_FLAG_PID_CGROUP in
+// a cgroup running a busy loop and in an empty one, against the loop's own
+// time on CPU. It needs root and a cgroup v2 hierarchy.
+func TestKernelCountsOneCgroup(t *testing.T) {
+	h := kernelHierarchy(t)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-test-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	busy, idle := filepath.Join(base, "busy"), filepath.Join(base, "idle")
+	for _, d := range []string{busy, idle} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { removeTree(t, base) })
+	loop := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec sh -c 'while :; do :; done'`, "sh", busy)
+	loop.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := loop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { loop.Process.Kill(); loop.Wait() })
+
+	tr := New(Options{
+		Hierarchy: h,
+		Patterns:  []string{"/" + filepath.Base(base) + "/*"},
+		Events:    testEvents,
+		CPUs:      cpuIDs(runtime.NumCPU()),
+		Rescan:    time.Hour,
+		NoNotify:  true,
+	})
+	tr.Start()
+	defer tr.Stop()
+	if n, fds := tr.Stats(); n != 2 || fds != 2*2*runtime.NumCPU() {
+		t.Fatalf("%d cgroups on %d descriptors, want 2 on %d", n, fds, 4*runtime.NumCPU())
+	}
+	need := []bool{true, false}
+	tr.Read(need)
+	before := clocks(tr)
+	c0 := schedstat(t, loop.Process.Pid)
+	time.Sleep(500 * time.Millisecond)
+	tr.Read(need)
+	after := clocks(tr)
+	ran := float64(schedstat(t, loop.Process.Pid) - c0)
+	name := "/" + filepath.Base(base)
+	got := float64(after[name+"/busy"] - before[name+"/busy"])
+	if got < 0.9*ran || got > 1.1*ran {
+		t.Errorf("busy cgroup: cpu-clock grew %.4g ns while the loop ran %.4g ns, want within 10%%", got, ran)
+	}
+	if d := after[name+"/idle"] - before[name+"/idle"]; d != 0 {
+		t.Errorf("idle cgroup: cpu-clock grew %d ns, want 0", d)
+	}
+}
+
+func clocks(tr *Tracker) map[string]uint64 {
+	paths := map[int32]string{}
+	for _, in := range tr.Instances() {
+		paths[in.ID] = in.Path
+	}
+	out := map[string]uint64{}
+	for i := range tr.Len() {
+		id, v, _ := tr.At(i, 0)
+		out[paths[id]] = v
+	}
+	return out
+}
+
+func schedstat(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
