@@ -25,11 +25,13 @@ type Config struct {
 }
 
 // Default is the configuration of a fresh install, also used when
-// cgroups.conf is missing: cpu-clock and context-switches for every cgroup
-// of the top two levels, up to DefaultMax.
+// cgroups.conf is missing: cpu-clock and context-switches for the root
+// cgroup and every cgroup of the top two levels, up to DefaultMax. The
+// root is there so that a machine whose tree is flat (a VM without
+// systemd, say) still shows values.
 func Default() Config {
 	return Config{
-		Patterns: []string{"/*", "/*/*"},
+		Patterns: []string{"/", "/*", "/*/*"},
 		Events:   []string{"cpu-clock", "context-switches"},
 		Max:      DefaultMax,
 	}

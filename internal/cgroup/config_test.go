@@ -104,3 +104,18 @@ func TestFindHierarchy(t *testing.T) {
 		t.Errorf("without a usable hierarchy: err = %v, want ErrNoHierarchy", err)
 	}
 }
+
+func TestScanRoot(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a/b/c")
+	matched, dirs := scan(root, Default().Patterns)
+	if want := []string{"/", "/a", "/a/b"}; !slices.Equal(matched, want) {
+		t.Errorf("matched %q, want %q", matched, want)
+	}
+	if want := []string{"/", "/a"}; !slices.Equal(dirs, want) {
+		t.Errorf("watched %q, want %q", dirs, want)
+	}
+	if matched, _ := scan(root, []string{"/a/**"}); !slices.Equal(matched, []string{"/a", "/a/b", "/a/b/c"}) {
+		t.Errorf("/a/** matched %q", matched)
+	}
+}

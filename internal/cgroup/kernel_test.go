@@ -38,7 +38,7 @@ func TestKernelCountsOneCgroup(t *testing.T) {
 
 	tr := New(Options{
 		Hierarchy: h,
-		Patterns:  []string{"/" + filepath.Base(base) + "/*"},
+		Patterns:  []string{"/", "/" + filepath.Base(base) + "/*"},
 		Events:    testEvents,
 		CPUs:      cpuIDs(runtime.NumCPU()),
 		Rescan:    time.Hour,
@@ -46,8 +46,8 @@ func TestKernelCountsOneCgroup(t *testing.T) {
 	})
 	tr.Start()
 	defer tr.Stop()
-	if n, fds := tr.Stats(); n != 2 || fds != 2*2*runtime.NumCPU() {
-		t.Fatalf("%d cgroups on %d descriptors, want 2 on %d", n, fds, 4*runtime.NumCPU())
+	if n, fds := tr.Stats(); n != 3 || fds != 3*2*runtime.NumCPU() {
+		t.Fatalf("%d cgroups on %d descriptors, want 3 on %d", n, fds, 3*2*runtime.NumCPU())
 	}
 	need := []bool{true, false}
 	tr.Read(need)
@@ -61,6 +61,10 @@ func TestKernelCountsOneCgroup(t *testing.T) {
 	got := float64(after[name+"/busy"] - before[name+"/busy"])
 	if got < 0.9*ran || got > 1.1*ran {
 		t.Errorf("busy cgroup: cpu-clock grew %.4g ns while the loop ran %.4g ns, want within 10%%", got, ran)
+	}
+	// The root cgroup counts every task, the loop among them.
+	if all := float64(after["/"] - before["/"]); all < 0.9*ran {
+		t.Errorf("root cgroup: cpu-clock grew %.4g ns, less than the loop's %.4g", all, ran)
 	}
 	if d := after[name+"/idle"] - before[name+"/idle"]; d != 0 {
 		t.Errorf("idle cgroup: cpu-clock grew %d ns, want 0", d)

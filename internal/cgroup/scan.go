@@ -40,6 +40,12 @@ func (n *IDs) ID(path string) int32 {
 // A directory that vanishes during the walk is skipped.
 func scan(mount string, patterns []string) (matched, dirs []string) {
 	limit := depth(patterns)
+	for _, pat := range patterns {
+		if Match(pat, "/") {
+			matched = append(matched, "/") // the root cgroup: every task
+			break
+		}
+	}
 	level := []string{"/"}
 	for d := 0; len(level) > 0 && (limit < 0 || d < limit); d++ {
 		var next []string
