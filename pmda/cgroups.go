@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,48 +22,68 @@ func cgroupsConf(config string) string {
 	return filepath.Join(filepath.Dir(config), "cgroups.conf")
 }
 
+// cgroupPlan is what cgroups.conf asks for with the events of the plan.
+type cgroupPlan struct {
+	cfg    cgroup.Config
+	events []cgroup.Event
+	spec   *metrics.Cgroups
+	cpus   []int
+	notes  []setup.Note // for the log and --check
+}
+
+// planCgroups reads cgroups.conf and finds its events among the plan's
+// counters. An event that perfevent.conf does not serve is Info, not a
+// Problem: the shipped cgroups.conf names cpu-clock and context-switches,
+// and a perfevent.conf taken over from the C agent, or one for a machine
+// without them, is not wrong for lacking them.
+func planCgroups(config string, plan *setup.Plan) cgroupPlan {
+	name := cgroupsConf(config)
+	cfg, missing, errs := cgroup.ReadConfig(name)
+	p := cgroupPlan{cfg: cfg, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
+	for _, e := range errs {
+		p.notes = append(p.notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
+	}
+	if missing {
+		p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("cgroups: %s is missing; counting %v in the cgroups %v, at most %d", name, cfg.Events, cfg.Patterns, cfg.Max)})
+	}
+	if len(cfg.Patterns) == 0 {
+		return p
+	}
+	for _, ev := range cfg.Events {
+		i := slices.IndexFunc(plan.Counters, func(c setup.Counter) bool { return c.Event.Name == ev })
+		if i < 0 {
+			p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("%s: event %q is not a counter served from %s (configure it there to count it per cgroup); not counted per cgroup", name, ev, config)})
+			continue
+		}
+		c := plan.Counters[i]
+		p.spec.Events = append(p.spec.Events, metrics.CgroupEvent{Event: len(p.events), Metric: c.Metric,
+			About: fmt.Sprintf("Configured in %s as %q, which %s defines at %s: %s.", name, ev, config, c.Pos, c.Event.Source)})
+		p.events = append(p.events, cgroup.Event{Name: ev, Attr: c.Event.Attr})
+		for _, cpu := range c.CPUs {
+			if !slices.Contains(p.cpus, cpu) {
+				p.cpus = append(p.cpus, cpu)
+			}
+		}
+	}
+	slices.Sort(p.cpus)
+	if len(p.events) > 0 {
+		p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("cgroups: %s counts %d events per cgroup (perfevent.cgroup.*) in the cgroups %v, at most %d", name, len(p.events), cfg.Patterns, cfg.Max)})
+	}
+	return p
+}
+
 // startCgroups starts counting per cgroup what cgroups.conf asks for,
 // with the events of the plan, and returns the tracker (nil if nothing is
 // counted) and what the table needs to serve it.
 func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroups) {
-	name := cgroupsConf(a.o.config)
-	cfg, missing, errs := cgroup.ReadConfig(name)
-	for _, e := range errs {
-		a.log.Warningf("%v", e)
+	p := planCgroups(a.o.config, plan)
+	for _, n := range p.notes {
+		a.logNote(n)
 	}
-	if missing {
-		a.log.Infof("cgroups: %s is missing; counting %v in the cgroups %v, at most %d", name, cfg.Events, cfg.Patterns, cfg.Max)
-	}
-	if len(cfg.Patterns) == 0 || len(cfg.Events) == 0 {
+	if len(p.events) == 0 {
 		return nil, nil
 	}
-	spec := &metrics.Cgroups{Instances: pmda.NewInstances()}
-	var events []cgroup.Event
-	var cpus []int
-	for _, ev := range cfg.Events {
-		i := slices.IndexFunc(plan.Counters, func(c setup.Counter) bool { return c.Event.Name == ev })
-		if i < 0 {
-			// Only what the administrator wrote is worth a warning.
-			logf := a.log.Warningf
-			if missing {
-				logf = a.log.Infof
-			}
-			logf("%s: event %q is not a counter served from %s; not counted per cgroup", name, ev, a.o.config)
-			continue
-		}
-		c := plan.Counters[i]
-		spec.Events = append(spec.Events, metrics.CgroupEvent{Event: len(events), Metric: c.Metric,
-			About: "Configured in " + name + " as \"" + ev + "\", which " + a.o.config + " defines at " + c.Pos.String() + ": " + c.Event.Source + "."})
-		events = append(events, cgroup.Event{Name: ev, Attr: c.Event.Attr})
-		for _, cpu := range c.CPUs {
-			if !slices.Contains(cpus, cpu) {
-				cpus = append(cpus, cpu)
-			}
-		}
-	}
-	if len(events) == 0 {
-		return nil, nil
-	}
+	spec, cfg, events, cpus := p.spec, p.cfg, p.events, p.cpus
 	info, err := os.ReadFile("/proc/self/mountinfo")
 	var h cgroup.Hierarchy
 	if err == nil {
@@ -76,7 +97,6 @@ func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 	if a.o.debug != "" {
 		debugf = a.log.Infof
 	}
-	slices.Sort(cpus)
 	t := cgroup.New(cgroup.Options{
 		Hierarchy: h,
 		Patterns:  cfg.Patterns,

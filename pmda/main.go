@@ -514,6 +514,7 @@ func check(o *options, stdout, stderr io.Writer) int {
 		}
 	}
 	plan.Notes = append(plan.Notes, cNotes(o, plan.Config)...)
+	plan.Notes = append(plan.Notes, planCgroups(o.config, plan).notes...)
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {
