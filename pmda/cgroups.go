@@ -29,6 +29,9 @@ type cgroupPlan struct {
 	spec   *metrics.Cgroups
 	cpus   []int
 	notes  []setup.Note // for the log and --check
+	// missing says that there is no cgroups.conf: nothing is counted
+	// per cgroup, and --check says nothing about it.
+	missing bool
 }
 
 // planCgroups reads cgroups.conf and finds its events among the plan's
@@ -39,12 +42,9 @@ type cgroupPlan struct {
 func planCgroups(config string, plan *setup.Plan) cgroupPlan {
 	name := cgroupsConf(config)
 	cfg, missing, errs := cgroup.ReadConfig(name)
-	p := cgroupPlan{cfg: cfg, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
+	p := cgroupPlan{cfg: cfg, missing: missing, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
 	for _, e := range errs {
 		p.notes = append(p.notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
-	}
-	if missing {
-		p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("cgroups: %s is missing; counting %v in the cgroups %v, at most %d", name, cfg.Events, cfg.Patterns, cfg.Max)})
 	}
 	if len(cfg.Patterns) == 0 {
 		return p
@@ -77,6 +77,9 @@ func planCgroups(config string, plan *setup.Plan) cgroupPlan {
 // counted) and what the table needs to serve it.
 func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroups) {
 	p := planCgroups(a.o.config, plan)
+	if p.missing {
+		a.log.Infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.config))
+	}
 	for _, n := range p.notes {
 		a.logNote(n)
 	}

@@ -24,25 +24,14 @@ type Config struct {
 	Max      int      // the most cgroups counted at once
 }
 
-// Default is the configuration of a fresh install, also used when
-// cgroups.conf is missing: cpu-clock and context-switches for the root
-// cgroup and every cgroup of the top two levels, up to DefaultMax. The
-// root is there so that a machine whose tree is flat (a VM without
-// systemd, say) still shows values.
-func Default() Config {
-	return Config{
-		Patterns: []string{"/", "/*", "/*/*"},
-		Events:   []string{"cpu-clock", "context-switches"},
-		Max:      DefaultMax,
-	}
-}
-
 // ReadConfig reads and parses the file at name. A missing file is not an
-// error: it gives Default, and missing is true.
+// error: it counts nothing, and missing is true. (The shipped cgroups.conf
+// is what counts by default; an agent run with a configuration of its own,
+// and no cgroups.conf beside it, opens no more than it was told to.)
 func ReadConfig(name string) (cfg Config, missing bool, errs []error) {
 	data, err := os.ReadFile(name)
 	if os.IsNotExist(err) {
-		return Default(), true, nil
+		return Config{Max: DefaultMax}, true, nil
 	}
 	if err != nil {
 		return Config{}, false, []error{err}
