@@ -108,14 +108,14 @@ func TestFindHierarchy(t *testing.T) {
 func TestScanRoot(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "a/b/c")
-	matched, dirs := scan(root, []string{"/", "/*", "/*/*"})
+	matched, dirs, _ := scan(root, []string{"/", "/*", "/*/*"})
 	if want := []string{"/", "/a", "/a/b"}; !slices.Equal(matched, want) {
 		t.Errorf("matched %q, want %q", matched, want)
 	}
 	if want := []string{"/", "/a"}; !slices.Equal(dirs, want) {
 		t.Errorf("watched %q, want %q", dirs, want)
 	}
-	if matched, _ := scan(root, []string{"/a/**"}); !slices.Equal(matched, []string{"/a", "/a/b", "/a/b/c"}) {
+	if matched, _, _ := scan(root, []string{"/a/**"}); !slices.Equal(matched, []string{"/a", "/a/b", "/a/b/c"}) {
 		t.Errorf("/a/** matched %q", matched)
 	}
 }

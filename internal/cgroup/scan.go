@@ -34,11 +34,17 @@ func (n *IDs) ID(path string) int32 {
 	return id
 }
 
+// maxWalk bounds the directories one scan reads. Whoever may make cgroups
+// (a delegated subtree) could otherwise make every rescan of a "**"
+// pattern as slow as they like.
+const maxWalk = 10000
+
 // scan lists the cgroups below mount that match patterns, by path, in the
 // order they are taken under a cap: shallower first, then by name. dirs
 // are the directories whose children can still match: the ones to watch.
-// A directory that vanishes during the walk is skipped.
-func scan(mount string, patterns []string) (matched, dirs []string) {
+// A directory that vanishes during the walk is skipped. After maxWalk
+// directories the walk stops, and truncated says so.
+func scan(mount string, patterns []string) (matched, dirs []string, truncated bool) {
 	limit := depth(patterns)
 	for _, pat := range patterns {
 		if Match(pat, "/") {
@@ -50,6 +56,9 @@ func scan(mount string, patterns []string) (matched, dirs []string) {
 	for d := 0; len(level) > 0 && (limit < 0 || d < limit); d++ {
 		var next []string
 		for _, parent := range level {
+			if len(dirs) == maxWalk {
+				return matched, dirs, true
+			}
 			ents, err := os.ReadDir(filepath.Join(mount, parent))
 			if err != nil {
 				continue // removed meanwhile, or unreadable: nothing below to count
@@ -73,7 +82,7 @@ func scan(mount string, patterns []string) (matched, dirs []string) {
 		}
 		level = next
 	}
-	return matched, dirs
+	return matched, dirs, false
 }
 
 // choose picks at most max of matched, keeping those counted already

@@ -72,9 +72,10 @@ type Tracker struct {
 	reserved bool
 	stopped  bool
 
-	left   map[string]bool // left out for the cap, as logged; opMu
-	quiet  map[string]bool // failed to open, as logged; opMu
-	notify *os.File        // inotify, or nil
+	left      map[string]bool // left out for the cap, as logged; opMu
+	quiet     map[string]bool // failed to open, as logged; opMu
+	truncated bool            // the last scan stopped at maxWalk, as logged; opMu
+	notify    *os.File        // inotify, or nil
 
 	snap     []*member // the members of the last Read; Read's caller only
 	wake     chan struct{}
@@ -187,7 +188,13 @@ func (t *Tracker) rescan() {
 	if t.stopped || t.reserved {
 		return // Reopen rescans
 	}
-	matched, dirs := scan(t.o.Hierarchy.Mount, t.o.Patterns)
+	matched, dirs, truncated := scan(t.o.Hierarchy.Mount, t.o.Patterns)
+	if truncated != t.truncated {
+		t.truncated = truncated
+		if truncated {
+			t.o.Infof("cgroups: the patterns reach more than %d directories; only the first %d (by depth, then name) are looked at", maxWalk, maxWalk)
+		}
+	}
 	if t.notify != nil {
 		for _, d := range dirs {
 			// Adding a watch again is harmless; a removed directory's
