@@ -133,25 +133,32 @@ func Match(pattern, cgroup string) bool {
 	return matchParts(components(pattern), components(cgroup))
 }
 
+// matchParts matches component by component. It fills a table of which
+// pattern suffixes match which name suffixes, so that patterns with several
+// "**" cost len(pat) × len(name) steps, never an exponential backtrack on a
+// deep tree.
 func matchParts(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(name); i++ {
-				if matchParts(pat[1:], name[i:]) {
-					return true
-				}
+	// ok[j] says whether pat[i:] matches name[j:], for the current i.
+	ok := make([]bool, len(name)+1)
+	ok[len(name)] = true // the empty pattern matches the empty name only
+	for i := len(pat) - 1; i >= 0; i-- {
+		if pat[i] == "**" {
+			// pat[i:] matches name[j:] if pat[i+1:] matches any suffix.
+			for j := len(name) - 1; j >= 0; j-- {
+				ok[j] = ok[j] || ok[j+1]
 			}
-			return false
+			continue
 		}
-		if len(name) == 0 {
-			return false
+		for j := 0; j <= len(name); j++ {
+			if j == len(name) {
+				ok[j] = false
+				continue
+			}
+			m, _ := path.Match(pat[i], name[j])
+			ok[j] = m && ok[j+1]
 		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
 	}
-	return len(name) == 0
+	return ok[0]
 }
 
 // depth is how many levels below the mount the patterns can reach; -1

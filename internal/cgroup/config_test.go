@@ -119,3 +119,14 @@ func TestScanRoot(t *testing.T) {
 		t.Errorf("/a/** matched %q", matched)
 	}
 }
+
+func TestMatchManyDoubleStars(t *testing.T) {
+	pat := "/" + strings.Repeat("**/a/", 12) + "b"
+	deep := "/" + strings.Repeat("a/", 40) + "c"
+	if Match(pat, deep) {
+		t.Errorf("%q matched %q", pat, deep)
+	}
+	if !Match(pat, "/"+strings.Repeat("a/", 40)+"b") {
+		t.Errorf("%q did not match a deep path ending in b", pat)
+	}
+}
