@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"perfevent/internal/cgroup"
+	"perfevent/internal/cgroup/cgrouptest"
 )
 
 // TestLabCgroups counts two cgroups of the v2 hierarchy, one running a
@@ -32,14 +33,7 @@ func TestLabCgroups(t *testing.T) {
 	busy := mkCgroup(t, h, "perfevent-qa-busy")
 	mkCgroup(t, h, "perfevent-qa-idle")
 
-	loop := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec sh -c 'while :; do :; done'`, "sh", busy)
-	loop.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := loop.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Registered after the cgroups, so it runs first: a cgroup with a
-	// task cannot be removed.
-	t.Cleanup(func() { loop.Process.Kill(); loop.Wait() })
+	loop := cgrouptest.Busy(t, busy) // after mkCgroup: its cleanup runs first
 
 	l := StartLab(t, Agent{Go: true, Config: VMConfig, Cgroups: "cgroup /perfevent-qa-*\nevent cpu-clock\nevent context-switches\nmax 8\n"})
 	needClient(t, l, "pminfo")
@@ -57,7 +51,7 @@ func TestLabCgroups(t *testing.T) {
 	// it runs the two samples as its command.
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
-	c0 := onCPU(t, loop.Process.Pid)
+	c0 := cgrouptest.OnCPU(t, loop)
 	start := time.Now()
 	var perfOut []byte
 	sample := `"$0" -h "$1" -f perfevent.cgroup.cpu_clock.value > "$2"; sleep 2; "$0" -h "$1" -f perfevent.cgroup.cpu_clock.value > "$3"`
@@ -75,7 +69,7 @@ func TestLabCgroups(t *testing.T) {
 		}
 	}
 	dt := time.Since(start).Seconds()
-	loopRate := float64(onCPU(t, loop.Process.Pid)-c0) / dt
+	loopRate := float64(cgrouptest.OnCPU(t, loop)-c0) / dt
 	v0, v1 := parseCgroupValues(t, first), parseCgroupValues(t, second)
 	busyNS, idleNS := float64(v1["/perfevent-qa-busy"]-v0["/perfevent-qa-busy"]), float64(v1["/perfevent-qa-idle"]-v0["/perfevent-qa-idle"])
 	t.Logf("cpu_clock over the window: busy %.4g ns (%.4g ns/s), idle %.4g ns; the loop ran %.4g ns/s", busyNS, busyNS/2, idleNS, loopRate)
@@ -176,20 +170,6 @@ func TestLabCgroups(t *testing.T) {
 			t.Errorf("pmdumplog: %d values for %s, want at least %d:\n%s", n, name, least, out)
 		}
 	}
-}
-
-// onCPU is the nanoseconds a task has run, from /proc/PID/schedstat.
-func onCPU(t *testing.T, pid int) uint64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
-	if err != nil {
-		t.Fatalf("/proc/%d/schedstat: %v", pid, err)
-	}
-	return ns
 }
 
 // mkCgroup makes a cgroup at the top of h and removes it when the test ends.

@@ -3,14 +3,12 @@ package cgroup
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/cgroup/cgrouptest"
 )
 
 // TestKernelCountsOneCgroup counts cpu-clock with PERF_FLAG_PID_CGROUP in
@@ -29,12 +27,7 @@ func TestKernelCountsOneCgroup(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { removeTree(t, base) })
-	loop := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec sh -c 'while :; do :; done'`, "sh", busy)
-	loop.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := loop.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { loop.Process.Kill(); loop.Wait() })
+	pid := cgrouptest.Busy(t, busy)
 
 	tr := New(Options{
 		Hierarchy: h,
@@ -52,11 +45,11 @@ func TestKernelCountsOneCgroup(t *testing.T) {
 	need := []bool{true, false}
 	tr.Read(need)
 	before := clocks(tr)
-	c0 := schedstat(t, loop.Process.Pid)
+	c0 := cgrouptest.OnCPU(t, pid)
 	time.Sleep(500 * time.Millisecond)
 	tr.Read(need)
 	after := clocks(tr)
-	ran := float64(schedstat(t, loop.Process.Pid) - c0)
+	ran := float64(cgrouptest.OnCPU(t, pid) - c0)
 	name := "/" + filepath.Base(base)
 	got := float64(after[name+"/busy"] - before[name+"/busy"])
 	if got < 0.9*ran || got > 1.1*ran {
@@ -82,17 +75,4 @@ func clocks(tr *Tracker) map[string]uint64 {
 		out[paths[id]] = v
 	}
 	return out
-}
-
-func schedstat(t *testing.T, pid int) uint64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns
 }
