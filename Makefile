@@ -120,14 +120,16 @@ install: $(AGENT_BIN) $(PERFALLOC_BIN)
 	install -C -m 0644 $(DASHBOARDS) $(DESTDIR)$(PMDADIR)/grafana/
 	@# An administrator's edits to the installed configuration win over
 	@# ours: a different file is left alone and ours lands beside it.
-	@if [ ! -f perfevent.conf ]; then \
-		echo "note: no perfevent.conf in the source tree; the agent uses its built-in default"; \
-	elif [ ! -f $(DESTDIR)$(PMDADIR)/perfevent.conf ] || [ -n "$(FORCE_CONF)" ]; then \
-		install -C -m 0644 perfevent.conf $(DESTDIR)$(PMDADIR)/perfevent.conf; \
-	elif ! cmp -s perfevent.conf $(DESTDIR)$(PMDADIR)/perfevent.conf; then \
-		install -m 0644 perfevent.conf $(DESTDIR)$(PMDADIR)/perfevent.conf.new; \
-		echo "note: kept the existing $(PMDADIR)/perfevent.conf; the new default is perfevent.conf.new (FORCE_CONF=1 replaces it)"; \
-	fi
+	@for c in perfevent.conf cgroups.conf; do \
+		if [ ! -f $$c ]; then \
+			echo "note: no $$c in the source tree; the agent uses its built-in default"; \
+		elif [ ! -f $(DESTDIR)$(PMDADIR)/$$c ] || [ -n "$(FORCE_CONF)" ]; then \
+			install -C -m 0644 $$c $(DESTDIR)$(PMDADIR)/$$c; \
+		elif ! cmp -s $$c $(DESTDIR)$(PMDADIR)/$$c; then \
+			install -m 0644 $$c $(DESTDIR)$(PMDADIR)/$$c.new; \
+			echo "note: kept the existing $(PMDADIR)/$$c; the new default is $$c.new (FORCE_CONF=1 replaces it)"; \
+		fi; \
+	done
 	@if [ -n "$(MANPAGES)" ]; then \
 		for m in $(MANPAGES); do \
 			s=$${m##*.}; install -d -m 0755 $(DESTDIR)$(MANDIR)/man$$s; \

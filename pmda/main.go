@@ -33,6 +33,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/cgroup"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpuhotplug"
@@ -225,6 +226,7 @@ type generation struct {
 	set   *counter.Set
 	table *pmda.Table
 	src   *metrics.Source
+	cg    *cgroup.Tracker // per-cgroup counters; nil when none
 }
 
 // agent is the running perfevent agent. It is the pmda.Fetcher: each fetch
@@ -331,9 +333,13 @@ func (a *agent) build(seamless bool) (*generation, error) {
 	for _, line := range sum.FailureLines() {
 		a.told[line] = true
 	}
-	table, src, err := buildTable(plan, set, derived, clusters)
+	cg, cgSpec := a.startCgroups(plan)
+	table, src, err := buildTable(plan, set, derived, clusters, cgSpec)
 	if err != nil {
 		set.Close()
+		if cg != nil {
+			cg.Stop()
+		}
 		return nil, err
 	}
 	for _, e := range src.Skipped() {
@@ -349,7 +355,7 @@ func (a *agent) build(seamless bool) (*generation, error) {
 	if len(plan.Counters) == 0 {
 		a.log.Warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", prog)
 	}
-	return &generation{plan: plan, set: set, table: table, src: src}, nil
+	return &generation{plan: plan, set: set, table: table, src: src, cg: cg}, nil
 }
 
 // Reopens of the counters after perfalloc: reopenBurst in a row, then one
@@ -437,6 +443,7 @@ func (a *agent) reloadLocked(afterRelease bool) bool {
 	if err := old.set.Close(); err != nil {
 		a.log.Warningf("closing the previous counters: %v", err)
 	}
+	old.stopCgroups()
 	a.updateState(nil)
 	a.log.Infof("reload done: the new configuration is served")
 	return true
@@ -469,8 +476,8 @@ func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Se
 
 // buildTable is the table that serves what the plan kept: the last step
 // that --check and the agent share.
-func buildTable(plan *setup.Plan, set *counter.Set, derived []setup.Derived, clusters *metrics.Clusters) (*pmda.Table, *metrics.Source, error) {
-	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
+func buildTable(plan *setup.Plan, set *counter.Set, derived []setup.Derived, clusters *metrics.Clusters, cgroups *metrics.Cgroups) (*pmda.Table, *metrics.Source, error) {
+	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters, Cgroups: cgroups}
 	for _, c := range plan.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
 		spec.Counters = append(spec.Counters, metrics.Counter{
@@ -497,7 +504,7 @@ func check(o *options, stdout, stderr io.Writer) int {
 	}
 	// The table too, with the PMIDs of a fresh map (the real one is the
 	// agent's): whatever it refuses, the agent would not serve.
-	_, src, err := buildTable(plan, set, derived, metrics.NewClusters())
+	_, src, err := buildTable(plan, set, derived, metrics.NewClusters(), nil)
 	set.Close()
 	if err != nil {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: "the metric table: " + err.Error()})
@@ -522,6 +529,7 @@ func check(o *options, stdout, stderr io.Writer) int {
 		}
 	}
 	plan.Notes = append(plan.Notes, cNotes(o, plan.Config)...)
+	plan.Notes = append(plan.Notes, planCgroups(o.config, plan).notes...)
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {
@@ -869,13 +877,15 @@ func (a *agent) stopReservation() {
 func (a *agent) reservationChanged(s reservation.Status) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	set := a.gen.Load().set
+	g := a.gen.Load()
+	set := g.set
 	switch {
 	case s.Reserved && !a.reserved:
 		start := time.Now()
 		if err := set.Close(); err != nil {
 			a.log.Warningf("closing counters for perfalloc: %v", err)
 		}
+		g.closeCgroups()
 		a.log.Infof("counters released for perfalloc (holders %s) in %v", pids(s.Holders), time.Since(start).Round(time.Microsecond))
 	case !s.Reserved && a.reserved:
 		// A user who takes and drops the lock in a loop must not make the
@@ -889,6 +899,7 @@ func (a *agent) reservationChanged(s reservation.Status) {
 			break // the new configuration's counters are open instead
 		}
 		a.reopenLocked(set)
+		g.reopenCgroups()
 	}
 	a.reserved = s.Reserved
 	a.updateState(&s)

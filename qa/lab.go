@@ -121,6 +121,8 @@ type Agent struct {
 	Env []string
 	// PMCDArgs come after the lab's own pmcd arguments (-H NAME, say).
 	PMCDArgs []string
+	// Cgroups is the Go agent's cgroups.conf; empty counts no cgroup.
+	Cgroups string
 }
 
 // Lab is a running private pmcd with one perfevent agent.
@@ -192,7 +194,20 @@ func StartLab(t testing.TB, a Agent) *Lab {
 		conf = VMConfig
 	}
 	writeFile(t, l.Conf, conf)
-	writeFile(t, filepath.Join(dir, "root"), labPMNS+pmcdPMNS(t, e))
+	pmns := labPMNS
+	if a.Go {
+		// Per-cgroup metrics are the Go agent's alone; a lab counts
+		// them only when asked, so that both agents serve the same
+		// names otherwise.
+		cg := a.Cgroups
+		if cg == "" {
+			cg = "# no per-cgroup counting in this lab\n"
+		} else {
+			pmns = strings.Replace(pmns, "    derived     127:*:*\n", "    derived     127:*:*\n    cgroup      127:*:*\n", 1)
+		}
+		writeFile(t, filepath.Join(pmdas, "cgroups.conf"), cg)
+	}
+	writeFile(t, filepath.Join(dir, "root"), pmns+pmcdPMNS(t, e))
 	label := "c"
 	if a.Go {
 		label = "go"

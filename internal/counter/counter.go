@@ -115,6 +115,20 @@ type Opener interface {
 type KernelOpener struct{}
 
 func (KernelOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader Source) (Source, error) {
+	return openKernel(event, attr, perf.NoCgroup, cpu, leader)
+}
+
+// CgroupOpener opens real perf events like KernelOpener, but counting only
+// the tasks of one cgroup (PERF_FLAG_PID_CGROUP). Dir is a descriptor of the
+// cgroup's directory; it must stay open while counters are being opened
+// (the kernel holds the cgroup itself once they are).
+type CgroupOpener struct{ Dir int }
+
+func (o CgroupOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader Source) (Source, error) {
+	return openKernel(event, attr, o.Dir, cpu, leader)
+}
+
+func openKernel(event string, attr *unix.PerfEventAttr, cgroup, cpu int, leader Source) (Source, error) {
 	var fd *perf.FD
 	var err error
 	switch {
@@ -122,15 +136,15 @@ func (KernelOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader
 		if leader != nil {
 			return nil, fmt.Errorf("counter: %q on cpu%d: joining a group needs PERF_FORMAT_GROUP in read_format", event, cpu)
 		}
-		fd, err = perf.OpenCPU(attr, cpu)
+		fd, err = perf.OpenCgroupCPU(attr, cgroup, cpu)
 	case leader == nil:
-		fd, err = perf.OpenGroupCPU(attr, cpu, nil)
+		fd, err = perf.OpenGroupCgroupCPU(attr, cgroup, cpu, nil)
 	default:
 		l, ok := leader.(*perf.FD)
 		if !ok {
 			return nil, fmt.Errorf("counter: %q on cpu%d: the group leader is a %T, not a descriptor of KernelOpener", event, cpu, leader)
 		}
-		fd, err = perf.OpenGroupCPU(attr, cpu, l)
+		fd, err = perf.OpenGroupCgroupCPU(attr, cgroup, cpu, l)
 	}
 	if err != nil {
 		return nil, err // not a typed nil inside a Source
