@@ -19,7 +19,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpulist"
-	"perfevent/internal/metrics"
+	"perfevent/internal/names"
 	"perfevent/internal/pmu"
 
 	"golang.org/x/sys/unix"
@@ -173,7 +173,7 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 	derivedTaken := map[string]config.Pos{}
 	dtree := newSubtree("perfevent.derived", "active")
 	for _, s := range f.DerivedSections() {
-		name := metrics.MetricName(s.Name, compat)
+		name := names.Metric(s.Name, compat)
 		if prev, ok := derivedTaken[name]; ok {
 			p.problem(s.Pos, "%s: metric perfevent.derived.%s is already defined at line %d; section skipped", s.Header(), name, prev.Line)
 			continue
@@ -182,7 +182,7 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 			p.problem(s.Pos, "%s: the name clashes with perfevent.derived.active; section skipped", s.Header())
 			continue
 		}
-		if !validMetricName(name) {
+		if !names.Valid(name) {
 			p.problem(s.Pos, "%s: %q is not a usable metric name; section skipped", s.Header(), name)
 			continue
 		}
@@ -279,12 +279,12 @@ func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Even
 		p.problem(ev.Pos, "%s: %s; line skipped", ev.Name, strings.TrimPrefix(err.Error(), ev.Pos.String()+": "))
 		return
 	}
-	name := metrics.MetricName(ev.Name, p.compat)
+	name := names.Metric(ev.Name, p.compat)
 	if prev, ok := taken[name]; ok {
 		p.problem(ev.Pos, "%s: metric perfevent.hwcounters.%s is already defined at line %d; line skipped", ev.Name, name, prev.Line)
 		return
 	}
-	if !validMetricName(name) {
+	if !names.Valid(name) {
 		p.problem(ev.Pos, "%s: %q is not a usable metric name; line skipped", ev.Name, name)
 		return
 	}
@@ -304,17 +304,6 @@ func (p *Plan) sysfsPMU(fs *pmu.FS, name string) bool {
 	}
 	names, _ := fs.PMUNames()
 	return slices.Contains(names, name)
-}
-
-// validMetricName rejects names that would break the PMNS: empty
-// components (from "a..b" or a leading or trailing dot).
-func validMetricName(name string) bool {
-	for _, part := range strings.Split(name, ".") {
-		if part == "" {
-			return false
-		}
-	}
-	return true
 }
 
 func describe(ev pmu.Event) string {
