@@ -318,13 +318,6 @@ func describe(ev pmu.Event) string {
 	return s
 }
 
-func cpuNames(cpus []int) string {
-	if len(cpus) == 1 {
-		return fmt.Sprintf("cpu%d", cpus[0])
-	}
-	return "cpus " + cpulist.Format(cpus)
-}
-
 func (p *Plan) info(pos config.Pos, format string, args ...any) {
 	p.Notes = append(p.Notes, Note{Pos: pos, Severity: Info, Text: fmt.Sprintf(format, args...)})
 }
@@ -358,7 +351,7 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 		text := c.Event.Name + ": " + describe(c.Event)
 		fails := byEvent[c.Event.Name]
 		if len(fails) == 0 {
-			p.info(c.Pos, "%s, on %s", text, cpuNames(served))
+			p.info(c.Pos, "%s, on %s", text, cpulist.Describe(served))
 			kept = append(kept, c)
 			continue
 		}
@@ -366,12 +359,12 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 		for i, f := range fails {
 			cpus[i] = f.CPU
 		}
-		text += fmt.Sprintf("; cannot count on %s: %s", cpuNames(cpus), fails[0].Advice)
+		text += fmt.Sprintf("; cannot count on %s: %s", cpulist.Describe(cpus), fails[0].Advice)
 		if fails[0].Errno != 0 {
 			text += " (" + unix.ErrnoName(fails[0].Errno) + ")"
 		}
 		if len(served) > 0 {
-			text += "; counting on " + cpuNames(served)
+			text += "; counting on " + cpulist.Describe(served)
 		} else {
 			text += "; skipped"
 		}
