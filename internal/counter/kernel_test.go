@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/counter"
-	"perfevent/internal/cpulist"
 	"perfevent/internal/perf"
+	"perfevent/internal/pmu"
 )
 
 // needKernelPerf skips unless perf_event_open works here for system-wide
@@ -36,13 +36,9 @@ func needKernelPerf(t *testing.T) {
 
 func onlineCPUs(t *testing.T) []int {
 	t.Helper()
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	cpus, err := pmu.Default().OnlineCPUs()
 	if err != nil {
-		t.Skipf("needs /sys/devices/system/cpu/online: %v", err)
-	}
-	cpus, err := cpulist.Parse(string(b))
-	if err != nil {
-		t.Fatalf("/sys/devices/system/cpu/online: %v", err)
+		t.Skipf("needs the list of online CPUs: %v", err)
 	}
 	return cpus
 }
