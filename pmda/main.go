@@ -35,6 +35,7 @@ import (
 
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
+	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pcpconf"
 	"perfevent/internal/pdu"
@@ -79,6 +80,9 @@ type options struct {
 	noInotify    bool
 	version      bool
 	cCompatible  bool
+	// held is the configuration as opened at start-up, for reloads
+	// after the privilege drop (nil for --check).
+	held *config.Held
 }
 
 func main() {
@@ -252,6 +256,8 @@ type agent struct {
 	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
 	lock    *reservation.LockFile
 	watcher *reservation.Watcher
+	cpus    *cpuhotplug.Watcher   // CPUs going offline and coming back
+	opener  func() counter.Opener // one per generation; nil: the kernel's
 }
 
 // Prepare implements pmda.Fetcher.
@@ -307,8 +313,14 @@ func (a *agent) build(seamless bool) (*generation, error) {
 		clusters = a.fresh
 		a.log.Errorf("the PMID map %s cannot be used: metrics get fresh PMIDs for this run, unlike those in existing archives; fix or remove the map and restart the agent", a.o.pmids)
 	}
+	var opener counter.Opener
+	if a.opener != nil {
+		opener = a.opener()
+	}
 	plan, set, sum, derived, err := count(a.o, a.fs, counter.Config{
+		Opener:         opener,
 		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
+		ReadFailed:     a.checkCPUs,
 		CountFirstRead: seamless,
 	})
 	if err != nil {
@@ -416,6 +428,7 @@ func (a *agent) reloadLocked(afterRelease bool) bool {
 		return false
 	}
 	old := a.gen.Load()
+	g.set.Carry(old.set)
 	a.prev.Store(old)
 	a.gen.Store(g)
 	if a.pm != nil {
@@ -433,7 +446,7 @@ func (a *agent) reloadLocked(afterRelease bool) bool {
 // counters: the steps --check and the agent share. Only a configuration
 // that cannot be read at all is an error; everything else is in the notes.
 func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Set, counter.Summary, []setup.Derived, error) {
-	f, perr := config.ParseFile(o.config)
+	f, perr := o.parseConfig()
 	if f == nil && perr != nil {
 		return nil, nil, counter.Summary{}, nil, perr
 	}
@@ -612,6 +625,8 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	// What needs a descriptor or root besides the counters comes first:
 	// the counters may use up the descriptor limit. The state file's and
 	// PMID map's directories are given to the user the agent will run as.
+	o.held = config.Hold(o.config)
+	defer o.held.Close()
 	uid, gid, drop := a.runAs()
 	if err := a.openLock(uid, gid); err != nil {
 		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
@@ -653,6 +668,8 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}()
 	done := make(chan error, 1)
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log}, g.table)
+	a.watchCPUs(cpuhotplug.Options{}) // a change from now on swaps the table
+	defer a.cpus.Close()
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {

@@ -160,6 +160,10 @@ type Config struct {
 	// since there a 0 would tell clients that perfalloc had the counters.
 	// Reopen after Close reports 0 either way.
 	CountFirstRead bool
+	// ReadFailed, if set, is called when reading a descriptor starts
+	// failing, as Logf is; the agent then checks whether a CPU went
+	// offline. Called with Set.mu held: it must not block.
+	ReadFailed func()
 }
 
 // slot is one (event, CPU).
@@ -215,9 +219,10 @@ const (
 
 // Set is every configured event on every one of its CPUs.
 type Set struct {
-	opener Opener
-	logf   func(format string, args ...any)
-	byName map[string]int
+	opener     Opener
+	logf       func(format string, args ...any)
+	onReadFail func()
+	byName     map[string]int
 
 	opMu sync.Mutex // serialises Open, Close and Reopen; taken before mu
 
@@ -233,6 +238,7 @@ type Set struct {
 	needed  []int // events marked in this fetch, to clear them cheaply
 	read    []int // groups read in this fetch, to clear them cheaply
 	fetch   Fetch
+	carried map[carryKey]uint64 // values of CPUs not served now; see Carry
 }
 
 // New checks the specs and prepares a Set; nothing is opened yet.
@@ -241,12 +247,13 @@ type Set struct {
 // served, like the C agent's events whose CPU option matched nothing.
 func New(specs []Spec, cfg Config) (*Set, error) {
 	s := &Set{
-		opener:  cfg.Opener,
-		logf:    cfg.Logf,
-		counted: cfg.CountFirstRead,
-		byName:  make(map[string]int, len(specs)),
-		events:  make([]event, len(specs)),
-		needed:  make([]int, 0, len(specs)),
+		opener:     cfg.Opener,
+		logf:       cfg.Logf,
+		onReadFail: cfg.ReadFailed,
+		counted:    cfg.CountFirstRead,
+		byName:     make(map[string]int, len(specs)),
+		events:     make([]event, len(specs)),
+		needed:     make([]int, 0, len(specs)),
 	}
 	if s.opener == nil {
 		s.opener = KernelOpener{}
@@ -739,8 +746,8 @@ func (f *Fetch) Read() {
 func (s *Set) readSlot(ev *event, sl *slot) {
 	c, err := sl.src.Read()
 	if err != nil {
-		if sl.readErr == nil && s.logf != nil {
-			s.logf("reading %q on cpu%d failed, keeping its last value: %v", ev.name, sl.cpu, err)
+		if sl.readErr == nil {
+			s.tellReadFailed("reading %q on cpu%d failed, keeping its last value: %v", ev.name, sl.cpu, err)
 		}
 		s.readFailed(sl, err)
 		return
@@ -759,11 +766,11 @@ func (s *Set) readGroup(g *group) {
 	vals := g.vals[:len(g.open)]
 	enabled, running, err := s.events[lead.ev].slots[lead.k].src.ReadGroup(vals)
 	if err != nil {
-		if g.readErr == nil && s.logf != nil {
+		if g.readErr == nil {
 			if len(g.open) == 1 {
-				s.logf("reading %s on cpu%d failed, keeping its last value: %v", s.memberNames(g), g.cpu, err)
+				s.tellReadFailed("reading %s on cpu%d failed, keeping its last value: %v", s.memberNames(g), g.cpu, err)
 			} else {
-				s.logf("reading the group %s on cpu%d failed, keeping their last values: %v", s.memberNames(g), g.cpu, err)
+				s.tellReadFailed("reading the group %s on cpu%d failed, keeping their last values: %v", s.memberNames(g), g.cpu, err)
 			}
 		}
 		g.readErr = err
@@ -780,6 +787,16 @@ func (s *Set) readGroup(g *group) {
 	}
 	for j, r := range g.open {
 		s.readOK(&s.events[r.ev].slots[r.k], perf.Count{Value: vals[j], Enabled: enabled, Running: running})
+	}
+}
+
+// tellReadFailed reports a read that started failing.
+func (s *Set) tellReadFailed(format string, args ...any) {
+	if s.logf != nil {
+		s.logf(format, args...)
+	}
+	if s.onReadFail != nil {
+		s.onReadFail()
 	}
 }
 

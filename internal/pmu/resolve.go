@@ -343,21 +343,39 @@ func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool
 	// "INST_RETIRED:ANY_P".
 	lowerCase := subsys == strings.ToLower(subsys)
 	root, mounted := fs.tracingRoot()
+	var id uint64
+	source := ""
 	if !mounted {
-		if lowerCase {
+		denied := fs.tracingDenied()
+		cached, ok := fs.cachedTracepoint(subsys, event)
+		switch {
+		case ok:
+			// Tracepoint ids do not change while the kernel runs (a
+			// module's are new only if it is loaded again).
+			id = cached
+			source = fmt.Sprintf("tracepoint %s/%s id %d (as resolved at start-up: %s is readable by root only)", subsys, event, id, denied)
+		case denied != "" && lowerCase:
+			return Event{}, true, fmt.Errorf("event %q: tracepoint %s:%s is not resolvable after the privilege drop (%s is readable by root only); restart the agent to add new tracepoints", name, subsys, event, denied)
+		case lowerCase:
 			return Event{}, true, fmt.Errorf("event %q: %w", name, fs.errNoTracefs())
+		default:
+			return Event{}, false, nil
 		}
-		return Event{}, false, nil
-	}
-	id, _, found, err := fs.tracepointID(root, subsys, event)
-	if !found {
-		if lowerCase {
-			return Event{}, true, fmt.Errorf("event %q: not a generic event, and %s has no tracepoint subsystem %s", name, filepath.Join(root, "events"), subsys)
+	} else {
+		var found bool
+		var err error
+		id, _, found, err = fs.tracepointID(root, subsys, event)
+		if !found {
+			if lowerCase {
+				return Event{}, true, fmt.Errorf("event %q: not a generic event, and %s has no tracepoint subsystem %s", name, filepath.Join(root, "events"), subsys)
+			}
+			return Event{}, false, nil
 		}
-		return Event{}, false, nil
-	}
-	if err != nil {
-		return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+		if err != nil {
+			return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+		}
+		fs.rememberTracepoint(subsys, event, id)
+		source = fmt.Sprintf("tracepoint %s/%s id %d", subsys, event, id)
 	}
 	l, err := levelsFrom(name, mods)
 	if err != nil {
@@ -370,7 +388,7 @@ func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool
 			Config: id,
 			Bits:   l.bits(fs.supportedPLM()),
 		},
-		Source: fmt.Sprintf("tracepoint %s/%s id %d", subsys, event, id),
+		Source: source,
 	}, true, nil
 }
 

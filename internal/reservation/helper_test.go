@@ -1,9 +1,13 @@
 package reservation
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"perfevent/internal/emulator"
 	"perfevent/internal/reservation/reservationtest"
@@ -23,14 +27,22 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "":
 		os.Exit(m.Run())
-	case "bench":
-		helperBench(os.Getenv("RESERVATION_TEST_LOCK"))
+	case "spin":
+		helperSpin()
 	case "open":
 		helperOpen(os.Getenv("RESERVATION_TEST_LOCK"))
 	case "fork":
 		helperFork(os.Getenv("RESERVATION_TEST_LOCK"))
 	case "inherited":
 		helperLockOnCommand(3)
+	default:
+		mode := os.Getenv(helperEnv)
+		if kind, ok := strings.CutPrefix(mode, "attack-"); ok {
+			helperAttack(kind, os.Getenv("RESERVATION_TEST_LOCK"))
+		}
+		if kind, ok := strings.CutPrefix(mode, "bench-"); ok {
+			helperBench(kind, os.Getenv("RESERVATION_TEST_LOCK"))
+		}
 	}
 	os.Exit(3)
 }
@@ -66,3 +78,24 @@ func (h holder) pid() int { return h.PID() }
 
 // release ends the helper normally: it closes the fd by exiting.
 func (h holder) release(t testing.TB) { t.Helper(); h.Release(t) }
+
+// Byte 0 read-locked and unlocked, as the helpers do it.
+var (
+	helperReadLock = unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
+	helperUnlock   = unix.Flock_t{Type: unix.F_UNLCK, Start: 0, Len: 1}
+)
+
+// helperFail reports err to the test and ends the helper.
+func helperFail(err error) {
+	fmt.Println("error:", err)
+	os.Exit(2)
+}
+
+// helperOpenFile opens the lock file read-only, as perfalloc does.
+func helperOpenFile(path string) int {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		helperFail(err)
+	}
+	return fd
+}

@@ -73,6 +73,9 @@ type Plan struct {
 	Counters []Counter       // in config order: the chosen section, then [dynamic]
 	Derived  []Derived       // in config order
 	Notes    []Note
+	// Online is the list of online CPUs the plan was made against: the
+	// agent rebuilds when it changes (see internal/cpuhotplug).
+	Online []int
 
 	compat      bool
 	unsupported map[string]bool // events that failed only as "not supported here"
@@ -122,7 +125,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 // alongside f; its errors become Problem notes. compat selects the C
 // agent's pre-3.10.8 metric names (pmdaperfevent -C).
 func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
-	p := &Plan{Config: f, compat: compat}
+	p := &Plan{Config: f, compat: compat, Online: m.Topology.Online}
 	var list config.ErrorList
 	if errors.As(parseErr, &list) {
 		for _, e := range list {

@@ -88,6 +88,7 @@ TARGETS = {
     "rss_kb": ("ratio", 1.25),
     "perfalloc_release_p99_ms": ("go", 5.0),
     "perfalloc_resume_p99_ms": ("go", 5.0),
+    "perfalloc_release_p99_ms_busy": ("go", 5.0),
 }
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -774,6 +775,20 @@ def measure_perfalloc(slot, cycles, timeout, rng):
     return out
 
 
+def busy_processes():
+    """One CPU-bound process per CPU, at normal priority, to compete with
+    the agent while it reacts (the perfalloc-busy measure)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=die_with_parent)
+            for _ in range(os.cpu_count() or 1)]
+
+
+def stop_processes(procs):
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
 def fetch_for(slot, seconds):
     ids, fetch = slot.client.all, slot.client.fetch
     end = time.monotonic() + seconds
@@ -908,7 +923,7 @@ def main():
                     help="after the measures, profile each agent flat out for this many seconds with strace -c "
                          "and perf record (BENCH_PROFILE=3; default off)")
     ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc"),
-                    help="comma list of fetch,flat,rate,idle,rss,perfalloc (BENCH_MEASURES)")
+                    help="comma list of fetch,flat,rate,idle,rss,perfalloc,perfalloc-busy (BENCH_MEASURES; perfalloc-busy is not in the default)")
     ap.add_argument("--out", default=os.environ.get("BENCH_OUT"),
                     help="directory for results.json, summary.txt and the logs (BENCH_OUT; default a new /tmp dir)")
     ap.add_argument("--keep", action="store_true", default=bool(os.environ.get("BENCH_KEEP")),
@@ -930,7 +945,7 @@ def main():
     warm = env_num("BENCH_RSS_WARMUP", 1000, 1000, q, int)
     measures = [m.strip() for m in o.measures.split(",") if m.strip()]
     for m in measures:
-        if m not in ("fetch", "flat", "rate", "idle", "rss", "perfalloc"):
+        if m not in ("fetch", "flat", "rate", "idle", "rss", "perfalloc", "perfalloc-busy"):
             raise BenchError("--measures: unknown measure %r" % m)
 
     repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -1072,11 +1087,20 @@ def main():
             lines.append(summary_line("rss_kb", r["go"]["VmRSS"], r["c"]["VmRSS"]))
             lines.append(summary_line("hwm_kb", r["go"]["VmHWM"], r["c"]["VmHWM"]))
 
-        if "perfalloc" in measures:
-            log("\n== 5. perfalloc reaction, %d cycles per agent, ms (lock → active=0; unlock → counting)" % cycles)
+        for measure in ("perfalloc", "perfalloc-busy"):
+            if measure not in measures:
+                continue
+            busy = measure == "perfalloc-busy"
+            suffix = "_busy" if busy else ""
+            log("\n== 5%s. perfalloc reaction%s, %d cycles per agent, ms (lock → active=0; unlock → counting)" % (
+                "b" if busy else "", ", one busy process per CPU competing" if busy else "", cycles))
             r = {}
             for s in slots:  # one at a time: the poll loop is the resolution
-                r[s.label] = run("the perfalloc measure (%s)" % s.label, lambda: measure_perfalloc(s, cycles, 3.0, rng))
+                spin = busy_processes() if busy else []
+                try:
+                    r[s.label] = run("the %s measure (%s)" % (measure, s.label), lambda: measure_perfalloc(s, cycles, 3.0, rng))
+                finally:
+                    stop_processes(spin)
             log("%-3s %-8s %4s %8s %8s %8s %8s  %s" % ("", "", "n", "min", "median", "p99", "max", "timeouts"))
             for s in slots:
                 x = r[s.label]
@@ -1089,13 +1113,13 @@ def main():
                         st = x[k]
                         log("%-3s %s (state file 'since' − our lock/unlock time): n=%d median %.2f p99 %.2f max %.2f" % (
                             s.label, k, st["n"], st["median"], st["p99"], st["max"]))
-            results["perfalloc"] = r
+            results[measure] = r
             for k in ("release", "resume"):
                 for m in ("median", "p99"):
                     go, c = r["go"][k][m], r["c"][k][m]
                     if r["go"]["timeouts"][k]:
                         go = float("inf")
-                    lines.append(summary_line("perfalloc_%s_%s_ms" % (k, m), go, c))
+                    lines.append(summary_line("perfalloc_%s_%s_ms%s" % (k, m, suffix), go, c))
         if o.profile:
             log("\n== where the time goes, flat out, %.0f s per agent per tool (strace slows the agent: counts, not times)" % o.profile)
             r = {}
