@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,19 +21,15 @@ import (
 	"perfevent/internal/emulator"
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/reservationtest"
 )
 
 // binary is perfalloc built once for all CLI tests, in a directory every
 // user may enter (the permission test runs it as nobody).
 var binary string
 
-const helperEnv = "PERFALLOC_TEST_HELPER"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "write-lock" {
-		writeLockHelper(os.Getenv("PERFALLOC_TEST_LOCK"))
-		return
-	}
+	reservationtest.Main(nil)
 	os.Exit(buildAndRun(m))
 }
 
@@ -62,23 +57,6 @@ func buildAndRun(m *testing.M) int {
 	// Orphans of -d come back to us, so the tests can reap them.
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	return m.Run()
-}
-
-// writeLockHelper holds a write lock on byte 0 until stdin ends: something
-// perfalloc must refuse to share with.
-func writeLockHelper(path string) {
-	fd, err := unix.Open(path, unix.O_RDWR, 0)
-	if err == nil {
-		lk := unix.Flock_t{Type: unix.F_WRLCK, Start: 0, Len: 1}
-		err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &lk)
-	}
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(2)
-	}
-	fmt.Println("locked")
-	io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
 }
 
 type result struct {
@@ -189,20 +167,9 @@ func TestLockFileErrors(t *testing.T) {
 
 	// A write lock (which neither agent takes) cannot be shared.
 	held := lockFile(t)
-	h := emulator.Command(os.Args[0], "-test.run=^$")
-	h.Env = append(os.Environ(), helperEnv+"=write-lock", "PERFALLOC_TEST_LOCK="+held)
-	stdin, _ := h.StdinPipe()
-	stdout, _ := h.StdoutPipe()
-	if err := h.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Wait()
-	defer stdin.Close()
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "locked\n" {
-		t.Fatalf("helper: %q", line)
-	}
+	h := reservationtest.Start(t, held, "write")
 	r = perfalloc(t, nil, "-f", held, "true")
-	if want := fmt.Sprintf("perfalloc: lock file %s: process %d holds a write lock on it, so the counters cannot be reserved now; try again later\n", held, h.Process.Pid); r.rc != 1 || r.stderr != want {
+	if want := fmt.Sprintf("perfalloc: lock file %s: process %d holds a write lock on it, so the counters cannot be reserved now; try again later\n", held, h.PID()); r.rc != 1 || r.stderr != want {
 		t.Errorf("write-locked: %+v\nwant %q", r, want)
 	}
 }

@@ -49,8 +49,8 @@ import (
 // CAgent is the C agent as Debian's pcp package installs it.
 const CAgent = "/var/lib/pcp/pmdas/perfevent/pmdaperfevent"
 
-// VMConfig is the configuration of perfevent-reference.md Part B §2.3
-// plus `cycles`: seven software events and cycles in [perf] (cycles fails
+// VMConfig is the configuration a VM without a hardware PMU can serve in
+// full, plus `cycles`: seven software events and cycles in [perf] (cycles fails
 // on a VM without a hardware PMU, with ENOENT, and both agents leave it
 // out), a derived section before [dynamic] (the C agent 6.0.3 ignores
 // derived sections after it), and software events and msr.tsc from

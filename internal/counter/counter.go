@@ -67,6 +67,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/cpulist"
 	"perfevent/internal/perf"
 )
 
@@ -344,7 +345,7 @@ func (m Summary) String() string {
 
 // FailureLines groups the failures by event and cause, one line each, so a
 // 256-CPU machine without a PMU logs one line per event rather than 256:
-// `perf_event_open failed for "cycles" on cpu0,cpu1: not supported on this
+// `perf_event_open failed for "cycles" on cpus 0-255: not supported on this
 // machine (e.g. a VM without a hardware PMU) (ENOENT)`.
 func (m Summary) FailureLines() []string {
 	type key struct {
@@ -352,17 +353,17 @@ func (m Summary) FailureLines() []string {
 		errno         unix.Errno
 	}
 	var order []key
-	cpus := map[key][]string{}
+	cpus := map[key][]int{}
 	for _, f := range m.Failures {
 		k := key{f.Event, f.Advice, f.Errno}
 		if _, ok := cpus[k]; !ok {
 			order = append(order, k)
 		}
-		cpus[k] = append(cpus[k], fmt.Sprintf("cpu%d", f.CPU))
+		cpus[k] = append(cpus[k], f.CPU)
 	}
 	lines := make([]string, 0, len(order))
 	for _, k := range order {
-		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, strings.Join(cpus[k], ","), k.advice)
+		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, cpulist.Describe(cpus[k]), k.advice)
 		if k.errno != 0 {
 			line += " (" + unix.ErrnoName(k.errno) + ")"
 		}
@@ -896,15 +897,3 @@ func (f *Fetch) Active() int {
 
 // Reserved reports whether the counters are closed for a reservation.
 func (f *Fetch) Reserved() bool { return f.s.state == closed }
-
-// cpuList formats CPU ids for error messages, in their given order.
-func cpuList(cpus []int) string {
-	if len(cpus) == 0 {
-		return "no CPUs"
-	}
-	parts := make([]string, len(cpus))
-	for i, n := range cpus {
-		parts[i] = fmt.Sprintf("cpu%d", n)
-	}
-	return strings.Join(parts, ",")
-}

@@ -35,7 +35,7 @@ cgroup (no cgroups.conf events, or no cgroup hierarchy on this machine).`
 // Counter describes one served event for the table.
 type Counter struct {
 	Event  int    // index in the counter.Set
-	Metric string // name below perfevent.hwcounters, from MetricName
+	Metric string // name below perfevent.hwcounters, from names.Metric
 	About  string // what it counts, for the long help, e.g. the config line and encoding
 }
 

@@ -115,13 +115,7 @@ func (a *Agent) SetTable(t *Table) {
 // SignalChange adds state-change flags (pdu.StateNamesChange,
 // pdu.StateLabelChange) to the next RESULT; safe from any goroutine.
 func (a *Agent) SignalChange(flags int32) {
-	flags &= pdu.StateNamesChange | pdu.StateLabelChange
-	for {
-		old := a.pending.Load()
-		if a.pending.CompareAndSwap(old, old|flags) {
-			return
-		}
-	}
+	a.pending.Or(flags & (pdu.StateNamesChange | pdu.StateLabelChange))
 }
 
 // Serve speaks the agent side of the protocol on conn until pmcd closes

@@ -290,13 +290,8 @@ func canonical(l Labels) ([]byte, error) {
 		return nil, nil
 	}
 	for k := range l {
-		if k == "" || len(k) >= 255 {
-			return nil, fmt.Errorf("label name %q must have 1..254 bytes", k)
-		}
-		for _, c := range k {
-			if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-				return nil, fmt.Errorf("label name %q: only [A-Za-z0-9_] are allowed", k)
-			}
+		if err := pdu.CheckLabelName(k); err != nil {
+			return nil, err
 		}
 	}
 	b, err := json.Marshal(map[string]any(l))

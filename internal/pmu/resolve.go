@@ -210,6 +210,13 @@ func cacheByLibpfm(base string) (cacheDef, bool) {
 	return cacheDef{}, false
 }
 
+// libpfmCacheOps are the operation modifiers of libpfm4's cache events.
+var libpfmCacheOps = map[string]uint64{
+	"READ":     unix.PERF_COUNT_HW_CACHE_OP_READ,
+	"WRITE":    unix.PERF_COUNT_HW_CACHE_OP_WRITE,
+	"PREFETCH": unix.PERF_COUNT_HW_CACHE_OP_PREFETCH,
+}
+
 // libpfmCache handles PERF_COUNT_HW_CACHE_<cache>[:op][:result]; libpfm4
 // defaults to READ and MISS.
 func (fs *FS) libpfmCache(name string, c cacheDef, mods []string) (Event, error) {
@@ -217,14 +224,14 @@ func (fs *FS) libpfmCache(name string, c cacheDef, mods []string) (Event, error)
 	var opSet, resSet bool
 	var l levels
 	for _, m := range mods {
-		switch strings.ToUpper(m) {
+		switch u := strings.ToUpper(m); u {
 		case "READ", "WRITE", "PREFETCH":
-			o := map[string]uint64{"READ": unix.PERF_COUNT_HW_CACHE_OP_READ, "WRITE": unix.PERF_COUNT_HW_CACHE_OP_WRITE, "PREFETCH": unix.PERF_COUNT_HW_CACHE_OP_PREFETCH}[strings.ToUpper(m)]
+			o := libpfmCacheOps[u]
 			if opSet {
 				return Event{}, fmt.Errorf("event %q: more than one of READ, WRITE, PREFETCH", name)
 			}
 			if !slices.Contains(c.Ops, o) {
-				return Event{}, fmt.Errorf("event %q: %s has no %s operation", name, c.Perf, strings.ToUpper(m))
+				return Event{}, fmt.Errorf("event %q: %s has no %s operation", name, c.Perf, u)
 			}
 			op, opSet = o, true
 		case "ACCESS", "MISS":

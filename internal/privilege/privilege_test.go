@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"perfevent/internal/emulator"
 )
 
@@ -21,23 +23,23 @@ func TestReadStatusSelf(t *testing.T) {
 	if st.UIDs[0] != os.Getuid() || st.UIDs[1] != os.Geteuid() {
 		t.Errorf("uids %v, want real %d effective %d", st.UIDs, os.Getuid(), os.Geteuid())
 	}
-	if os.Geteuid() == 0 && st.CapEff&(1<<CapSysAdmin) == 0 {
+	if os.Geteuid() == 0 && st.CapEff&(1<<unix.CAP_SYS_ADMIN) == 0 {
 		t.Errorf("root without CAP_SYS_ADMIN: CapEff %#x", st.CapEff)
 	}
 }
 
 func TestOnly(t *testing.T) {
-	s := Status{UIDs: [4]int{999, 999, 999, 999}, CapEff: 1 << CapPerfmon, CapPrm: 1 << CapPerfmon}
-	if !s.Only(999, CapPerfmon) {
+	s := Status{UIDs: [4]int{999, 999, 999, 999}, CapEff: 1 << unix.CAP_PERFMON, CapPrm: 1 << unix.CAP_PERFMON}
+	if !s.Only(999, unix.CAP_PERFMON) {
 		t.Error("Only(999, CAP_PERFMON) = false")
 	}
 	s.UIDs[2] = 0 // a saved uid of root could take root back
-	if s.Only(999, CapPerfmon) {
+	if s.Only(999, unix.CAP_PERFMON) {
 		t.Error("Only ignored a saved root uid")
 	}
 	s.UIDs[2] = 999
-	s.CapPrm |= 1 << CapSysAdmin
-	if s.Only(999, CapPerfmon) {
+	s.CapPrm |= 1 << unix.CAP_SYS_ADMIN
+	if s.Only(999, unix.CAP_PERFMON) {
 		t.Error("Only ignored an extra permitted capability")
 	}
 }
@@ -106,11 +108,11 @@ func TestDrop(t *testing.T) {
 }
 
 func TestDropRefusals(t *testing.T) {
-	if _, err := Drop("no-such-user-here", CapPerfmon); err == nil || !strings.Contains(err.Error(), "no-such-user-here") {
+	if _, err := Drop("no-such-user-here", unix.CAP_PERFMON); err == nil || !strings.Contains(err.Error(), "no-such-user-here") {
 		t.Errorf("unknown user: %v", err)
 	}
 	if os.Geteuid() == 0 {
-		if _, err := Drop("root", CapPerfmon); err == nil || err.Error() != "user root is root" {
+		if _, err := Drop("root", unix.CAP_PERFMON); err == nil || err.Error() != "user root is root" {
 			t.Errorf("root: %v", err)
 		}
 	}

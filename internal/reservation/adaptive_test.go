@@ -191,9 +191,9 @@ func checksDuring(w *Watcher, d time.Duration) int64 {
 // of them but not 40. The slow interval is an hour, so its windows should
 // see none, plus a few of the follow-ups of a late hint.
 const (
-	window    = 500 * time.Millisecond
-	fastAtLst = 10
-	slowAtMst = 3
+	window        = 500 * time.Millisecond
+	minFastChecks = 10
+	maxSlowChecks = 3
 )
 
 func newTestWatcher(t *testing.T, opts Options) (string, *Watcher, chan Status) {
@@ -221,14 +221,14 @@ func TestWatcherAdaptivePoll(t *testing.T) {
 	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
 
 	waitInterval(t, w, slow, "nobody else has the file open")
-	if n := checksDuring(w, window); n > slowAtMst {
-		t.Errorf("idle: %d checks in %v, want at most %d", n, window, slowAtMst)
+	if n := checksDuring(w, window); n > maxSlowChecks {
+		t.Errorf("idle: %d checks in %v, want at most %d", n, window, maxSlowChecks)
 	}
 
 	o := startOpener(t, path, "open")
 	waitInterval(t, w, fast, "a helper has the file open")
-	if n := checksDuring(w, window); n < fastAtLst {
-		t.Errorf("opened elsewhere: %d checks in %v, want at least %d", n, window, fastAtLst)
+	if n := checksDuring(w, window); n < minFastChecks {
+		t.Errorf("opened elsewhere: %d checks in %v, want at least %d", n, window, minFastChecks)
 	}
 
 	o.reserve(t, ch)
@@ -239,8 +239,8 @@ func TestWatcherAdaptivePoll(t *testing.T) {
 	o.release(t, ch)
 	waitInterval(t, w, slow, "the helper exited")
 	time.Sleep(50 * time.Millisecond) // the follow-ups of the last hint
-	if n := checksDuring(w, window); n > slowAtMst {
-		t.Errorf("idle again: %d checks in %v, want at most %d", n, window, slowAtMst)
+	if n := checksDuring(w, window); n > maxSlowChecks {
+		t.Errorf("idle again: %d checks in %v, want at most %d", n, window, maxSlowChecks)
 	}
 }
 
@@ -285,8 +285,8 @@ func TestWatcherNoNotifyPollsFast(t *testing.T) {
 	if got := w.poll(); got != fast {
 		t.Errorf("poll interval %v, want %v", got, fast)
 	}
-	if n := checksDuring(w, window); n < fastAtLst {
-		t.Errorf("%d checks in %v, want at least %d", n, window, fastAtLst)
+	if n := checksDuring(w, window); n < minFastChecks {
+		t.Errorf("%d checks in %v, want at least %d", n, window, minFastChecks)
 	}
 }
 

@@ -40,7 +40,7 @@ PMCD = "/usr/lib/pcp/bin/pmcd"
 C_AGENT = "/var/lib/pcp/pmdas/perfevent/pmdaperfevent"
 DOMAIN = 127
 
-# perfevent-reference.md Part B §2.3: every line counts on a VM without a
+# VMConfig of qa/lab.go: every line counts on a VM without a
 # hardware PMU.  The derived section must precede [dynamic] for the C agent
 # 6.0.3 to honour it.
 PERFEVENT_CONF = """\
