@@ -193,15 +193,19 @@ func newStdio() (io.ReadWriteCloser, error) {
 // Left asleep, sysmon costs nothing; the fetch is then one wake-up, the
 // poller's thread returning from epoll_pwait with pmcd's request.
 type quietConn struct {
-	in, out syscall.RawConn
-	close   func() error
-	// The buffer and outcome of the raw call under way; set by Read and
-	// Write around RawConn.Read/Write, which call readFn/writeFn.
+	r, w  quietHalf
+	close func() error
+}
+
+// quietHalf is one direction: its RawConn and the raw call under way (set
+// by Read or Write around RawConn.Read/Write, which call fn), so that a
+// read and a write may run at once.
+type quietHalf struct {
+	rc    syscall.RawConn
 	p     []byte
 	n     int
 	errno syscall.Errno
-	// Method values made once, so that a request allocates nothing.
-	readFn, writeFn func(fd uintptr) bool
+	fn    func(fd uintptr) bool // a method value made once: a request allocates nothing
 }
 
 func newQuietConn(in, out syscall.Conn, close func() error) (*quietConn, error) {
@@ -213,8 +217,8 @@ func newQuietConn(in, out syscall.Conn, close func() error) (*quietConn, error) 
 	if err != nil {
 		return nil, err
 	}
-	q := &quietConn{in: ri, out: ro, close: close}
-	q.readFn, q.writeFn = q.rawRead, q.rawWrite
+	q := &quietConn{r: quietHalf{rc: ri}, w: quietHalf{rc: ro}, close: close}
+	q.r.fn, q.w.fn = q.r.rawRead, q.w.rawWrite
 	return q, nil
 }
 
@@ -235,10 +239,11 @@ func (q *quietConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	q.p, q.n, q.errno = p, 0, 0
-	err := q.in.Read(q.readFn)
-	n, errno := q.n, q.errno
-	q.p = nil
+	h := &q.r
+	h.p, h.n, h.errno = p, 0, 0
+	err := h.rc.Read(h.fn)
+	n, errno := h.n, h.errno
+	h.p = nil
 	switch {
 	case err != nil:
 		return 0, err
@@ -251,10 +256,11 @@ func (q *quietConn) Read(p []byte) (int, error) {
 }
 
 func (q *quietConn) Write(p []byte) (int, error) {
-	q.p, q.n, q.errno = p, 0, 0
-	err := q.out.Write(q.writeFn)
-	n, errno := q.n, q.errno
-	q.p = nil
+	h := &q.w
+	h.p, h.n, h.errno = p, 0, 0
+	err := h.rc.Write(h.fn)
+	n, errno := h.n, h.errno
+	h.p = nil
 	switch {
 	case err != nil:
 		return n, err
@@ -268,7 +274,7 @@ func (q *quietConn) Close() error { return q.close() }
 
 // rawRead makes one read(2); false asks RawConn to wait until the
 // descriptor is readable and call again.
-func (q *quietConn) rawRead(fd uintptr) bool {
+func (q *quietHalf) rawRead(fd uintptr) bool {
 	for {
 		n, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&q.p[0])), uintptr(len(q.p)))
 		switch e {
@@ -287,7 +293,7 @@ func (q *quietConn) rawRead(fd uintptr) bool {
 
 // rawWrite writes all of q.p, waiting for room when the pipe or socket is
 // full.
-func (q *quietConn) rawWrite(fd uintptr) bool {
+func (q *quietHalf) rawWrite(fd uintptr) bool {
 	for q.n < len(q.p) {
 		rest := q.p[q.n:]
 		n, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
