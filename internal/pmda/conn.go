@@ -239,35 +239,36 @@ func (q *quietConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	h := &q.r
-	h.p, h.n, h.errno = p, 0, 0
-	err := h.rc.Read(h.fn)
-	n, errno := h.n, h.errno
-	h.p = nil
+	n, err := q.r.run(p, false)
 	switch {
 	case err != nil:
 		return 0, err
-	case errno != 0:
-		return 0, &os.SyscallError{Syscall: "read", Err: errno}
 	case n == 0:
 		return 0, io.EOF
 	}
 	return n, nil
 }
 
-func (q *quietConn) Write(p []byte) (int, error) {
-	h := &q.w
+func (q *quietConn) Write(p []byte) (int, error) { return q.w.run(p, true) }
+
+// run makes h's raw call on p through its RawConn, which waits in the
+// poller whenever the call says the descriptor is not ready.
+func (h *quietHalf) run(p []byte, write bool) (int, error) {
 	h.p, h.n, h.errno = p, 0, 0
-	err := h.rc.Write(h.fn)
+	var err error
+	op := "read"
+	if write {
+		op = "write"
+		err = h.rc.Write(h.fn)
+	} else {
+		err = h.rc.Read(h.fn)
+	}
 	n, errno := h.n, h.errno
 	h.p = nil
-	switch {
-	case err != nil:
-		return n, err
-	case errno != 0:
-		return n, &os.SyscallError{Syscall: "write", Err: errno}
+	if err == nil && errno != 0 {
+		err = &os.SyscallError{Syscall: op, Err: errno}
 	}
-	return n, nil
+	return n, err
 }
 
 func (q *quietConn) Close() error { return q.close() }
