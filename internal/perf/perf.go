@@ -155,7 +155,7 @@ func (f *FD) Read() (Count, error) {
 	if f.group {
 		return Count{}, fmt.Errorf("perf: Read of a group counter on cpu%d; read its leader with ReadGroup", f.cpu)
 	}
-	n, err := unix.Read(f.fd, f.buf[:])
+	n, err := rawRead(f.fd, f.buf[:])
 	if err != nil {
 		return Count{}, err
 	}
@@ -194,7 +194,7 @@ func (f *FD) ReadGroup(values []uint64) (enabled, running uint64, err error) {
 	case len(values) != f.n:
 		return 0, 0, fmt.Errorf("perf: ReadGroup on cpu%d with room for %d values; the group has %d counters", f.cpu, len(values), f.n)
 	}
-	n, err := unix.Read(f.fd, f.buf)
+	n, err := rawRead(f.fd, f.buf)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -208,6 +208,25 @@ func (f *FD) ReadGroup(values []uint64) (enabled, running uint64, err error) {
 		values[i] = binary.NativeEndian.Uint64(f.buf[8*(groupHeader+i):])
 	}
 	return binary.NativeEndian.Uint64(f.buf[8:16]), binary.NativeEndian.Uint64(f.buf[16:24]), nil
+}
+
+// rawRead reads a counter without telling the Go runtime that a system
+// call is under way. A counter read never blocks: at worst the kernel runs
+// it on the counter's CPU by an interprocessor call and waits for it, tens
+// of microseconds. Told, the runtime wakes its monitor thread (sysmon) on
+// the first call after an idle spell, and a fetch at a low rate pays for
+// that wake-up and the monitor's look around, not for the read.
+func rawRead(fd int, p []byte) (int, error) {
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, e
+	}
 }
 
 // Close releases the descriptor and with it the PMU slot. Closing twice is
