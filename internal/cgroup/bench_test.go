@@ -12,6 +12,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/emulator"
 	"perfevent/internal/perf"
 )
 
@@ -142,6 +143,7 @@ func churn(b *testing.B, tr *Tracker, dir string) {
 }
 
 func kernelHierarchy(tb testing.TB) Hierarchy {
+	emulator.SkipWithoutPerfEvents(tb)
 	info, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		tb.Skipf("needs /proc/self/mountinfo: %v", err)
