@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,21 +18,18 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/emulator"
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/reservationtest"
 )
 
 // binary is perfalloc built once for all CLI tests, in a directory every
 // user may enter (the permission test runs it as nobody).
 var binary string
 
-const helperEnv = "PERFALLOC_TEST_HELPER"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "write-lock" {
-		writeLockHelper(os.Getenv("PERFALLOC_TEST_LOCK"))
-		return
-	}
+	reservationtest.Main(nil)
 	os.Exit(buildAndRun(m))
 }
 
@@ -54,26 +50,13 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		return 2
 	}
+	if err := emulator.Wrap(binary); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	// Orphans of -d come back to us, so the tests can reap them.
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	return m.Run()
-}
-
-// writeLockHelper holds a write lock on byte 0 until stdin ends: something
-// perfalloc must refuse to share with.
-func writeLockHelper(path string) {
-	fd, err := unix.Open(path, unix.O_RDWR, 0)
-	if err == nil {
-		lk := unix.Flock_t{Type: unix.F_WRLCK, Start: 0, Len: 1}
-		err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &lk)
-	}
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(2)
-	}
-	fmt.Println("locked")
-	io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
 }
 
 type result struct {
@@ -167,10 +150,13 @@ func TestLockFileErrors(t *testing.T) {
 	if want := "perfalloc: warning: " + dir + ": is a directory after 0 settings; the environment and defaults stand in for the rest; using the lock file " + dir + "/perfevent/perflock\n"; r.rc != 1 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("unreadable pcp.conf: %+v\nwant %q first", r, want)
 	}
-	r = perfalloc(t, nil, "-d", "-f", missing)
-	if r.rc != 1 || r.stdout != "" || !strings.Contains(r.stderr, "does not exist: is pmdaperfevent running?") {
-		t.Errorf("-d with a missing file: %+v", r)
-	}
+	t.Run("daemon", func(t *testing.T) {
+		skipDaemon(t)
+		r := perfalloc(t, nil, "-d", "-f", missing)
+		if r.rc != 1 || r.stdout != "" || !strings.Contains(r.stderr, "does not exist: is pmdaperfevent running?") {
+			t.Errorf("-d with a missing file: %+v", r)
+		}
+	})
 
 	link := filepath.Join(dir, "link")
 	os.Symlink(lockFile(t), link)
@@ -181,20 +167,9 @@ func TestLockFileErrors(t *testing.T) {
 
 	// A write lock (which neither agent takes) cannot be shared.
 	held := lockFile(t)
-	h := exec.Command(os.Args[0], "-test.run=^$")
-	h.Env = append(os.Environ(), helperEnv+"=write-lock", "PERFALLOC_TEST_LOCK="+held)
-	stdin, _ := h.StdinPipe()
-	stdout, _ := h.StdoutPipe()
-	if err := h.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Wait()
-	defer stdin.Close()
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "locked\n" {
-		t.Fatalf("helper: %q", line)
-	}
+	h := reservationtest.Start(t, held, "write")
 	r = perfalloc(t, nil, "-f", held, "true")
-	if want := fmt.Sprintf("perfalloc: lock file %s: process %d holds a write lock on it, so the counters cannot be reserved now; try again later\n", held, h.Process.Pid); r.rc != 1 || r.stderr != want {
+	if want := fmt.Sprintf("perfalloc: lock file %s: process %d holds a write lock on it, so the counters cannot be reserved now; try again later\n", held, h.PID()); r.rc != 1 || r.stderr != want {
 		t.Errorf("write-locked: %+v\nwant %q", r, want)
 	}
 }
@@ -376,7 +351,16 @@ func stopDaemon(t *testing.T, pid int, lock string) {
 	waitFree(t, lock)
 }
 
+// skipDaemon skips a test of -d where perfalloc cannot start itself
+// again: it does so from os.Executable, and under qemu-user that is a
+// foreign binary, which the host kernel cannot execute.
+func skipDaemon(t *testing.T) {
+	t.Helper()
+	emulator.Skip(t, "perfalloc -d re-executes itself, a foreign binary to the host kernel")
+}
+
 func TestDaemon(t *testing.T) {
+	skipDaemon(t)
 	lock := lockFile(t)
 	// As the C perfalloc -d: silent, so that cron mails nothing.
 	r := perfalloc(t, nil, "-d", "-f", lock)
@@ -418,6 +402,7 @@ func TestDaemon(t *testing.T) {
 // the lock and report in the state file.
 func fakeAgent(t testing.TB, lock string, watch bool) *reservation.StateFile {
 	t.Helper()
+	emulator.SkipOwnStartTime(t)
 	lf, err := reservation.Open(lock)
 	if err != nil {
 		t.Fatal(err)
@@ -483,8 +468,11 @@ func TestConfirmation(t *testing.T) {
 	if r := perfalloc(t, nil, "--verbose", "-f", lock, "true"); r.rc != 0 || !confirmed.MatchString(r.stderr) {
 		t.Errorf("second holder: %+v", r)
 	}
-	unix.Kill(pid, syscall.SIGTERM)
-	unix.Wait4(pid, nil, 0, nil)
+	// Never kill(0, ...): that would be the test's whole process group.
+	if pid > 0 {
+		unix.Kill(pid, syscall.SIGTERM)
+		unix.Wait4(pid, nil, 0, nil)
+	}
 	waitFree(t, lock)
 }
 
@@ -553,6 +541,7 @@ func TestStatusAndPing(t *testing.T) {
 		t.Errorf("--ping without state: %+v", r)
 	}
 
+	emulator.SkipOwnStartTime(t)
 	ticks, _ := reservation.ProcessStartTicks(os.Getpid())
 	now := time.Now()
 	s := &reservation.State{

@@ -31,8 +31,12 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/cgroup"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
+	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pcpconf"
 	"perfevent/internal/pdu"
@@ -78,6 +82,9 @@ type options struct {
 	noInotify    bool
 	version      bool
 	cCompatible  bool
+	// held is the configuration as opened at start-up, for reloads
+	// after the privilege drop (nil for --check).
+	held *config.Held
 }
 
 func main() {
@@ -220,6 +227,7 @@ type generation struct {
 	set   *counter.Set
 	table *pmda.Table
 	src   *metrics.Source
+	cg    *cgroup.Tracker // per-cgroup counters; nil when none
 }
 
 // agent is the running perfevent agent. It is the pmda.Fetcher: each fetch
@@ -251,6 +259,8 @@ type agent struct {
 	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
 	lock    *reservation.LockFile
 	watcher *reservation.Watcher
+	cpus    *cpuhotplug.Watcher   // CPUs going offline and coming back
+	opener  func() counter.Opener // one per generation; nil: the kernel's
 }
 
 // Prepare implements pmda.Fetcher.
@@ -316,8 +326,14 @@ func (a *agent) build(seamless bool) (*generation, error) {
 		clusters = a.fresh
 		a.log.Errorf("the PMID map %s cannot be used: metrics get fresh PMIDs for this run, unlike those in existing archives; fix or remove the map and restart the agent", a.o.pmids)
 	}
+	var opener counter.Opener
+	if a.opener != nil {
+		opener = a.opener()
+	}
 	plan, set, sum, derived, err := count(a.o, a.fs, counter.Config{
+		Opener:         opener,
 		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
+		ReadFailed:     a.checkCPUs,
 		CountFirstRead: seamless,
 	})
 	if err != nil {
@@ -328,9 +344,13 @@ func (a *agent) build(seamless bool) (*generation, error) {
 	for _, line := range sum.FailureLines() {
 		a.told[line] = true
 	}
-	table, src, err := buildTable(a.o, plan, set, derived, clusters)
+	cg, cgSpec := a.startCgroups(plan)
+	table, src, err := buildTable(a.o, plan, set, derived, clusters, cgSpec)
 	if err != nil {
 		set.Close()
+		if cg != nil {
+			cg.Stop()
+		}
 		return nil, err
 	}
 	for _, e := range src.Skipped() {
@@ -346,7 +366,7 @@ func (a *agent) build(seamless bool) (*generation, error) {
 	if len(plan.Counters) == 0 {
 		a.log.Warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", prog)
 	}
-	return &generation{plan: plan, set: set, table: table, src: src}, nil
+	return &generation{plan: plan, set: set, table: table, src: src, cg: cg}, nil
 }
 
 // Reopens of the counters after perfalloc: reopenBurst in a row, then one
@@ -425,6 +445,7 @@ func (a *agent) reloadLocked(afterRelease bool) bool {
 		return false
 	}
 	old := a.gen.Load()
+	g.set.Carry(old.set)
 	a.prev.Store(old)
 	a.gen.Store(g)
 	if a.pm != nil {
@@ -433,6 +454,7 @@ func (a *agent) reloadLocked(afterRelease bool) bool {
 	if err := old.set.Close(); err != nil {
 		a.log.Warningf("closing the previous counters: %v", err)
 	}
+	old.stopCgroups()
 	a.updateState(nil)
 	a.log.Infof("reload done: the new configuration is served")
 	return true
@@ -442,7 +464,7 @@ func (a *agent) reloadLocked(afterRelease bool) bool {
 // counters: the steps --check and the agent share. Only a configuration
 // that cannot be read at all is an error; everything else is in the notes.
 func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Set, counter.Summary, []setup.Derived, error) {
-	f, perr := config.ParseFile(o.config)
+	f, perr := o.parseConfig()
 	if f == nil && perr != nil {
 		return nil, nil, counter.Summary{}, nil, perr
 	}
@@ -468,8 +490,8 @@ func count(o *options, fs *pmu.FS, cfg counter.Config) (*setup.Plan, *counter.Se
 
 // buildTable is the table that serves what the plan kept: the last step
 // that --check and the agent share.
-func buildTable(o *options, plan *setup.Plan, set *counter.Set, derived []setup.Derived, clusters *metrics.Clusters) (*pmda.Table, *metrics.Source, error) {
-	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters}
+func buildTable(o *options, plan *setup.Plan, set *counter.Set, derived []setup.Derived, clusters *metrics.Clusters, cgroups *metrics.Cgroups) (*pmda.Table, *metrics.Source, error) {
+	spec := metrics.Spec{Version: version, Set: set, Clusters: clusters, Cgroups: cgroups}
 	for _, c := range plan.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
 		spec.Counters = append(spec.Counters, metrics.Counter{
@@ -513,7 +535,7 @@ func check(o *options, stdout, stderr io.Writer) int {
 	}
 	// The table too, with the PMIDs of a fresh map (the real one is the
 	// agent's): whatever it refuses, the agent would not serve.
-	_, src, err := buildTable(o, plan, set, derived, metrics.NewClusters())
+	_, src, err := buildTable(o, plan, set, derived, metrics.NewClusters(), nil)
 	set.Close()
 	if err != nil {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: "the metric table: " + err.Error()})
@@ -538,6 +560,7 @@ func check(o *options, stdout, stderr io.Writer) int {
 		}
 	}
 	plan.Notes = append(plan.Notes, cNotes(o, plan.Config)...)
+	plan.Notes = append(plan.Notes, planCgroups(o.config, plan).notes...)
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {
@@ -589,8 +612,13 @@ func openLog(path string, stderr io.Writer) (io.Writer, func(), error) {
 	if err != nil {
 		return stderr, func() {}, err
 	}
-	// Later panics and runtime errors land in the log too.
-	syscall.Dup2(int(f.Fd()), 2)
+	// Later panics and runtime errors land in the log too. Dup3, because
+	// dup2 has no system call on arm64, riscv64 and loong64; it refuses
+	// equal descriptors, which happen when the agent was started without
+	// a stderr, and then the log is fd 2 already.
+	if fd := int(f.Fd()); fd != 2 {
+		unix.Dup3(fd, 2, 0)
+	}
 	return f, func() { f.Close() }, nil
 }
 
@@ -636,6 +664,8 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	// What needs a descriptor or root besides the counters comes first:
 	// the counters may use up the descriptor limit. The state file's and
 	// PMID map's directories are given to the user the agent will run as.
+	o.held = config.Hold(o.config)
+	defer o.held.Close()
 	uid, gid, drop := a.runAs()
 	if err := a.openLock(uid, gid); err != nil {
 		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
@@ -677,6 +707,8 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}()
 	done := make(chan error, 1)
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)
+	a.watchCPUs(cpuhotplug.Options{}) // a change from now on swaps the table
+	defer a.cpus.Close()
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -876,13 +908,15 @@ func (a *agent) stopReservation() {
 func (a *agent) reservationChanged(s reservation.Status) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	set := a.gen.Load().set
+	g := a.gen.Load()
+	set := g.set
 	switch {
 	case s.Reserved && !a.reserved:
 		start := time.Now()
 		if err := set.Close(); err != nil {
 			a.log.Warningf("closing counters for perfalloc: %v", err)
 		}
+		g.closeCgroups()
 		a.log.Infof("counters released for perfalloc (holders %s) in %v", pids(s.Holders), time.Since(start).Round(time.Microsecond))
 	case !s.Reserved && a.reserved:
 		// A user who takes and drops the lock in a loop must not make the
@@ -896,6 +930,7 @@ func (a *agent) reservationChanged(s reservation.Status) {
 			break // the new configuration's counters are open instead
 		}
 		a.reopenLocked(set)
+		g.reopenCgroups()
 	}
 	a.reserved = s.Reserved
 	a.updateState(&s)

@@ -36,7 +36,8 @@ import (
 //  5. The domain label "agent": the C agent takes it from its argv[0],
 //     which the lab makes pmdaperfevent-lab-c ("perfevent-lab-c");
 //     installed as pmdaperfevent it says "perfevent", as ours always does
-//     (perfevent-reference.md Part B §2.4). Ours is checked to be
+//     (the C agent hands its program name to pmdaDaemon, which labels
+//     the domain with it less the "pmda" prefix). Ours is checked to be
 //     "perfevent"; the C one is mapped back before the comparison.
 //  6. The order in which pminfo lists the names (each agent's namespace
 //     traversal order); the comparison is by name.

@@ -49,8 +49,8 @@ import (
 // CAgent is the C agent as Debian's pcp package installs it.
 const CAgent = "/var/lib/pcp/pmdas/perfevent/pmdaperfevent"
 
-// VMConfig is the configuration of perfevent-reference.md Part B §2.3
-// plus `cycles`: seven software events and cycles in [perf] (cycles fails
+// VMConfig is the configuration a VM without a hardware PMU can serve in
+// full, plus `cycles`: seven software events and cycles in [perf] (cycles fails
 // on a VM without a hardware PMU, with ENOENT, and both agents leave it
 // out), a derived section before [dynamic] (the C agent 6.0.3 ignores
 // derived sections after it), and software events and msr.tsc from
@@ -116,6 +116,14 @@ type Agent struct {
 	// lab then waits only for perfevent.active to have a value, not for
 	// it to be positive.
 	Inactive bool
+	// Env is added to pmcd's environment, and so to the agent's: a
+	// fleet gives each lab its own PCP_SYSCONF_DIR, and with it its own
+	// context labels.
+	Env []string
+	// PMCDArgs come after the lab's own pmcd arguments (-H NAME, say).
+	PMCDArgs []string
+	// Cgroups is the Go agent's cgroups.conf; empty counts no cgroup.
+	Cgroups string
 }
 
 // Lab is a running private pmcd with one perfevent agent.
@@ -187,7 +195,20 @@ func StartLab(t testing.TB, a Agent) *Lab {
 		conf = VMConfig
 	}
 	writeFile(t, l.Conf, conf)
-	writeFile(t, filepath.Join(dir, "root"), labPMNS+pmcdPMNS(t, e))
+	pmns := labPMNS
+	if a.Go {
+		// Per-cgroup metrics are the Go agent's alone; a lab counts
+		// them only when asked, so that both agents serve the same
+		// names otherwise.
+		cg := a.Cgroups
+		if cg == "" {
+			cg = "# no per-cgroup counting in this lab\n"
+		} else {
+			pmns = strings.Replace(pmns, "    derived     127:*:*\n", "    derived     127:*:*\n    cgroup      127:*:*\n", 1)
+		}
+		writeFile(t, filepath.Join(pmdas, "cgroups.conf"), cg)
+	}
+	writeFile(t, filepath.Join(dir, "root"), pmns+pmcdPMNS(t, e))
 	label := "c"
 	if a.Go {
 		label = "go"
@@ -280,11 +301,13 @@ func (l *Lab) start(t testing.TB) {
 		"-p", strconv.Itoa(l.Port), "-i", "127.0.0.1",
 		"-c", filepath.Join(l.Dir, "pmcd.conf"), "-n", filepath.Join(l.Dir, "root"),
 		"-s", l.PMCDSocket, "-l", l.PMCDLog, "-x", filepath.Join(l.Dir, "pmcd.fatal"))
+	cmd.Args = append(cmd.Args, l.Agent.PMCDArgs...)
 	cmd.Env = append(l.env.environ(),
 		"PMCD_ROOT_AGENT=0",
 		"PCP_RUN_DIR="+filepath.Join(l.Dir, "run"),
 		"PCP_PMDAS_DIR="+filepath.Join(l.Dir, "pmdas"),
 	)
+	cmd.Env = append(cmd.Env, l.Agent.Env...)
 	out, err := os.OpenFile(filepath.Join(l.Dir, "pmcd.stdout"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -382,11 +405,25 @@ func (l *Lab) Restart(t testing.TB) {
 // keeps running. It returns the new agent's pid.
 func (l *Lab) RestartAgent(t testing.TB) int {
 	t.Helper()
+	return l.StartAgent(t, l.StopAgent(t))
+}
+
+// StopAgent kills the agent, leaving pmcd without it (fetches of
+// perfevent.* fail) until StartAgent; it returns the killed pid.
+func (l *Lab) StopAgent(t testing.TB) int {
+	t.Helper()
 	old := l.AgentPID(t)
 	syscall.Kill(old, syscall.SIGKILL)
 	if !l.waitGone(old, 5*time.Second) {
 		t.Fatalf("lab agent pid %d survived SIGKILL", old)
 	}
+	return old
+}
+
+// StartAgent has pmcd start the agent again after StopAgent killed the
+// one with pid old, waits until the new one answers, and returns its pid.
+func (l *Lab) StartAgent(t testing.TB, old int) int {
+	t.Helper()
 	var pid int
 	waitFor(t, 15*time.Second, "pmcd to restart the lab agent", func() bool {
 		l.pmcd.Process.Signal(syscall.SIGHUP)
@@ -514,11 +551,6 @@ func (l *Lab) Run(t testing.TB, name string, args ...string) string {
 // later; it also gets SIGTERM if the test binary dies first.
 func (l *Lab) Background(t testing.TB, c Cmd, out string) *exec.Cmd {
 	t.Helper()
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	cmd := exec.Command(l.lookPath(c.Args[0]), c.Args[1:]...)
 	cmd.Env = append(l.Environ(), c.Env...)
 	cmd.Dir = c.Dir
@@ -526,10 +558,23 @@ func (l *Lab) Background(t testing.TB, c Cmd, out string) *exec.Cmd {
 		cmd.Dir = l.Dir
 	}
 	cmd.Stdin = strings.NewReader(c.Stdin)
-	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	startStopped(t, cmd, out)
+	return cmd
+}
+
+// startStopped starts cmd with its standard output and error in the file
+// out, and stops it when the test ends: SIGTERM, then SIGKILL 10 s later.
+func startStopped(t testing.TB, cmd *exec.Cmd, out string) {
+	t.Helper()
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", c.Args[0], err)
+		t.Fatalf("starting %s: %v", cmd.Path, err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -542,7 +587,6 @@ func (l *Lab) Background(t testing.TB, c Cmd, out string) *exec.Cmd {
 			<-done
 		}
 	})
-	return cmd
 }
 
 // ReadLock does what perfalloc does: it takes a read lock on byte 0 of

@@ -7,9 +7,10 @@ import (
 	"perfevent/internal/cpulist"
 )
 
-// Topology is what CPU options are expanded against. The caller reads it from
-// /sys/devices/system/cpu/online and /sys/devices/system/node/node*/cpulist
-// (both in the kernel's CPU list format, which internal/pmu parses).
+// Topology is what CPU options are expanded against. The caller
+// (setup.ReadMachine) reads it from /sys/devices/system/cpu/online and
+// /sys/devices/system/node/node*/cpulist, both in the kernel's CPU list
+// format, which internal/cpulist parses.
 type Topology struct {
 	// Online holds the online CPU ids, ascending.
 	Online []int

@@ -42,6 +42,11 @@ func readFile(path string) ([]byte, error) {
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	return readOpen(f, path)
+}
+
+// readOpen reads all of f, a file opened from path, from its start.
+func readOpen(f *os.File, path string) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -52,7 +57,7 @@ func readFile(path string) ([]byte, error) {
 	if fi.Size() > MaxFileSize {
 		return nil, fmt.Errorf("%s is %d bytes long, more than the %d a configuration may have", path, fi.Size(), MaxFileSize)
 	}
-	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	src, err := io.ReadAll(io.NewSectionReader(f, 0, MaxFileSize+1))
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/cpulist"
 	"perfevent/internal/perf"
 )
 
@@ -123,6 +124,20 @@ type Opener interface {
 type KernelOpener struct{}
 
 func (KernelOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader Source) (Source, error) {
+	return openKernel(event, attr, perf.NoCgroup, cpu, leader)
+}
+
+// CgroupOpener opens real perf events like KernelOpener, but counting only
+// the tasks of one cgroup (PERF_FLAG_PID_CGROUP). Dir is a descriptor of the
+// cgroup's directory; it must stay open while counters are being opened
+// (the kernel holds the cgroup itself once they are).
+type CgroupOpener struct{ Dir int }
+
+func (o CgroupOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader Source) (Source, error) {
+	return openKernel(event, attr, o.Dir, cpu, leader)
+}
+
+func openKernel(event string, attr *unix.PerfEventAttr, cgroup, cpu int, leader Source) (Source, error) {
 	var fd *perf.FD
 	var err error
 	switch {
@@ -130,15 +145,15 @@ func (KernelOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader
 		if leader != nil {
 			return nil, fmt.Errorf("counter: %q on cpu%d: joining a group needs PERF_FORMAT_GROUP in read_format", event, cpu)
 		}
-		fd, err = perf.OpenCPU(attr, cpu)
+		fd, err = perf.OpenCgroupCPU(attr, cgroup, cpu)
 	case leader == nil:
-		fd, err = perf.OpenGroupCPU(attr, cpu, nil)
+		fd, err = perf.OpenGroupCgroupCPU(attr, cgroup, cpu, nil)
 	default:
 		l, ok := leader.(*perf.FD)
 		if !ok {
 			return nil, fmt.Errorf("counter: %q on cpu%d: the group leader is a %T, not a descriptor of KernelOpener", event, cpu, leader)
 		}
-		fd, err = perf.OpenGroupCPU(attr, cpu, l)
+		fd, err = perf.OpenGroupCgroupCPU(attr, cgroup, cpu, l)
 	}
 	if err != nil {
 		return nil, err // not a typed nil inside a Source
@@ -167,6 +182,10 @@ type Config struct {
 	// since there a 0 would tell clients that perfalloc had the counters.
 	// Reopen after Close reports 0 either way.
 	CountFirstRead bool
+	// ReadFailed, if set, is called when reading a descriptor starts
+	// failing, as Logf is; the agent then checks whether a CPU went
+	// offline. Called with Set.mu held: it must not block.
+	ReadFailed func()
 }
 
 // slot is one (event, CPU).
@@ -226,9 +245,10 @@ const (
 
 // Set is every configured event on every one of its CPUs.
 type Set struct {
-	opener Opener
-	logf   func(format string, args ...any)
-	byName map[string]int
+	opener     Opener
+	logf       func(format string, args ...any)
+	onReadFail func()
+	byName     map[string]int
 
 	opMu sync.Mutex // serialises Open, Close and Reopen; taken before mu
 
@@ -247,6 +267,7 @@ type Set struct {
 
 	splitDue bool // a group starved; End starts splitStarved
 	splitWG  sync.WaitGroup
+	carried  map[carryKey]uint64 // values of CPUs not served now; see Carry
 }
 
 // New checks the specs and prepares a Set; nothing is opened yet.
@@ -255,12 +276,13 @@ type Set struct {
 // served, like the C agent's events whose CPU option matched nothing.
 func New(specs []Spec, cfg Config) (*Set, error) {
 	s := &Set{
-		opener:  cfg.Opener,
-		logf:    cfg.Logf,
-		counted: cfg.CountFirstRead,
-		byName:  make(map[string]int, len(specs)),
-		events:  make([]event, len(specs)),
-		needed:  make([]int, 0, len(specs)),
+		opener:     cfg.Opener,
+		logf:       cfg.Logf,
+		onReadFail: cfg.ReadFailed,
+		counted:    cfg.CountFirstRead,
+		byName:     make(map[string]int, len(specs)),
+		events:     make([]event, len(specs)),
+		needed:     make([]int, 0, len(specs)),
 	}
 	if s.opener == nil {
 		s.opener = KernelOpener{}
@@ -345,7 +367,7 @@ func (m Summary) String() string {
 
 // FailureLines groups the failures by event and cause, one line each, so a
 // 256-CPU machine without a PMU logs one line per event rather than 256:
-// `perf_event_open failed for "cycles" on cpu0,cpu1: not supported on this
+// `perf_event_open failed for "cycles" on cpus 0-255: not supported on this
 // machine (e.g. a VM without a hardware PMU) (ENOENT)`.
 func (m Summary) FailureLines() []string {
 	type key struct {
@@ -353,17 +375,17 @@ func (m Summary) FailureLines() []string {
 		errno         unix.Errno
 	}
 	var order []key
-	cpus := map[key][]string{}
+	cpus := map[key][]int{}
 	for _, f := range m.Failures {
 		k := key{f.Event, f.Advice, f.Errno}
 		if _, ok := cpus[k]; !ok {
 			order = append(order, k)
 		}
-		cpus[k] = append(cpus[k], fmt.Sprintf("cpu%d", f.CPU))
+		cpus[k] = append(cpus[k], f.CPU)
 	}
 	lines := make([]string, 0, len(order))
 	for _, k := range order {
-		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, strings.Join(cpus[k], ","), k.advice)
+		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, cpulist.Describe(cpus[k]), k.advice)
 		if k.errno != 0 {
 			line += " (" + unix.ErrnoName(k.errno) + ")"
 		}
@@ -784,8 +806,8 @@ func (f *Fetch) Read() {
 func (s *Set) readSlot(ev *event, sl *slot) {
 	c, err := sl.src.Read()
 	if err != nil {
-		if sl.readErr == nil && s.logf != nil {
-			s.logf("reading %q on cpu%d failed, keeping its last value: %v", ev.name, sl.cpu, err)
+		if sl.readErr == nil {
+			s.tellReadFailed("reading %q on cpu%d failed, keeping its last value: %v", ev.name, sl.cpu, err)
 		}
 		s.readFailed(sl, err)
 		return
@@ -804,11 +826,11 @@ func (s *Set) readGroup(g *group) {
 	vals := g.vals[:len(g.open)]
 	enabled, running, err := s.events[lead.ev].slots[lead.k].src.ReadGroup(vals)
 	if err != nil {
-		if g.readErr == nil && s.logf != nil {
+		if g.readErr == nil {
 			if len(g.open) == 1 {
-				s.logf("reading %s on cpu%d failed, keeping its last value: %v", s.memberNames(g), g.cpu, err)
+				s.tellReadFailed("reading %s on cpu%d failed, keeping its last value: %v", s.memberNames(g), g.cpu, err)
 			} else {
-				s.logf("reading the group %s on cpu%d failed, keeping their last values: %v", s.memberNames(g), g.cpu, err)
+				s.tellReadFailed("reading the group %s on cpu%d failed, keeping their last values: %v", s.memberNames(g), g.cpu, err)
 			}
 		}
 		g.readErr = err
@@ -828,6 +850,16 @@ func (s *Set) readGroup(g *group) {
 	}
 	for j, r := range g.open {
 		s.readOK(&s.events[r.ev].slots[r.k], perf.Count{Value: vals[j], Enabled: enabled, Running: running})
+	}
+}
+
+// tellReadFailed reports a read that started failing.
+func (s *Set) tellReadFailed(format string, args ...any) {
+	if s.logf != nil {
+		s.logf(format, args...)
+	}
+	if s.onReadFail != nil {
+		s.onReadFail()
 	}
 }
 
@@ -914,15 +946,3 @@ func (f *Fetch) Active() int {
 
 // Reserved reports whether the counters are closed for a reservation.
 func (f *Fetch) Reserved() bool { return f.s.state == closed }
-
-// cpuList formats CPU ids for error messages, in their given order.
-func cpuList(cpus []int) string {
-	if len(cpus) == 0 {
-		return "no CPUs"
-	}
-	parts := make([]string, len(cpus))
-	for i, n := range cpus {
-		parts[i] = fmt.Sprintf("cpu%d", n)
-	}
-	return strings.Join(parts, ",")
-}

@@ -285,7 +285,7 @@ func TestPartialOpenFailure(t *testing.T) {
 	}
 	lines := sum.FailureLines()
 	want := []string{
-		`perf_event_open failed for "cycles" on cpu0,cpu1: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)`,
+		`perf_event_open failed for "cycles" on cpus 0-1: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)`,
 		`perf_event_open failed for "tsc" on cpu1: CPU 1 is offline (ENODEV)`,
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
@@ -454,8 +454,8 @@ func TestDerived(t *testing.T) {
 		{nil, `derived "d" has no member events`},
 		{[]counter.Term{{"faults", 1}, {"nope", 1}}, `derived "d": member "nope" is not a configured event`},
 		{[]counter.Term{{"faults", 1}, {"broken", 1}}, `derived "d": member "broken" did not open on any CPU`},
-		{[]counter.Term{{"faults", 1}, {"one", 1}}, `derived "d": member "one" counts on cpu0 but "faults" on cpu0,cpu1; members need the same CPUs`},
-		{[]counter.Term{{"faults", 1}, {"swapped", 1}}, `member "swapped" counts on cpu1,cpu0 but "faults" on cpu0,cpu1`},
+		{[]counter.Term{{"faults", 1}, {"one", 1}}, `derived "d": member "one" counts on cpu0 but "faults" on cpus 0-1; members need the same CPUs`},
+		{[]counter.Term{{"faults", 1}, {"swapped", 1}}, `member "swapped" counts on cpus 1,0 but "faults" on cpus 0-1`},
 	} {
 		_, err := s.AddDerived(counter.DerivedSpec{Name: "d", Terms: tc.terms})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

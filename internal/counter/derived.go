@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"perfevent/internal/cpulist"
 )
 
 // Term is one member of a derived event: an event of the Set by name, and
@@ -67,7 +69,7 @@ func (s *Set) AddDerived(d DerivedSpec) (int, error) {
 			x.cpus = cpus
 		} else if !slices.Equal(cpus, x.cpus) {
 			return 0, fmt.Errorf("counter: derived %q: member %q counts on %s but %q on %s; members need the same CPUs",
-				d.Name, t.Event, cpuList(cpus), d.Terms[0].Event, cpuList(x.cpus))
+				d.Name, t.Event, cpulist.Describe(cpus), d.Terms[0].Event, cpulist.Describe(x.cpus))
 		}
 		x.members = append(x.members, i)
 		x.scales = append(x.scales, t.Scale)

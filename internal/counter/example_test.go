@@ -37,7 +37,7 @@ func Example() {
 	}
 	// Output:
 	// 1 of 2 events served on 2 descriptors; 2 opens failed
-	// perf_event_open failed for "cycles" on cpu0,cpu1: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)
+	// perf_event_open failed for "cycles" on cpus 0-1: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)
 	// cpu0=0 cpu1=7 active 0
 	// cpu0=0 cpu1=14 active 2
 }

@@ -71,3 +71,15 @@ func Format(cpus []int) string {
 	}
 	return b.String()
 }
+
+// Describe names CPUs for a message: "cpu3", "cpus 0-3,5" (in the given
+// order, which Format keeps), or "no CPUs".
+func Describe(cpus []int) string {
+	switch len(cpus) {
+	case 0:
+		return "no CPUs"
+	case 1:
+		return "cpu" + strconv.Itoa(cpus[0])
+	}
+	return "cpus " + Format(cpus)
+}

@@ -84,3 +84,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		cpus []int
+		want string
+	}{
+		{nil, "no CPUs"},
+		{[]int{3}, "cpu3"},
+		{[]int{0, 1, 2, 3, 5}, "cpus 0-3,5"},
+		{[]int{1, 0}, "cpus 1,0"},
+	} {
+		if got := Describe(tc.cpus); got != tc.want {
+			t.Errorf("Describe(%v) = %q, want %q", tc.cpus, got, tc.want)
+		}
+	}
+}

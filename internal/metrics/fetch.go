@@ -16,6 +16,7 @@ const (
 	kindCounter
 	kindDerived
 	kindRatio
+	kindCgroup
 )
 
 // ref says what a cluster holds; Source looks clusters up by number, which
@@ -36,6 +37,8 @@ type Source struct {
 	version string
 	refs    []ref   // by cluster
 	skipped []error // metrics Build could not number
+	cgroups CgroupReader
+	cgNeed  []bool // per cgroup event: asked for by this fetch
 
 	// The snapshot of the current fetch. gen stamps what this fetch marked,
 	// so nothing needs clearing between fetches.
@@ -128,6 +131,14 @@ func (s *Source) lookup(pmid pdu.PMID) ref {
 // Prepare implements pmda.Fetcher.
 func (s *Source) Prepare(req *pmda.FetchRequest) error {
 	s.gen++
+	s.prepareSet(req)
+	s.readCgroups()
+	return nil
+}
+
+// prepareSet reads what the fetch needs of the Set and marks the cgroup
+// events it asks for.
+func (s *Source) prepareSet(req *pmda.FetchRequest) {
 	f := s.set.Begin()
 	defer f.End()
 	all := false
@@ -150,6 +161,8 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 			if it := pmid.Item(); it < len(s.ratGen) {
 				s.ratGen[it][r.idx] = s.gen
 			}
+		case kindCgroup:
+			s.cgNeed[r.idx] = true
 		}
 	}
 	if all {
@@ -195,7 +208,21 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 	}
 	s.active = int32(f.Active())
 	s.reserved = f.Reserved()
-	return nil
+}
+
+// readCgroups reads the per-cgroup events this fetch asked for, after
+// the Set is let go: the cgroups have locks of their own.
+func (s *Source) readCgroups() {
+	if s.cgroups == nil {
+		return
+	}
+	for _, n := range s.cgNeed {
+		if n {
+			s.cgroups.Read(s.cgNeed)
+			break
+		}
+	}
+	clear(s.cgNeed)
 }
 
 // Values implements pmda.Fetcher.
@@ -204,10 +231,17 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 	r := s.lookup(pmid)
 	switch r.kind {
 	case kindStatic:
-		if pmid.Item() == 0 {
+		switch pmid.Item() {
+		case 0:
 			w.String(pdu.InNull, s.version)
-		} else {
+		case 1:
 			w.Int32(pdu.InNull, s.active)
+		default:
+			n := 0
+			if s.cgroups != nil {
+				n = s.cgroups.Counted()
+			}
+			w.Uint32(pdu.InNull, uint32(n))
 		}
 	case kindDerivedActive:
 		w.Int32(pdu.InNull, int32(s.set.NumDerived()))
@@ -238,6 +272,16 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 		for i, v := range s.ratVal[ItemRatioCPU][r.idx] {
 			if s.ratOK[ItemRatioCPU][r.idx][i] {
 				w.Double(int32(cpus[i]), v)
+			}
+		}
+	case kindCgroup:
+		c := s.cgroups
+		for i := range c.Len() {
+			id, v, duty := c.At(i, r.idx)
+			if pmid.Item() == ItemValue {
+				w.Int64(id, int64(v))
+			} else {
+				w.Double(id, duty)
 			}
 		}
 	default:

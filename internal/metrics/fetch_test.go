@@ -144,6 +144,8 @@ func (r *rig) fetch(names ...string) []map[int32]float64 {
 			switch m.Desc.Type {
 			case pdu.ValueInt32:
 				out[i][v.Inst] = float64(int32(v.Insitu))
+			case pdu.ValueUint32:
+				out[i][v.Inst] = float64(uint32(v.Insitu))
 			case pdu.ValueInt64:
 				u, _ := v.Uint64()
 				out[i][v.Inst] = float64(int64(u))

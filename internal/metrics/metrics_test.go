@@ -10,30 +10,6 @@ import (
 	"perfevent/internal/pmda"
 )
 
-func TestMetricName(t *testing.T) {
-	for _, tc := range []struct {
-		event  string
-		compat bool
-		want   string
-	}{
-		{"cpu-clock", false, "cpu_clock"},
-		{"PERF_COUNT_SW_TASK_CLOCK", false, "PERF_COUNT_SW_TASK_CLOCK"},
-		{"perf::PAGE-FAULTS", false, "perf__PAGE_FAULTS"},
-		{"software.page-faults", false, "software.page_faults"},
-		{"snbep_unc_imc0::UNC_M_CAS_COUNT:RD", false, "snbep_unc_imc0__UNC_M_CAS_COUNT_RD"},
-		{"RAPL:PACKAGE_ENERGY", false, "RAPL_PACKAGE_ENERGY"},
-		{"RAW:foo", false, "RAW_foo"},
-		{"sched:sched_switch", false, "sched_sched_switch"},
-		{"cycles:u", false, "cycles_u"},
-		{"snbep_unc_imc0::UNC_M_CAS_COUNT:RD", true, "snbep_unc_imc0--UNC_M_CAS_COUNT-RD"},
-		{"cpu-clock", true, "cpu-clock"},
-	} {
-		if got := MetricName(tc.event, tc.compat); got != tc.want {
-			t.Errorf("MetricName(%q, %v) = %q, want %q", tc.event, tc.compat, got, tc.want)
-		}
-	}
-}
-
 func TestInstanceName(t *testing.T) {
 	if got := InstanceName(17); got != "cpu17" {
 		t.Errorf("InstanceName(17) = %q", got)

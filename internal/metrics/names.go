@@ -2,14 +2,12 @@
 // names, PMIDs that stay put across restarts and config edits, the per-CPU
 // instance domains, help text and labels.
 //
-// It knows the shape of perfevent's namespace but nothing about perf
-// syscalls or the wire format.
+// It knows the shape of perfevent's namespace and, through internal/pmda
+// and internal/pdu, how values, descriptors and labels go on the wire, but
+// nothing about perf syscalls: counters reach it as internal/counter values.
 package metrics
 
-import (
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // Domain is perfevent's PMDA domain number (PERFEVENT in stdpmid).
 const Domain = 127
@@ -36,26 +34,6 @@ const (
 	ItemRatioCPU = 0
 	ItemRatioAll = 1
 )
-
-// MetricName turns a configured event name into the part of the metric name
-// below perfevent.hwcounters (or perfevent.derived).
-//
-// By default every character outside [A-Za-z0-9_.] becomes '_', which is the
-// C agent's rule since PCP 3.10.8: "cpu-clock" gives "cpu_clock", and the '.'
-// of a [dynamic] "software.page-faults" adds a namespace level. With compat
-// (pmdaperfevent -C) only ':' becomes '-', which restores the older names.
-func MetricName(event string, compat bool) string {
-	if compat {
-		return strings.ReplaceAll(event, ":", "-")
-	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, event)
-}
 
 // InstanceName is the external instance name of a per-CPU value.
 func InstanceName(cpu int) string { return "cpu" + strconv.Itoa(cpu) }

@@ -18,6 +18,7 @@ const (
 	oneLineValue         = "The values of the counter"
 	oneLineDutycycle     = "The ratio of the time that the hardware counter was enabled to the total run time"
 	oneLineDerived       = "The values of the derived events"
+	oneLineCgroups       = "The number of cgroups counted"
 
 	helpVersion = `The version string of the running perfevent agent. The pure-Go agent
 reports a different version from the C agent (1.0.1), so this tells the
@@ -27,12 +28,15 @@ most recent fetch of perfevent.active. It is 0 while perfalloc holds the
 counters, and on the first fetch after they are given back.`
 	helpDerivedActive = `The number of derived metrics that could be built from the counters
 that opened on this machine.`
+	helpCgroups = `The number of cgroups whose events perfevent.cgroup.* serves now: those
+that cgroups.conf selects, up to its cap. 0 when nothing is counted per
+cgroup (no cgroups.conf events, or no cgroup hierarchy on this machine).`
 )
 
 // Counter describes one served event for the table.
 type Counter struct {
 	Event  int    // index in the counter.Set
-	Metric string // name below perfevent.hwcounters, from MetricName
+	Metric string // name below perfevent.hwcounters, from names.Metric
 	About  string // what it counts, for the long help, e.g. the config line and encoding
 }
 
@@ -51,6 +55,39 @@ type Spec struct {
 	Derived  []Derived
 	Ratios   []ratio.Chosen // served under perfevent.ratio
 	Clusters *Clusters
+	Cgroups  *Cgroups // nil: no per-cgroup metrics
+}
+
+// Cgroups describes the per-cgroup metrics, perfevent.cgroup.EVENT.value
+// and .dutycycle, whose one instance domain follows the counted cgroups.
+type Cgroups struct {
+	Events    []CgroupEvent
+	Reader    CgroupReader
+	Instances *pmda.Instances // the live members; see CgroupInstance
+}
+
+// CgroupEvent is one event counted per cgroup.
+type CgroupEvent struct {
+	Event  int    // index among the Reader's events
+	Metric string // name below perfevent.cgroup, from MetricName
+	About  string
+}
+
+// CgroupReader reads every counted cgroup's events (internal/cgroup's
+// Tracker). Read reads the marked events once per fetch; Len and At answer
+// from that reading until the next. Counted is the number of cgroups
+// counted now, read or not.
+type CgroupReader interface {
+	Read(need []bool)
+	Len() int
+	At(i, ev int) (inst int32, value uint64, duty float64)
+	Counted() int
+}
+
+// CgroupInstance is the instance of a cgroup: named by its path, as PCP's
+// cgroup.* metrics name it, with the path as a label too.
+func CgroupInstance(id int32, path string) pmda.Instance {
+	return pmda.Instance{ID: id, Name: path, Labels: pmda.Labels{"cgroup": path}}
 }
 
 // Build lays out perfevent's namespace and returns the table to serve and
@@ -67,7 +104,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	ts := pmda.TableSpec{
 		Domain:       Domain,
 		DomainLabels: pmda.Labels{"agent": "perfevent"},
-		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived", "perfevent.ratio"},
+		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived", "perfevent.cgroup", "perfevent.ratio"},
 		Metrics: []pmda.Metric{
 			{
 				Name:    "perfevent.version",
@@ -80,6 +117,14 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 1), Type: pdu.ValueInt32, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
 				OneLine: oneLineActive,
 				Help:    helpActive,
+			},
+			{
+				// Always there, so that perfevent.cgroup is never an
+				// empty subtree, which pminfo reports as an error.
+				Name:    "perfevent.cgroup.counted",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 2), Type: pdu.ValueUint32, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
+				OneLine: oneLineCgroups,
+				Help:    helpCgroups,
 			},
 			{
 				Name:    "perfevent.derived.active",
@@ -102,19 +147,9 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
 		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event)))
-		ts.Metrics = append(ts.Metrics,
-			pmda.Metric{
-				Name:    name + ".value",
-				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
-				OneLine: oneLineValue,
-				Help:    fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
-			},
-			pmda.Metric{
-				Name:    name + ".dutycycle",
-				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
-				OneLine: oneLineDutycycle,
-				Help:    fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About),
-			})
+		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
+			fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
+			fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About))...)
 		src.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
 	}
 
@@ -170,6 +205,11 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
 	}
+	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
+		if err := src.addCgroups(&ts, cg, spec.Clusters); err != nil {
+			src.skipped = append(src.skipped, err)
+		}
+	}
 
 	table, err := pmda.NewTable(ts)
 	if err != nil {
@@ -177,6 +217,25 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	}
 	src.prepare()
 	return table, src, nil
+}
+
+// counterMetrics are the value and dutycycle metrics of one counter's
+// cluster, as the C agent lays them out (items 0 and 1).
+func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDuty string) []pmda.Metric {
+	return []pmda.Metric{
+		{
+			Name:    name + ".value",
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+			OneLine: oneLineValue,
+			Help:    helpValue,
+		},
+		{
+			Name:    name + ".dutycycle",
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
+			OneLine: oneLineDutycycle,
+			Help:    helpDuty,
+		},
+	}
 }
 
 // Skipped returns why Build left metrics out (see Clusters.Cluster).
@@ -194,4 +253,40 @@ func cpuInDom(indom pdu.InDom, cpus []int) pmda.InDom {
 		d.Instances = append(d.Instances, pmda.Instance{ID: int32(cpu), Name: InstanceName(cpu), Labels: pmda.Labels{"cpu": cpu}})
 	}
 	return d
+}
+
+// addCgroups adds the per-cgroup metrics: a cluster per event, as for
+// hwcounters, and one instance domain for all of them, numbered from a
+// cluster of its own so that it keeps its number too.
+func (s *Source) addCgroups(ts *pmda.TableSpec, cg *Cgroups, clusters *Clusters) error {
+	home, err := clusters.Cluster("cgroup")
+	if err != nil {
+		return err
+	}
+	indom := pdu.NewInDom(Domain, home-firstDynamic)
+	ts.InDoms = append(ts.InDoms, pmda.InDom{
+		InDom:   indom,
+		Live:    cg.Instances,
+		Labels:  pmda.Labels{"device_type": "cgroup", "indom_name": "per cgroup"},
+		OneLine: "cgroups counted by perfevent",
+		Help:    "The cgroups that cgroups.conf selects, named by their path below the\ncgroup mount as PCP's cgroup.* metrics name them.",
+	})
+	s.cgroups = cg.Reader
+	s.cgNeed = make([]bool, 0, len(cg.Events))
+	for _, e := range cg.Events {
+		cluster, err := clusters.Cluster("cgroup." + e.Metric)
+		if err != nil {
+			s.skipped = append(s.skipped, err)
+			continue
+		}
+		for len(s.cgNeed) <= e.Event {
+			s.cgNeed = append(s.cgNeed, false)
+		}
+		name := "perfevent.cgroup." + e.Metric
+		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
+			fmt.Sprintf("%s, per cgroup.\n\n%s\nCounted only while a task of the cgroup (or of one below it) runs, summed\nover CPUs, accumulated since the cgroup was first counted and scaled up by\ntime_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, e.About),
+			fmt.Sprintf("%s, per cgroup.\n\n%s\nThe mean over CPUs of time_running/time_enabled since the counters were\nopened: 1 means never multiplexed.", oneLineDutycycle, e.About))...)
+		s.setRef(cluster, ref{kind: kindCgroup, idx: e.Event})
+	}
+	return nil
 }

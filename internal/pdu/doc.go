@@ -18,5 +18,5 @@
 //	b.AddSet(pdu.NewPMID(127, 2, 0))
 //	b.AddInt64(0, 5)
 //	b.AddInt64(1, 7)
-//	msg, err := b.Finish() // 76 bytes, as in pmda-protocol.md §7
+//	msg, err := b.Finish() // 76 bytes: docs/pdu-protocol.md, RESULT
 package pdu

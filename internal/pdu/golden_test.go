@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// unhex reads the dump style of pmda-protocol.md: hex pairs, with spaces,
-// newlines and '|' as separators.
+// unhex reads hex dumps: hex pairs, with spaces, newlines and '|' as
+// separators.
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	s = strings.NewReplacer(" ", "", "\n", "", "\t", "", "|", "").Replace(s)
@@ -36,7 +36,8 @@ func parse(t *testing.T, msg []byte) *Parser {
 	return &p
 }
 
-// §7 worked example, DESC.
+// A DESC as perfevent sends it: 127.2.0, a 64-bit counter in indom 127.1,
+// counted in ones.
 func TestGoldenDesc(t *testing.T) {
 	want := unhex(t, `00 00 00 20  00 00 70 05  00 00 00 00  1f c0 08 00
 	                  00 00 00 02  1f c0 00 01  00 00 00 01  00 10 00 00`)
@@ -53,7 +54,8 @@ func TestGoldenDesc(t *testing.T) {
 	same(t, "DESC sample", b.Desc(0, d2), cap)
 }
 
-// §7 worked example, RESULT with two 64-bit values.
+// A RESULT with two 64-bit values of 127.2.0 (the example of package doc
+// and of docs/pdu-protocol.md).
 func TestGoldenResult64(t *testing.T) {
 	want := unhex(t, `00 00 00 4c  00 00 70 01  00 00 00 00  00 00 00 00
 		00 00 00 00  00 00 00 01  1f c0 08 00  00 00 00 02

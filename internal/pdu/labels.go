@@ -12,6 +12,21 @@ type labelEntry struct {
 	flags       uint8
 }
 
+// CheckLabelName reports whether name may name a label: 1 to 254 bytes of
+// [A-Za-z0-9_], which is what PCP's label parser and the LABEL PDU's 8-bit
+// name length allow.
+func CheckLabelName[T ~string | ~[]byte](name T) error {
+	if len(name) == 0 || len(name) >= 255 {
+		return fmt.Errorf("label name %q must have 1..254 bytes", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return fmt.Errorf("label name %q: only [A-Za-z0-9_] are allowed", name)
+		}
+	}
+	return nil
+}
+
 // StartLabel begins a LABEL PDU. ident and typ must echo the LABEL_REQ
 // exactly: clients reject a mismatch.
 func (b *Builder) StartLabel(from int32, ident uint32, typ int32) {
@@ -112,13 +127,8 @@ func scanLabels(js []byte, typ uint8, dst []labelEntry) ([]labelEntry, error) {
 			return dst, err
 		}
 		name := [2]int{start + 1, s.i - start - 2}
-		if name[1] == 0 || name[1] >= 255 {
-			return dst, fmt.Errorf("label name at byte %d must have 1..254 bytes", start)
-		}
-		for _, c := range js[name[0] : name[0]+name[1]] {
-			if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-				return dst, fmt.Errorf("label name %q: only [A-Za-z0-9_] are allowed", js[name[0]:name[0]+name[1]])
-			}
+		if err := CheckLabelName(js[name[0] : name[0]+name[1]]); err != nil {
+			return dst, fmt.Errorf("at byte %d: %w", start, err)
 		}
 		s.ws()
 		if !s.eat(':') {

@@ -62,12 +62,40 @@ func OpenCPU(attr *unix.PerfEventAttr, cpu int) (*FD, error) {
 	if attr.Read_format != ReadFormat {
 		return nil, fmt.Errorf("perf: attr.read_format is %#x, want %#x (TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING)", attr.Read_format, ReadFormat)
 	}
-	fd, err := unix.PerfEventOpen(attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	return openCPU(attr, NoCgroup, cpu)
+}
+
+// NoCgroup in a cgroup argument means every task on the CPU.
+const NoCgroup = -1
+
+// OpenCgroupCPU is OpenCPU restricted to the tasks of one cgroup
+// (PERF_FLAG_PID_CGROUP): cgroup is a descriptor of the cgroup's directory,
+// in the v2 hierarchy or in v1's perf_event one. The kernel counts only
+// while a task of that cgroup (or of one below it) runs on the CPU.
+func OpenCgroupCPU(attr *unix.PerfEventAttr, cgroup, cpu int) (*FD, error) {
+	if attr.Read_format != ReadFormat {
+		return nil, fmt.Errorf("perf: attr.read_format is %#x, want %#x (TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING)", attr.Read_format, ReadFormat)
+	}
+	return openCPU(attr, cgroup, cpu)
+}
+
+func openCPU(attr *unix.PerfEventAttr, cgroup, cpu int) (*FD, error) {
+	pid, flags := target(cgroup)
+	fd, err := unix.PerfEventOpen(attr, pid, cpu, -1, flags)
 	if err != nil {
 		// Kept as the bare errno so that callers can classify it.
 		return nil, err
 	}
 	return &FD{fd: fd, cpu: cpu, buf: make([]byte, readSize)}, nil
+}
+
+// target is perf_event_open's pid and flags for a cgroup descriptor or
+// NoCgroup.
+func target(cgroup int) (pid int, flags int) {
+	if cgroup == NoCgroup {
+		return -1, unix.PERF_FLAG_FD_CLOEXEC
+	}
+	return cgroup, unix.PERF_FLAG_FD_CLOEXEC | unix.PERF_FLAG_PID_CGROUP
 }
 
 // OpenGroupCPU opens attr system-wide on one CPU as part of a group,
@@ -83,6 +111,12 @@ func OpenCPU(attr *unix.PerfEventAttr, cpu int) (*FD, error) {
 // CPU-wide group may be never: on Linux 6.18, page-faults or task-clock
 // joining an enabled cpu-clock leader read 0 for good.
 func OpenGroupCPU(attr *unix.PerfEventAttr, cpu int, leader *FD) (*FD, error) {
+	return OpenGroupCgroupCPU(attr, NoCgroup, cpu, leader)
+}
+
+// OpenGroupCgroupCPU is OpenGroupCPU restricted to one cgroup's tasks, as
+// OpenCgroupCPU. Every member of a group counts the same cgroup.
+func OpenGroupCgroupCPU(attr *unix.PerfEventAttr, cgroup, cpu int, leader *FD) (*FD, error) {
 	if attr.Read_format != GroupReadFormat {
 		return nil, fmt.Errorf("perf: attr.read_format is %#x, want %#x (GROUP|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING) for a group", attr.Read_format, GroupReadFormat)
 	}
@@ -98,7 +132,8 @@ func OpenGroupCPU(attr *unix.PerfEventAttr, cpu int, leader *FD) (*FD, error) {
 		}
 		groupFD = leader.fd
 	}
-	fd, err := unix.PerfEventOpen(attr, -1, cpu, groupFD, unix.PERF_FLAG_FD_CLOEXEC)
+	pid, flags := target(cgroup)
+	fd, err := unix.PerfEventOpen(attr, pid, cpu, groupFD, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +155,7 @@ func (f *FD) Read() (Count, error) {
 	if f.group {
 		return Count{}, fmt.Errorf("perf: Read of a group counter on cpu%d; read its leader with ReadGroup", f.cpu)
 	}
-	n, err := unix.Read(f.fd, f.buf[:])
+	n, err := rawRead(f.fd, f.buf[:])
 	if err != nil {
 		return Count{}, err
 	}
@@ -159,7 +194,7 @@ func (f *FD) ReadGroup(values []uint64) (enabled, running uint64, err error) {
 	case len(values) != f.n:
 		return 0, 0, fmt.Errorf("perf: ReadGroup on cpu%d with room for %d values; the group has %d counters", f.cpu, len(values), f.n)
 	}
-	n, err := unix.Read(f.fd, f.buf)
+	n, err := rawRead(f.fd, f.buf)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -173,6 +208,25 @@ func (f *FD) ReadGroup(values []uint64) (enabled, running uint64, err error) {
 		values[i] = binary.NativeEndian.Uint64(f.buf[8*(groupHeader+i):])
 	}
 	return binary.NativeEndian.Uint64(f.buf[8:16]), binary.NativeEndian.Uint64(f.buf[16:24]), nil
+}
+
+// rawRead reads a counter without telling the Go runtime that a system
+// call is under way. A counter read never blocks: at worst the kernel runs
+// it on the counter's CPU by an interprocessor call and waits for it, tens
+// of microseconds. Told, the runtime wakes its monitor thread (sysmon) on
+// the first call after an idle spell, and a fetch at a low rate pays for
+// that wake-up and the monitor's look around, not for the read.
+func rawRead(fd int, p []byte) (int, error) {
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, e
+	}
 }
 
 // Close releases the descriptor and with it the PMU slot. Closing twice is

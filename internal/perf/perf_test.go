@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/emulator"
 )
 
 func TestOpenCPURequiresReadFormat(t *testing.T) {
@@ -65,6 +67,7 @@ func TestOpenMissingCPU(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root and perf_event_open")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
 		Size: AttrSize, Read_format: ReadFormat}
 	// CPU ids past nr_cpu_ids are EINVAL; only possible-but-offline CPUs
@@ -159,5 +162,36 @@ func TestGroupRead(t *testing.T) {
 	}
 	if err := leader.Enable(); err == nil {
 		t.Error("Enable after Close succeeded")
+	}
+}
+
+func TestOpenCgroupCPURequiresReadFormat(t *testing.T) {
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Size: AttrSize}
+	if _, err := OpenCgroupCPU(&attr, 0, 0); err == nil || !strings.Contains(err.Error(), "read_format is 0x0") {
+		t.Errorf("OpenCgroupCPU without read_format: %v", err)
+	}
+}
+
+// A descriptor that is not a cgroup directory is refused by the kernel,
+// and the errno comes back bare, for callers to classify.
+func TestOpenCgroupCPUNotACgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root and perf_event_open")
+	}
+	dir, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size: AttrSize, Read_format: ReadFormat}
+	fd, err := OpenCgroupCPU(&attr, int(dir.Fd()), 0)
+	if err == nil {
+		fd.Close()
+		t.Fatal("a temporary directory was accepted as a cgroup")
+	}
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		t.Errorf("error %v (%T) is not a bare errno", err, err)
 	}
 }

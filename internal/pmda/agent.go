@@ -115,13 +115,7 @@ func (a *Agent) SetTable(t *Table) {
 // SignalChange adds state-change flags (pdu.StateNamesChange,
 // pdu.StateLabelChange) to the next RESULT; safe from any goroutine.
 func (a *Agent) SignalChange(flags int32) {
-	flags &= pdu.StateNamesChange | pdu.StateLabelChange
-	for {
-		old := a.pending.Load()
-		if a.pending.CompareAndSwap(old, old|flags) {
-			return
-		}
-	}
+	a.pending.Or(flags & (pdu.StateNamesChange | pdu.StateLabelChange))
 }
 
 // Serve speaks the agent side of the protocol on conn until pmcd closes
@@ -460,8 +454,9 @@ func (a *Agent) instance(h pdu.Header, t *Table) error {
 		a.b.AddInstance(pdu.InNull, in.Name)
 	default:
 		// The profile does not apply to instance requests.
-		for i := range d.Instances {
-			a.b.AddInstance(d.Instances[i].ID, d.Instances[i].Name)
+		all := d.members().all
+		for i := range all {
+			a.b.AddInstance(all[i].ID, all[i].Name)
 		}
 	}
 	msg, err := a.b.Finish()
@@ -606,8 +601,9 @@ func (a *Agent) label(h pdu.Header, t *Table) error {
 		// pmcd sends the client's profile first; honour it as
 		// libpcp_pmda's instance iterator does.
 		prof := a.profileOf(h.From)
-		for i := range d.Instances {
-			in := &d.Instances[i]
+		all := d.members().all
+		for i := range all {
+			in := &all[i]
 			if prof.In(d.InDom, in.ID) {
 				a.b.AddLabelSet(in.ID, in.labels, pdu.LabelInstances)
 			}

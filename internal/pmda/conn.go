@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -139,7 +141,7 @@ func (l *Listener) Accept() (io.ReadWriteCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: accepting pmcd's connection: %w", l.Addr(), err)
 	}
-	return c, nil
+	return wrapConn(c), nil
 }
 
 // Close abandons a listener that was never accepted on.
@@ -152,32 +154,160 @@ func (l *Listener) Close() error {
 
 // stdio is pmcd's pipe pair: requests on fd 0, replies on fd 1.
 //
-// pmcd hands over blocking pipes, and os.Stdin reads them with a blocking
-// read(2). Between two fetches the thread then sits in a system call, and
-// the Go runtime's monitor thread wakes up again and again to see whether
-// it should take the thread's processor away: about ten wake-ups per fetch
-// at 10 Hz, more CPU than the fetch itself. Switched to non-blocking mode,
-// the pipes go through the runtime's poller like a socket, and an agent
-// waiting for pmcd is simply asleep. Only this process has these ends of
-// the pipes, so the mode change is private to it.
-type stdio struct{ in, out *os.File }
-
-func newStdio() (stdio, error) {
+// pmcd hands over blocking pipes. A blocking read(2) between two fetches
+// leaves a thread in a system call, and the Go runtime's monitor thread
+// (sysmon) wakes up again and again to see whether it should take that
+// thread's processor away: about ten wake-ups per fetch at 10 Hz, more CPU
+// than the fetch itself. Switched to non-blocking mode, the pipes go
+// through the runtime's poller like a socket, and an agent waiting for pmcd
+// is simply asleep. Only this process has these ends of the pipes, so the
+// mode change is private to it.
+func newStdio() (io.ReadWriteCloser, error) {
 	for _, fd := range []int{0, 1} {
 		if err := unix.SetNonblock(fd, true); err != nil {
-			return stdio{}, fmt.Errorf("pipe from pmcd: fd %d: %w", fd, err)
+			return nil, fmt.Errorf("pipe from pmcd: fd %d: %w", fd, err)
 		}
 	}
 	// NewFile registers a non-blocking descriptor with the poller.
-	return stdio{os.NewFile(0, "pmcd-in"), os.NewFile(1, "pmcd-out")}, nil
+	in, out := os.NewFile(0, "pmcd-in"), os.NewFile(1, "pmcd-out")
+	c, err := newQuietConn(in, out, func() error {
+		err := in.Close()
+		if e := out.Close(); err == nil {
+			err = e
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipe from pmcd: %w", err)
+	}
+	return c, nil
 }
 
-func (s stdio) Read(p []byte) (int, error)  { return s.in.Read(p) }
-func (s stdio) Write(p []byte) (int, error) { return s.out.Write(p) }
-func (s stdio) Close() error {
-	err := s.in.Close()
-	if e := s.out.Close(); err == nil {
-		err = e
+// quietConn reads and writes pmcd's non-blocking descriptors with raw
+// system calls, and waits in the runtime's poller only when a descriptor is
+// not ready. A read or write through os.File or net.Conn tells the runtime
+// it is entering a system call, and the first one after an idle spell
+// wakes sysmon, which then looks around for a while before it sleeps again:
+// two or three thread wake-ups per fetch at a low rate, each a VM exit
+// here, for a call that cannot block (the descriptor is non-blocking).
+// Left asleep, sysmon costs nothing; the fetch is then one wake-up, the
+// poller's thread returning from epoll_pwait with pmcd's request.
+type quietConn struct {
+	r, w  quietHalf
+	close func() error
+}
+
+// quietHalf is one direction: its RawConn and the raw call under way (set
+// by Read or Write around RawConn.Read/Write, which call fn), so that a
+// read and a write may run at once.
+type quietHalf struct {
+	rc    syscall.RawConn
+	p     []byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool // a method value made once: a request allocates nothing
+}
+
+func newQuietConn(in, out syscall.Conn, close func() error) (*quietConn, error) {
+	ri, err := in.SyscallConn()
+	if err != nil {
+		return nil, err
 	}
-	return err
+	ro, err := out.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	q := &quietConn{r: quietHalf{rc: ri}, w: quietHalf{rc: ro}, close: close}
+	q.r.fn, q.w.fn = q.r.rawRead, q.w.rawWrite
+	return q, nil
+}
+
+// wrapConn serves a socket from pmcd the same quiet way, when it can.
+func wrapConn(c net.Conn) io.ReadWriteCloser {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c
+	}
+	q, err := newQuietConn(sc, sc, c.Close)
+	if err != nil {
+		return c
+	}
+	return q
+}
+
+func (q *quietConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := q.r.run(p, false)
+	switch {
+	case err != nil:
+		return 0, err
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (q *quietConn) Write(p []byte) (int, error) { return q.w.run(p, true) }
+
+// run makes h's raw call on p through its RawConn, which waits in the
+// poller whenever the call says the descriptor is not ready.
+func (h *quietHalf) run(p []byte, write bool) (int, error) {
+	h.p, h.n, h.errno = p, 0, 0
+	var err error
+	op := "read"
+	if write {
+		op = "write"
+		err = h.rc.Write(h.fn)
+	} else {
+		err = h.rc.Read(h.fn)
+	}
+	n, errno := h.n, h.errno
+	h.p = nil
+	if err == nil && errno != 0 {
+		err = &os.SyscallError{Syscall: op, Err: errno}
+	}
+	return n, err
+}
+
+func (q *quietConn) Close() error { return q.close() }
+
+// rawRead makes one read(2); false asks RawConn to wait until the
+// descriptor is readable and call again.
+func (q *quietHalf) rawRead(fd uintptr) bool {
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&q.p[0])), uintptr(len(q.p)))
+		switch e {
+		case 0:
+			q.n = int(n)
+			return true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		q.errno = e
+		return true
+	}
+}
+
+// rawWrite writes all of q.p, waiting for room when the pipe or socket is
+// full.
+func (q *quietHalf) rawWrite(fd uintptr) bool {
+	for q.n < len(q.p) {
+		rest := q.p[q.n:]
+		n, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
+		switch e {
+		case 0:
+			q.n += int(n)
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return false
+		default:
+			q.errno = e
+			return true
+		}
+	}
+	return true
 }

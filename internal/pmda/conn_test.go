@@ -2,6 +2,8 @@ package pmda
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"perfevent/internal/pdu"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestUnixSocket(t *testing.T) {
@@ -124,4 +128,62 @@ func TestLogger(t *testing.T) {
 	if buf.String() != want {
 		t.Errorf("log:\n%s\nwant:\n%s", buf.String(), want)
 	}
+}
+
+// A reply larger than the pipe's buffer is written whole, waiting for room
+// in the poller, and the reader sees every byte, then io.EOF.
+func TestQuietConnPipe(t *testing.T) {
+	// Non-blocking, as newStdio leaves pmcd's pipes.
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	rf, wf := os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	q, err := newQuietConn(rf, wf, func() error { rf.Close(); return wf.Close() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A request and its reply, as the agent exchanges them with pmcd,
+	// allocate nothing.
+	msg, buf := make([]byte, 1272), make([]byte, 1272)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, err := q.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(q, buf); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("a write and a read through quietConn: %v allocations, want 0", allocs)
+	}
+
+	want := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB: 16 pipe buffers
+	done := make(chan error, 1)
+	go func() {
+		n, err := q.Write(want)
+		if err == nil && n != len(want) {
+			err = fmt.Errorf("wrote %d of %d bytes", n, len(want))
+		}
+		wf.Close()
+		done <- err
+	}()
+	got := make([]byte, 0, len(want))
+	buf = make([]byte, 1000)
+	for {
+		n, err := q.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read after %d bytes: %v", len(got), err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, not the %d written", len(got), len(want))
+	}
+	rf.Close()
 }

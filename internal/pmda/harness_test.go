@@ -3,8 +3,10 @@ package pmda
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -710,4 +712,50 @@ func TestConcurrentTableSwap(t *testing.T) {
 	}
 	close(stop)
 	<-swapped
+}
+
+// A live instance domain answers INSTANCE and label requests from its
+// current members, in the same table, as they change.
+func TestLiveInstances(t *testing.T) {
+	spec := exampleSpec()
+	live := NewInstances()
+	spec.InDoms[0].Instances, spec.InDoms[0].Live = nil, live
+	if err := live.Set([]Instance{{ID: 0, Name: "/a"}, {ID: 1, Name: "/b", Labels: Labels{"cgroup": "/b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	h := startAgent(t, &exampleFetcher{}, spec, Config{})
+	names := func() []string {
+		_, list, err := h.ask(h.b.InstanceReq(0, indomCPU, pdu.InNull, ""), pdu.TypeInstance).Instance(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, in := range list {
+			out = append(out, fmt.Sprintf("%d=%s", in.Inst, in.Name))
+		}
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"0=/a", "1=/b"}) {
+		t.Errorf("instances %q", got)
+	}
+	live.Set([]Instance{{ID: 1, Name: "/b", Labels: Labels{"cgroup": "/b"}}, {ID: 2, Name: "/c", Labels: Labels{"cgroup": "/c"}}})
+	if got := names(); !slices.Equal(got, []string{"1=/b", "2=/c"}) {
+		t.Errorf("instances after the change %q", got)
+	}
+	h.askErr(h.b.InstanceReq(0, indomCPU, 0, ""), pdu.ErrInst)
+	_, list, err := h.ask(h.b.InstanceReq(0, indomCPU, pdu.InNull, "/c"), pdu.TypeInstance).Instance(nil)
+	if err != nil || len(list) != 1 || list[0].Inst != 2 {
+		t.Errorf("by name /c = %+v %v", list, err)
+	}
+	_, _, sets, err := h.ask(h.b.LabelReq(0, uint32(indomCPU), pdu.LabelInstances), pdu.TypeLabel).Label(nil)
+	if err != nil || len(sets) != 2 || sets[1].Inst != 2 || string(sets[1].JSON) != `{"cgroup":"/c"}` {
+		t.Errorf("instance labels = %+v %v", sets, err)
+	}
+	if err := live.Set([]Instance{{ID: -1, Name: "/x"}}); err == nil {
+		t.Error("a negative id was accepted")
+	}
+	spec.InDoms[0].Instances = []Instance{{ID: 9, Name: "both"}}
+	if _, err := NewTable(spec); err == nil {
+		t.Error("a domain with static and live instances was accepted")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"perfevent/internal/pdu"
 )
@@ -38,9 +39,85 @@ type InDom struct {
 	OneLine   string
 	Help      string
 	Labels    Labels
+	// Live, if set, holds the instances instead of Instances (which must
+	// then be empty): a domain whose members come and go while the table
+	// is served, such as one instance per cgroup. Clients learn of a
+	// change as PCP's do from any agent: new ids in fetch results, and
+	// the new list from the next instance request.
+	Live *Instances
 
 	labels []byte
-	byID   map[int32]int
+	static instList
+}
+
+// instList is one version of an instance domain's members, indexed.
+type instList struct {
+	all  []Instance
+	byID map[int32]int
+}
+
+// Instances is the changing member list of a dynamic InDom. Set swaps in
+// a whole new list; requests already being answered keep the one they
+// started with. Safe from any goroutine.
+type Instances struct {
+	cur atomic.Pointer[instList]
+}
+
+// NewInstances returns an empty live list.
+func NewInstances() *Instances {
+	l := &Instances{}
+	l.cur.Store(&instList{})
+	return l
+}
+
+// Set replaces the members. It checks them as NewTable checks a static
+// domain's and keeps the previous list if they are not valid.
+func (l *Instances) Set(in []Instance) error {
+	list, err := indexInstances(append([]Instance(nil), in...))
+	if err != nil {
+		return err
+	}
+	l.cur.Store(&list)
+	return nil
+}
+
+// Len is the number of members now.
+func (l *Instances) Len() int { return len(l.cur.Load().all) }
+
+// members is the list a request answers from.
+func (d *InDom) members() *instList {
+	if d.Live != nil {
+		return d.Live.cur.Load()
+	}
+	return &d.static
+}
+
+// indexInstances checks instances (ids non-negative and unique, names
+// non-empty and unique, labels valid) and indexes them.
+func indexInstances(in []Instance) (instList, error) {
+	list := instList{all: in, byID: make(map[int32]int, len(in))}
+	names := make(map[string]bool, len(in))
+	for j := range in {
+		inst := &in[j]
+		if inst.ID < 0 {
+			return instList{}, fmt.Errorf("instance %q has negative id %d", inst.Name, inst.ID)
+		}
+		if inst.Name == "" {
+			return instList{}, fmt.Errorf("instance %d has no name", inst.ID)
+		}
+		if _, dup := list.byID[inst.ID]; dup {
+			return instList{}, fmt.Errorf("instance id %d used twice", inst.ID)
+		}
+		if names[inst.Name] {
+			return instList{}, fmt.Errorf("instance name %q used twice", inst.Name)
+		}
+		list.byID[inst.ID], names[inst.Name] = j, true
+		var err error
+		if inst.labels, err = canonical(inst.Labels); err != nil {
+			return instList{}, fmt.Errorf("labels of instance %q: %w", inst.Name, err)
+		}
+	}
+	return list, nil
 }
 
 // TableSpec describes everything an agent serves. NewTable checks it and
@@ -122,26 +199,11 @@ func NewTable(spec TableSpec) (*Table, error) {
 		if d.labels, err = canonical(d.Labels); err != nil {
 			return nil, fmt.Errorf("labels of instance domain %s: %w", d.InDom, err)
 		}
-		d.byID = make(map[int32]int, len(d.Instances))
-		names := make(map[string]bool, len(d.Instances))
-		for j := range d.Instances {
-			in := &d.Instances[j]
-			if in.ID < 0 {
-				return nil, fmt.Errorf("instance domain %s: instance %q has negative id %d", d.InDom, in.Name, in.ID)
-			}
-			if in.Name == "" {
-				return nil, fmt.Errorf("instance domain %s: instance %d has no name", d.InDom, in.ID)
-			}
-			if _, dup := d.byID[in.ID]; dup {
-				return nil, fmt.Errorf("instance domain %s: instance id %d used twice", d.InDom, in.ID)
-			}
-			if names[in.Name] {
-				return nil, fmt.Errorf("instance domain %s: instance name %q used twice", d.InDom, in.Name)
-			}
-			d.byID[in.ID], names[in.Name] = j, true
-			if in.labels, err = canonical(in.Labels); err != nil {
-				return nil, fmt.Errorf("labels of instance %q of %s: %w", in.Name, d.InDom, err)
-			}
+		if d.Live != nil && len(d.Instances) > 0 {
+			return nil, fmt.Errorf("instance domain %s: has both static and live instances", d.InDom)
+		}
+		if d.static, err = indexInstances(d.Instances); err != nil {
+			return nil, fmt.Errorf("instance domain %s: %w", d.InDom, err)
 		}
 	}
 	for _, s := range spec.Subtrees {
@@ -228,13 +290,8 @@ func canonical(l Labels) ([]byte, error) {
 		return nil, nil
 	}
 	for k := range l {
-		if k == "" || len(k) >= 255 {
-			return nil, fmt.Errorf("label name %q must have 1..254 bytes", k)
-		}
-		for _, c := range k {
-			if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-				return nil, fmt.Errorf("label name %q: only [A-Za-z0-9_] are allowed", k)
-			}
+		if err := pdu.CheckLabelName(k); err != nil {
+			return nil, err
 		}
 	}
 	b, err := json.Marshal(map[string]any(l))
@@ -273,29 +330,31 @@ func (t *Table) InDom(indom pdu.InDom) (*InDom, bool) {
 
 // Instance returns the instance with id inst.
 func (d *InDom) Instance(inst int32) (*Instance, bool) {
-	i, ok := d.byID[inst]
+	l := d.members()
+	i, ok := l.byID[inst]
 	if !ok {
 		return nil, false
 	}
-	return &d.Instances[i], true
+	return &l.all[i], true
 }
 
 // lookupInstance finds an instance by name the way libpcp_pmda does: an
 // exact match, or, when the name asked for has no space, a match with the
 // part of an instance name before its first space.
 func (d *InDom) lookupInstance(name []byte) (*Instance, bool) {
-	for i := range d.Instances {
-		if d.Instances[i].Name == string(name) {
-			return &d.Instances[i], true
+	all := d.members().all
+	for i := range all {
+		if all[i].Name == string(name) {
+			return &all[i], true
 		}
 	}
 	if strings.IndexByte(string(name), ' ') >= 0 {
 		return nil, false
 	}
-	for i := range d.Instances {
-		n := d.Instances[i].Name
+	for i := range all {
+		n := all[i].Name
 		if sp := strings.IndexByte(n, ' '); sp >= 0 && n[:sp] == string(name) {
-			return &d.Instances[i], true
+			return &all[i], true
 		}
 	}
 	return nil, false

@@ -2,6 +2,7 @@ package pmu
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,14 @@ type FS struct {
 	// the tracefs and debugfs mounts listed in <Proc>/mounts are tried,
 	// then <Sys>/kernel/tracing and <Sys>/kernel/debug/tracing.
 	Tracing []string
+
+	// tpIDs remembers every tracepoint id this FS resolved, by
+	// "subsys/event". The agent resolves its configuration as root at
+	// start-up and again, as its own user, at each reload; tracefs is
+	// normally root's alone (0700), so a reload can only get the ids
+	// that start-up saw from here. See resolveTracepoint.
+	tpMu  sync.Mutex
+	tpIDs map[string]uint64
 
 	once sync.Once
 	plm  plm // privilege levels the core PMU can filter; see libpfmDefaults
@@ -109,6 +118,17 @@ func (fs *FS) tracingRoot() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// tracingDenied names the first candidate that exists but that this
+// process may not search (tracefs is mode 0700, root's), or "".
+func (fs *FS) tracingDenied() string {
+	for _, d := range fs.tracingCandidates() {
+		if _, err := os.Stat(filepath.Join(d, "events")); errors.Is(err, os.ErrPermission) {
+			return d
+		}
+	}
+	return ""
 }
 
 // readTrimmed reads a small sysfs or procfs attribute file.

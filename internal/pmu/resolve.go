@@ -210,6 +210,13 @@ func cacheByLibpfm(base string) (cacheDef, bool) {
 	return cacheDef{}, false
 }
 
+// libpfmCacheOps are the operation modifiers of libpfm4's cache events.
+var libpfmCacheOps = map[string]uint64{
+	"READ":     unix.PERF_COUNT_HW_CACHE_OP_READ,
+	"WRITE":    unix.PERF_COUNT_HW_CACHE_OP_WRITE,
+	"PREFETCH": unix.PERF_COUNT_HW_CACHE_OP_PREFETCH,
+}
+
 // libpfmCache handles PERF_COUNT_HW_CACHE_<cache>[:op][:result]; libpfm4
 // defaults to READ and MISS.
 func (fs *FS) libpfmCache(name string, c cacheDef, mods []string) (Event, error) {
@@ -217,14 +224,14 @@ func (fs *FS) libpfmCache(name string, c cacheDef, mods []string) (Event, error)
 	var opSet, resSet bool
 	var l levels
 	for _, m := range mods {
-		switch strings.ToUpper(m) {
+		switch u := strings.ToUpper(m); u {
 		case "READ", "WRITE", "PREFETCH":
-			o := map[string]uint64{"READ": unix.PERF_COUNT_HW_CACHE_OP_READ, "WRITE": unix.PERF_COUNT_HW_CACHE_OP_WRITE, "PREFETCH": unix.PERF_COUNT_HW_CACHE_OP_PREFETCH}[strings.ToUpper(m)]
+			o := libpfmCacheOps[u]
 			if opSet {
 				return Event{}, fmt.Errorf("event %q: more than one of READ, WRITE, PREFETCH", name)
 			}
 			if !slices.Contains(c.Ops, o) {
-				return Event{}, fmt.Errorf("event %q: %s has no %s operation", name, c.Perf, strings.ToUpper(m))
+				return Event{}, fmt.Errorf("event %q: %s has no %s operation", name, c.Perf, u)
 			}
 			op, opSet = o, true
 		case "ACCESS", "MISS":
@@ -336,21 +343,39 @@ func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool
 	// "INST_RETIRED:ANY_P".
 	lowerCase := subsys == strings.ToLower(subsys)
 	root, mounted := fs.tracingRoot()
+	var id uint64
+	source := ""
 	if !mounted {
-		if lowerCase {
+		denied := fs.tracingDenied()
+		cached, ok := fs.cachedTracepoint(subsys, event)
+		switch {
+		case ok:
+			// Tracepoint ids do not change while the kernel runs (a
+			// module's are new only if it is loaded again).
+			id = cached
+			source = fmt.Sprintf("tracepoint %s/%s id %d (as resolved at start-up: %s is readable by root only)", subsys, event, id, denied)
+		case denied != "" && lowerCase:
+			return Event{}, true, fmt.Errorf("event %q: tracepoint %s:%s is not resolvable after the privilege drop (%s is readable by root only); restart the agent to add new tracepoints", name, subsys, event, denied)
+		case lowerCase:
 			return Event{}, true, fmt.Errorf("event %q: %w", name, fs.errNoTracefs())
+		default:
+			return Event{}, false, nil
 		}
-		return Event{}, false, nil
-	}
-	id, _, found, err := fs.tracepointID(root, subsys, event)
-	if !found {
-		if lowerCase {
-			return Event{}, true, fmt.Errorf("event %q: not a generic event, and %s has no tracepoint subsystem %s", name, filepath.Join(root, "events"), subsys)
+	} else {
+		var found bool
+		var err error
+		id, _, found, err = fs.tracepointID(root, subsys, event)
+		if !found {
+			if lowerCase {
+				return Event{}, true, fmt.Errorf("event %q: not a generic event, and %s has no tracepoint subsystem %s", name, filepath.Join(root, "events"), subsys)
+			}
+			return Event{}, false, nil
 		}
-		return Event{}, false, nil
-	}
-	if err != nil {
-		return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+		if err != nil {
+			return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+		}
+		fs.rememberTracepoint(subsys, event, id)
+		source = fmt.Sprintf("tracepoint %s/%s id %d", subsys, event, id)
 	}
 	l, err := levelsFrom(name, mods)
 	if err != nil {
@@ -363,7 +388,7 @@ func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool
 			Config: id,
 			Bits:   l.bits(fs.supportedPLM()),
 		},
-		Source: fmt.Sprintf("tracepoint %s/%s id %d", subsys, event, id),
+		Source: source,
 	}, true, nil
 }
 

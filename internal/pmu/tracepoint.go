@@ -40,6 +40,23 @@ func (fs *FS) tracepointID(root, subsys, event string) (uint64, string, bool, er
 	return id, path, true, nil
 }
 
+func (fs *FS) rememberTracepoint(subsys, event string, id uint64) {
+	fs.tpMu.Lock()
+	defer fs.tpMu.Unlock()
+	if fs.tpIDs == nil {
+		fs.tpIDs = map[string]uint64{}
+	}
+	fs.tpIDs[subsys+"/"+event] = id
+}
+
+// cachedTracepoint is the id an earlier resolution found, if any.
+func (fs *FS) cachedTracepoint(subsys, event string) (uint64, bool) {
+	fs.tpMu.Lock()
+	defer fs.tpMu.Unlock()
+	id, ok := fs.tpIDs[subsys+"/"+event]
+	return id, ok
+}
+
 // tracepointType is the tracepoint PMU's type: fixed by the kernel ABI,
 // but read from sysfs when there so that tests and odd kernels agree.
 func (fs *FS) tracepointType() uint32 {
@@ -54,6 +71,9 @@ func (fs *FS) tracepointType() uint32 {
 func (fs *FS) Tracepoints() ([]string, error) {
 	root, ok := fs.tracingRoot()
 	if !ok {
+		if d := fs.tracingDenied(); d != "" {
+			return nil, fmt.Errorf("tracepoints: %s is readable by root only", d)
+		}
 		return nil, fmt.Errorf("tracepoints: %w", fs.errNoTracefs())
 	}
 	subs, err := os.ReadDir(filepath.Join(root, "events"))

@@ -28,18 +28,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Capability numbers from linux/capability.h.
-const (
-	CapSysAdmin = 21
-	CapPerfmon  = 38
-)
-
 // Name returns the capability's name, e.g. "CAP_PERFMON".
 func Name(c int) string {
 	switch c {
-	case CapSysAdmin:
+	case unix.CAP_SYS_ADMIN:
 		return "CAP_SYS_ADMIN"
-	case CapPerfmon:
+	case unix.CAP_PERFMON:
 		return "CAP_PERFMON"
 	}
 	return "CAP_" + strconv.Itoa(c)
@@ -51,11 +45,11 @@ func Name(c int) string {
 func CounterCapability() int {
 	data, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
 	if err == nil {
-		if last, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && last >= CapPerfmon {
-			return CapPerfmon
+		if last, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && last >= unix.CAP_PERFMON {
+			return unix.CAP_PERFMON
 		}
 	}
-	return CapSysAdmin
+	return unix.CAP_SYS_ADMIN
 }
 
 // Identity is who the process became.

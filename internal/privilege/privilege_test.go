@@ -9,6 +9,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/emulator"
 )
 
 func TestReadStatusSelf(t *testing.T) {
@@ -19,23 +23,23 @@ func TestReadStatusSelf(t *testing.T) {
 	if st.UIDs[0] != os.Getuid() || st.UIDs[1] != os.Geteuid() {
 		t.Errorf("uids %v, want real %d effective %d", st.UIDs, os.Getuid(), os.Geteuid())
 	}
-	if os.Geteuid() == 0 && st.CapEff&(1<<CapSysAdmin) == 0 {
+	if os.Geteuid() == 0 && st.CapEff&(1<<unix.CAP_SYS_ADMIN) == 0 {
 		t.Errorf("root without CAP_SYS_ADMIN: CapEff %#x", st.CapEff)
 	}
 }
 
 func TestOnly(t *testing.T) {
-	s := Status{UIDs: [4]int{999, 999, 999, 999}, CapEff: 1 << CapPerfmon, CapPrm: 1 << CapPerfmon}
-	if !s.Only(999, CapPerfmon) {
+	s := Status{UIDs: [4]int{999, 999, 999, 999}, CapEff: 1 << unix.CAP_PERFMON, CapPrm: 1 << unix.CAP_PERFMON}
+	if !s.Only(999, unix.CAP_PERFMON) {
 		t.Error("Only(999, CAP_PERFMON) = false")
 	}
 	s.UIDs[2] = 0 // a saved uid of root could take root back
-	if s.Only(999, CapPerfmon) {
+	if s.Only(999, unix.CAP_PERFMON) {
 		t.Error("Only ignored a saved root uid")
 	}
 	s.UIDs[2] = 999
-	s.CapPrm |= 1 << CapSysAdmin
-	if s.Only(999, CapPerfmon) {
+	s.CapPrm |= 1 << unix.CAP_SYS_ADMIN
+	if s.Only(999, unix.CAP_PERFMON) {
 		t.Error("Only ignored an extra permitted capability")
 	}
 }
@@ -54,6 +58,7 @@ func TestDrop(t *testing.T) {
 	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
 		t.Skip("needs perf_event support")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 	dir := t.TempDir()
 	// nobody must be able to run it too.
 	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
@@ -64,6 +69,9 @@ func TestDrop(t *testing.T) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := emulator.Wrap(bin); err != nil {
+		t.Fatal(err)
 	}
 
 	c := CounterCapability()
@@ -100,11 +108,11 @@ func TestDrop(t *testing.T) {
 }
 
 func TestDropRefusals(t *testing.T) {
-	if _, err := Drop("no-such-user-here", CapPerfmon); err == nil || !strings.Contains(err.Error(), "no-such-user-here") {
+	if _, err := Drop("no-such-user-here", unix.CAP_PERFMON); err == nil || !strings.Contains(err.Error(), "no-such-user-here") {
 		t.Errorf("unknown user: %v", err)
 	}
 	if os.Geteuid() == 0 {
-		if _, err := Drop("root", CapPerfmon); err == nil || err.Error() != "user root is root" {
+		if _, err := Drop("root", unix.CAP_PERFMON); err == nil || err.Error() != "user root is root" {
 			t.Errorf("root: %v", err)
 		}
 	}

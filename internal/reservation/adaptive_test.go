@@ -170,12 +170,15 @@ func (o *opener) release(t *testing.T, ch <-chan Status) {
 // waitInterval waits until the watcher's poll interval is want.
 func waitInterval(t *testing.T, w *Watcher, want time.Duration, why string) {
 	t.Helper()
-	for deadline := time.Now().Add(patience); w.interval() != want; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); w.poll() != want; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: poll interval %v, want %v", why, w.interval(), want)
+			t.Fatalf("%s: poll interval %v, want %v", why, w.poll(), want)
 		}
 	}
 }
+
+// poll is the interval the watcher chose after its last check.
+func (w *Watcher) poll() time.Duration { return time.Duration(w.pace.Load()) }
 
 // checksDuring counts the watcher's F_GETLK checks during d.
 func checksDuring(w *Watcher, d time.Duration) int64 {
@@ -188,9 +191,9 @@ func checksDuring(w *Watcher, d time.Duration) int64 {
 // of them but not 40. The slow interval is an hour, so its windows should
 // see none, plus a few of the follow-ups of a late hint.
 const (
-	window    = 500 * time.Millisecond
-	fastAtLst = 10
-	slowAtMst = 3
+	window        = 500 * time.Millisecond
+	minFastChecks = 10
+	maxSlowChecks = 3
 )
 
 func newTestWatcher(t *testing.T, opts Options) (string, *Watcher, chan Status) {
@@ -215,29 +218,29 @@ func newTestWatcher(t *testing.T, opts Options) (string, *Watcher, chan Status) 
 
 func TestWatcherAdaptivePoll(t *testing.T) {
 	fast, slow := 10*time.Millisecond, time.Hour
-	path, w, ch := newTestWatcher(t, Options{Poll: fast, IdlePoll: slow})
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
 
 	waitInterval(t, w, slow, "nobody else has the file open")
-	if n := checksDuring(w, window); n > slowAtMst {
-		t.Errorf("idle: %d checks in %v, want at most %d", n, window, slowAtMst)
+	if n := checksDuring(w, window); n > maxSlowChecks {
+		t.Errorf("idle: %d checks in %v, want at most %d", n, window, maxSlowChecks)
 	}
 
 	o := startOpener(t, path, "open")
 	waitInterval(t, w, fast, "a helper has the file open")
-	if n := checksDuring(w, window); n < fastAtLst {
-		t.Errorf("opened elsewhere: %d checks in %v, want at least %d", n, window, fastAtLst)
+	if n := checksDuring(w, window); n < minFastChecks {
+		t.Errorf("opened elsewhere: %d checks in %v, want at least %d", n, window, minFastChecks)
 	}
 
 	o.reserve(t, ch)
-	if got := w.interval(); got != fast {
+	if got := w.poll(); got != fast {
 		t.Errorf("reserved: poll interval %v, want %v", got, fast)
 	}
 
 	o.release(t, ch)
 	waitInterval(t, w, slow, "the helper exited")
 	time.Sleep(50 * time.Millisecond) // the follow-ups of the last hint
-	if n := checksDuring(w, window); n > slowAtMst {
-		t.Errorf("idle again: %d checks in %v, want at most %d", n, window, slowAtMst)
+	if n := checksDuring(w, window); n > maxSlowChecks {
+		t.Errorf("idle again: %d checks in %v, want at most %d", n, window, maxSlowChecks)
 	}
 }
 
@@ -245,7 +248,7 @@ func TestWatcherAdaptivePoll(t *testing.T) {
 // so the count stays up and the child's lock is seen at the fast pace.
 func TestWatcherForkedChildLocksLater(t *testing.T) {
 	fast, slow := 10*time.Millisecond, 300*time.Millisecond
-	path, w, ch := newTestWatcher(t, Options{Poll: fast, IdlePoll: slow})
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
 	waitInterval(t, w, slow, "nobody else has the file open")
 
 	o := startOpener(t, path, "fork")
@@ -260,15 +263,15 @@ func TestWatcherForkedChildLocksLater(t *testing.T) {
 // polls fast until a scan finds nobody again.
 func TestWatcherIdlePollIsTheSafetyNet(t *testing.T) {
 	fast, slow := 10*time.Millisecond, 300*time.Millisecond
-	path, w, ch := newTestWatcher(t, Options{Poll: fast, IdlePoll: slow})
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
 	w.users.mu.Lock()
 	w.users.dropEvent = func(mask uint32) bool { return mask&unix.IN_OPEN != 0 }
 	w.users.mu.Unlock()
 	waitInterval(t, w, slow, "nobody else has the file open")
 
 	o := startOpener(t, path, "open")
-	time.Sleep(50 * time.Millisecond) // past the follow-ups of the open
-	if got := w.interval(); got != slow {
+	time.Sleep(denseFor + 50*time.Millisecond) // past the dense checks after the open
+	if got := w.poll(); got != slow {
 		t.Fatalf("missed open: poll interval %v, want %v", got, slow)
 	}
 	o.reserve(t, ch)
@@ -279,17 +282,17 @@ func TestWatcherIdlePollIsTheSafetyNet(t *testing.T) {
 func TestWatcherNoNotifyPollsFast(t *testing.T) {
 	fast := 10 * time.Millisecond
 	_, w, _ := newTestWatcher(t, Options{Poll: fast, IdlePoll: time.Hour, NoNotify: true})
-	if got := w.interval(); got != fast {
+	if got := w.poll(); got != fast {
 		t.Errorf("poll interval %v, want %v", got, fast)
 	}
-	if n := checksDuring(w, window); n < fastAtLst {
-		t.Errorf("%d checks in %v, want at least %d", n, window, fastAtLst)
+	if n := checksDuring(w, window); n < minFastChecks {
+		t.Errorf("%d checks in %v, want at least %d", n, window, minFastChecks)
 	}
 }
 
 func TestWatcherRecreatedFileCountsAfresh(t *testing.T) {
 	fast, slow := 10*time.Millisecond, time.Hour
-	path, w, ch := newTestWatcher(t, Options{Poll: fast, IdlePoll: slow})
+	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
 	o := startOpener(t, path, "open") // of the file about to be deleted
 	waitInterval(t, w, fast, "a helper has the file open")
 	dev, ino := w.lf.identity()

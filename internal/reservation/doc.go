@@ -10,9 +10,12 @@
 //     F_GETLK, recreate if the file is deleted or replaced) and [Reserve]
 //     (user side: take the shared read lock);
 //   - the [Watcher]: inotify hints plus an F_GETLK poll that always runs,
-//     every 100 ms while a lock could appear unannounced and every second
-//     while nobody else has the file open, calling back on every change of
-//     the reservation;
+//     every millisecond for 100 ms after someone opens the file, every
+//     4 ms while someone else has it open without a lock (10 ms once that
+//     has lasted 10 s without an open or a change), every 100 ms
+//     while a reservation is held or the hints cannot be trusted, and
+//     every second while nobody else has the file open, calling back on
+//     every change of the reservation;
 //   - the state file beside the lock file ([StateFile], [ReadState],
 //     [WaitState]), in which the agent reports what it did, so that
 //     perfalloc can confirm that the counters really were released.
@@ -51,11 +54,21 @@
 // A record lock needs an open descriptor of the file, and every open of it
 // is an IN_OPEN event to the Watcher. So while no other process has an open
 // file description of the lock file, nobody can take a lock without first
-// announcing it, and the hint's follow-up checks see the lock: the poll
-// then runs every [Options].IdlePoll (1 s) instead of every Poll (100 ms),
-// which is most of the agent's idle CPU. It runs at Poll whenever that
-// reasoning does not hold: inotify off or failed, a reservation held,
-// another open description known, or the count in doubt.
+// announcing it, and the checks that follow the open see the lock: the
+// poll then runs every [Options].IdlePoll (1 s), which is most of the
+// agent's idle CPU. It runs at Poll (100 ms) whenever that reasoning does
+// not hold: inotify off or failed, a reservation held (its end is usually
+// a close, which is a hint), or the count in doubt; and at OpenPoll (4 ms)
+// while another open description is known, since its owner may lock at
+// any moment and taking a lock makes no inotify event. After 10 s without
+// an open or a change of the reservation that slows to 10 ms: a tool that
+// keeps the file open for hours costs 100 checks a second, not 250.
+//
+// After an IN_OPEN the Watcher checks every millisecond for 100 ms: the
+// lock usually follows the open within microseconds, but on a busy machine
+// the opener can lose its CPU in between. Both C perfalloc and ours open
+// and then lock, so their reservations are seen within a millisecond of
+// the lock, plus however long the agent waits for a CPU.
 //
 // The Watcher learns "nobody" from the kernel: a write lease (F_SETLEASE)
 // is granted only if no other open file description of the file exists, in
@@ -88,10 +101,28 @@
 // Leases are only for the file's owner or CAP_LEASE. An agent that drops
 // root after creating the lock file can still probe at start (it is root
 // then) but not later, so from then on it trusts the event count, and once
-// the count is in doubt it polls at Poll for good, as before. A process
-// that has the file open and forks a child that locks later keeps the
-// count at 1 (the description is shared, no close is reported until the
-// last holder closes it), so the child's lock is seen at Poll.
+// the count is in doubt it polls at Poll for good, as before, apart from
+// the dense checks after each open. A process that has the file open and
+// forks a child that locks later keeps the count at 1 (the description is
+// shared, no close is reported until the last holder closes it), so the
+// child's lock is seen at OpenPoll.
+//
+// # What a user can make the Watcher do
+//
+// Any local user can open and lock the file, so the Watcher's work must
+// not grow with what they do. Whether the counters are reserved is one
+// F_GETLK; /proc/locks, which any user can make megabytes long with locks
+// on a file of their own, is read only to name the holders, when a
+// reservation starts or a hint says they may have changed, at most
+// 256 KiB of it, and never again before 50 times the last read's time has
+// passed. Checks that hints ask for come at most one per millisecond, from
+// a bucket of 200 that refills at 50 a second, and then one per OpenPoll;
+// the inotify queue is read at the same pace. A flood of events (more than
+// 128 in one read) stops the watch on closes until opens pause for a
+// second: identical events still queued merge, so a loop of opens is then
+// one event per read, and the count of users is given up for that time
+// (Poll, and the dense checks after each open). attack_test.go measures the
+// cost of each attack; RELIABILITY.md has the figures.
 //
 // The probe holds the lease for microseconds; a process opening the file
 // in that moment waits until it is given back, or, with O_NONBLOCK, gets

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -29,6 +30,7 @@ type notifier struct {
 	dirWD int
 	name  string
 	hint  func(notifyEvent)
+	flush func() time.Duration // after each read's events; returns the time to wait before the next read
 	done  chan struct{}
 
 	mu      sync.Mutex
@@ -38,6 +40,15 @@ type notifier struct {
 
 // watchDir watches dir for events (mask) about entries called name.
 func watchDir(dir, name string, mask uint32, hint func(notifyEvent)) (*notifier, error) {
+	return watchDirPaced(dir, name, mask, hint, nil)
+}
+
+// watchDirPaced is watchDir with flush, if not nil, called after the events
+// of each read. The next read waits until the time it returns has passed
+// since this one, so that events arriving in a flood are taken in batches
+// (the kernel queues up to fs.inotify.max_queued_events, 16384 by default,
+// and reports an overflow beyond).
+func watchDirPaced(dir, name string, mask uint32, hint func(notifyEvent), flush func() time.Duration) (*notifier, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init1: %w", err)
@@ -55,6 +66,7 @@ func watchDir(dir, name string, mask uint32, hint func(notifyEvent)) (*notifier,
 		dirWD:  wd,
 		name:   name,
 		hint:   hint,
+		flush:  flush,
 		done:   make(chan struct{}),
 		fileWD: -1,
 	}
@@ -86,12 +98,14 @@ func (n *notifier) watchFile(path string, mask uint32) (uint64, error) {
 
 func (n *notifier) read() {
 	defer close(n.done)
-	var buf [64 * (unix.SizeofInotifyEvent + unix.NAME_MAX + 1)]byte
+	// Room for a few thousand events of the file (they carry no name).
+	buf := make([]byte, 64<<10)
 	for {
-		k, err := n.f.Read(buf[:])
+		k, err := n.f.Read(buf)
 		if err != nil {
 			return // closed
 		}
+		readAt := time.Now()
 		for off := 0; off+unix.SizeofInotifyEvent <= k; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
@@ -113,6 +127,11 @@ func (n *notifier) read() {
 				if ok {
 					n.hint(notifyEvent{mask: ev.Mask, gen: gen})
 				}
+			}
+		}
+		if n.flush != nil {
+			if d := n.flush() - time.Since(readAt); d > 0 {
+				time.Sleep(d)
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package reservation
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,5 +78,39 @@ func TestParseRealProcLocks(t *testing.T) {
 	defer f.Close()
 	if _, err := ParseProcLocks(f); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lockHolders parses only the lines about the lock file, and reads no more
+// than procLocksLimit: any user can fill /proc/locks with locks of their own.
+func TestLockHoldersReadsABoundedPrefix(t *testing.T) {
+	const mine = "7: POSIX  ADVISORY  READ 4242 fe:00:754976 0 0\n"
+	var other strings.Builder
+	for i := 0; other.Len() <= procLocksLimit; i++ {
+		fmt.Fprintf(&other, "%d: POSIX  ADVISORY  READ 99 fe:00:%d %d %d\n", i+8, 1000+i, 2*i, 2*i)
+	}
+	path := filepath.Join(t.TempDir(), "locks")
+	for _, tc := range []struct {
+		name, text string
+		want       []int
+	}{
+		{"first", mine + other.String(), []int{4242}},
+		{"past the limit", other.String() + mine, nil},
+		{"a bad line about another file", "1: POSIX what 99 fe:00:1\n" + mine, []int{4242}},
+		{"on another device", strings.Replace(mine, "fe:00", "fe:01", 1), nil},
+	} {
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := lockHolders(path, unix.Mkdev(0xfe, 0), 754976)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if err := os.WriteFile(path, []byte("1: POSIX what 4242 fe:00:754976 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockHolders(path, unix.Mkdev(0xfe, 0), 754976); err == nil || !strings.HasPrefix(err.Error(), path+":1: ") {
+		t.Errorf("a bad line about the file: %v, want an error naming %s:1", err, path)
 	}
 }

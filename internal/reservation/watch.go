@@ -2,6 +2,8 @@ package reservation
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -12,10 +14,10 @@ import (
 )
 
 // DefaultPoll is how often the Watcher checks with F_GETLK, as the C agent
-// did, whenever a lock could appear without an inotify hint: someone else
-// has the lock file open, a reservation is held, inotify is off or lost
-// events, or nobody knows. It bounds the reaction time when inotify says
-// nothing (NFS, inotify limits, a lock taken on an fd opened long ago).
+// did, while inotify cannot be trusted to announce a lock: inotify is off
+// or lost events, or a reservation is held (its end is usually announced
+// by a close, but a holder may also unlock and keep the file open). It
+// bounds the reaction time when inotify says nothing (NFS, inotify limits).
 const DefaultPoll = 100 * time.Millisecond
 
 // DefaultIdlePoll is how often the Watcher checks while inotify says that
@@ -25,11 +27,62 @@ const DefaultPoll = 100 * time.Millisecond
 // notices a lock.
 const DefaultIdlePoll = time.Second
 
-// recheckAfter is when a hint is followed up, counted from the hint. An
-// IN_OPEN arrives before its process gets to F_SETLK, usually by tens of
-// microseconds but by milliseconds on a busy machine, so one look is not
-// enough.
-var recheckAfter = []time.Duration{0, 1 * time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}
+// DefaultOpenPoll is how often the Watcher checks while another process
+// has the lock file open and holds no lock: it may lock at any moment
+// through the descriptor it has, and taking a lock makes no inotify event.
+// A check is one F_GETLK; see RELIABILITY.md for what a user who keeps the
+// file open forever costs the agent at this pace.
+const DefaultOpenPoll = 4 * time.Millisecond
+
+// A file kept open for openQuiet without an open or a change of the
+// reservation is polled every openQuietPoll instead of OpenPoll: a tool
+// that keeps the file open for hours then costs the agent less than 1 %
+// of a core, and its first lock is seen within openQuietPoll.
+const (
+	openQuiet     = 10 * time.Second
+	openQuietPoll = 10 * time.Millisecond
+)
+
+// After an IN_OPEN the lock usually follows within microseconds, but on a
+// busy machine the opener may lose its CPU in between, so the Watcher
+// checks every densePoll for denseFor after the open. Dense checks are
+// drawn from a bucket of denseBurst that refills at denseRefill per second,
+// so that a loop of opens cannot keep the watcher at that pace: with the
+// bucket empty, hints are followed up at OpenPoll.
+const (
+	densePoll   = time.Millisecond
+	denseFor    = 100 * time.Millisecond
+	denseBurst  = 200
+	denseRefill = 50
+)
+
+// A loop of opens and closes makes hundreds of thousands of events a
+// second, and reading them would take most of a core even when they are
+// taken thousands at a time. So when one read brings more than floodEvents,
+// the Watcher stops watching closes: inotify merges an event into an
+// identical one still queued, so a run of opens is then one event per read.
+// Without closes nobody is counted, so the Watcher polls at Poll, with the
+// dense checks after each open hint, until floodQuiet passes without one;
+// then it watches closes again and counts afresh.
+const (
+	floodEvents   = 128
+	floodQuiet    = time.Second
+	floodLogEvery = time.Hour
+)
+
+// openFollowUp is how long after an open hint's check, if it found no
+// lock, the Watcher looks once more before the dense checks.
+var openFollowUp = unix.NsecToTimespec(int64(250 * time.Microsecond))
+
+// Naming the holders reads /proc/locks, which any user can make expensive
+// (see procLocksLimit). A reservation is named when it starts and when
+// hints say that its holders may have changed, but a naming waits until
+// namingPace times the wall time of the last one has passed, and at least
+// namingGap: /proc/locks costs at most about 1/namingPace of a core.
+const (
+	namingPace = 50
+	namingGap  = 10 * time.Millisecond
+)
 
 // Status is the reservation as the agent sees it.
 type Status struct {
@@ -51,6 +104,10 @@ type Options struct {
 	// the lock file open; 0 means DefaultIdlePoll, and it is never shorter
 	// than Poll.
 	IdlePoll time.Duration
+	// OpenPoll is the interval of the F_GETLK check while another process
+	// has the lock file open without a lock; 0 means DefaultOpenPoll, and
+	// it is never longer than Poll.
+	OpenPoll time.Duration
 	// NoNotify turns off the inotify hints, leaving only the poll.
 	NoNotify bool
 	// Logf, if set, receives problems (a lock file that cannot be
@@ -66,9 +123,14 @@ type Watcher struct {
 	fn   func(Status)
 	note *notifier // nil without hints
 
-	hints chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
+	hints   chan struct{}
+	pending atomic.Uint32 // hint* bits of the events since the watcher last looked
+	batch   int           // events in the current read; the notifier's goroutine only
+	// when a flood was last logged; the notifier's goroutine only
+	floodLogged time.Time
+	readGap     atomic.Int64 // the notifier's minimum time between reads, ns
+	stop        chan struct{}
+	done        chan struct{}
 
 	closeOnce sync.Once
 
@@ -77,11 +139,34 @@ type Watcher struct {
 	lastErr string
 
 	// users is the count of other processes' open file descriptions of
-	// the lock file, which decides between Poll and IdlePoll.
+	// the lock file, which decides between the poll intervals.
 	users users
 
-	checks atomic.Int64 // F_GETLK checks made, for tests
+	// cmu guards the rest, which step uses; running says that Watch is
+	// done with it.
+	cmu        sync.Mutex
+	running    atomic.Bool
+	next       time.Time // when the next check is due
+	lastCheck  time.Time
+	lastEnsure time.Time
+	ensureErr  error     // from the last Ensure, reported with every check
+	openAt     time.Time // the last open hint: dense checks until denseFor after it
+	tokens     float64   // the dense checks left in the bucket
+	tokensAt   time.Time // when tokens was last refilled
+	nameAfter  time.Time // no /proc/locks before this
+	nameStale  bool      // the holders may have changed since they were named
+
+	pace      atomic.Int64 // the interval chosen after the last check, ns, for tests
+	checks    atomic.Int64 // F_GETLK checks made, for tests
+	procReads atomic.Int64 // reads of /proc/locks, for tests
 }
+
+// The kinds of hint, as bits of Watcher.pending.
+const (
+	hintOpen  = 1 << iota // someone opened the file: a lock may follow
+	hintClose             // someone closed it: a lock may be gone
+	hintFile              // the file or its name changed: run Ensure
+)
 
 // users follows whether other processes have the lock file open. A lease
 // probe ([LockFile.alone]) says when nobody has; from there inotify's
@@ -96,6 +181,7 @@ type users struct {
 	seq    uint64 // bumped by every event that counts, to void a probe under way
 	verify bool   // a close brought the count to 0: probe to confirm
 	denied bool   // the lease was refused (not our file, no CAP_LEASE): trust the events
+	flood  bool   // closes are not watched (see floodEvents): no count at all
 	every  time.Duration
 	last   time.Time // when the last probe started; zero after a restart
 
@@ -109,6 +195,14 @@ func (u *users) idle() bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.known && u.delta == 0
+}
+
+// others returns the number of other open file descriptions, and whether
+// that number is known.
+func (u *users) others() (int, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.delta, u.known
 }
 
 // event applies one inotify event.
@@ -143,6 +237,19 @@ func (u *users) event(ev notifyEvent) {
 	u.seq++
 }
 
+// setFlood watches the file without or again with its closes, and says
+// whether that changed anything.
+func (u *users) setFlood(n *notifier, path string, on bool) (bool, error) {
+	u.mu.Lock()
+	same := u.flood == on
+	u.flood = on
+	u.mu.Unlock()
+	if same {
+		return false, nil
+	}
+	return true, u.watchFile(n, path)
+}
+
 // watchFile (re)places the notifier's watch on path and restarts the count
 // with the new watch's events. The count's lock is held throughout so that
 // the notifier, which takes it for every event, cannot deliver an event of
@@ -152,7 +259,11 @@ func (u *users) event(ev notifyEvent) {
 func (u *users) watchFile(n *notifier, path string) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	gen, err := n.watchFile(path, fileMask)
+	mask := uint32(fileMask)
+	if u.flood {
+		mask &^= unix.IN_CLOSE
+	}
+	gen, err := n.watchFile(path, mask)
 	u.known, u.delta, u.verify = false, 0, false
 	u.denied = err != nil
 	u.last = time.Time{}
@@ -170,7 +281,7 @@ func (u *users) watchFile(n *notifier, path string) error {
 func (u *users) probe(lf *LockFile) {
 	u.mu.Lock()
 	due := u.verify || (!u.known && (u.last.IsZero() || time.Since(u.last) >= u.every))
-	if u.denied || !due {
+	if u.denied || u.flood || !due {
 		u.mu.Unlock()
 		return
 	}
@@ -202,9 +313,9 @@ func (u *users) probe(lf *LockFile) {
 // caller learns whether to open its counters at all), and then calls fn
 // again on every change: reserved ↔ free, or a different set of holders.
 //
-// fn runs on the watcher's own goroutine, one call at a time, and the next
-// check waits for it to return, so keep it short-ish (closing or opening
-// counters is fine). fn must not call Close.
+// fn runs on one of the watcher's goroutines, one call at a time, and the
+// next check waits for it to return, so keep it short-ish (closing or
+// opening counters is fine). fn must not call Close.
 func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
@@ -212,33 +323,43 @@ func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
 	if opts.IdlePoll <= 0 {
 		opts.IdlePoll = DefaultIdlePoll
 	}
+	if opts.OpenPoll <= 0 {
+		opts.OpenPoll = DefaultOpenPoll
+	}
 	opts.IdlePoll = max(opts.IdlePoll, opts.Poll)
+	opts.OpenPoll = min(opts.OpenPoll, opts.Poll)
 	w := &Watcher{
-		lf:    lf,
-		opts:  opts,
-		fn:    fn,
-		hints: make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		lf:     lf,
+		opts:   opts,
+		fn:     fn,
+		hints:  make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+		tokens: denseBurst,
 	}
 	w.users.every = opts.IdlePoll
+	w.readGap.Store(int64(densePoll))
 	if !opts.NoNotify {
 		if err := w.startNotify(); err != nil {
 			w.logf("lock file %s: no inotify hints, polling every %v only: %v", lf.Path(), opts.Poll, err)
 		}
 	}
-	st, err := lf.Check()
+	now := time.Now()
+	st, err := w.look(now, Status{}, false)
 	if err != nil {
 		w.stopNotify()
 		return nil, err
 	}
-	w.checks.Add(1)
+	w.lastCheck, w.lastEnsure, w.tokensAt = now, now, now
 	if w.note != nil {
 		w.users.probe(lf)
 	}
-	st.Since = time.Now()
+	st.Since = now
 	w.current = st
+	w.pace.Store(int64(w.interval(now)))
+	w.next = now.Add(w.interval(now))
 	fn(st)
+	w.running.Store(true)
 	go w.run()
 	return w, nil
 }
@@ -250,7 +371,7 @@ const (
 
 func (w *Watcher) startNotify() error {
 	path := w.lf.Path()
-	n, err := watchDir(filepath.Dir(path), filepath.Base(path), dirMask, w.event)
+	n, err := watchDirPaced(filepath.Dir(path), filepath.Base(path), dirMask, w.event, w.flush)
 	if err != nil {
 		return err
 	}
@@ -268,85 +389,192 @@ func (w *Watcher) stopNotify() {
 	}
 }
 
-// event counts an event and pokes the watcher.
+// event counts an event and notes its kind; it runs on the notifier's
+// goroutine for every event, so it is kept to a few atomic operations:
+// a loop of opens and closes makes hundreds of thousands a second.
 func (w *Watcher) event(ev notifyEvent) {
+	w.batch++
 	w.users.event(ev)
-	w.poke()
-}
-
-// poke records a hint without blocking the inotify reader; hints that
-// arrive while one is pending merge into it.
-func (w *Watcher) poke() {
-	select {
-	case w.hints <- struct{}{}:
+	var kind uint32
+	switch {
+	case ev.mask&unix.IN_Q_OVERFLOW != 0, ev.gen == 0: // lost events, or the directory
+		kind = hintOpen | hintClose | hintFile
+	case ev.mask&unix.IN_OPEN != 0:
+		kind = hintOpen
+	case ev.mask&unix.IN_CLOSE != 0:
+		kind = hintClose
 	default:
+		kind = hintFile
+	}
+	w.pending.Or(kind)
+}
+
+// flush pokes the watcher once for all the events of one read, and tells
+// the notifier how long to let the next ones gather: reading them one by
+// one as they come would let a loop of opens keep the agent busy.
+func (w *Watcher) flush() time.Duration {
+	if w.batch > floodEvents {
+		w.flooded(w.batch)
+	}
+	w.batch = 0
+	if w.pending.Load() != 0 {
+		if w.running.Load() && w.cmu.TryLock() {
+			select {
+			case <-w.stop:
+			default:
+				w.step(time.Now())
+			}
+			w.cmu.Unlock()
+		}
+		// The watcher re-arms its timer for whatever the step decided,
+		// or takes the hints itself if it was busy.
+		select {
+		case w.hints <- struct{}{}:
+		default:
+		}
+	}
+	return time.Duration(w.readGap.Load())
+}
+
+// flooded stops the watch on closes after a read of n events.
+func (w *Watcher) flooded(n int) {
+	changed, err := w.users.setFlood(w.note, w.lf.Path(), true)
+	switch {
+	case err != nil:
+		w.logf("lock file %s: %d inotify events in one read, and its watch without closes failed: %v", w.lf.Path(), n, err)
+	case changed && time.Since(w.floodLogged) >= floodLogEvery:
+		// A user can start a flood every second or so; one line an hour
+		// says it is happening.
+		w.floodLogged = time.Now()
+		w.logf("lock file %s: %d inotify events in one read: not counting its users until opens pause for %v (logged at most hourly)", w.lf.Path(), n, floodQuiet)
 	}
 }
 
-// interval is how long the next poll may wait: IdlePoll only while hints
-// work, nobody holds a reservation and nobody else has the file open.
-func (w *Watcher) interval() time.Duration {
-	if w.note == nil || !w.users.idle() {
+// refill tops up the bucket of dense checks.
+func (w *Watcher) refill(now time.Time) {
+	w.tokens = min(denseBurst, w.tokens+now.Sub(w.tokensAt).Seconds()*denseRefill)
+	w.tokensAt = now
+}
+
+func (w *Watcher) reserved() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.current.Reserved
+}
+
+// gap is the shortest time between two checks that hints ask for: dense
+// while the bucket lasts, OpenPoll after that.
+func (w *Watcher) gap() time.Duration {
+	if w.tokens >= 1 {
+		return densePoll
+	}
+	return w.opts.OpenPoll
+}
+
+// interval is how long the next poll may wait after a check: densely for a
+// while after an open, OpenPoll while someone else has the file open,
+// IdlePoll while nobody has, and Poll whenever the hints may miss a lock.
+func (w *Watcher) interval(now time.Time) time.Duration {
+	reserved := w.reserved()
+	if reserved && w.nameStale {
+		// Name the holders as soon as the budget allows.
+		return min(w.opts.Poll, max(densePoll, w.nameAfter.Sub(now)))
+	}
+	if w.note == nil {
 		return w.opts.Poll
 	}
-	w.mu.Lock()
-	reserved := w.current.Reserved
-	w.mu.Unlock()
-	if reserved {
+	switch n, known := w.users.others(); {
+	case reserved:
+		// Over when the holders unlock, which perfalloc does by closing
+		// the file (a hint).
 		return w.opts.Poll
+	case known && n == 0:
+		// Whoever opened the file has closed it again.
+		return w.opts.IdlePoll
+	case now.Sub(w.openAt) < denseFor:
+		return w.gap()
+	case !known:
+		return w.opts.Poll
+	case n > 0:
+		w.mu.Lock()
+		since := w.current.Since
+		w.mu.Unlock()
+		if now.Sub(since) > openQuiet && now.Sub(w.openAt) > openQuiet {
+			return max(w.opts.OpenPoll, min(w.opts.Poll, openQuietPoll))
+		}
+		return w.opts.OpenPoll
 	}
 	return w.opts.IdlePoll
 }
 
 func (w *Watcher) run() {
 	defer close(w.done)
-	next := time.Now().Add(w.interval())
-	poll := time.NewTimer(time.Until(next))
-	defer poll.Stop()
-	// schedule brings the next poll forward when the interval shrank.
-	schedule := func() {
-		if at := time.Now().Add(w.interval()); at.Before(next) {
-			next = at
-			poll.Reset(time.Until(next))
-		}
-	}
-	burst := time.NewTimer(time.Hour)
-	burst.Stop()
-	var hintAt time.Time
-	var step int // index into recheckAfter of the check just made
-	recheck := func() {
-		w.check()
-		// Skip the steps that a slow check already overran.
-		for step++; step < len(recheckAfter); step++ {
-			if d := time.Until(hintAt.Add(recheckAfter[step])); d > 0 {
-				burst.Reset(d)
-				break
-			}
-		}
-	}
-
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		w.cmu.Lock()
+		next := w.next
+		w.cmu.Unlock()
+		timer.Reset(time.Until(next))
 		select {
 		case <-w.stop:
 			return
-		case <-poll.C:
-			w.check()
-			next = time.Now().Add(w.interval())
-			poll.Reset(time.Until(next))
+		case <-timer.C:
 		case <-w.hints:
-			// A new hint restarts the follow-ups from its own time.
-			hintAt, step = time.Now(), 0
-			recheck()
-			schedule()
-		case <-burst.C:
-			recheck()
-			schedule()
 		}
+		w.cmu.Lock()
+		w.step(time.Now())
+		w.cmu.Unlock()
 	}
 }
 
-// check makes sure the descriptor still names the file, asks F_GETLK and
-// calls fn if anything changed.
+// step acts on the hints that are pending and checks if a check is due,
+// with w.cmu held. It runs on the watcher's goroutine, and on the
+// notifier's right after a read when it can have w.cmu at once, which
+// saves a hand-off between goroutines (a thread wake-up) on the way from
+// a close or an open to the callback.
+func (w *Watcher) step(now time.Time) {
+	w.refill(now)
+	kinds := w.pending.Swap(0)
+	if kinds&hintOpen != 0 {
+		w.openAt = now
+	}
+	if kinds&(hintOpen|hintClose) != 0 {
+		// While reserved, another holder may have come or gone.
+		w.nameStale = true
+	}
+	if kinds&hintFile != 0 {
+		w.lastEnsure = time.Time{}
+	}
+	if kinds != 0 {
+		// A hint asks for a check now, but no sooner than a gap after
+		// the last one; events in between wait for it.
+		if due := w.lastCheck.Add(w.gap()); due.Before(w.next) {
+			w.next = due
+		}
+	}
+	if now.Before(w.next) {
+		return
+	}
+	if w.gap() == densePoll && now.Sub(w.lastCheck) < w.opts.OpenPoll {
+		w.tokens--
+	}
+	w.check(now)
+	if kinds&hintOpen != 0 && w.tokens >= 1 && !w.reserved() {
+		// The lock usually lands microseconds after the open, and the
+		// runtime's timers have a resolution of a millisecond.
+		w.tokens--
+		unix.Nanosleep(&openFollowUp, nil)
+		now = time.Now()
+		w.check(now)
+	}
+	w.lastCheck = now
+	iv := w.interval(now)
+	w.next = now.Add(iv)
+	w.pace.Store(int64(iv))
+	w.readGap.Store(int64(w.gap()))
+}
+
 // ensure runs LockFile.Ensure and says whether the descriptor now refers
 // to another file.
 func (w *Watcher) ensure() (repaired string, reopened bool, err error) {
@@ -356,48 +584,135 @@ func (w *Watcher) ensure() (repaired string, reopened bool, err error) {
 	return repaired, dev != ndev || ino != nino, err
 }
 
-func (w *Watcher) check() {
-	var problems []error
-	repaired, reopened, err := w.ensure()
-	if err != nil {
-		problems = append(problems, err)
-	} else if repaired != "" {
-		w.logf("lock file %s %s", w.lf.Path(), repaired)
+// conflict asks the kernel, with one F_GETLK and no /proc/locks, whether
+// another process holds a lock that conflicts with a write lock on byte 0.
+func (l *LockFile) conflict() (unix.Flock_t, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: 0, Len: 1}
+	if l.fd < 0 {
+		return lk, fmt.Errorf("lock file %s: already closed", l.path)
 	}
-	if reopened {
-		if w.note != nil {
+	if err := unix.FcntlFlock(uintptr(l.fd), unix.F_GETLK, &lk); err != nil {
+		return lk, fmt.Errorf("lock file %s: F_GETLK: %w", l.path, err)
+	}
+	return lk, nil
+}
+
+// look asks F_GETLK and, when the holders need naming and the budget
+// allows, /proc/locks; quick leaves the naming for later (marked stale).
+// cur is the Status last reported.
+func (w *Watcher) look(now time.Time, cur Status, quick bool) (Status, error) {
+	lk, err := w.lf.conflict()
+	w.checks.Add(1)
+	if err != nil {
+		return Status{}, err
+	}
+	if lk.Type == unix.F_UNLCK {
+		w.nameStale = false
+		return Status{}, nil
+	}
+	pid := int(lk.Pid) // -1 for an OFD lock, which has no owner
+	if w.note == nil {
+		// No hint says when holders come and go: name them again as
+		// often as the budget allows.
+		w.nameStale = true
+	}
+	if cur.Reserved && !w.nameStale && (pid <= 0 || slices.Contains(cur.Holders, pid)) {
+		return Status{Reserved: true, Holders: cur.Holders}, nil
+	}
+	if quick || now.Before(w.nameAfter) {
+		// Named later (the next poll after nameAfter); F_GETLK's holder
+		// for now.
+		w.nameStale = true
+		holders := slices.Clone(cur.Holders)
+		if pid > 0 && !slices.Contains(holders, pid) {
+			holders = append(holders, pid)
+			slices.Sort(holders)
+		}
+		return Status{Reserved: true, Holders: holders}, nil
+	}
+	dev, ino := w.lf.identity()
+	holders, err := lockHolders(procLocksPath, dev, ino)
+	took := time.Since(now)
+	w.procReads.Add(1)
+	w.nameAfter = now.Add(max(namingGap, namingPace*took))
+	w.nameStale = false
+	if err != nil || len(holders) == 0 {
+		// /proc/locks unreadable, or device numbers that do not match
+		// (btrfs subvolumes report another st_dev): F_GETLK names one
+		// holder, which is better than none.
+		holders = nil
+		if pid > 0 {
+			holders = []int{pid}
+		}
+	}
+	return Status{Reserved: true, Holders: holders}, nil
+}
+
+// check makes sure, now and then, that the descriptor still names the
+// file, asks F_GETLK and calls fn if anything changed.
+func (w *Watcher) check(now time.Time) {
+	if w.note != nil && now.Sub(w.openAt) >= floodQuiet {
+		if _, err := w.users.setFlood(w.note, w.lf.Path(), false); err != nil {
+			w.ensureErr = err
+		}
+	}
+	if w.note == nil || now.Sub(w.lastEnsure) >= w.opts.Poll {
+		w.lastEnsure = now
+		var problems []error
+		repaired, reopened, err := w.ensure()
+		if err != nil {
+			problems = append(problems, err)
+		} else if repaired != "" {
+			w.logf("lock file %s %s", w.lf.Path(), repaired)
+		}
+		if reopened && w.note != nil {
 			// Our own open of the new file came before its watch, so it is
 			// not counted; the count of the old file no longer matters.
 			if err := w.users.watchFile(w.note, w.lf.Path()); err != nil {
 				problems = append(problems, err)
 			}
 		}
+		w.ensureErr = errors.Join(problems...)
 	}
-	st, err := w.lf.Check()
-	w.checks.Add(1)
-	if err != nil {
-		problems = append(problems, err)
+	// A new reservation is reported at once with the holder F_GETLK
+	// names, and only then named in full: the counters' release does not
+	// wait for /proc/locks, and a single holder makes one callback.
+	cur := w.Current()
+	st, err := w.look(now, cur, !cur.Reserved)
+	w.problem(errors.Join(w.ensureErr, err))
+	if err == nil {
+		w.report(now, st, cur)
 	}
 	if w.note != nil {
 		w.users.probe(w.lf) // a no-op unless the count is in doubt
 	}
-	w.problem(errors.Join(problems...))
 	if err != nil {
 		return
 	}
-	w.mu.Lock()
-	changed := !st.sameAs(w.current)
-	if changed {
-		st.Since = w.current.Since
-		if st.Reserved != w.current.Reserved {
-			st.Since = time.Now()
+	if st.Reserved && !cur.Reserved && w.nameStale {
+		cur = w.Current()
+		if st, err := w.look(time.Now(), cur, false); err == nil {
+			w.report(now, st, cur)
 		}
-		w.current = st
 	}
+}
+
+// report calls fn with st if it differs from cur, the Status last
+// reported.
+func (w *Watcher) report(now time.Time, st, cur Status) {
+	if st.sameAs(cur) {
+		return
+	}
+	st.Since = cur.Since
+	if st.Reserved != cur.Reserved {
+		st.Since = now
+	}
+	w.mu.Lock()
+	w.current = st
 	w.mu.Unlock()
-	if changed {
-		w.fn(st)
-	}
+	w.fn(st)
 }
 
 // problem logs err if it differs from the last one; nil clears it.

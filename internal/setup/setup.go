@@ -19,7 +19,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpulist"
-	"perfevent/internal/metrics"
+	"perfevent/internal/names"
 	"perfevent/internal/pmu"
 
 	"golang.org/x/sys/unix"
@@ -73,6 +73,9 @@ type Plan struct {
 	Counters []Counter       // in config order: the chosen section, then [dynamic]
 	Derived  []Derived       // in config order
 	Notes    []Note
+	// Online is the list of online CPUs the plan was made against: the
+	// agent rebuilds when it changes (see internal/cpuhotplug).
+	Online []int
 
 	compat      bool
 	unsupported map[string]bool // events that failed only as "not supported here"
@@ -122,7 +125,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 // alongside f; its errors become Problem notes. compat selects the C
 // agent's pre-3.10.8 metric names (pmdaperfevent -C).
 func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
-	p := &Plan{Config: f, compat: compat}
+	p := &Plan{Config: f, compat: compat, Online: m.Topology.Online}
 	var list config.ErrorList
 	if errors.As(parseErr, &list) {
 		for _, e := range list {
@@ -173,7 +176,7 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 	derivedTaken := map[string]config.Pos{}
 	dtree := newSubtree("perfevent.derived", "active")
 	for _, s := range f.DerivedSections() {
-		name := metrics.MetricName(s.Name, compat)
+		name := names.Metric(s.Name, compat)
 		if prev, ok := derivedTaken[name]; ok {
 			p.problem(s.Pos, "%s: metric perfevent.derived.%s is already defined at line %d; section skipped", s.Header(), name, prev.Line)
 			continue
@@ -182,7 +185,7 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 			p.problem(s.Pos, "%s: the name clashes with perfevent.derived.active; section skipped", s.Header())
 			continue
 		}
-		if !validMetricName(name) {
+		if !names.Valid(name) {
 			p.problem(s.Pos, "%s: %q is not a usable metric name; section skipped", s.Header(), name)
 			continue
 		}
@@ -279,12 +282,12 @@ func (p *Plan) addCounter(fs *pmu.FS, alloc *config.CPUAllocator, ev config.Even
 		p.problem(ev.Pos, "%s: %s; line skipped", ev.Name, strings.TrimPrefix(err.Error(), ev.Pos.String()+": "))
 		return
 	}
-	name := metrics.MetricName(ev.Name, p.compat)
+	name := names.Metric(ev.Name, p.compat)
 	if prev, ok := taken[name]; ok {
 		p.problem(ev.Pos, "%s: metric perfevent.hwcounters.%s is already defined at line %d; line skipped", ev.Name, name, prev.Line)
 		return
 	}
-	if !validMetricName(name) {
+	if !names.Valid(name) {
 		p.problem(ev.Pos, "%s: %q is not a usable metric name; line skipped", ev.Name, name)
 		return
 	}
@@ -306,17 +309,6 @@ func (p *Plan) sysfsPMU(fs *pmu.FS, name string) bool {
 	return slices.Contains(names, name)
 }
 
-// validMetricName rejects names that would break the PMNS: empty
-// components (from "a..b" or a leading or trailing dot).
-func validMetricName(name string) bool {
-	for _, part := range strings.Split(name, ".") {
-		if part == "" {
-			return false
-		}
-	}
-	return true
-}
-
 func describe(ev pmu.Event) string {
 	a := ev.Attr
 	s := fmt.Sprintf("%s: type %d config %#x", ev.Source, a.Type, a.Config)
@@ -327,13 +319,6 @@ func describe(ev pmu.Event) string {
 		s += fmt.Sprintf(" (scale %g %s)", ev.Scale, ev.Unit)
 	}
 	return s
-}
-
-func cpuNames(cpus []int) string {
-	if len(cpus) == 1 {
-		return fmt.Sprintf("cpu%d", cpus[0])
-	}
-	return "cpus " + cpulist.Format(cpus)
 }
 
 func (p *Plan) info(pos config.Pos, format string, args ...any) {
@@ -369,7 +354,7 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 		text := c.Event.Name + ": " + describe(c.Event)
 		fails := byEvent[c.Event.Name]
 		if len(fails) == 0 {
-			p.info(c.Pos, "%s, on %s", text, cpuNames(served))
+			p.info(c.Pos, "%s, on %s", text, cpulist.Describe(served))
 			kept = append(kept, c)
 			continue
 		}
@@ -377,12 +362,12 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 		for i, f := range fails {
 			cpus[i] = f.CPU
 		}
-		text += fmt.Sprintf("; cannot count on %s: %s", cpuNames(cpus), fails[0].Advice)
+		text += fmt.Sprintf("; cannot count on %s: %s", cpulist.Describe(cpus), fails[0].Advice)
 		if fails[0].Errno != 0 {
 			text += " (" + unix.ErrnoName(fails[0].Errno) + ")"
 		}
 		if len(served) > 0 {
-			text += "; counting on " + cpuNames(served)
+			text += "; counting on " + cpulist.Describe(served)
 		} else {
 			text += "; skipped"
 		}

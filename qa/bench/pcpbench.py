@@ -38,9 +38,10 @@ except ImportError:
 
 PMCD = "/usr/lib/pcp/bin/pmcd"
 C_AGENT = "/var/lib/pcp/pmdas/perfevent/pmdaperfevent"
+PMCD_DSO = "/var/lib/pcp/pmdas/pmcd/pmda_pmcd.so"
 DOMAIN = 127
 
-# perfevent-reference.md Part B §2.3: every line counts on a VM without a
+# VMConfig of qa/lab.go: every line counts on a VM without a
 # hardware PMU.  The derived section must precede [dynamic] for the C agent
 # 6.0.3 to honour it.
 PERFEVENT_CONF = """\
@@ -67,7 +68,10 @@ msr.tsc
 
 # Numeric domain, so that pmcd needs neither <stdpmid> nor domain.h.
 PMNS_ROOT = """\
-root { perfevent }
+root { perfevent pmcd }
+pmcd {
+    version\t2:0:7
+}
 perfevent {
     version\t%d:0:0
     active\t%d:0:1
@@ -77,17 +81,26 @@ perfevent {
 """ % (DOMAIN, DOMAIN, DOMAIN, DOMAIN)
 
 ONE_METRIC = "perfevent.hwcounters.cpu_clock.value"
+# The floor of a fetch round trip: a metric pmcd answers from its own DSO,
+# with no agent behind it.
+FLOOR_METRIC = "pmcd.version"
+SOFTWARE_EVENTS = ("cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations",
+                   "minor-faults", "major-faults", "alignment-faults", "emulation-faults")
+TRACEFS = ("/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events")
 
 # Targets, as ratios go/c unless absolute.
 TARGETS = {
-    "fetch_all_median_us": ("ratio", 0.7),
-    "fetch_one_median_us": ("ratio", 0.7),
+    "fetch_all_median_us": ("ratio", 0.5),
+    "fetch_one_median_us": ("ratio", 0.5),
     "cpu_per_fetch_flat_us": ("ratio", 0.5),
+    "cpu_per_fetch_1hz_us": ("ratio", 0.5),
     "cpu_per_fetch_10hz_us": ("ratio", 0.5),
+    "switches_per_fetch_10hz": ("ratio", 1.0),
     "idle_cpu_pct": ("ratio", 1.0),
     "rss_kb": ("ratio", 1.25),
     "perfalloc_release_p99_ms": ("go", 5.0),
     "perfalloc_resume_p99_ms": ("go", 5.0),
+    "perfalloc_release_p99_ms_busy": ("go", 5.0),
 }
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -161,19 +174,71 @@ def proc_cpu_ns(pid):
 
 
 def proc_switches(pid):
-    """Context switches (voluntary and not) of every thread of pid: a count,
-    so unlike CPU time it does not blur on a busy machine. Each one is a
-    wake-up or a preemption, and a VM exit here."""
-    total = 0
+    """Context switches of every thread of pid, (voluntary, involuntary): a
+    count, so unlike CPU time it does not blur on a busy machine.  A
+    voluntary one is a thread going to sleep (and being woken again), a VM
+    exit here; involuntary ones are preemptions, which grow with the load."""
+    vol = invol = 0
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
                 for line in f:
-                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
-                        total += int(line.split()[1])
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        invol += int(line.split()[1])
         except (OSError, ValueError, IndexError):
             pass  # the thread went away between listdir and open
-    return total
+    return vol, invol
+
+
+def cpu_ticks():
+    """(busy, total) clock ticks of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest time is in user)
+    idle = v[3] + v[4]
+    total = sum(v[:8])
+    return total - idle, total
+
+
+class Background:
+    """What else the machine did during a measure: the 1-minute load average
+    at its end, and the share of all CPUs that processes other than the
+    harness, the pmcds and the agents kept busy (/proc/stat busy time less
+    our own utime+stime)."""
+
+    def __init__(self, pids):
+        self.pids = pids  # callable: the pids that are ours
+        self.t0 = time.monotonic()
+        self.ticks0 = cpu_ticks()
+        self.own0 = self.own()
+
+    def own(self):
+        """CPU of the harness, its live pmcds and agents, and of the ones it
+        has already stopped and reaped (the start-up measure's)."""
+        t = os.times()
+        total = int((t.children_user + t.children_system) * 1e9)
+        for pid in [os.getpid()] + list(self.pids()):
+            try:
+                total += proc_stat_ns(pid)
+            except (OSError, ValueError, IndexError):
+                pass
+        return total
+
+    def done(self):
+        busy1, total1 = cpu_ticks()
+        dbusy, dtotal = busy1 - self.ticks0[0], total1 - self.ticks0[1]
+        own = (self.own() - self.own0) / 1e9 * CLK_TCK
+        with open("/proc/loadavg") as f:
+            load = float(f.read().split()[0])
+        other = max(0.0, (dbusy - own) / dtotal) if dtotal > 0 else float("nan")
+        return {"load1": load, "other_cpu_pct": 100.0 * other,
+                "seconds": time.monotonic() - self.t0}
+
+
+def bg_note(b):
+    return "load=%.2f other_cpu=%.0f%%" % (b["load1"], b["other_cpu_pct"])
 
 
 def proc_stat_ns(pid):
@@ -291,6 +356,8 @@ class Slot:
         self.pmcdlog = os.path.join(self.dir, "pmcd.log")
         self.agentlog = os.path.join(self.dir, "perfevent.log")
         self.transport = transport
+        self.perfconf = PERFEVENT_CONF
+        self.wrap = []  # a command the private pmcd runs under (the start-up measure)
         self.port = None
         self.pmcd = None
         self.pid = None
@@ -302,13 +369,16 @@ class Slot:
         return a.format(log=self.agentlog, conf=self.conf, lock=self.lock, pmdas=self.pmdas,
                         pmids=os.path.join(self.pmdas, "perfevent", "pmids"), domain=DOMAIN)
 
-    def start(self, timeout=20.0):
+    def start(self, timeout=20.0, timing=False):
+        """Start the private pmcd and wait until the agent counts.  With
+        timing, return (seconds from the agent's fork to its first answered
+        fetch of ONE_METRIC, seconds from pmcd's start to the same)."""
         if not os.access(self.agent, os.X_OK):
             raise BenchError("%s agent %s: not an executable file" % (self.label, self.agent))
         for d in (self.rundir, os.path.dirname(self.conf)):
             os.makedirs(d, mode=0o755, exist_ok=True)
         with open(self.conf, "w") as f:
-            f.write(PERFEVENT_CONF)
+            f.write(self.perfconf)
         with open(self.root, "w") as f:
             f.write(PMNS_ROOT)
         # Run a private copy under a name of its own: PCP's Install and
@@ -325,6 +395,9 @@ class Slot:
         with open(self.pmcdconf, "w") as f:
             f.write("# private pmcd for qa/bench: only the agent under test\n")
             f.write("perfevent %d pipe binary %s\n" % (DOMAIN, " ".join(self.argv)))
+            if os.path.exists(PMCD_DSO):
+                # pmcd's own metrics (the round trip's floor) come from a DSO.
+                f.write("pmcd 2 dso pmcd_init %s\n" % PMCD_DSO)
         self.port = free_port()
         env = dict(os.environ)
         env.update({
@@ -343,13 +416,16 @@ class Slot:
                "-c", self.pmcdconf, "-n", self.root, "-s", self.sock,
                "-l", self.pmcdlog, "-x", os.path.join(self.dir, "pmcd.fatal")]
         out = open(os.path.join(self.dir, "pmcd.stdout"), "w")
-        self.pmcd = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+        t_pmcd = time.perf_counter()
+        self.pmcd = subprocess.Popen(self.wrap + cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      preexec_fn=die_with_parent)
         out.close()
         deadline = time.monotonic() + timeout
         want = os.path.realpath(self.exe)
         last = None
+        if timing:
+            t_fork, t_answer = self.time_first_answer(deadline, want)
         while time.monotonic() < deadline:
             if self.pmcd.poll() is not None:
                 raise BenchError("%s: pmcd exited with %s\n--- %s\n%s--- %s\n%s" % (
@@ -375,6 +451,43 @@ class Slot:
                 self.label, self.port, timeout, last or "agent process not found among pmcd's children",
                 self.pmcdlog, tail(self.pmcdlog), self.agentlog, tail(self.agentlog)))
         self.lock = self.find_lock() or self.lock
+        if timing:
+            return t_answer - t_fork, t_answer - t_pmcd
+
+    def time_first_answer(self, deadline, want):
+        """Watch pmcd fork its agent (pmcd forks nothing else here), then
+        fetch ONE_METRIC as fast as possible until it has a value."""
+        t_fork = None
+        ctx = ids = None
+        while time.monotonic() < deadline:
+            if self.pmcd.poll() is not None:
+                raise BenchError("%s: pmcd exited with %s\n--- %s\n%s" % (self.label, self.pmcd.returncode, self.pmcdlog, tail(self.pmcdlog)))
+            if t_fork is None:
+                # Before its exec the agent is a copy of pmcd; a wrapper's
+                # own commands (mount) are neither.
+                if any(exe_of(k) in (want, os.path.realpath(self.pmcd_exe)) for k in children(self.pmcd.pid)):
+                    t_fork = time.perf_counter()
+                else:
+                    time.sleep(0.0005)
+                    continue
+            try:
+                if ctx is None:
+                    if not os.path.exists(self.sock):
+                        time.sleep(0.0005)
+                        continue
+                    ctx = pmapi.pmContext(c_api.PM_CONTEXT_HOST, self.spec())
+                    ids = ctx.pmLookupName([ONE_METRIC])
+                r = ctx.pmFetch(ids)
+                try:
+                    ok = r.contents.get_numval(0) > 0
+                finally:
+                    ctx.pmFreeResult(r)
+                if ok:
+                    return t_fork, time.perf_counter()
+            except pmapi.pmErr:
+                ctx = None
+            time.sleep(0.0005)
+        raise BenchError("%s: no value of %s within the start-up timeout\n--- %s\n%s" % (self.label, ONE_METRIC, self.agentlog, tail(self.agentlog)))
 
     def spec(self):
         if self.transport == "unix":
@@ -453,6 +566,9 @@ class Slot:
     def pmcd_cpu_ns(self):
         return proc_cpu_ns(self.pmcd.pid)
 
+    def own_pids(self):
+        return [p for p in (self.pid, self.pmcd.pid if self.pmcd else None) if p]
+
 
 class Client:
     """An in-process PMAPI context on one private pmcd."""
@@ -466,6 +582,7 @@ class Client:
         self.names = names
         self.all = self.ctx.pmLookupName(names)
         self.one = self.ctx.pmLookupName([ONE_METRIC])
+        self.floor = self.ctx.pmLookupName([FLOOR_METRIC])
         self.probe_ids = self.ctx.pmLookupName(["perfevent.active", ONE_METRIC])
 
     def use_names(self, names):
@@ -503,129 +620,167 @@ def count_values(res):
     return sum(max(0, res.get_numval(i)) for i in range(res.numpmid))
 
 
-def measure_roundtrip(slots, n, block=10):
-    """pmFetch round trip, all hwcounters leaves and one metric.  The two
-    agents alternate in small blocks so that a noisy moment hits both.
-    Every result is checked (outside the timed part): a fetch with fewer
-    values than the warm-up's is counted as short, since an error answer
-    from pmcd is much faster than a real one."""
-    out = {}
-    for kind in ("all", "one"):
-        samples = {s.label: [] for s in slots}
-        short = {s.label: 0 for s in slots}
-        inactive = {s.label: 0 for s in slots}
-        expect = {}
-        for s in slots:  # warm-up
-            ids = getattr(s.client, kind)
-            for _ in range(50):
-                s.client.fetch(ids)
-            r = s.client.ctx.pmFetch(ids)
-            expect[s.label] = count_values(r.contents)
-            s.client.ctx.pmFreeResult(r)
-            if expect[s.label] == 0:
-                raise BenchError("%s: a fetch of %s gave no values" % (s.label, kind))
-        done = 0
-        order = list(slots)
-        while done < n:
-            k = min(block, n - done)
-            for s in order:
-                ids = getattr(s.client, kind)
-                fetch = s.client.ctx.pmFetch
-                free = s.client.ctx.pmFreeResult
-                buf = samples[s.label]
-                want = expect[s.label]
-                for _ in range(k):
-                    t0 = time.perf_counter_ns()
-                    r = fetch(ids)
-                    t1 = time.perf_counter_ns()
-                    if count_values(r.contents) < want:
-                        short[s.label] += 1
-                    free(r)
-                    buf.append((t1 - t0) / 1000.0)
-                # A released agent (active=0) answers from stale values,
-                # and fast: note it.
-                if (s.client.probe()[0] or 0) == 0:
-                    inactive[s.label] += 1
-            order.reverse()
-            done += k
-        for s in slots:
-            out[(kind, s.label)] = stats(samples[s.label])
-            out[(kind, s.label)]["inactive_blocks"] = inactive[s.label]
-            out[(kind, s.label)]["short"] = short[s.label]
-            out[(kind, s.label)]["values"] = expect[s.label]
-        out[("nleaves", kind)] = len(getattr(slots[0].client, kind))
-    return out
+def fetch_block(client, ids, n, samples=None):
+    """n timed fetches of ids; returns how many came back with fewer values
+    than the first (pmcd answers an error much faster than the agent
+    answers values)."""
+    fetch, free = client.ctx.pmFetch, client.ctx.pmFreeResult
+    r = fetch(ids)
+    want = count_values(r.contents)
+    free(r)
+    if want == 0:
+        raise BenchError("a fetch gave no values")
+    short = 0
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        r = fetch(ids)
+        t1 = time.perf_counter_ns()
+        if count_values(r.contents) < want:
+            short += 1
+        free(r)
+        if samples is not None:
+            samples.append((t1 - t0) / 1000.0)
+    return short
 
 
-def measure_flat(slots, seconds, rounds=10):
-    """Agent CPU per fetch with the client fetching all leaves flat out.  One
-    agent at a time (the VM has 2 cores), alternating the order per round."""
-    acc = {s.label: {"cpu": 0, "stat": 0, "pmcd": 0, "n": 0, "wall": 0.0} for s in slots}
-    order = list(slots)
-    for _ in range(rounds):
-        for s in order:
-            a = acc[s.label]
-            ids = s.client.all
-            fetch = s.client.fetch
-            c0, st0, p0 = s.cpu_ns(), proc_stat_ns(s.pid), s.pmcd_cpu_ns()
-            t0 = time.monotonic()
-            end = t0 + seconds / rounds
-            n = 0
-            while True:
-                for _ in range(20):
-                    fetch(ids)
-                n += 20
-                if time.monotonic() >= end:
-                    break
-            t1 = time.monotonic()
-            a["cpu"] += s.cpu_ns() - c0
-            a["stat"] += proc_stat_ns(s.pid) - st0
-            a["pmcd"] += s.pmcd_cpu_ns() - p0
-            a["n"] += n
-            a["wall"] += t1 - t0
-        order.reverse()
+def measure_roundtrip(slots, n):
+    """One round of the pmFetch round trip: all hwcounters leaves, one
+    metric, and pmcd's own pmcd.version (the floor: pmcd with no agent
+    behind it), n fetches each, one agent after the other."""
     out = {}
     for s in slots:
-        a = acc[s.label]
-        out[s.label] = {
-            "fetches": a["n"], "seconds": a["wall"], "rate": a["n"] / a["wall"],
-            "cpu_us_per_fetch": a["cpu"] / a["n"] / 1000.0,
-            "cpu_us_per_fetch_stat": a["stat"] / a["n"] / 1000.0,
-            "pmcd_us_per_fetch": a["pmcd"] / a["n"] / 1000.0,
-            "cpu_pct": 100.0 * a["cpu"] / 1e9 / a["wall"],
-        }
+        for kind in ("all", "one", "floor"):
+            ids = getattr(s.client, kind)
+            fetch_block(s.client, ids, 20)  # warm-up
+            samples = []
+            short = fetch_block(s.client, ids, n, samples)
+            st = stats(samples)
+            st["short"] = short
+            st["samples"] = samples
+            # A released agent (active=0) answers from stale values, and
+            # fast: note it.
+            st["inactive"] = (s.client.probe()[0] or 0) == 0 and kind != "floor"
+            out[(kind, s.label)] = st
     return out
 
 
-def measure_rate(slots, seconds, hz=10.0):
-    """Agent CPU per fetch at a fixed rate; both agents in the same ticks,
-    the order alternating, so both see the same background."""
-    c0 = {s.label: (s.cpu_ns(), s.pmcd_cpu_ns(), proc_switches(s.pid)) for s in slots}
+def measure_flat(slot, seconds):
+    """One round of agent CPU per fetch with the client fetching all leaves
+    flat out."""
+    ids, fetch = slot.client.all, slot.client.fetch
+    c0, st0, p0 = slot.cpu_ns(), proc_stat_ns(slot.pid), slot.pmcd_cpu_ns()
+    t0 = time.monotonic()
+    end = t0 + seconds
+    n = 0
+    while True:
+        for _ in range(20):
+            fetch(ids)
+        n += 20
+        if time.monotonic() >= end:
+            break
+    wall = time.monotonic() - t0
+    return {"fetches": n, "seconds": wall, "rate": n / wall,
+            "cpu_us_per_fetch": (slot.cpu_ns() - c0) / n / 1000.0,
+            "cpu_us_per_fetch_stat": (proc_stat_ns(slot.pid) - st0) / n / 1000.0,
+            "pmcd_us_per_fetch": (slot.pmcd_cpu_ns() - p0) / n / 1000.0,
+            "cpu_pct": 100.0 * (slot.cpu_ns() - c0) / 1e9 / wall}
+
+
+def measure_rate(slot, seconds, hz):
+    """One round of agent CPU and context switches per fetch at a fixed
+    rate; whatever the agent does between fetches (timers, polls) is part
+    of what a fetch at that rate costs."""
+    c0, p0, (v0, i0) = slot.cpu_ns(), slot.pmcd_cpu_ns(), proc_switches(slot.pid)
     t0 = time.monotonic()
     period = 1.0 / hz
     n = 0
-    order = list(slots)
     next_t = t0
     while True:
-        for s in order:
-            s.client.fetch(s.client.all)
+        slot.client.fetch(slot.client.all)
         n += 1
-        order.reverse()
         next_t += period
         if next_t - t0 >= seconds:
             break
         d = next_t - time.monotonic()
         if d > 0:
             time.sleep(d)
+    # The time after the last fetch belongs to it too.
+    d = next_t - time.monotonic()
+    if d > 0:
+        time.sleep(d)
     wall = time.monotonic() - t0
-    out = {}
-    for s in slots:
-        cpu = s.cpu_ns() - c0[s.label][0]
-        pm = s.pmcd_cpu_ns() - c0[s.label][1]
-        sw = proc_switches(s.pid) - c0[s.label][2]
-        out[s.label] = {"fetches": n, "seconds": wall, "cpu_us_per_fetch": cpu / n / 1000.0,
-                        "pmcd_us_per_fetch": pm / n / 1000.0, "cpu_pct": 100.0 * cpu / 1e9 / wall,
-                        "switches_per_fetch": sw / n}
+    cpu = slot.cpu_ns() - c0
+    v1, i1 = proc_switches(slot.pid)
+    return {"fetches": n, "seconds": wall, "cpu_us_per_fetch": cpu / n / 1000.0,
+            "pmcd_us_per_fetch": (slot.pmcd_cpu_ns() - p0) / n / 1000.0,
+            "cpu_pct": 100.0 * cpu / 1e9 / wall,
+            "switches_per_fetch": (v1 - v0 + i1 - i0) / n,
+            "voluntary_per_fetch": (v1 - v0) / n}
+
+
+def tracepoints(n):
+    """Up to n tracepoints of this host, "subsystem:event", from tracefs."""
+    for root in TRACEFS:
+        if os.path.isdir(root):
+            break
+    else:
+        return []
+    # Common, low-rate subsystems first; the syscalls ones fire on every
+    # system call of the machine.
+    first = ("sched", "timer", "irq", "workqueue", "signal", "task", "kmem", "writeback", "block", "power")
+    subs = sorted(os.listdir(root), key=lambda x: (first.index(x) if x in first else len(first), x))
+    out = []
+    for sub in subs:
+        if sub in ("syscalls", "raw_syscalls", "ftrace", "header_page", "header_event") or not os.path.isdir(os.path.join(root, sub)):
+            continue
+        for ev in sorted(os.listdir(os.path.join(root, sub))):
+            if os.path.exists(os.path.join(root, sub, ev, "id")):
+                out.append("%s:%s" % (sub, ev))
+                if len(out) >= n:
+                    return out
+    return out
+
+
+def many_events_conf(n):
+    """A perfevent.conf of n software events and tracepoints."""
+    evs = list(SOFTWARE_EVENTS) + tracepoints(n - len(SOFTWARE_EVENTS))
+    return "[perf]\n" + "\n".join(evs[:n]) + "\n", len(evs[:n])
+
+
+def measure_startup(o, go_agent, go_args, c_args, base, conf, rounds):
+    """Time from pmcd forking the agent to the agent's first answered fetch
+    (a value of ONE_METRIC), a fresh pmcd each time, go and c alternating.
+    Each agent keeps its directory from one start to the next, as across
+    restarts on a real host (our agent writes its PMID map, with an fsync,
+    only the first time), and one untimed start comes first, so that
+    neither agent's first start reads its binary and libraries from disk.
+    Returns {label: [(fork→answer, pmcd start→answer)]}."""
+    out = {"go": [], "c": []}
+    wrap = []
+    if conf.count("\n") > 20 and not os.path.isdir(TRACEFS[1]) and shutil.which("unshare"):
+        # libpfm4 (the C agent) finds tracepoints only under debugfs: give
+        # each pmcd of this measure a private mount namespace with debugfs
+        # mounted, so the machine's mounts stay as they are.
+        wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                "mount -t debugfs none /sys/kernel/debug && exec \"$0\" \"$@\""]
+    dirs = []
+    try:
+        for r in range(rounds + 1):
+            for label, agent, args in (("go", go_agent, go_args), ("c", o.c_agent, c_args)):
+                s = Slot(label, agent, args, base, o.transport)
+                s.perfconf = conf
+                s.wrap = wrap
+                dirs.append(s.dir)
+                try:
+                    t = s.start(timing=True)
+                    if r > 0:
+                        out[label].append(t)
+                    out["leaves_" + label] = len(s.client.names)
+                finally:
+                    s.stop()
+    finally:
+        if not o.keep:
+            shutil.rmtree(base, ignore_errors=True)
     return out
 
 
@@ -774,6 +929,20 @@ def measure_perfalloc(slot, cycles, timeout, rng):
     return out
 
 
+def busy_processes():
+    """One CPU-bound process per CPU, at normal priority, to compete with
+    the agent while it reacts (the perfalloc-busy measure)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=die_with_parent)
+            for _ in range(os.cpu_count() or 1)]
+
+
+def stop_processes(procs):
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
 def fetch_for(slot, seconds):
     ids, fetch = slot.client.all, slot.client.fetch
     end = time.monotonic() + seconds
@@ -849,6 +1018,31 @@ def fmt(v):
     return "%.3g" % v
 
 
+def rounds_line(name, go_vals, c_vals, bg=None):
+    """One summary line from per-round values: the medians, the median of
+    the per-round ratios and their min-max spread, and a verdict that is
+    NOISY when the spread straddles the target."""
+    ratios = [g / c for g, c in zip(go_vals, c_vals) if c]
+    if not ratios:
+        return "%s go=%s c=%s ratio=nan" % (name, fmt(statistics.median(go_vals)), fmt(statistics.median(c_vals)))
+    r, lo, hi = statistics.median(ratios), min(ratios), max(ratios)
+    line = "%s go=%s c=%s ratio=%.2f spread=%.2f-%.2f rounds=%d" % (
+        name, fmt(statistics.median(go_vals)), fmt(statistics.median(c_vals)), r, lo, hi, len(ratios))
+    t = TARGETS.get(name)
+    if t and t[0] == "ratio":
+        limit = t[1]
+        if hi <= limit:
+            verdict = "ok"
+        elif lo > limit:
+            verdict = "MISS"
+        else:
+            verdict = "NOISY(median %s)" % ("ok" if r <= limit else "MISS")
+        line += " target=ratio<=%g %s" % (limit, verdict)
+    if bg:
+        line += " " + bg_note(bg)
+    return line
+
+
 def summary_line(name, go, c):
     ratio = go / c if c else float("nan")
     line = "%s go=%s c=%s ratio=%.2f" % (name, fmt(go), fmt(c), ratio)
@@ -907,8 +1101,8 @@ def main():
     ap.add_argument("--profile", type=float, default=float(os.environ.get("BENCH_PROFILE") or 0),
                     help="after the measures, profile each agent flat out for this many seconds with strace -c "
                          "and perf record (BENCH_PROFILE=3; default off)")
-    ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc"),
-                    help="comma list of fetch,flat,rate,idle,rss,perfalloc (BENCH_MEASURES)")
+    ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc,startup"),
+                    help="comma list of fetch,flat,rate,idle,rss,perfalloc,perfalloc-busy,startup (BENCH_MEASURES; perfalloc-busy is not in the default)")
     ap.add_argument("--out", default=os.environ.get("BENCH_OUT"),
                     help="directory for results.json, summary.txt and the logs (BENCH_OUT; default a new /tmp dir)")
     ap.add_argument("--keep", action="store_true", default=bool(os.environ.get("BENCH_KEEP")),
@@ -922,15 +1116,21 @@ def main():
         raise BenchError("%s not found: install Debian's pcp" % PMCD)
 
     q = o.quick
-    n_fetch = env_num("BENCH_FETCHES", 1000, 200, q, int)
-    flat_s = env_num("BENCH_FLAT_SECONDS", 5.0, 1.0, q)
-    rate_s = env_num("BENCH_RATE_SECONDS", 10.0, 3.0, q)
+    rounds = env_num("BENCH_ROUNDS", 5, 5, q, int)
+    if rounds < 1:
+        raise BenchError("BENCH_ROUNDS=%d: want at least 1" % rounds)
+    n_fetch = env_num("BENCH_FETCHES", 200, 50, q, int)  # per agent per round
+    flat_s = env_num("BENCH_FLAT_SECONDS", 1.0, 0.3, q)  # per agent per round
+    rate_s = env_num("BENCH_RATE_SECONDS", 6.0, 2.0, q)  # 10 Hz, per agent per round
+    rate1_s = env_num("BENCH_RATE1_SECONDS", 10.0, 3.0, q)  # 1 Hz, per agent per round
+    start_rounds = env_num("BENCH_START_ROUNDS", rounds, 2, q, int)
+    many = env_num("BENCH_START_EVENTS", 100, 100, q, int)
     idle_s = env_num("BENCH_IDLE_SECONDS", 30.0, 5.0, q)
     cycles = env_num("BENCH_PERFALLOC_CYCLES", 50, 10, q, int)
     warm = env_num("BENCH_RSS_WARMUP", 1000, 1000, q, int)
     measures = [m.strip() for m in o.measures.split(",") if m.strip()]
     for m in measures:
-        if m not in ("fetch", "flat", "rate", "idle", "rss", "perfalloc"):
+        if m not in ("fetch", "flat", "rate", "idle", "rss", "perfalloc", "perfalloc-busy", "startup"):
             raise BenchError("--measures: unknown measure %r" % m)
 
     repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -1012,44 +1212,88 @@ def main():
                 s.client.use_names(common)
             results["leaves_only_in"] = {"c": sorted(names["c"] - names["go"]), "go": sorted(names["go"] - names["c"])}
 
+        def ours():
+            return [p for x in slots for p in x.own_pids()]
+
+        def each_round(name, fn):
+            """fn(slot) for go then c, rounds times: go, c, go, c, ..."""
+            per = {x.label: [] for x in slots}
+            bg = Background(ours)
+            for _ in range(rounds):
+                for x in slots:
+                    per[x.label].append(run("%s (%s)" % (name, x.label), lambda: fn(x)))
+            return per, bg.done()
+
         if "fetch" in measures:
-            log("\n== 1. pmFetch round trip through pmcd, n=%d per row, µs" % n_fetch)
-            r = run("the fetch round trip", lambda: measure_roundtrip(slots, n_fetch))
-            log("%-4s %-3s %8s %8s %8s %8s %8s  %6s" % ("set", "", "min", "median", "p95", "p99", "max", "values"))
+            log("\n== 1. pmFetch round trip through pmcd, %d rounds of n=%d per agent, µs (floor: %s, pmcd alone)" % (rounds, n_fetch, FLOOR_METRIC))
+            per = {x.label: [] for x in slots}
+            bg = Background(ours)
+            for _ in range(rounds):
+                r = run("the fetch round trip", lambda: measure_roundtrip(slots, n_fetch))
+                for x in slots:
+                    per[x.label].append(r)
+            bg = bg.done()
+            rs = per["go"]  # each round holds both agents
+            log("%-5s %-3s %8s %8s %8s %8s %8s   per-round medians" % ("set", "", "min", "median", "p95", "p99", "max"))
+            results["fetch"] = {"rounds": []}
+            for kind in ("all", "one", "floor"):
+                for x in slots:
+                    pooled = stats([v for r in rs for v in r[(kind, x.label)]["samples"]])
+                    meds = [r[(kind, x.label)]["median"] for r in rs]
+                    short = sum(r[(kind, x.label)]["short"] for r in rs)
+                    inact = sum(1 for r in rs if r[(kind, x.label)]["inactive"])
+                    log("%-5s %-3s %8.0f %8.0f %8.0f %8.0f %8.0f   %s%s%s" % (
+                        kind, x.label, pooled["min"], pooled["median"], pooled["p95"], pooled["p99"], pooled["max"],
+                        " ".join("%.0f" % m for m in meds), ("  %d SHORT" % short) if short else "",
+                        ("  active=0 after %d rounds" % inact) if inact else ""))
+                    results["fetch"].setdefault(kind, {})[x.label] = pooled
+            for r in rs:
+                results["fetch"]["rounds"].append({"%s_%s" % k: {m: v for m, v in st.items() if m != "samples"}
+                                                   for k, st in r.items()})
             for kind in ("all", "one"):
-                for s in slots:
-                    st = r[(kind, s.label)]
-                    log("%-4s %-3s %8.0f %8.0f %8.0f %8.0f %8.0f  %6d %s" % (kind, s.label, st["min"], st["median"], st["p95"], st["p99"], st["max"],
-                                                                      st["values"], ("  %d SHORT" % st["short"]) if st["short"] else "")
-                        + (("  active=0 after %d blocks" % st["inactive_blocks"]) if st["inactive_blocks"] else ""))
-                results["fetch_" + kind] = {s.label: r[(kind, s.label)] for s in slots}
-                results["fetch_" + kind]["leaves"] = r[("nleaves", kind)]
                 for m in ("median", "p95"):
-                    lines.append(summary_line("fetch_%s_%s_us" % (kind, m), r[(kind, "go")][m], r[(kind, "c")][m]))
-            log("(all = %d perfevent.hwcounters leaves, one = %s; last ran on CPU: %s)" % (
-                r[("nleaves", "all")], ONE_METRIC,
-                ", ".join("%s agent %s pmcd %s" % (s.label, last_cpu(s.pid), last_cpu(s.pmcd.pid)) for s in slots)))
+                    lines.append(rounds_line("fetch_%s_%s_us" % (kind, m), [r[(kind, "go")][m] for r in rs],
+                                             [r[(kind, "c")][m] for r in rs], bg if m == "median" else None))
+            lines.append(rounds_line("pmcd_floor_median_us", [r[("floor", "go")]["median"] for r in rs],
+                                     [r[("floor", "c")]["median"] for r in rs]))
+            for kind in ("all", "one"):
+                lines.append(rounds_line("fetch_%s_above_floor_us" % kind,
+                                         [r[(kind, "go")]["median"] - r[("floor", "go")]["median"] for r in rs],
+                                         [r[(kind, "c")]["median"] - r[("floor", "c")]["median"] for r in rs]))
+            log("(all = %d perfevent.hwcounters leaves, one = %s, floor = %s answered by pmcd itself; %s)" % (
+                len(slots[0].client.all), ONE_METRIC, FLOOR_METRIC, bg_note(bg)))
 
         if "flat" in measures:
-            log("\n== 2a. agent CPU per fetch, flat out, all leaves, %.1f s per agent" % flat_s)
-            r = run("the flat-out CPU measure", lambda: measure_flat(slots, flat_s))
-            for s in slots:
-                x = r[s.label]
-                log("%-3s %7d fetches %6.0f/s  agent %6.1f µs/fetch (stat %5.1f)  %5.1f%% CPU   pmcd %5.1f µs/fetch" % (
-                    s.label, x["fetches"], x["rate"], x["cpu_us_per_fetch"], x["cpu_us_per_fetch_stat"], x["cpu_pct"], x["pmcd_us_per_fetch"]))
-            results["flat"] = r
-            lines.append(summary_line("cpu_per_fetch_flat_us", r["go"]["cpu_us_per_fetch"], r["c"]["cpu_us_per_fetch"]))
+            log("\n== 2a. agent CPU per fetch, flat out, all leaves, %d rounds of %.1f s per agent" % (rounds, flat_s))
+            per, bg = each_round("the flat-out CPU measure", lambda x: measure_flat(x, flat_s))
+            for x in slots:
+                v = per[x.label]
+                log("%-3s %7d fetches %6.0f/s  agent µs/fetch by round: %s  (stat %5.1f)  pmcd %5.1f µs/fetch" % (
+                    x.label, sum(a["fetches"] for a in v), statistics.median(a["rate"] for a in v),
+                    " ".join("%.0f" % a["cpu_us_per_fetch"] for a in v),
+                    statistics.median(a["cpu_us_per_fetch_stat"] for a in v),
+                    statistics.median(a["pmcd_us_per_fetch"] for a in v)))
+            results["flat"] = per
+            lines.append(rounds_line("cpu_per_fetch_flat_us", [a["cpu_us_per_fetch"] for a in per["go"]],
+                                     [a["cpu_us_per_fetch"] for a in per["c"]], bg))
 
         if "rate" in measures:
-            log("\n== 2b. agent CPU per fetch at 10 Hz, all leaves, %.1f s, both agents in the same ticks" % rate_s)
-            r = run("the 10 Hz CPU measure", lambda: measure_rate(slots, rate_s))
-            for s in slots:
-                x = r[s.label]
-                log("%-3s %4d fetches  agent %7.1f µs/fetch  %5.2f%% CPU  %4.1f context switches/fetch   pmcd %6.1f µs/fetch" % (
-                    s.label, x["fetches"], x["cpu_us_per_fetch"], x["cpu_pct"], x["switches_per_fetch"], x["pmcd_us_per_fetch"]))
-            results["rate10hz"] = r
-            lines.append(summary_line("cpu_per_fetch_10hz_us", r["go"]["cpu_us_per_fetch"], r["c"]["cpu_us_per_fetch"]))
-            lines.append(summary_line("switches_per_fetch_10hz", r["go"]["switches_per_fetch"], r["c"]["switches_per_fetch"]))
+            for hz, secs in ((10, rate_s), (1, rate1_s)):
+                log("\n== 2b. agent CPU and context switches per fetch at %d Hz, all leaves, %d rounds of %.0f s per agent" % (hz, rounds, secs))
+                per, bg = each_round("the %d Hz measure" % hz, lambda x: measure_rate(x, secs, hz))
+                for x in slots:
+                    v = per[x.label]
+                    log("%-3s %4d fetches  agent µs/fetch by round: %s   switches/fetch: %s (voluntary %s)   pmcd %6.1f µs/fetch" % (
+                        x.label, sum(a["fetches"] for a in v),
+                        " ".join("%.0f" % a["cpu_us_per_fetch"] for a in v),
+                        " ".join("%.2f" % a["switches_per_fetch"] for a in v),
+                        " ".join("%.2f" % a["voluntary_per_fetch"] for a in v),
+                        statistics.median(a["pmcd_us_per_fetch"] for a in v)))
+                results["rate%dhz" % hz] = per
+                for k, name in (("cpu_us_per_fetch", "cpu_per_fetch_%dhz_us"), ("switches_per_fetch", "switches_per_fetch_%dhz"),
+                                ("voluntary_per_fetch", "voluntary_switches_per_fetch_%dhz")):
+                    lines.append(rounds_line(name % hz, [a[k] for a in per["go"]], [a[k] for a in per["c"]],
+                                             bg if k == "cpu_us_per_fetch" else None))
 
         if "idle" in measures:
             log("\n== 3. idle CPU, no fetches, %.0f s, both agents at once" % idle_s)
@@ -1072,11 +1316,20 @@ def main():
             lines.append(summary_line("rss_kb", r["go"]["VmRSS"], r["c"]["VmRSS"]))
             lines.append(summary_line("hwm_kb", r["go"]["VmHWM"], r["c"]["VmHWM"]))
 
-        if "perfalloc" in measures:
-            log("\n== 5. perfalloc reaction, %d cycles per agent, ms (lock → active=0; unlock → counting)" % cycles)
+        for measure in ("perfalloc", "perfalloc-busy"):
+            if measure not in measures:
+                continue
+            busy = measure == "perfalloc-busy"
+            suffix = "_busy" if busy else ""
+            log("\n== 5%s. perfalloc reaction%s, %d cycles per agent, ms (lock → active=0; unlock → counting)" % (
+                "b" if busy else "", ", one busy process per CPU competing" if busy else "", cycles))
             r = {}
             for s in slots:  # one at a time: the poll loop is the resolution
-                r[s.label] = run("the perfalloc measure (%s)" % s.label, lambda: measure_perfalloc(s, cycles, 3.0, rng))
+                spin = busy_processes() if busy else []
+                try:
+                    r[s.label] = run("the %s measure (%s)" % (measure, s.label), lambda: measure_perfalloc(s, cycles, 3.0, rng))
+                finally:
+                    stop_processes(spin)
             log("%-3s %-8s %4s %8s %8s %8s %8s  %s" % ("", "", "n", "min", "median", "p99", "max", "timeouts"))
             for s in slots:
                 x = r[s.label]
@@ -1089,13 +1342,30 @@ def main():
                         st = x[k]
                         log("%-3s %s (state file 'since' − our lock/unlock time): n=%d median %.2f p99 %.2f max %.2f" % (
                             s.label, k, st["n"], st["median"], st["p99"], st["max"]))
-            results["perfalloc"] = r
+            results[measure] = r
             for k in ("release", "resume"):
                 for m in ("median", "p99"):
                     go, c = r["go"][k][m], r["c"][k][m]
                     if r["go"]["timeouts"][k]:
                         go = float("inf")
-                    lines.append(summary_line("perfalloc_%s_%s_ms" % (k, m), go, c))
+                    lines.append(summary_line("perfalloc_%s_%s_ms%s" % (k, m, suffix), go, c))
+        if "startup" in measures:
+            confs = [("default", PERFEVENT_CONF)]
+            conf100, got = many_events_conf(many)
+            confs.append(("%devents" % got, conf100))
+            for cname, conf in confs:
+                log("\n== 6. start-up, %s config: pmcd forks the agent → first answered fetch of %s, %d rounds, ms" % (cname, ONE_METRIC, start_rounds))
+                bg = Background(ours)
+                r = measure_startup(o, go_agent, go_args, c_args, os.path.join(out, "startup-" + cname), conf, start_rounds)
+                bg = bg.done()
+                for label in ("go", "c"):
+                    log("%-3s fork→answer: %s   pmcd start→answer: %s   (%s leaves)" % (
+                        label, " ".join("%.0f" % (a * 1000) for a, _ in r[label]),
+                        " ".join("%.0f" % (b * 1000) for _, b in r[label]), r.get("leaves_" + label)))
+                results["startup_" + cname] = r
+                lines.append(rounds_line("startup_%s_ms" % cname, [a * 1000 for a, _ in r["go"]],
+                                         [a * 1000 for a, _ in r["c"]], bg))
+
         if o.profile:
             log("\n== where the time goes, flat out, %.0f s per agent per tool (strace slows the agent: counts, not times)" % o.profile)
             r = {}

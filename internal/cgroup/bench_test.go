@@ -1,0 +1,176 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/counter/countertest"
+	"perfevent/internal/emulator"
+	"perfevent/internal/perf"
+)
+
+// benchEvents are four software events, as a per-cgroup configuration
+// of cpu-clock, task-clock, context-switches and cpu-migrations.
+var benchEvents = []Event{
+	{Name: "cpu-clock", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}},
+	{Name: "task-clock", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK}},
+	{Name: "context-switches", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES}},
+	{Name: "cpu-migrations", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_MIGRATIONS}},
+}
+
+func cpuIDs(n int) []int {
+	cpus := make([]int, n)
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return cpus
+}
+
+// fakeTracker is a Tracker over n fake cgroups in a temporary tree.
+func fakeTracker(tb testing.TB, n, cpus int) (*Tracker, string) {
+	root := tb.TempDir()
+	for i := range n {
+		if err := os.Mkdir(filepath.Join(root, fmt.Sprintf("cg%03d", i)), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	tr := New(Options{
+		Hierarchy: Hierarchy{Mount: root, Version: 2},
+		Patterns:  []string{"/*"},
+		Max:       n + 1,
+		Events:    benchEvents,
+		CPUs:      cpuIDs(cpus),
+		Opener: func(*os.File) counter.Opener {
+			o := countertest.New()
+			o.Step(perf.Count{Value: 1, Enabled: 1, Running: 1})
+			return o
+		},
+		Rescan:   time.Hour,
+		NoNotify: true,
+	})
+	tr.Start()
+	tb.Cleanup(tr.Stop)
+	if got, _ := tr.Stats(); got != n {
+		tb.Fatalf("%d cgroups counted, want %d", got, n)
+	}
+	return tr, root
+}
+
+var all4 = []bool{true, true, true, true}
+
+// BenchmarkReadFake is one fetch of 64 cgroups × 4 events, on this
+// machine's CPU count and on 256 CPUs, with the fake opener: the agent's
+// own cost, without the kernel's.
+func BenchmarkReadFake(b *testing.B) {
+	for _, cpus := range []int{runtime.NumCPU(), 256} {
+		b.Run(fmt.Sprintf("cgroups=64/events=4/cpus=%d", cpus), func(b *testing.B) {
+			tr, _ := fakeTracker(b, 64, cpus)
+			b.ReportAllocs()
+			for b.Loop() {
+				tr.Read(all4)
+			}
+		})
+	}
+}
+
+// BenchmarkChurnFake is the cost of one cgroup appearing and then
+// disappearing among 64 others: two rescans, one open of 4 events × CPUs
+// and its close.
+func BenchmarkChurnFake(b *testing.B) {
+	for _, cpus := range []int{runtime.NumCPU(), 256} {
+		b.Run(fmt.Sprintf("cgroups=64/events=4/cpus=%d", cpus), func(b *testing.B) {
+			tr, root := fakeTracker(b, 64, cpus)
+			churn(b, tr, root)
+		})
+	}
+}
+
+// BenchmarkReadKernel is one fetch of 64 real cgroups × 4 software events
+// on every CPU of this machine. It needs root and a cgroup v2 hierarchy;
+// the cgroups are made under it and removed afterwards.
+func BenchmarkReadKernel(b *testing.B) {
+	h := kernelHierarchy(b)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-bench-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		b.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	b.Cleanup(func() { removeTree(b, base) })
+	for i := range 64 {
+		if err := os.Mkdir(filepath.Join(base, fmt.Sprintf("cg%03d", i)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tr := New(Options{
+		Hierarchy: h,
+		Patterns:  []string{"/" + filepath.Base(base) + "/*"},
+		Events:    benchEvents,
+		CPUs:      cpuIDs(runtime.NumCPU()),
+		Rescan:    time.Hour,
+		NoNotify:  true,
+	})
+	tr.Start()
+	defer tr.Stop()
+	n, fds := tr.Stats()
+	if n != 64 {
+		b.Skipf("%d of 64 cgroups opened (needs CAP_PERFMON or root)", n)
+	}
+	b.Run("cgroups=64/events=4", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			tr.Read(all4)
+		}
+		b.ReportMetric(float64(fds), "fds")
+	})
+	b.Run("churn", func(b *testing.B) { churn(b, tr, base) })
+}
+
+// churn makes a cgroup appear in dir and go again, a rescan each time.
+func churn(b *testing.B, tr *Tracker, dir string) {
+	p := filepath.Join(dir, "new")
+	for b.Loop() {
+		os.Mkdir(p, 0o755)
+		tr.rescan()
+		os.Remove(p)
+		tr.rescan()
+	}
+}
+
+func kernelHierarchy(tb testing.TB) Hierarchy {
+	emulator.SkipWithoutPerfEvents(tb)
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		tb.Skipf("needs /proc/self/mountinfo: %v", err)
+	}
+	h, err := FindHierarchy(info)
+	if err != nil || h.Version != 2 {
+		tb.Skipf("needs a cgroup v2 hierarchy: %v", err)
+	}
+	return h
+}
+
+func removeTree(tb testing.TB, dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			removeTree(tb, filepath.Join(dir, e.Name()))
+		}
+	}
+	if err := os.Remove(dir); err != nil {
+		tb.Errorf("removing %s: %v", dir, err)
+	}
+}
+
+func TestReadAllocatesNothing(t *testing.T) {
+	tr, _ := fakeTracker(t, 8, 4)
+	tr.Read(all4)
+	if n := testing.AllocsPerRun(100, func() { tr.Read(all4) }); n != 0 {
+		t.Errorf("Read allocates %v times per call, want 0", n)
+	}
+}

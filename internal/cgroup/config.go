@@ -1,0 +1,178 @@
+package cgroup
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// DefaultMax is the cap on counted cgroups when the configuration sets none.
+const DefaultMax = 64
+
+// maxMax bounds "max": beyond it the descriptors (cgroups × events × CPUs)
+// would exhaust any sensible limit long before the cap mattered.
+const maxMax = 4096
+
+// Config is what cgroups.conf asks for.
+type Config struct {
+	Patterns []string // cgroup path patterns, each starting with "/"
+	Events   []string // configured event names (as in perfevent.conf)
+	Max      int      // the most cgroups counted at once
+}
+
+// ReadConfig reads and parses the file at name. A missing file is not an
+// error: it counts nothing, and missing is true. (The shipped cgroups.conf
+// is what counts by default; an agent run with a configuration of its own,
+// and no cgroups.conf beside it, opens no more than it was told to.)
+func ReadConfig(name string) (cfg Config, missing bool, errs []error) {
+	data, err := os.ReadFile(name)
+	if os.IsNotExist(err) {
+		return Config{Max: DefaultMax}, true, nil
+	}
+	if err != nil {
+		return Config{}, false, []error{err}
+	}
+	cfg, errs = ParseConfig(name, data)
+	return cfg, false, errs
+}
+
+// ParseConfig parses cgroups.conf. Each line is empty, a comment from
+// "#", or one of
+//
+//	cgroup PATTERN   count the cgroups whose path matches PATTERN
+//	event NAME       count the configured event NAME in each of them
+//	max N            count at most N cgroups (default 64)
+//
+// A bad line is reported as name:line: reason and skipped; the rest is used.
+func ParseConfig(name string, data []byte) (Config, []error) {
+	cfg := Config{Max: DefaultMax}
+	var errs []error
+	bad := func(line int, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...)))
+	}
+	seenEvent := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for line := 1; sc.Scan(); line++ {
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			bad(line, "want \"cgroup PATTERN\", \"event NAME\" or \"max N\", got %q", strings.TrimSpace(text))
+			continue
+		}
+		switch f[0] {
+		case "cgroup":
+			if err := checkPattern(f[1]); err != nil {
+				bad(line, "pattern %q: %v", f[1], err)
+				continue
+			}
+			cfg.Patterns = append(cfg.Patterns, f[1])
+		case "event":
+			if seenEvent[f[1]] {
+				bad(line, "event %q is listed twice", f[1])
+				continue
+			}
+			seenEvent[f[1]] = true
+			cfg.Events = append(cfg.Events, f[1])
+		case "max":
+			n, err := strconv.Atoi(f[1])
+			if err != nil || n < 1 || n > maxMax {
+				bad(line, "max %q is not a number from 1 to %d", f[1], maxMax)
+				continue
+			}
+			cfg.Max = n
+		default:
+			bad(line, "unknown keyword %q (want cgroup, event or max)", f[0])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return cfg, errs
+}
+
+func checkPattern(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("must start with / (paths are relative to the cgroup mount)")
+	}
+	for _, c := range components(p) {
+		if c == "**" {
+			continue
+		}
+		if c == "." || c == ".." {
+			return fmt.Errorf("%q is not a cgroup name", c)
+		}
+		if _, err := path.Match(c, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// components splits a cgroup path or pattern: "/a/b" is [a b], "/" is [].
+func components(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// Match reports whether the cgroup path (e.g. "/system.slice/x.service")
+// matches pattern. "**" matches any number of components, none included.
+func Match(pattern, cgroup string) bool {
+	return matchParts(components(pattern), components(cgroup))
+}
+
+// matchParts matches component by component. It fills a table of which
+// pattern suffixes match which name suffixes, so that patterns with several
+// "**" cost len(pat) × len(name) steps, never an exponential backtrack on a
+// deep tree.
+func matchParts(pat, name []string) bool {
+	// ok[j] says whether pat[i:] matches name[j:], for the current i.
+	ok := make([]bool, len(name)+1)
+	ok[len(name)] = true // the empty pattern matches the empty name only
+	for i := len(pat) - 1; i >= 0; i-- {
+		if pat[i] == "**" {
+			// pat[i:] matches name[j:] if pat[i+1:] matches any suffix.
+			for j := len(name) - 1; j >= 0; j-- {
+				ok[j] = ok[j] || ok[j+1]
+			}
+			continue
+		}
+		for j := 0; j <= len(name); j++ {
+			if j == len(name) {
+				ok[j] = false
+				continue
+			}
+			m, _ := path.Match(pat[i], name[j])
+			ok[j] = m && ok[j+1]
+		}
+	}
+	return ok[0]
+}
+
+// depth is how many levels below the mount the patterns can reach; -1
+// when one has "**" and so no bound.
+func depth(patterns []string) int {
+	d := 0
+	for _, p := range patterns {
+		c := components(p)
+		for _, s := range c {
+			if s == "**" {
+				return -1
+			}
+		}
+		d = max(d, len(c))
+	}
+	return d
+}

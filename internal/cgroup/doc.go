@@ -1,0 +1,37 @@
+// Package cgroup finds the cgroups an administrator asked the agent to
+// count and keeps one counter.Set per cgroup: each of the cgroup events on
+// every CPU, opened with PERF_FLAG_PID_CGROUP on the cgroup's directory, so
+// that the kernel counts only while a task of that cgroup runs there.
+//
+// # Hierarchies
+//
+// Where the counters can be bound depends on the machine (FindHierarchy,
+// from /proc/self/mountinfo): the cgroup v2 hierarchy when one is mounted
+// (pure v2 at /sys/fs/cgroup, or the hybrid layout's /sys/fs/cgroup/unified
+// beside v1 controllers), else the v1 hierarchy that carries the perf_event
+// controller. Either way a cgroup is named by its path relative to the
+// mount, with a leading slash ("/system.slice/pmcd.service"): the names
+// PCP's own cgroup.* metrics give, so the two join.
+//
+// # Configuration
+//
+// cgroups.conf (ParseConfig) lists path patterns, the configured events to
+// count per cgroup and a cap on the number of cgroups. In a pattern, "*"
+// and the other path.Match forms match within one path component, and a
+// component "**" matches any number of components, none included.
+//
+// # Discovery
+//
+// A Tracker rescans the tree when inotify reports a directory created or
+// removed in it, and every Rescan interval anyway (inotify misses what
+// happens below directories it was not yet watching). New matching
+// cgroups are opened and become instances; vanished ones are closed and
+// dropped. Instance ids come from IDs, which keeps a path's id for as long
+// as the agent runs, across reloads, and never gives it to another path.
+//
+// # Cost
+//
+// Descriptors are cgroups × events × CPUs. Software events of a cgroup are
+// grouped per CPU by internal/counter, so a fetch makes one read() per
+// cgroup per CPU for them; other events take one read() each.
+package cgroup

@@ -1,0 +1,78 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"perfevent/internal/cgroup/cgrouptest"
+)
+
+// TestKernelCountsOneCgroup counts cpu-clock with PERF_FLAG_PID_CGROUP in
+// a cgroup running a busy loop and in an empty one, against the loop's own
+// time on CPU. It needs root and a cgroup v2 hierarchy.
+func TestKernelCountsOneCgroup(t *testing.T) {
+	h := kernelHierarchy(t)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-test-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	busy, idle := filepath.Join(base, "busy"), filepath.Join(base, "idle")
+	for _, d := range []string{busy, idle} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { removeTree(t, base) })
+	pid := cgrouptest.Busy(t, busy)
+
+	tr := New(Options{
+		Hierarchy: h,
+		Patterns:  []string{"/", "/" + filepath.Base(base) + "/*"},
+		Events:    testEvents,
+		CPUs:      cpuIDs(runtime.NumCPU()),
+		Rescan:    time.Hour,
+		NoNotify:  true,
+	})
+	tr.Start()
+	defer tr.Stop()
+	if n, fds := tr.Stats(); n != 3 || fds != 3*2*runtime.NumCPU() {
+		t.Fatalf("%d cgroups on %d descriptors, want 3 on %d", n, fds, 3*2*runtime.NumCPU())
+	}
+	need := []bool{true, false}
+	tr.Read(need)
+	before := clocks(tr)
+	c0 := cgrouptest.OnCPU(t, pid)
+	time.Sleep(500 * time.Millisecond)
+	tr.Read(need)
+	after := clocks(tr)
+	ran := float64(cgrouptest.OnCPU(t, pid) - c0)
+	name := "/" + filepath.Base(base)
+	got := float64(after[name+"/busy"] - before[name+"/busy"])
+	if got < 0.9*ran || got > 1.1*ran {
+		t.Errorf("busy cgroup: cpu-clock grew %.4g ns while the loop ran %.4g ns, want within 10%%", got, ran)
+	}
+	// The root cgroup counts every task, the loop among them.
+	if all := float64(after["/"] - before["/"]); all < 0.9*ran {
+		t.Errorf("root cgroup: cpu-clock grew %.4g ns, less than the loop's %.4g", all, ran)
+	}
+	if d := after[name+"/idle"] - before[name+"/idle"]; d != 0 {
+		t.Errorf("idle cgroup: cpu-clock grew %d ns, want 0", d)
+	}
+}
+
+func clocks(tr *Tracker) map[string]uint64 {
+	paths := map[int32]string{}
+	for _, in := range tr.Instances() {
+		paths[in.ID] = in.Path
+	}
+	out := map[string]uint64{}
+	for i := range tr.Len() {
+		id, v, _ := tr.At(i, 0)
+		out[paths[id]] = v
+	}
+	return out
+}

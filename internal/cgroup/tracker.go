@@ -1,0 +1,469 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/counter"
+)
+
+// Event is one event counted in every cgroup: a configured event's name
+// and its resolved attribute (see internal/pmu).
+type Event struct {
+	Name string
+	Attr unix.PerfEventAttr
+}
+
+// Instance is one counted cgroup.
+type Instance struct {
+	ID   int32
+	Path string // relative to the mount, e.g. /system.slice/pmcd.service
+}
+
+// Options configure a Tracker.
+type Options struct {
+	Hierarchy Hierarchy
+	Patterns  []string
+	Max       int // the most cgroups counted at once; DefaultMax if 0
+	Events    []Event
+	CPUs      []int // kernel CPU ids to count on
+	IDs       *IDs  // instance ids; NewIDs if nil
+	// Opener returns what opens the counters of the cgroup whose
+	// directory dir is; nil means counter.CgroupOpener (the kernel).
+	Opener func(dir *os.File) counter.Opener
+	// Rescan is the interval of the periodic rescan; default 1 s.
+	Rescan time.Duration
+	// NoNotify rescans on the interval alone, without inotify.
+	NoNotify bool
+	// Infof and Debugf log; nil discards.
+	Infof, Debugf func(format string, args ...any)
+	// Changed, if set, is told the instances after each change of the
+	// counted set. It is called from the Tracker's goroutines (or from
+	// Start), never while a fetch holds the Tracker.
+	Changed func([]Instance)
+}
+
+// member is one counted cgroup.
+type member struct {
+	id   int32
+	path string
+	dir  *os.File     // kept open: Reopen after perfalloc needs it
+	set  *counter.Set // one spec per Options.Events, in order
+	vals []uint64     // per event: the sum over CPUs as of the last Read
+	duty []float64    // per event: the mean dutycycle over its CPUs
+	fds  int
+}
+
+// Tracker counts the matching cgroups of one hierarchy and follows the
+// tree as cgroups come and go.
+type Tracker struct {
+	o Options
+
+	opMu     sync.Mutex // serialises rescans, Close, Reopen and Stop; taken before mu
+	mu       sync.Mutex // guards members and reserved; held by Read
+	members  []*member  // ascending by id
+	reserved bool
+	stopped  bool
+
+	left      map[string]bool // left out for the cap, as logged; opMu
+	quiet     map[string]bool // failed to open, as logged; opMu
+	truncated bool            // the last scan stopped at maxWalk, as logged; opMu
+	notify    *os.File        // inotify, or nil
+
+	snap     []*member // the members of the last Read; Read's caller only
+	wake     chan struct{}
+	done     chan struct{}
+	finished sync.WaitGroup
+}
+
+// New prepares a Tracker; Start makes it count.
+func New(o Options) *Tracker {
+	if o.Max <= 0 {
+		o.Max = DefaultMax
+	}
+	if o.IDs == nil {
+		o.IDs = NewIDs()
+	}
+	if o.Rescan <= 0 {
+		o.Rescan = time.Second
+	}
+	if o.Opener == nil {
+		o.Opener = func(dir *os.File) counter.Opener { return counter.CgroupOpener{Dir: int(dir.Fd())} }
+	}
+	nop := func(string, ...any) {}
+	if o.Infof == nil {
+		o.Infof = nop
+	}
+	if o.Debugf == nil {
+		o.Debugf = nop
+	}
+	return &Tracker{
+		o:     o,
+		left:  map[string]bool{},
+		quiet: map[string]bool{},
+		snap:  make([]*member, 0, o.Max),
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+}
+
+// Start scans the tree once, opening what matches, and then follows it:
+// inotify on the directories whose children can match, and a rescan every
+// Options.Rescan. Stop ends it.
+func (t *Tracker) Start() {
+	if !t.o.NoNotify {
+		fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+		if err != nil {
+			t.o.Infof("cgroups: inotify: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
+		} else {
+			// Non-blocking, so that the runtime poller serves it and
+			// closing it ends the reader.
+			t.notify = os.NewFile(uintptr(fd), "inotify")
+		}
+	}
+	t.rescan()
+	t.finished.Add(1)
+	go t.loop()
+	if t.notify != nil {
+		t.finished.Add(1)
+		go t.readNotify()
+	}
+}
+
+func (t *Tracker) loop() {
+	defer t.finished.Done()
+	tick := time.NewTicker(t.o.Rescan)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C:
+		case <-t.wake:
+			// A burst of events (systemd starting a unit makes several
+			// directories) is one rescan.
+			time.Sleep(20 * time.Millisecond)
+			select {
+			case <-t.wake:
+			default:
+			}
+		}
+		t.rescan()
+	}
+}
+
+// readNotify turns inotify events into rescans. Which directory changed
+// does not matter: a rescan of the levels that can match is cheap.
+func (t *Tracker) readNotify() {
+	defer t.finished.Done()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := t.notify.Read(buf); err != nil {
+			return // closed by Stop
+		}
+		t.poke()
+	}
+}
+
+func (t *Tracker) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ONLYDIR
+
+// rescan brings the counted set in line with the tree.
+func (t *Tracker) rescan() {
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	if t.stopped || t.reserved {
+		return // Reopen rescans
+	}
+	matched, dirs, truncated := scan(t.o.Hierarchy.Mount, t.o.Patterns)
+	if truncated != t.truncated {
+		t.truncated = truncated
+		if truncated {
+			t.o.Infof("cgroups: the patterns reach more than %d directories; only the first %d (by depth, then name) are looked at", maxWalk, maxWalk)
+		}
+	}
+	if t.notify != nil {
+		for _, d := range dirs {
+			// Adding a watch again is harmless; a removed directory's
+			// watch goes with it.
+			unix.InotifyAddWatch(int(t.notify.Fd()), filepath.Join(t.o.Hierarchy.Mount, d), watchMask)
+		}
+	}
+	t.mu.Lock()
+	counted := make(map[string]bool, len(t.members))
+	for _, m := range t.members {
+		counted[m.path] = true
+	}
+	t.mu.Unlock()
+	chosen, left := choose(matched, counted, t.o.Max)
+	t.logLeft(left)
+
+	want := make(map[string]bool, len(chosen))
+	var added []*member
+	for _, p := range chosen {
+		want[p] = true
+		if !counted[p] {
+			if m := t.open(p); m != nil {
+				added = append(added, m)
+			}
+		}
+	}
+	var removed []*member
+	t.mu.Lock()
+	kept := t.members[:0:0]
+	for _, m := range t.members {
+		if want[m.path] {
+			kept = append(kept, m)
+		} else {
+			removed = append(removed, m)
+		}
+	}
+	kept = append(kept, added...)
+	slices.SortFunc(kept, func(a, b *member) int { return int(a.id - b.id) })
+	t.members = kept
+	t.mu.Unlock()
+	for _, m := range removed {
+		t.o.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
+		m.close()
+	}
+	if len(added) > 0 || len(removed) > 0 {
+		t.changed()
+	}
+}
+
+func (t *Tracker) changed() {
+	if t.o.Changed != nil {
+		t.o.Changed(t.Instances())
+	}
+}
+
+// logLeft logs each cgroup left out for the cap once, until it is counted
+// or gone.
+func (t *Tracker) logLeft(left []string) {
+	now := make(map[string]bool, len(left))
+	var fresh []string
+	for _, p := range left {
+		now[p] = true
+		if !t.left[p] {
+			fresh = append(fresh, p)
+		}
+	}
+	t.left = now
+	if len(fresh) == 0 {
+		return
+	}
+	const show = 10
+	list := fmt.Sprint(fresh[:min(show, len(fresh))])
+	if len(fresh) > show {
+		list += fmt.Sprintf(" and %d more", len(fresh)-show)
+	}
+	t.o.Infof("cgroups: %d matching cgroups not counted, the cap of %d cgroups (max in cgroups.conf) being reached: %s", len(fresh), t.o.Max, list)
+}
+
+// open opens the counters of one cgroup. A cgroup that vanished meanwhile
+// (ENOENT, ENODEV) is dropped quietly: a Debug line, or Info once for any
+// other reason.
+func (t *Tracker) open(path string) *member {
+	full := filepath.Join(t.o.Hierarchy.Mount, path)
+	fd, err := unix.Open(full, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.openFailed(path, err)
+		return nil
+	}
+	dir := os.NewFile(uintptr(fd), full)
+	specs := make([]counter.Spec, len(t.o.Events))
+	for i, e := range t.o.Events {
+		specs[i] = counter.Spec{Name: e.Name, Attr: e.Attr, CPUs: t.o.CPUs}
+	}
+	set, err := counter.New(specs, counter.Config{Opener: t.o.Opener(dir), Logf: t.o.Debugf, CountFirstRead: true})
+	if err != nil {
+		dir.Close()
+		t.openFailed(path, err)
+		return nil
+	}
+	sum, err := set.Open()
+	if err == nil && sum.FDs == 0 && len(sum.Failures) > 0 {
+		err = sum.Failures[0]
+	}
+	if err != nil {
+		set.Close()
+		dir.Close()
+		t.openFailed(path, err)
+		return nil
+	}
+	delete(t.quiet, path)
+	n := len(t.o.Events)
+	t.o.Debugf("cgroups: counting %s on %d descriptors", path, sum.FDs)
+	return &member{id: t.o.IDs.ID(path), path: path, dir: dir, set: set, vals: make([]uint64, n), duty: make([]float64, n), fds: sum.FDs}
+}
+
+func (t *Tracker) openFailed(path string, err error) {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+		t.o.Debugf("cgroups: %s vanished while being opened: %v", path, err)
+		return
+	}
+	if !t.quiet[path] {
+		t.quiet[path] = true
+		t.o.Infof("cgroups: %s cannot be counted: %v", path, err)
+	}
+}
+
+func (m *member) close() {
+	m.set.Close()
+	m.dir.Close()
+}
+
+// Instances lists the counted cgroups by id.
+func (t *Tracker) Instances() []Instance {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Instance, len(t.members))
+	for i, m := range t.members {
+		out[i] = Instance{ID: m.id, Path: m.path}
+	}
+	return out
+}
+
+// Stats reports the counted cgroups and their open counter descriptors
+// (each cgroup holds one more, its directory).
+func (t *Tracker) Stats() (cgroups, fds int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reserved {
+		return len(t.members), 0
+	}
+	for _, m := range t.members {
+		fds += m.fds
+	}
+	return len(t.members), fds
+}
+
+// Close closes every counter for perfalloc; the cgroups stay instances
+// with their values frozen, and no new ones are opened until Reopen.
+func (t *Tracker) Close() {
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	t.mu.Lock()
+	t.reserved = true
+	members := slices.Clone(t.members)
+	t.mu.Unlock()
+	for _, m := range members {
+		m.set.Close()
+	}
+}
+
+// Reopen reopens the counters after perfalloc and rescans for what
+// changed meanwhile.
+func (t *Tracker) Reopen() {
+	t.opMu.Lock()
+	t.mu.Lock()
+	t.reserved = false
+	members := slices.Clone(t.members)
+	t.mu.Unlock()
+	fds := make([]int, len(members))
+	for i, m := range members {
+		if sum, err := m.set.Reopen(); err == nil {
+			fds[i] = sum.FDs
+		}
+	}
+	t.mu.Lock()
+	for i, m := range members {
+		m.fds = fds[i]
+	}
+	t.mu.Unlock()
+	t.opMu.Unlock()
+	t.rescan()
+}
+
+// Stop ends discovery and closes every descriptor. The Tracker serves no
+// further Read.
+func (t *Tracker) Stop() {
+	t.opMu.Lock()
+	if t.stopped {
+		t.opMu.Unlock()
+		return
+	}
+	t.stopped = true
+	close(t.done)
+	if t.notify != nil {
+		t.notify.Close()
+	}
+	t.mu.Lock()
+	members := t.members
+	t.members = nil
+	t.mu.Unlock()
+	t.opMu.Unlock()
+	t.finished.Wait()
+	for _, m := range members {
+		m.close()
+	}
+}
+
+// Read reads the events marked in need (indexes into Options.Events) of
+// every counted cgroup once, and keeps their sums over CPUs for Len and At
+// until the next Read. It allocates nothing. Call it from one goroutine
+// (the fetch's).
+func (t *Tracker) Read(need []bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.snap = t.snap[:0]
+	for _, m := range t.members {
+		f := m.set.Begin()
+		for ev, n := range need {
+			if n {
+				f.Need(ev)
+			}
+		}
+		f.Read()
+		for ev, n := range need {
+			if !n {
+				continue
+			}
+			var sum uint64
+			var duty float64
+			k := len(m.set.CPUs(ev))
+			for i := range k {
+				sum += f.Value(ev, i)
+				duty += f.Dutycycle(ev, i)
+			}
+			if k > 0 {
+				duty /= float64(k)
+			}
+			m.vals[ev], m.duty[ev] = sum, duty
+		}
+		f.End()
+		if len(t.snap) < cap(t.snap) {
+			t.snap = append(t.snap, m)
+		}
+	}
+}
+
+// Counted is the number of cgroups counted now.
+func (t *Tracker) Counted() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.members)
+}
+
+// Len is the number of cgroups in the last Read.
+func (t *Tracker) Len() int { return len(t.snap) }
+
+// At is cgroup i of the last Read: its instance id, and event ev's value
+// summed over CPUs and mean dutycycle.
+func (t *Tracker) At(i, ev int) (id int32, value uint64, duty float64) {
+	m := t.snap[i]
+	return m.id, m.vals[ev], m.duty[ev]
+}

@@ -1,0 +1,258 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/counter/countertest"
+)
+
+// fakes hands each cgroup directory a fake opener of its own, so that a
+// test can script every cgroup's counts.
+type fakes struct {
+	mu   sync.Mutex
+	by   map[string]*countertest.Opener
+	open func(path string) error // fails the opener's counters, if set
+}
+
+func (f *fakes) opener(dir *os.File) counter.Opener {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := countertest.New()
+	if f.open != nil {
+		if err := f.open(dir.Name()); err != nil {
+			o.FailOpen("cpu-clock", countertest.AnyCPU, err)
+			o.FailOpen("context-switches", countertest.AnyCPU, err)
+		}
+	}
+	f.by[filepath.Base(dir.Name())] = o
+	return o
+}
+
+func (f *fakes) get(name string) *countertest.Opener {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.by[name]
+}
+
+var testEvents = []Event{
+	{Name: "cpu-clock", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}},
+	{Name: "context-switches", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES}},
+}
+
+func mkdirs(t *testing.T, root string, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func paths(in []Instance) []string {
+	var out []string
+	for _, i := range in {
+		out = append(out, i.Path)
+	}
+	return out
+}
+
+func newTestTracker(t *testing.T, root string, max int, f *fakes, logs *[]string) *Tracker {
+	var mu sync.Mutex
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		*logs = append(*logs, strings.TrimSpace(fmt.Sprintf(format, args...)))
+	}
+	tr := New(Options{
+		Hierarchy: Hierarchy{Mount: root, Version: 2},
+		Patterns:  []string{"/*", "/*/*"},
+		Max:       max,
+		Events:    testEvents,
+		CPUs:      []int{0, 1, 2},
+		Opener:    f.opener,
+		Rescan:    time.Hour, // the tests call rescan themselves
+		NoNotify:  true,
+		Infof:     logf,
+	})
+	t.Cleanup(tr.Stop)
+	return tr
+}
+
+func TestTrackerDiscoversSumsAndCaps(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a.slice/x.service/deep", "b.slice", "c.slice")
+	os.WriteFile(filepath.Join(root, "cgroup.procs"), nil, 0o644) // files are not cgroups
+	f := &fakes{by: map[string]*countertest.Opener{}}
+	var logs []string
+	tr := newTestTracker(t, root, 3, f, &logs)
+	tr.Start()
+
+	// Shallower first under the cap; /a.slice/x.service is left out and
+	// /a.slice/x.service/deep is too deep for the patterns.
+	if got, want := paths(tr.Instances()), []string{"/a.slice", "/b.slice", "/c.slice"}; !slices.Equal(got, want) {
+		t.Fatalf("instances %q, want %q", got, want)
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], "1 matching cgroups not counted, the cap of 3 cgroups") || !strings.Contains(logs[0], "/a.slice/x.service") {
+		t.Errorf("log %q, want one line naming /a.slice/x.service and the cap", logs)
+	}
+	if n, fds := tr.Stats(); n != 3 || fds != 3*2*3 {
+		t.Errorf("Stats = %d cgroups, %d descriptors; want 3 and 18 (3 cgroups × 2 events × 3 CPUs)", n, fds)
+	}
+
+	b := f.get("b.slice")
+	for cpu := range 3 {
+		// A group's times are its leader's, cpu-clock's.
+		b.Add("cpu-clock", cpu, 1000*uint64(cpu+1), 100, 50)
+		b.Add("context-switches", cpu, 7, 0, 0)
+	}
+	tr.Read([]bool{true, true})
+	if tr.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", tr.Len())
+	}
+	for i := range tr.Len() {
+		id, clock, _ := tr.At(i, 0)
+		_, sw, duty := tr.At(i, 1)
+		if id == 1 { // /b.slice
+			// Summed over CPUs, each scaled up by enabled/running = 2.
+			if clock != 12000 || sw != 3*14 || duty != 0.5 {
+				t.Errorf("/b.slice: cpu-clock %d, context-switches %d (duty %v); want 12000, 42, 0.5", clock, sw, duty)
+			}
+		} else if clock != 0 {
+			t.Errorf("instance %d: cpu-clock %d, want 0", id, clock)
+		}
+	}
+	// One group read per CPU reads both events of a cgroup.
+	if r := b.Reads(); r != 3 {
+		t.Errorf("/b.slice: %d reads, want 3 (one group per CPU)", r)
+	}
+}
+
+func TestTrackerFollowsTheTree(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a", "b")
+	f := &fakes{by: map[string]*countertest.Opener{}}
+	var logs []string
+	var changes [][]Instance
+	tr := newTestTracker(t, root, 0, f, &logs)
+	tr.o.Changed = func(in []Instance) { changes = append(changes, in) }
+	tr.Start()
+	a := f.get("a")
+
+	os.Remove(filepath.Join(root, "a"))
+	mkdirs(t, root, "c")
+	tr.rescan()
+	if got, want := paths(tr.Instances()), []string{"/b", "/c"}; !slices.Equal(got, want) {
+		t.Fatalf("instances %q, want %q", got, want)
+	}
+	if a.OpenNow() != 0 {
+		t.Errorf("/a removed: %d descriptors still open", a.OpenNow())
+	}
+	// Ids are never reused, and a path that returns gets its old id.
+	ids := map[string]int32{}
+	for _, in := range tr.Instances() {
+		ids[in.Path] = in.ID
+	}
+	if ids["/b"] != 1 || ids["/c"] != 2 {
+		t.Errorf("ids %v, want /b 1 and /c 2", ids)
+	}
+	mkdirs(t, root, "a")
+	tr.rescan()
+	if in := tr.Instances(); in[0] != (Instance{0, "/a"}) {
+		t.Errorf("first instance %v, want /a with its old id 0", in[0])
+	}
+	if len(changes) != 3 {
+		t.Errorf("%d changes reported, want 3 (start, swap, return)", len(changes))
+	}
+}
+
+func TestTrackerReservation(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a")
+	f := &fakes{by: map[string]*countertest.Opener{}}
+	var logs []string
+	tr := newTestTracker(t, root, 0, f, &logs)
+	tr.Start()
+	a := f.get("a")
+	a.Add("cpu-clock", 0, 500, 10, 10)
+	tr.Read([]bool{true, false})
+
+	tr.Close()
+	if a.OpenNow() != 0 {
+		t.Fatalf("after Close %d descriptors are open, want 0", a.OpenNow())
+	}
+	mkdirs(t, root, "b")
+	tr.rescan() // nothing opens while reserved
+	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/a"}) {
+		t.Errorf("instances while reserved %q, want [/a]", got)
+	}
+	tr.Reopen()
+	if a.OpenNow() != 6 {
+		t.Errorf("after Reopen %d descriptors of /a are open, want 6", a.OpenNow())
+	}
+	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/a", "/b"}) {
+		t.Errorf("instances after Reopen %q, want [/a /b]", got)
+	}
+	a.Add("cpu-clock", 0, 20, 10, 10)
+	tr.Read([]bool{true, false})
+	if _, v, _ := tr.At(0, 0); v != 520 {
+		t.Errorf("cpu-clock of /a after the reservation %d, want 520 (it continues)", v)
+	}
+}
+
+func TestTrackerVanishedQuietly(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a", "b")
+	f := &fakes{by: map[string]*countertest.Opener{}, open: func(p string) error {
+		if filepath.Base(p) == "a" {
+			return unix.ENOENT
+		}
+		return unix.EACCES
+	}}
+	var logs []string
+	tr := newTestTracker(t, root, 0, f, &logs)
+	tr.Start()
+	tr.rescan()
+	if n := len(tr.Instances()); n != 0 {
+		t.Errorf("%d instances, want 0", n)
+	}
+	// ENOENT is not logged at Info; another failure once, not per rescan.
+	if len(logs) != 1 || !strings.Contains(logs[0], "/b cannot be counted") {
+		t.Errorf("logs %q, want one line about /b", logs)
+	}
+}
+
+func TestTrackerNotices(t *testing.T) {
+	root := t.TempDir()
+	f := &fakes{by: map[string]*countertest.Opener{}}
+	seen := make(chan []Instance, 8)
+	tr := New(Options{
+		Hierarchy: Hierarchy{Mount: root, Version: 2},
+		Patterns:  []string{"/*"},
+		Events:    testEvents,
+		CPUs:      []int{0},
+		Opener:    f.opener,
+		Rescan:    time.Hour, // so only inotify can find it
+		Changed:   func(in []Instance) { seen <- in },
+	})
+	defer tr.Stop()
+	tr.Start()
+	mkdirs(t, root, "new")
+	select {
+	case in := <-seen:
+		if got := paths(in); !slices.Equal(got, []string{"/new"}) {
+			t.Errorf("instances %q, want [/new]", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a new directory was not noticed within 5 s")
+	}
+}

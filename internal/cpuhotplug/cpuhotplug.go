@@ -1,0 +1,232 @@
+// Package cpuhotplug tells the agent when CPUs go offline or come back, so
+// that it can close their counters and open them again. Without it a
+// counter of an offlined CPU stays frozen after the CPU returns (the
+// kernel does not revive it), and an agent started while a CPU was
+// offline never counts on it.
+//
+// Three sources lead to one check of the online list
+// (/sys/devices/system/cpu/online), which alone decides:
+//
+//   - the kernel's uevents (NETLINK_KOBJECT_UEVENT, multicast group 1,
+//     which any user may receive: the agent no longer runs as root), with
+//     SUBSYSTEM=cpu and ACTION=online or offline. They arrive within a
+//     millisecond of the change;
+//   - Check, which the agent calls when reading a counter fails;
+//   - a slow poll (Options.Poll), in case uevents are lost (the socket's
+//     buffer overflowed) or unavailable (some containers).
+//
+// A check costs one read of a small sysfs file; the callback runs only
+// when the list differs from the last one reported.
+package cpuhotplug
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/cpulist"
+)
+
+// DefaultPath is the kernel's list of online CPUs.
+const DefaultPath = "/sys/devices/system/cpu/online"
+
+// DefaultPoll is how often the online list is read even without a uevent.
+const DefaultPoll = 15 * time.Second
+
+// settle is how long a check waits after a hint: offlining several CPUs
+// sends a uevent each, and one rebuild for all of them is enough.
+const settle = 50 * time.Millisecond
+
+// Options configure a Watcher; the zero value watches the real system.
+type Options struct {
+	Path     string        // the online list; DefaultPath if empty
+	Poll     time.Duration // DefaultPoll if zero
+	NoUevent bool          // poll and Check only
+	// Logf is told, once each, why uevents cannot be used and when the
+	// online list cannot be read.
+	Logf func(format string, args ...any)
+}
+
+// Online reads a CPU list file such as DefaultPath.
+func Online(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cpus, err := cpulist.Parse(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cpus, nil
+}
+
+// Watcher calls its callback, from a goroutine of its own and one call at
+// a time, with the new online list each time it changes.
+type Watcher struct {
+	opts    Options
+	changed func(online []int)
+	hint    chan struct{}
+	done    chan struct{}
+	wg      sync.WaitGroup
+	sock    *os.File // the uevent socket, nil without one
+
+	last    []int
+	readErr string // the last read error logged
+}
+
+// Watch starts watching. initial is the online list the caller's counters
+// were planned from: a change that happened before Watch is reported at
+// the first check, which Watch makes at once.
+func Watch(initial []int, opts Options, changed func(online []int)) *Watcher {
+	if opts.Path == "" {
+		opts.Path = DefaultPath
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	w := &Watcher{
+		opts:    opts,
+		changed: changed,
+		hint:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		last:    slices.Clone(initial),
+	}
+	if !opts.NoUevent {
+		sock, err := openUevents()
+		if err != nil {
+			opts.Logf("CPU hotplug: no kernel uevents (%v); checking %s every %v", err, opts.Path, opts.Poll)
+		} else {
+			w.sock = sock
+			w.wg.Add(1)
+			go w.listen()
+		}
+	}
+	w.wg.Add(1)
+	go w.loop()
+	w.Check()
+	return w
+}
+
+// Check asks for a look at the online list soon. It never blocks.
+func (w *Watcher) Check() {
+	select {
+	case w.hint <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the watcher; the callback is not called once Close returns.
+func (w *Watcher) Close() {
+	close(w.done)
+	if w.sock != nil {
+		w.sock.Close() // wakes listen
+	}
+	w.wg.Wait()
+}
+
+func (w *Watcher) loop() {
+	defer w.wg.Done()
+	tick := time.NewTicker(w.opts.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-tick.C:
+		case <-w.hint:
+			select {
+			case <-w.done:
+				return
+			case <-time.After(settle):
+			}
+		}
+		w.look()
+	}
+}
+
+func (w *Watcher) look() {
+	cpus, err := Online(w.opts.Path)
+	if err != nil {
+		if msg := err.Error(); msg != w.readErr {
+			w.readErr = msg
+			w.opts.Logf("CPU hotplug: %v; keeping the CPUs as they were", err)
+		}
+		return
+	}
+	w.readErr = ""
+	if slices.Equal(cpus, w.last) {
+		return
+	}
+	w.last = cpus
+	select {
+	case <-w.done:
+	default:
+		w.changed(slices.Clone(cpus))
+	}
+}
+
+// openUevents joins the kernel's uevent multicast group. The socket is
+// non-blocking, so that reading it is the runtime poller's business and
+// Close wakes the reader.
+func openUevents() (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_KOBJECT_UEVENT)
+	if err != nil {
+		return nil, fmt.Errorf("netlink socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: 1}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("joining the uevent group: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "uevent"), nil
+}
+
+func (w *Watcher) listen() {
+	defer w.wg.Done()
+	buf := make([]byte, 8192)
+	for {
+		n, err := w.sock.Read(buf)
+		select {
+		case <-w.done:
+			return
+		default:
+		}
+		switch {
+		case err == nil:
+			if IsCPUEvent(buf[:n]) {
+				w.Check()
+			}
+		case errors.Is(err, unix.ENOBUFS):
+			// Uevents were lost: one of them may have been ours.
+			w.Check()
+		default:
+			w.opts.Logf("CPU hotplug: reading uevents: %v; checking %s every %v", err, w.opts.Path, w.opts.Poll)
+			return
+		}
+	}
+}
+
+// IsCPUEvent says whether a uevent message (NUL-separated "KEY=value"
+// fields after an "action@devpath" header) reports a CPU going online or
+// offline.
+func IsCPUEvent(msg []byte) bool {
+	cpu, action := false, false
+	for _, f := range bytes.Split(msg, []byte{0}) {
+		switch string(f) {
+		case "SUBSYSTEM=cpu":
+			cpu = true
+		case "ACTION=online", "ACTION=offline":
+			action = true
+		}
+	}
+	return cpu && action
+}

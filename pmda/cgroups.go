@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"perfevent/internal/cgroup"
+	"perfevent/internal/metrics"
+	"perfevent/internal/pmda"
+	"perfevent/internal/setup"
+)
+
+// cgroupIDs numbers cgroup instances for the life of the process, across
+// reloads, so that an id never changes hands.
+var cgroupIDs = cgroup.NewIDs()
+
+// cgroupsConf is the per-cgroup configuration, beside perfevent.conf (a
+// file of its own: the C agent's parser would reject new lines there).
+func cgroupsConf(config string) string {
+	return filepath.Join(filepath.Dir(config), "cgroups.conf")
+}
+
+// cgroupPlan is what cgroups.conf asks for with the events of the plan.
+type cgroupPlan struct {
+	cfg    cgroup.Config
+	events []cgroup.Event
+	spec   *metrics.Cgroups
+	cpus   []int
+	notes  []setup.Note // for the log and --check
+	// missing says that there is no cgroups.conf: nothing is counted
+	// per cgroup, and --check says nothing about it.
+	missing bool
+}
+
+// planCgroups reads cgroups.conf and finds its events among the plan's
+// counters. An event that perfevent.conf does not serve is Info, not a
+// Problem: the shipped cgroups.conf names cpu-clock and context-switches,
+// and a perfevent.conf taken over from the C agent, or one for a machine
+// without them, is not wrong for lacking them.
+func planCgroups(config string, plan *setup.Plan) cgroupPlan {
+	name := cgroupsConf(config)
+	cfg, missing, errs := cgroup.ReadConfig(name)
+	p := cgroupPlan{cfg: cfg, missing: missing, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
+	for _, e := range errs {
+		p.notes = append(p.notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
+	}
+	if len(cfg.Patterns) == 0 {
+		return p
+	}
+	for _, ev := range cfg.Events {
+		i := slices.IndexFunc(plan.Counters, func(c setup.Counter) bool { return c.Event.Name == ev })
+		if i < 0 {
+			p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("%s: event %q is not a counter served from %s (configure it there to count it per cgroup); not counted per cgroup", name, ev, config)})
+			continue
+		}
+		c := plan.Counters[i]
+		p.spec.Events = append(p.spec.Events, metrics.CgroupEvent{Event: len(p.events), Metric: c.Metric,
+			About: fmt.Sprintf("Configured in %s as %q, which %s defines at %s: %s.", name, ev, config, c.Pos, c.Event.Source)})
+		p.events = append(p.events, cgroup.Event{Name: ev, Attr: c.Event.Attr})
+		for _, cpu := range c.CPUs {
+			if !slices.Contains(p.cpus, cpu) {
+				p.cpus = append(p.cpus, cpu)
+			}
+		}
+	}
+	slices.Sort(p.cpus)
+	if len(p.events) > 0 {
+		p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("cgroups: %s counts %d events per cgroup (perfevent.cgroup.*) in the cgroups %v, at most %d", name, len(p.events), cfg.Patterns, cfg.Max)})
+	}
+	return p
+}
+
+// startCgroups starts counting per cgroup what cgroups.conf asks for,
+// with the events of the plan, and returns the tracker (nil if nothing is
+// counted) and what the table needs to serve it.
+func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroups) {
+	p := planCgroups(a.o.config, plan)
+	if p.missing {
+		a.log.Infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.config))
+	}
+	for _, n := range p.notes {
+		a.logNote(n)
+	}
+	if len(p.events) == 0 {
+		return nil, nil
+	}
+	spec, cfg, events, cpus := p.spec, p.cfg, p.events, p.cpus
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	var h cgroup.Hierarchy
+	if err == nil {
+		h, err = cgroup.FindHierarchy(info)
+	}
+	if err != nil {
+		a.log.Infof("cgroups: %v; perfevent.cgroup.* is not served, everything else is", err)
+		return nil, nil
+	}
+	debugf := func(string, ...any) {}
+	if a.o.debug != "" {
+		debugf = a.log.Infof
+	}
+	t := cgroup.New(cgroup.Options{
+		Hierarchy: h,
+		Patterns:  cfg.Patterns,
+		Max:       cfg.Max,
+		Events:    events,
+		CPUs:      cpus,
+		IDs:       cgroupIDs,
+		Infof:     a.log.Infof,
+		Debugf:    debugf,
+		Changed: func(in []cgroup.Instance) {
+			list := make([]pmda.Instance, len(in))
+			for i, c := range in {
+				list[i] = metrics.CgroupInstance(c.ID, c.Path)
+			}
+			if err := spec.Instances.Set(list); err != nil {
+				a.log.Warningf("cgroups: the instance list: %v", err)
+			}
+		},
+	})
+	spec.Reader = t
+	t.Start()
+	n, fds := t.Stats()
+	a.log.Infof("cgroups: counting %d events in %d cgroups of the %s on %d descriptors", len(events), n, h, fds)
+	return t, spec
+}
+
+// The per-cgroup counters follow the generation's: closed for perfalloc,
+// reopened after, stopped when a reload replaces them.
+func (g *generation) closeCgroups() {
+	if g.cg != nil {
+		g.cg.Close()
+	}
+}
+
+func (g *generation) reopenCgroups() {
+	if g.cg != nil {
+		g.cg.Reopen()
+	}
+}
+
+func (g *generation) stopCgroups() {
+	if g.cg != nil {
+		g.cg.Stop()
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"path/filepath"
+
+	"perfevent/internal/cpuhotplug"
+	"perfevent/internal/cpulist"
+)
+
+// watchCPUs follows CPUs going offline and coming back. A change rebuilds
+// the generation, exactly as a reload does: the plan is made again against
+// the new online list (so the PMUs' cpumasks, which the kernel moves off an
+// offlined CPU, are read again too), the counters of an offlined CPU are
+// closed and its cpuN instances leave the instance domains, and a CPU that
+// came back gets counters and instances again. Values continue
+// (counter.Set.Carry) on every CPU that stayed.
+func (a *agent) watchCPUs(opts cpuhotplug.Options) {
+	if opts.Path == "" {
+		opts.Path = filepath.Join(a.fs.Sys, "devices", "system", "cpu", "online")
+		if a.fs.Sys == "" {
+			opts.Path = cpuhotplug.DefaultPath
+		}
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(format string, args ...any) { a.log.Warningf(format, args...) }
+	}
+	online := a.gen.Load().plan.Online
+	if online == nil {
+		// No plan was made (the configuration could not be read): a
+		// change now is not a reason to try again, a SIGHUP is.
+		online, _ = cpuhotplug.Online(opts.Path)
+	}
+	a.cpus = cpuhotplug.Watch(online, opts, a.cpusChanged)
+}
+
+// checkCPUs is called when a counter's read starts failing: a CPU that went
+// offline is one reason. It never blocks (it runs inside a fetch).
+func (a *agent) checkCPUs() {
+	if w := a.cpus; w != nil {
+		w.Check()
+	}
+}
+
+// cpusChanged runs on the hotplug watcher's goroutine. Like a reload it
+// waits while perfalloc holds the counters (the holder was promised the
+// PMU), and it takes its turn in the reopen pacing, so that a CPU flapping
+// on and off costs at most one rebuild per minReopen.
+func (a *agent) cpusChanged(online []int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reserved {
+		a.reloadDue = true
+		a.log.Infof("CPUs online now: %s; the counters follow when perfalloc releases them", cpulist.Format(online))
+		return
+	}
+	a.log.Infof("CPUs online now: %s; rebuilding the counters", cpulist.Format(online))
+	a.pace()
+	a.reloadLocked(false)
+}

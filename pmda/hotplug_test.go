@@ -1,0 +1,232 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/counter/countertest"
+	"perfevent/internal/cpuhotplug"
+	"perfevent/internal/pmda"
+	"perfevent/internal/pmu"
+	"perfevent/internal/reservation"
+)
+
+// syncBuffer is a log that the watcher's goroutine writes and the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakes are the countertest fakes of an agent, one per generation (a fake
+// refuses a second open of an event on a CPU, which a rebuild does before
+// it closes the old generation).
+type fakes struct {
+	mu  sync.Mutex
+	all []*countertest.Opener
+}
+
+func (f *fakes) open() counter.Opener {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := countertest.New()
+	f.all = append(f.all, o)
+	return o
+}
+
+// AddAll counts on the newest generation's counters.
+func (f *fakes) AddAll(value, enabled, running uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.all[len(f.all)-1].AddAll(value, enabled, running)
+}
+
+// OpenNow is the number of counters open in every generation.
+func (f *fakes) OpenNow() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, o := range f.all {
+		n += o.OpenNow()
+	}
+	return n
+}
+
+// hotplugAgent is an agent in this process over the vm fixture's sysfs,
+// whose online list the test rewrites, and the countertest fake.
+func hotplugAgent(t *testing.T, online string) (*agent, *fakes, string, *syncBuffer) {
+	t.Helper()
+	dir := t.TempDir()
+	sys := filepath.Join(dir, "sys")
+	if out, err := exec.Command("cp", "-r", filepath.Join("..", "internal", "pmu", "testdata", "vm", "sys"), sys).CombinedOutput(); err != nil {
+		t.Fatalf("copying the vm fixture: %v\n%s", err, out)
+	}
+	onlinePath := filepath.Join(sys, "devices", "system", "cpu", "online")
+	if err := os.WriteFile(onlinePath, []byte(online+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "perfevent.conf")
+	os.WriteFile(conf, []byte("[perf]\ncpu-clock\n"), 0o644)
+	log := &syncBuffer{}
+	fake := &fakes{}
+	a := &agent{
+		o:      &options{config: conf, pmids: filepath.Join(dir, "pmids")},
+		fs:     &pmu.FS{Sys: sys, Proc: filepath.Join("..", "internal", "pmu", "testdata", "vm", "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
+		log:    pmda.NewLogger(log, prog),
+		opener: fake.open,
+	}
+	g, err := a.build(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.gen.Store(g)
+	a.watchCPUs(cpuhotplug.Options{Path: onlinePath, Poll: 10 * time.Millisecond, NoUevent: true})
+	t.Cleanup(func() {
+		a.cpus.Close()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", log)
+		}
+	})
+	return a, fake, onlinePath, log
+}
+
+// instances is what the served generation offers for cpu-clock: the
+// counter's CPUs and its indom's instance names.
+func instances(t *testing.T, a *agent) ([]int, []string) {
+	t.Helper()
+	g := a.gen.Load()
+	ev, ok := g.set.Lookup("cpu-clock")
+	if !ok {
+		t.Fatal("cpu-clock is not served")
+	}
+	var names []string
+	for _, m := range g.table.Metrics() {
+		if m.Name == "hwcounters.cpu_clock.value" || strings.HasSuffix(m.Name, "cpu_clock.value") {
+			d, ok := g.table.InDom(m.Desc.InDom)
+			if !ok {
+				t.Fatalf("no indom for %s", m.Name)
+			}
+			for _, in := range d.Instances {
+				names = append(names, in.Name)
+			}
+		}
+	}
+	return g.set.CPUs(ev), names
+}
+
+func waitCPUs(t *testing.T, a *agent, want []int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if cpus, _ := instances(t, a); slices.Equal(cpus, want) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cpus, _ := instances(t, a)
+	t.Fatalf("cpu-clock on %v, want %v", cpus, want)
+}
+
+// value reads cpu-clock on one CPU through the served generation.
+func value(a *agent, cpu int) (uint64, bool) {
+	set := a.gen.Load().set
+	ev, _ := set.Lookup("cpu-clock")
+	f := set.Begin()
+	defer f.End()
+	f.Need(ev)
+	f.Read()
+	for i, c := range set.CPUs(ev) {
+		if c == cpu {
+			return f.Value(ev, i), true
+		}
+	}
+	return 0, false
+}
+
+// TestCPUComesBackAfterStartingWithoutIt: an agent started while CPU 1
+// was offline counts on it, and offers its instance, once it is back;
+// cpu0's value carries on.
+func TestCPUComesBackAfterStartingWithoutIt(t *testing.T) {
+	a, fake, online, log := hotplugAgent(t, "0")
+	if cpus, names := instances(t, a); !slices.Equal(cpus, []int{0}) || !slices.Equal(names, []string{"cpu0"}) {
+		t.Fatalf("at start-up: %v %v", cpus, names)
+	}
+	fake.AddAll(100, 1, 1)
+	before, _ := value(a, 0)
+
+	os.WriteFile(online, []byte("0-1\n"), 0o644)
+	waitCPUs(t, a, []int{0, 1})
+	if _, names := instances(t, a); !slices.Equal(names, []string{"cpu0", "cpu1"}) {
+		t.Errorf("instances after cpu1 came back: %v", names)
+	}
+	fake.AddAll(7, 1, 1)
+	if v, _ := value(a, 0); v != before+7 {
+		t.Errorf("cpu0 = %d after the rebuild, want %d: its value must carry on", v, before+7)
+	}
+	if v, ok := value(a, 1); !ok || v != 7 {
+		t.Errorf("cpu1 = %d, %v; want 7", v, ok)
+	}
+	if !strings.Contains(log.String(), "CPUs online now: 0-1; rebuilding the counters") {
+		t.Errorf("the log does not say why the counters were rebuilt")
+	}
+}
+
+// TestCPUOfflineAndBack: the counters of an offlined CPU are closed and
+// its instance leaves the indom; when it is back they are open again. While
+// perfalloc holds the counters nothing is opened: the change waits for the
+// release.
+func TestCPUOfflineAndBack(t *testing.T) {
+	a, fake, online, log := hotplugAgent(t, "0-1")
+	waitCPUs(t, a, []int{0, 1})
+	fake.AddAll(50, 1, 1)
+	frozen, _ := value(a, 1)
+	os.WriteFile(online, []byte("0\n"), 0o644)
+	waitCPUs(t, a, []int{0})
+	if n := fake.OpenNow(); n != 1 {
+		t.Errorf("%d fake counters open with cpu1 offline, want 1", n)
+	}
+
+	a.reservationChanged(reservation.Status{Reserved: true})
+	if n := fake.OpenNow(); n != 0 {
+		t.Fatalf("%d counters open while reserved", n)
+	}
+	os.WriteFile(online, []byte("0-1\n"), 0o644)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(log.String(), "CPUs online now: 0-1; the counters follow when perfalloc releases them") {
+		if time.Now().After(deadline) {
+			t.Fatal("the deferred rebuild was never logged")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := fake.OpenNow(); n != 0 {
+		t.Errorf("%d counters opened during the reservation", n)
+	}
+	a.reservationChanged(reservation.Status{Reserved: false})
+	waitCPUs(t, a, []int{0, 1})
+	if n := fake.OpenNow(); n != 2 {
+		t.Errorf("%d counters open after the release, want 2", n)
+	}
+	// cpu1 continues from its value when it went offline.
+	fake.AddAll(3, 1, 1)
+	if v, _ := value(a, 1); frozen != 50 || v != frozen+3 {
+		t.Errorf("cpu1 = %d when back, %d when it went offline; want %d", v, frozen, frozen+3)
+	}
+}

@@ -1,0 +1,165 @@
+package qa
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// perCPU fetches a per-CPU counter through the lab's pmcd: instance name
+// → value. No values (PM_ERR_VALUE and the like) is an empty map.
+func perCPU(t testing.TB, l *Lab, metric string) map[string]uint64 {
+	t.Helper()
+	out := l.Run(t, "pminfo", "-f", metric)
+	vals := map[string]uint64{}
+	re := regexp.MustCompile(`inst \[\d+ or "([^"]+)"\] value (\d+)`)
+	for _, m := range re.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseUint(m[2], 10, 64)
+		vals[m[1]] = v
+	}
+	return vals
+}
+
+// waitCPUs waits until the metric's instances are exactly cpus, each
+// counting (two fetches, every value larger in the second), and returns
+// the later values.
+func waitCounting(t testing.TB, l *Lab, metric string, cpus ...string) map[string]uint64 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	prev := perCPU(t, l, metric)
+	for {
+		time.Sleep(100 * time.Millisecond)
+		cur := perCPU(t, l, metric)
+		ok := len(cur) == len(cpus)
+		for _, c := range cpus {
+			if p, had := prev[c]; !had || cur[c] <= p {
+				ok = false
+			}
+		}
+		if ok {
+			return cur
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: want %v counting; got %v then %v\n%s", metric, cpus, prev, cur, l.Logs())
+		}
+		prev = cur
+	}
+}
+
+const cpu1Online = "/sys/devices/system/cpu/cpu1/online"
+
+// TestHotplugCPU1: CPU 1 offlined and brought back under a real pmcd.
+// Before, both CPUs count; while it is offline its instance is gone and
+// cpu0 keeps counting; once it is back, cpu1 counts again, and cpu0's
+// value has carried on. Offlining a CPU disturbs the whole machine, so
+// the test takes the qa lock and always brings the CPU back.
+func TestHotplugCPU1(t *testing.T) {
+	if os.Getenv("PERFEVENT_QA") == "" {
+		t.Skip("offlines CPU 1: set PERFEVENT_QA=1 to run it")
+	}
+	e := Direct(t)
+	data, err := os.ReadFile(cpu1Online)
+	if err != nil {
+		t.Skipf("needs a CPU 1 that can go offline (%s: %v)", cpu1Online, err)
+	}
+	if strings.TrimSpace(string(data)) != "1" {
+		t.Skipf("needs CPU 1 online at the start (%s says %q)", cpu1Online, data)
+	}
+	e.lock(t)
+	back := func() { os.WriteFile(cpu1Online, []byte("1"), 0o644) }
+	defer back()
+	t.Cleanup(back)
+
+	l := StartLab(t, Agent{Go: true, Config: "[perf]\ncpu-clock\ncontext-switches\n"})
+	const metric = "perfevent.hwcounters.cpu_clock.value"
+	before := waitCounting(t, l, metric, "cpu0", "cpu1")
+	// pmlogger records the whole sequence, instance domain changes included.
+	logdir := t.TempDir()
+	config := filepath.Join(logdir, "config")
+	writeFile(t, config, "log mandatory on 100 msec {\n    "+metric+"\n}\n")
+	archive := filepath.Join(logdir, "hotplug")
+	logger := l.Background(t, Cmd{Args: []string{"pmlogger", "-h", l.HostSpec(), "-c", config, "-l", filepath.Join(logdir, "pmlogger.log"), archive}}, filepath.Join(logdir, "out"))
+	time.Sleep(500 * time.Millisecond)
+
+	if err := os.WriteFile(cpu1Online, []byte("0"), 0o644); err != nil {
+		t.Skipf("needs a CPU 1 that can go offline: writing 0 to %s: %v", cpu1Online, err)
+	}
+	waitLog(t, l, "CPUs online now: 0; rebuilding the counters", 5*time.Second)
+	during := waitCounting(t, l, metric, "cpu0")
+	if during["cpu0"] <= before["cpu0"] {
+		t.Errorf("cpu0 went from %d to %d while cpu1 was offline; it must carry on", before["cpu0"], during["cpu0"])
+	}
+	if n := active(t, l); n <= 0 {
+		t.Errorf("perfevent.active = %d while cpu1 is offline", n)
+	}
+
+	if err := os.WriteFile(cpu1Online, []byte("1"), 0o644); err != nil {
+		t.Fatalf("bringing CPU 1 back: %v", err)
+	}
+	waitLog(t, l, "CPUs online now: 0-1; rebuilding the counters", 5*time.Second)
+	after := waitCounting(t, l, metric, "cpu0", "cpu1")
+	if after["cpu0"] <= during["cpu0"] {
+		t.Errorf("cpu0 went from %d to %d when cpu1 came back", during["cpu0"], after["cpu0"])
+	}
+	if after["cpu1"] <= before["cpu1"] {
+		t.Errorf("cpu1 was %d before it went offline and is %d after: it must continue, not restart", before["cpu1"], after["cpu1"])
+	}
+	waitLog(t, l, "running as pcp", time.Second)
+	waitCounting(t, l, "perfevent.hwcounters.context_switches.value", "cpu0", "cpu1")
+	time.Sleep(500 * time.Millisecond)
+	if err := logger.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("pmlogger is gone: %v\n%s", err, readFile(t, filepath.Join(logdir, "pmlogger.log")))
+	}
+	logger.Process.Signal(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, "pmlogger to exit", func() bool { return logger.ProcessState != nil || logger.Process.Signal(syscall.Signal(0)) != nil })
+	// Each record: with cpu1 (1), or cpu0 alone (0): 1…1 0…0 1…1.
+	out := l.Run(t, "pmdumplog", archive, metric)
+	var seq strings.Builder
+	for _, rec := range regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d+ `).Split(out, -1)[1:] {
+		switch {
+		case strings.Contains(rec, `"cpu1"] value`):
+			seq.WriteByte('1')
+		case strings.Contains(rec, `"cpu0"] value`):
+			seq.WriteByte('0')
+		}
+	}
+	t.Logf("pmlogger's records (1: with cpu1, 0: cpu0 only): %s", seq.String())
+	if !regexp.MustCompile(`^1+0+1+$`).MatchString(seq.String()) {
+		t.Errorf("pmlogger's records (1: with cpu1, 0: cpu0 only): %q, want 1…0…1\n%s", seq.String(), out)
+	}
+	if log := readFile(t, l.AgentLog); strings.Contains(log, "Error") || strings.Contains(log, "no kernel uevents") {
+		t.Errorf("errors in the agent log, or no uevents as pcp:\n%s", tail(l.AgentLog, 30))
+	}
+}
+
+// TestReloadRootOnlyConfig: the agent as pcp reloads a 0600 root config
+// holding a tracepoint (tracefs is root's): the tracepoint keeps its values,
+// a new software event is served, and a tracepoint new to the agent is
+// refused with the reason and the remedy.
+func TestReloadRootOnlyConfig(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/tracing/events/sched/sched_switch/id"); err != nil {
+		t.Skipf("needs tracefs at /sys/kernel/tracing with sched:sched_switch: %v", err)
+	}
+	l := StartLab(t, Agent{Go: true, Config: "[perf]\ncpu-clock\nsched:sched_switch\n"})
+	waitLog(t, l, "running as ", 5*time.Second)
+	const tp = "perfevent.hwcounters.sched_sched_switch.value"
+	waitValuesMove(t, l, tp)
+
+	writeFile(t, l.Conf, "[perf]\ncpu-clock\nsched:sched_switch\nsched:sched_wakeup\npage-faults\n")
+	if err := os.Chmod(l.Conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(l.AgentPID(t), syscall.SIGHUP)
+	waitLog(t, l, "reload done", 10*time.Second)
+	waitValuesMove(t, l, tp)
+	waitValues(t, l, "perfevent.hwcounters.page_faults.value")
+	waitLog(t, l, `tracepoint sched:sched_wakeup is not resolvable after the privilege drop (/sys/kernel/tracing is readable by root only); restart the agent to add new tracepoints`, 5*time.Second)
+	if log := readFile(t, l.AgentLog); strings.Contains(log, "no tracefs or debugfs is mounted") || strings.Contains(log, l.Conf+": permission denied") {
+		t.Errorf("the reload could not read what start-up did:\n%s", tail(l.AgentLog, 30))
+	}
+}
