@@ -169,6 +169,7 @@ func activePMUs(active []string, env Env) ([]*PMU, error) {
 		pmus = append(pmus, p)
 	}
 	slices.SortStableFunc(pmus, func(a, b *PMU) int { return a.Order - b.Order })
+	perfCorePLM(pmus)
 	return pmus, nil
 }
 
@@ -222,6 +223,14 @@ func findEvent(name string, active []*PMU, env Env) (*request, error) {
 		}
 		if pname != "" && !equalFold(pname, p.Name) {
 			continue
+		}
+		if p.Family == FamilyPerf && p.Name == "perf_raw" {
+			// Its one event stands for every "r<hex>" name.
+			code, ok := perfRawCode(ename)
+			if !ok || len(p.Events) == 0 {
+				continue
+			}
+			return &request{pmu: p, event: &p.Events[0], attrs: attrs, rawCode: code}, nil
 		}
 		ev := findPMUEvent(p, ename)
 		if ev == nil {
