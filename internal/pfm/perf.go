@@ -205,7 +205,9 @@ func splitAttrs(s string) []string {
 // alias (equiv) to its target within the same PMU.
 func findEvent(name string, active []*PMU, env Env) (*request, error) {
 	pname, ename, attrs := splitName(name)
-	if pname != "" && env.EncodeInactive && !slices.ContainsFunc(active, func(p *PMU) bool { return equalFold(p.Name, pname) }) {
+	// "::EVENT" names a PMU too, the one called "", which none is.
+	prefixed := strings.Contains(name, "::")
+	if prefixed && env.EncodeInactive && !slices.ContainsFunc(active, func(p *PMU) bool { return equalFold(p.Name, pname) }) {
 		for _, h := range catalogPMUs(env.Arch) {
 			if equalFold(h.Name, pname) {
 				p, err := loadActive(h.Name, env)
@@ -218,10 +220,10 @@ func findEvent(name string, active []*PMU, env Env) (*request, error) {
 		}
 	}
 	for _, p := range active {
-		if pname == "" && p.Flags&pmuFlagDeprecated != 0 {
+		if !prefixed && p.Flags&pmuFlagDeprecated != 0 {
 			continue
 		}
-		if pname != "" && !equalFold(pname, p.Name) {
+		if prefixed && !equalFold(pname, p.Name) {
 			continue
 		}
 		if p.Family == FamilyPerf && p.Name == "perf_raw" {
