@@ -234,14 +234,14 @@ func findEvent(name string, active []*PMU, env Env) (*request, error) {
 			}
 			return &request{pmu: p, event: &p.Events[0], attrs: attrs, rawCode: code}, nil
 		}
-		ev := findPMUEvent(p, ename)
+		ev := findPMUEvent(p, ename, env)
 		if ev == nil {
 			continue
 		}
 		r := &request{pmu: p, event: ev, attrs: attrs}
 		if ev.Equiv != "" {
 			_, target, pre := splitName(ev.Equiv)
-			r.event = findPMUEvent(p, target)
+			r.event = findPMUEvent(p, target, env)
 			if r.event == nil {
 				return nil, ErrNotFound
 			}
@@ -252,9 +252,12 @@ func findEvent(name string, active []*PMU, env Env) (*request, error) {
 	return nil, ErrNotFound
 }
 
-func findPMUEvent(p *PMU, name string) *Event {
+func findPMUEvent(p *PMU, name string, env Env) *Event {
 	for i := range p.Events {
 		ev := &p.Events[i]
+		if p.Family == FamilyPerf && ev.Flags&PerfOptional != 0 && !perfHasOptional(ev, env) {
+			continue
+		}
 		if ev.Model != 0 && int(ev.Model) != p.ID {
 			continue // another model's event, invisible to this one
 		}

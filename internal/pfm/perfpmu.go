@@ -16,36 +16,19 @@ import (
 
 func init() {
 	familyEncoders[FamilyPerf] = encodePerfPMU
-	pmuInits["perf"] = initPerf
 }
 
 // Umask flags of the perf PMU's table (PERF_FL_*).
 const perfFlDefault = 0x1 // the umask is its group's default
 
-// initPerf is pfm_perf_init's table: the static events, then each
-// optional one that the kernel's core PMU lists among its events.
-func initPerf(p *PMU, env Env) *PMU {
-	keep := func(ev *Event) bool {
-		return ev.Flags&PerfOptional == 0 || (env.KernelEvent != nil && env.KernelEvent("cpu", ev.Name))
-	}
-	all := true
-	for i := range p.Events {
-		all = all && keep(&p.Events[i])
-	}
-	if all {
-		return p
-	}
-	q := *p
-	q.Events = make([]Event, 0, len(p.Events))
-	for i := range p.Events {
-		if keep(&p.Events[i]) {
-			q.Events = append(q.Events, p.Events[i])
-		}
-	}
-	return &q
+// perfHasOptional is add_optional_events' test, made at look-up rather
+// than by copying the table for every name: libpfm4 adds an optional
+// event to the perf PMU only if the kernel's core PMU lists it.
+func perfHasOptional(ev *Event, env Env) bool {
+	return env.KernelEvent != nil && env.KernelEvent("cpu", ev.Name)
 }
 
-// perfCorePLM is the rest of pfm_perf_init: the perf PMU filters the
+// perfCorePLM is pfm_perf_init's last step: the perf PMU filters the
 // privilege levels that the first active core PMU filters. pmus are the
 // active PMUs in libpfm4's order; a perf PMU named by prefix while
 // inactive is never initialised, and keeps every level.
