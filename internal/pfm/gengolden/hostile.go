@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"perfevent/internal/pfm"
@@ -39,16 +38,9 @@ func hostilePMUs(arch string, pmus []*pfm.PMU) (map[string]bool, error) {
 // malicious perfevent.conf could hold, for one PMU: mixed case, repeated
 // and contradicting attributes, bad values, raw unit masks, '.' as the
 // separator, names whose canonical form passes libpfm4's 255 bytes, and
-// empty fields, each written after "PMU::". It is asked of the first, the middle and the last event
-// and of the first event with unit masks.
+// empty fields, each written after "PMU::". It is asked of the first, the
+// middle and the last event and of the first event with unit masks.
 func hostileNames(p *pfm.PMU) []string {
-	var out, late []string
-	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	// A number too big for strtoull leaves errno at ERANGE, and
-	// perf_raw's lookup reads errno without clearing it: every perf_raw
-	// name after one would be "not found" in the oracle's process. They
-	// go last, so that only they share it.
-	addLate := func(format string, args ...any) { late = append(late, fmt.Sprintf(format, args...)) }
 	picks := []int{0, len(p.Events) / 2, len(p.Events) - 1}
 	for i := range p.Events {
 		if len(p.Events[i].Umasks) > 0 {
@@ -56,7 +48,6 @@ func hostileNames(p *pfm.PMU) []string {
 			break
 		}
 	}
-	seen := map[int]bool{}
 	var intMod, boolMod string // a modifier of each kind the PMU has
 	for _, m := range p.Modifiers {
 		switch {
@@ -66,101 +57,82 @@ func hostileNames(p *pfm.PMU) []string {
 			boolMod = m.Name
 		}
 	}
+	var out, late []string
+	seen := map[int]bool{}
 	for _, i := range picks {
 		if seen[i] {
 			continue
 		}
 		seen[i] = true
 		e := p.Events[i]
-		n := e.Name
-		add("%s", mixedCase(n))
-		add("%s:U", n)
-		add("%s:K=0", n)
-		add("%s:u:u:u", n)
-		add("%s:u=0:u=1:u=0", n)
-		add("%s:u=0:u:u=0", n)
-		add("%s:u=2", n)
-		add("%s:u=yes", n)
-		add("%s:u=T", n)
-		add("%s:u=", n)
-		add("%s:=1", n)
-		add("%s:", n)
-		add("%s::u", n)
-		add("%s:u:", n)
-		add("%s:precise=4", n)
-		add("%s:precise=-1", n)
-		add("%s:period=0", n)
-		add("%s:freq=0", n)
-		add("%s:period=1:freq=1", n)
-		add("%s:period=0x10", n)
-		add("%s:period=010", n)
-		addLate("%s:period=99999999999999999999", n)
-		add("%s:cpu=-1", n)
-		add("%s:cpu=2147483646", n)
-		add("%s:cpu=2147483647", n)
-		add("%s.u", n)
-		add("%s.k=0.u", n)
-		add("%s u", n)
-		add("%s,%s", n, n)
-		add("%s", strings.Repeat(n, 300/len(n)+1))
-		add("%s%s", n, strings.Repeat(":u", 70))
-		add("%s%s", n, strings.Repeat(":excl", 65))
-		add("%s:0x0", n)
-		add("%s:0x1", n)
-		add("%s:0xff", n)
-		add("%s:0X1", n)
-		add("%s:0x", n)
-		add("%s:0xzz", n)
-		add("%s:0x100000000", n)
-		add("%s:0x1:0x2", n)
+		var all []string
+		for _, u := range e.Umasks {
+			all = append(all, u.Name)
+		}
+		r := strings.NewReplacer("{e}", e.Name, "{E}", mixedCase(e.Name),
+			"{long}", strings.Repeat(e.Name, 300/len(e.Name)+1),
+			"{u*70}", strings.Repeat(":u", 70), "{excl*65}", strings.Repeat(":excl", 65),
+			"{m}", intMod, "{M}", strings.ToUpper(intMod), "{b}", boolMod)
+		add := func(templates []string) {
+			for _, t := range templates {
+				n := r.Replace(t)
+				// A number too big for strtoull leaves errno at ERANGE,
+				// and perf_raw's look-up reads errno without clearing
+				// it: every perf_raw name after one would be "not found"
+				// in the oracle's process. They go last, to share it alone.
+				if strings.Contains(n, "99999999999999999999") {
+					late = append(late, n)
+				} else {
+					out = append(out, n)
+				}
+			}
+		}
+		add(hostileEvent)
 		if intMod != "" {
-			add("%s:%s=", n, intMod)
-			add("%s:%s=abc", n, intMod)
-			add("%s:%s=0x", n, intMod)
-			add("%s:%s=-1", n, intMod)
-			add("%s:%s=1:%s=2", n, intMod, intMod)
-			add("%s:%s=1:%s=1", n, intMod, intMod)
-			add("%s:%s=256", n, intMod)
-			add("%s:%s=4294967296", n, intMod)
-			addLate("%s:%s=99999999999999999999", n, intMod)
-			add("%s:%s", n, intMod)
-			add("%s:%s", n, strings.ToUpper(intMod)+"=1")
-			add("%s.%s=1", n, intMod)
+			add(hostileIntMod)
 		}
 		if boolMod != "" {
-			add("%s:%s=1:%s=0", n, boolMod, boolMod)
-			add("%s:%s=n", n, boolMod)
-			add("%s:%s=F", n, boolMod)
-			add("%s:%s=10", n, boolMod)
+			add(hostileBoolMod)
 		}
 		if len(e.Umasks) > 0 {
-			u0, ul := e.Umasks[0].Name, e.Umasks[len(e.Umasks)-1].Name
-			add("%s:%s", mixedCase(n), strings.ToLower(u0))
-			add("%s.%s", n, u0)
-			add("%s.%s.u", n, u0)
-			add("%s:%s:%s", n, u0, u0)
-			add("%s:%s:%s:%s", n, u0, u0, u0)
-			add("%s:%s:%s", n, u0, ul)
-			add("%s:%s:%s", n, ul, u0)
-			add("%s:%s=1", n, u0)
-			add("%s:%s:0x1", n, u0)
-			add("%s:0x1:%s", n, u0)
-			add("%s:%s:u=0:u=1", n, u0)
+			r = strings.NewReplacer("{e}", e.Name, "{E}", mixedCase(e.Name), "{m}", intMod,
+				"{u0}", all[0], "{u0 lower}", strings.ToLower(all[0]), "{ul}", all[len(all)-1],
+				"{all}", strings.Join(all, ":"))
+			add(hostileUmask)
 			if intMod != "" {
-				add("%s:%s:%s=1:%s=2", n, u0, intMod, intMod)
+				add([]string{"{e}:{u0}:{m}=1:{m}=2"})
 			}
 			// every unit mask at once, which where groups combine makes
 			// a canonical name longer than libpfm4's 255 bytes
-			var all []string
-			for _, u := range e.Umasks {
-				all = append(all, u.Name)
-			}
-			add("%s:%s", n, strings.Join(all, ":"))
-			add("%s:%s:u:k:h", n, strings.Join(all, ":"))
+			add([]string{"{e}:{all}", "{e}:{all}:u:k:h"})
 		}
 	}
 	return append(out, late...)
 }
+
+// The corpus, by what it needs: {e} is the event, {E} it in mixed case,
+// {m} and {M} an integer modifier of the PMU and it in upper case, {b} a
+// boolean one, {u0} and {ul} the event's first and last unit masks.
+var (
+	hostileEvent = []string{
+		"{E}", "{e}:U", "{e}:K=0", "{e}:u:u:u", "{e}:u=0:u=1:u=0", "{e}:u=0:u:u=0",
+		"{e}:u=2", "{e}:u=yes", "{e}:u=T", "{e}:u=", "{e}:=1", "{e}:", "{e}::u", "{e}:u:",
+		"{e}:precise=4", "{e}:precise=-1", "{e}:period=0", "{e}:freq=0", "{e}:period=1:freq=1",
+		"{e}:period=0x10", "{e}:period=010", "{e}:period=99999999999999999999",
+		"{e}:cpu=-1", "{e}:cpu=2147483646", "{e}:cpu=2147483647",
+		"{e}.u", "{e}.k=0.u", "{e} u", "{e},{e}", "{long}", "{e}{u*70}", "{e}{excl*65}",
+		"{e}:0x0", "{e}:0x1", "{e}:0xff", "{e}:0X1", "{e}:0x", "{e}:0xzz", "{e}:0x100000000", "{e}:0x1:0x2",
+	}
+	hostileIntMod = []string{
+		"{e}:{m}=", "{e}:{m}=abc", "{e}:{m}=0x", "{e}:{m}=-1", "{e}:{m}=1:{m}=2", "{e}:{m}=1:{m}=1",
+		"{e}:{m}=256", "{e}:{m}=4294967296", "{e}:{m}=99999999999999999999", "{e}:{m}", "{e}:{M}=1", "{e}.{m}=1",
+	}
+	hostileBoolMod = []string{"{e}:{b}=1:{b}=0", "{e}:{b}=n", "{e}:{b}=F", "{e}:{b}=10"}
+	hostileUmask   = []string{
+		"{E}:{u0 lower}", "{e}.{u0}", "{e}.{u0}.u", "{e}:{u0}:{u0}", "{e}:{u0}:{u0}:{u0}",
+		"{e}:{u0}:{ul}", "{e}:{ul}:{u0}", "{e}:{u0}=1", "{e}:{u0}:0x1", "{e}:0x1:{u0}", "{e}:{u0}:u=0:u=1",
+	}
+)
 
 // hostilePrefixes are hostile names whose fault is in the PMU prefix.
 func hostilePrefixes(p *pfm.PMU) []string {
