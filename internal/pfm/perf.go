@@ -215,6 +215,9 @@ func findEvent(name string, active []*PMU, env Env) (*request, error) {
 					return nil, err
 				}
 				active = []*PMU{p}
+				// libpfm4 never initialised it: perf has none of the
+				// optional events the kernel lists.
+				env.KernelEvent = nil
 				break
 			}
 		}

@@ -93,6 +93,18 @@ func TestPerfOptionalEvents(t *testing.T) {
 				enc.FullName, enc.Attr.Type, enc.Attr.Config, enc.Attr.Bits&exAll, tc.full, tc.config, tc.excludes)
 		}
 	}
+	// Named while inactive (libpfm4 with LIBPFM_ENCODE_INACTIVE=1 and
+	// skx forced), perf is not initialised: no optional events, and the
+	// levels of no core PMU.
+	env.EncodeInactive = true
+	if _, err := Encode("perf::slots", env, []string{"skx"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("perf::slots on an inactive perf: %v, want %v", err, ErrNotFound)
+	}
+	want := "perf::PERF_COUNT_HW_CPU_CYCLES:u=0:k=0:h=1:precise=0:excl=0:mg=0:mh=1"
+	if enc, err := Encode("perf::CYCLES:h", env, []string{"skx"}); err != nil || enc.FullName != want {
+		t.Errorf("perf::CYCLES:h on an inactive perf: %s, %v; want %s", enc.FullName, err, want)
+	}
+	env.EncodeInactive = false
 	for name, want := range map[string]error{"perf::topdown-fe-bound": ErrNotFound, "perf::slots:precise=1": ErrAttr} {
 		if _, err := Encode(name, env, zen3); !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", name, err, want)
