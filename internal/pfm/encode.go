@@ -34,6 +34,12 @@ type Env struct {
 	// libpfm4. The C agent does not set it.
 	EncodeInactive bool
 
+	// KernelEvent reports whether a kernel PMU lists an event, as the
+	// file /sys/devices/PMU/events/EVENT says: libpfm4's perf PMU has
+	// slots and the topdown events only where the core PMU ("cpu") lists
+	// them. Nil means no kernel PMU lists any.
+	KernelEvent func(pmu, event string) bool
+
 	// IntelArch is the CPU's architectural perfmon (CPUID leaf 0xa),
 	// which decides what libpfm4's ix86arch PMU has. Nil stands for what
 	// libpfm4 assumes when a PMU is forced on it: version 3, every event.
@@ -73,7 +79,10 @@ type request struct {
 	pattrs []attrDesc // what the event accepts, libpfm4's pattrs
 	vals   []attrVal  // what the name gave
 	raw    uint64     // the raw umask, when vals holds one
-	cpu    int        // cpu=N, or -1
+	// rawCode is the config a perf_raw name gave ("r1c2"), which
+	// libpfm4 reads while it looks the name up.
+	rawCode uint64
+	cpu     int // cpu=N, or -1
 }
 
 // familyEncoders holds each family's encoder, which does for its tables

@@ -20,6 +20,8 @@ func FuzzEncode(f *testing.F) {
 		"bdx_unc_pcu::UNC_P_FREQ_BAND1_CYCLES:ff=7", "snbep_unc_pcu::UNC_P_POWER_STATE_OCCUPANCY:CORES_C0:e",
 		"amd64_fam19h_zen4::P0_FREQ_CYCLES_NOT_IN_HALT", "amd64_fam17h_zen2::RETIRED_INSTRUCTIONS:0x3:c=2",
 		"amd64_fam15h_nb::DRAM_ACCESSES", "rapl::RAPL_ENERGY_PKG",
+		"perf::L1-DCACHE-LOADS:u", "perf::PERF_COUNT_HW_CACHE_LL:WRITE:precise=1", "CPU-CLOCK:period=100",
+		"perf_raw::r1c2:k", "netburst::TC_deliver_mode:DD:DB:thr=3:e", "netburst::packed_SP_uop:TAG0",
 	} {
 		f.Add(s)
 	}

@@ -169,6 +169,7 @@ func activePMUs(active []string, env Env) ([]*PMU, error) {
 		pmus = append(pmus, p)
 	}
 	slices.SortStableFunc(pmus, func(a, b *PMU) int { return a.Order - b.Order })
+	perfCorePLM(pmus)
 	return pmus, nil
 }
 
@@ -204,7 +205,9 @@ func splitAttrs(s string) []string {
 // alias (equiv) to its target within the same PMU.
 func findEvent(name string, active []*PMU, env Env) (*request, error) {
 	pname, ename, attrs := splitName(name)
-	if pname != "" && env.EncodeInactive && !slices.ContainsFunc(active, func(p *PMU) bool { return equalFold(p.Name, pname) }) {
+	// "::EVENT" names a PMU too, the one called "", which none is.
+	prefixed := strings.Contains(name, "::")
+	if prefixed && env.EncodeInactive && !slices.ContainsFunc(active, func(p *PMU) bool { return equalFold(p.Name, pname) }) {
 		for _, h := range catalogPMUs(env.Arch) {
 			if equalFold(h.Name, pname) {
 				p, err := loadActive(h.Name, env)
@@ -212,25 +215,36 @@ func findEvent(name string, active []*PMU, env Env) (*request, error) {
 					return nil, err
 				}
 				active = []*PMU{p}
+				// libpfm4 never initialised it: perf has none of the
+				// optional events the kernel lists.
+				env.KernelEvent = nil
 				break
 			}
 		}
 	}
 	for _, p := range active {
-		if pname == "" && p.Flags&pmuFlagDeprecated != 0 {
+		if !prefixed && p.Flags&pmuFlagDeprecated != 0 {
 			continue
 		}
-		if pname != "" && !equalFold(pname, p.Name) {
+		if prefixed && !equalFold(pname, p.Name) {
 			continue
 		}
-		ev := findPMUEvent(p, ename)
+		if p.Family == FamilyPerf && p.Name == "perf_raw" {
+			// Its one event stands for every "r<hex>" name.
+			code, ok := perfRawCode(ename)
+			if !ok || len(p.Events) == 0 {
+				continue
+			}
+			return &request{pmu: p, event: &p.Events[0], attrs: attrs, rawCode: code}, nil
+		}
+		ev := findPMUEvent(p, ename, env)
 		if ev == nil {
 			continue
 		}
 		r := &request{pmu: p, event: ev, attrs: attrs}
 		if ev.Equiv != "" {
 			_, target, pre := splitName(ev.Equiv)
-			r.event = findPMUEvent(p, target)
+			r.event = findPMUEvent(p, target, env)
 			if r.event == nil {
 				return nil, ErrNotFound
 			}
@@ -241,9 +255,12 @@ func findEvent(name string, active []*PMU, env Env) (*request, error) {
 	return nil, ErrNotFound
 }
 
-func findPMUEvent(p *PMU, name string) *Event {
+func findPMUEvent(p *PMU, name string, env Env) *Event {
 	for i := range p.Events {
 		ev := &p.Events[i]
+		if p.Family == FamilyPerf && ev.Flags&PerfOptional != 0 && !perfHasOptional(ev, env) {
+			continue
+		}
 		if ev.Model != 0 && int(ev.Model) != p.ID {
 			continue // another model's event, invisible to this one
 		}

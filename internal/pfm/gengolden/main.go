@@ -161,6 +161,10 @@ func runInner(arch, oracle, out string, pmus []*pfm.PMU) error {
 	if t, ok := cross[arch]; ok {
 		runPrefix = []string{t.qemu}
 	}
+	hostile, err := hostilePMUs(arch, pmus)
+	if err != nil {
+		return err
+	}
 	seenTable := map[string]bool{}
 	total := 0
 	for _, h := range pmus {
@@ -173,7 +177,7 @@ func runInner(arch, oracle, out string, pmus []*pfm.PMU) error {
 		key := tableKey(p)
 		full := !seenTable[key]
 		seenTable[key] = true
-		list := namesFor(p, full)
+		list := namesFor(p, full, hostile[p.Name])
 		argv := append(append([]string{}, runPrefix...), oracle)
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(), "LIBPFM_ENCODE_INACTIVE=1", "LIBPFM_FORCE_PMU="+p.Name)
@@ -272,27 +276,7 @@ func intValue(name string) string {
 // unless the PMU has one of the same name.
 var perfMods = []string{"u", "k", "h", "u=0", "k=0", "precise=1", "precise=2", "mg", "mh", "period=1000", "freq=100", "excl", "cpu=1", "pinned", "hw_smpl"}
 
-// Intel flags of events whose encoding has a step of its own: load latency
-// (ldlat), the precise frontend events (fe_thres), offcore response.
-const intelSpecial = 0x400 | 0x1000 | 0x2000 | 0x20 // LDLAT, FRONTEND, FETHR, NHM_OFFCORE
-
-// special says whether an event is sampled wherever it falls in the table.
-func special(p *pfm.PMU, e *pfm.Event) bool {
-	if p.Family != pfm.FamilyIntelX86 {
-		return false
-	}
-	if e.Flags&intelSpecial != 0 {
-		return true
-	}
-	for _, u := range e.Umasks {
-		if u.Flags&intelSpecial != 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func namesFor(p *pfm.PMU, full bool) []string {
+func namesFor(p *pfm.PMU, full, hostile bool) []string {
 	var list []string
 	seen := map[string]bool{}
 	prefixed := func(s string) {
@@ -311,16 +295,13 @@ func namesFor(p *pfm.PMU, full bool) []string {
 			prefixed(e.Name + ":" + u.Name)
 		}
 	}
-	step, perfN, umaskN := 4, 3, 2
-	if p.Type != pfm.PMUTypeCore {
-		step = 8
-	}
+	step, perfN, umaskN := 1, 3, 2
 	if !full {
 		step, perfN, umaskN = len(p.Events)+1, 1, 1
 	}
 	sampled := 0
 	for i, e := range p.Events {
-		if i%step != 0 && !(full && special(p, &e)) {
+		if i%step != 0 {
 			continue
 		}
 		var modsIn, modsOut []string
@@ -395,6 +376,18 @@ func namesFor(p *pfm.PMU, full bool) []string {
 	}
 	for _, s := range sample {
 		prefixed(s)
+	}
+	if hostile {
+		for _, s := range hostilePrefixes(p) {
+			if !seen[s] {
+				seen[s] = true
+				list = append(list, s)
+			}
+		}
+		for _, s := range hostileNames(p) {
+			prefixed(s)
+		}
+
 	}
 	// Configurations name core events without the PMU, and libpfm4 finds
 	// them in the PMU that is active (here, the forced one).
