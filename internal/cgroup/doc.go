@@ -23,8 +23,9 @@
 // # Discovery
 //
 // A Tracker rescans the tree when inotify reports a directory created or
-// removed in it, and every Rescan interval anyway (inotify misses what
-// happens below directories it was not yet watching). New matching
+// removed in it, once more a second later (inotify misses what happens
+// below directories it was not yet watching), and every Rescan interval
+// anyway: 30 s with inotify, 1 s without it. New matching
 // cgroups are opened and become instances; vanished ones are closed and
 // dropped. Instance ids come from IDs, which keeps a path's id for as long
 // as the agent runs, across reloads, and never gives it to another path.

@@ -38,7 +38,8 @@ type Options struct {
 	// Opener returns what opens the counters of the cgroup whose
 	// directory dir is; nil means counter.CgroupOpener (the kernel).
 	Opener func(dir *os.File) counter.Opener
-	// Rescan is the interval of the periodic rescan; default 1 s.
+	// Rescan is the interval of the periodic rescan; 0 means
+	// RescanNotified when inotify works, RescanPolled when it does not.
 	Rescan time.Duration
 	// NoNotify rescans on the interval alone, without inotify.
 	NoNotify bool
@@ -91,9 +92,6 @@ func New(o Options) *Tracker {
 	if o.IDs == nil {
 		o.IDs = NewIDs()
 	}
-	if o.Rescan <= 0 {
-		o.Rescan = time.Second
-	}
 	if o.Opener == nil {
 		o.Opener = func(dir *os.File) counter.Opener { return counter.CgroupOpener{Dir: int(dir.Fd())} }
 	}
@@ -114,6 +112,19 @@ func New(o Options) *Tracker {
 	}
 }
 
+// How often a Tracker rescans on its own. With inotify the rescan is a
+// safety net for what the watches miss, and an idle agent should not wake
+// for it every second (each Go timer tick wakes the runtime's poller, its
+// monitor thread and often a worker). The one gap in the watches that a
+// busy machine hits is a directory made inside a new one between the
+// rescan's read of it and the watch added on it; the rescan settleRescan
+// after every event-driven one closes it.
+const (
+	RescanNotified = 30 * time.Second
+	RescanPolled   = time.Second
+	settleRescan   = time.Second
+)
+
 // Start scans the tree once, opening what matches, and then follows it:
 // inotify on the directories whose children can match, and a rescan every
 // Options.Rescan. Stop ends it.
@@ -121,11 +132,20 @@ func (t *Tracker) Start() {
 	if !t.o.NoNotify {
 		fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 		if err != nil {
+			if t.o.Rescan <= 0 {
+				t.o.Rescan = RescanPolled
+			}
 			t.o.Infof("cgroups: inotify: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
 		} else {
 			// Non-blocking, so that the runtime poller serves it and
 			// closing it ends the reader.
 			t.notify = os.NewFile(uintptr(fd), "inotify")
+		}
+	}
+	if t.o.Rescan <= 0 {
+		t.o.Rescan = RescanPolled
+		if t.notify != nil {
+			t.o.Rescan = RescanNotified
 		}
 	}
 	t.rescan()
@@ -139,13 +159,14 @@ func (t *Tracker) Start() {
 
 func (t *Tracker) loop() {
 	defer t.finished.Done()
-	tick := time.NewTicker(t.o.Rescan)
-	defer tick.Stop()
+	timer := time.NewTimer(t.o.Rescan)
+	defer timer.Stop()
 	for {
+		next := t.o.Rescan
 		select {
 		case <-t.done:
 			return
-		case <-tick.C:
+		case <-timer.C:
 		case <-t.wake:
 			// A burst of events (systemd starting a unit makes several
 			// directories) is one rescan.
@@ -154,8 +175,10 @@ func (t *Tracker) loop() {
 			case <-t.wake:
 			default:
 			}
+			next = min(next, settleRescan)
 		}
 		t.rescan()
+		timer.Reset(next)
 	}
 }
 

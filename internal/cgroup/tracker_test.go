@@ -256,3 +256,29 @@ func TestTrackerNotices(t *testing.T) {
 		t.Fatal("a new directory was not noticed within 5 s")
 	}
 }
+
+// With inotify the periodic rescan is a slow safety net; without it, it is
+// how new cgroups are found.
+func TestTrackerDefaultRescan(t *testing.T) {
+	for _, c := range []struct {
+		noNotify bool
+		want     time.Duration
+	}{{false, RescanNotified}, {true, RescanPolled}} {
+		tr := New(Options{
+			Hierarchy: Hierarchy{Mount: t.TempDir(), Version: 2},
+			Patterns:  []string{"/*"},
+			Events:    testEvents,
+			CPUs:      []int{0},
+			Opener:    (&fakes{by: map[string]*countertest.Opener{}}).opener,
+			NoNotify:  c.noNotify,
+		})
+		tr.Start()
+		if tr.notify == nil && !c.noNotify {
+			t.Skip("needs inotify (inotify_init1 failed)")
+		}
+		if tr.o.Rescan != c.want {
+			t.Errorf("NoNotify=%v: rescan every %v, want %v", c.noNotify, tr.o.Rescan, c.want)
+		}
+		tr.Stop()
+	}
+}

@@ -12,8 +12,11 @@
 //     SUBSYSTEM=cpu and ACTION=online or offline. They arrive within a
 //     millisecond of the change;
 //   - Check, which the agent calls when reading a counter fails;
-//   - a slow poll (Options.Poll), in case uevents are lost (the socket's
-//     buffer overflowed) or unavailable (some containers).
+//   - a slow poll, in case uevents are unavailable (some containers) or
+//     the socket fails: every 15 s (Options.Poll) without them, and only
+//     once a minute while they work, since a lost uevent (the socket's
+//     buffer overflowed) is itself reported and checked. Each timer of an
+//     idle Go program wakes several of its threads.
 //
 // A check costs one read of a small sysfs file; the callback runs only
 // when the list differs from the last one reported.
@@ -37,8 +40,11 @@ import (
 // DefaultPath is the kernel's list of online CPUs.
 const DefaultPath = "/sys/devices/system/cpu/online"
 
-// DefaultPoll is how often the online list is read even without a uevent.
+// DefaultPoll is how often the online list is read without uevents.
 const DefaultPoll = 15 * time.Second
+
+// UeventPoll is how often it is read anyway while uevents work.
+const UeventPoll = time.Minute
 
 // settle is how long a check waits after a hint: offlining several CPUs
 // sends a uevent each, and one rebuild for all of them is enough.
@@ -47,7 +53,7 @@ const settle = 50 * time.Millisecond
 // Options configure a Watcher; the zero value watches the real system.
 type Options struct {
 	Path     string        // the online list; DefaultPath if empty
-	Poll     time.Duration // DefaultPoll if zero
+	Poll     time.Duration // DefaultPoll if zero, and then UeventPoll while uevents work
 	NoUevent bool          // poll and Check only
 	// Logf is told, once each, why uevents cannot be used and when the
 	// online list cannot be read.
@@ -75,7 +81,9 @@ type Watcher struct {
 	hint    chan struct{}
 	done    chan struct{}
 	wg      sync.WaitGroup
-	sock    *os.File // the uevent socket, nil without one
+	sock    *os.File      // the uevent socket, nil without one
+	lost    chan struct{} // closed when the socket fails
+	quiet   time.Duration // the poll while uevents work
 
 	last    []int
 	readErr string // the last read error logged
@@ -88,8 +96,9 @@ func Watch(initial []int, opts Options, changed func(online []int)) *Watcher {
 	if opts.Path == "" {
 		opts.Path = DefaultPath
 	}
+	quiet := opts.Poll
 	if opts.Poll <= 0 {
-		opts.Poll = DefaultPoll
+		opts.Poll, quiet = DefaultPoll, UeventPoll
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -99,6 +108,8 @@ func Watch(initial []int, opts Options, changed func(online []int)) *Watcher {
 		changed: changed,
 		hint:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
+		lost:    make(chan struct{}),
+		quiet:   quiet,
 		last:    slices.Clone(initial),
 	}
 	if !opts.NoUevent {
@@ -136,12 +147,22 @@ func (w *Watcher) Close() {
 
 func (w *Watcher) loop() {
 	defer w.wg.Done()
-	tick := time.NewTicker(w.opts.Poll)
+	every, lost := w.opts.Poll, w.lost
+	if w.sock != nil {
+		every = w.quiet
+	} else {
+		lost = nil
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-w.done:
 			return
+		case <-lost:
+			lost = nil
+			tick.Reset(w.opts.Poll)
+			continue
 		case <-tick.C:
 		case <-w.hint:
 			select {
@@ -210,6 +231,7 @@ func (w *Watcher) listen() {
 			w.Check()
 		default:
 			w.opts.Logf("CPU hotplug: reading uevents: %v; checking %s every %v", err, w.opts.Path, w.opts.Poll)
+			close(w.lost)
 			return
 		}
 	}

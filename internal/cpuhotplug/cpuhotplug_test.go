@@ -159,3 +159,18 @@ func TestIsCPUEvent(t *testing.T) {
 		}
 	}
 }
+
+// While uevents work the poll is only a safety net; without them it is how
+// a change is found.
+func TestDefaultPoll(t *testing.T) {
+	path := fakeOnline(t, "0")
+	r := newRecorder()
+	w := Watch([]int{0}, Options{Path: path, Logf: r.logf}, r.changed)
+	defer w.Close()
+	if w.sock == nil {
+		t.Skipf("needs a uevent socket: %v", r.logs)
+	}
+	if w.quiet != UeventPoll || w.opts.Poll != DefaultPoll {
+		t.Errorf("poll %v with uevents, %v without; want %v and %v", w.quiet, w.opts.Poll, UeventPoll, DefaultPoll)
+	}
+}

@@ -14,7 +14,7 @@
 //     4 ms while someone else has it open without a lock (10 ms once that
 //     has lasted 10 s without an open or a change), every 100 ms
 //     while a reservation is held or the hints cannot be trusted, and
-//     every second while nobody else has the file open, calling back on
+//     once a minute while nobody else has the file open, calling back on
 //     every change of the reservation;
 //   - the state file beside the lock file ([StateFile], [ReadState],
 //     [WaitState]), in which the agent reports what it did, so that
@@ -55,8 +55,13 @@
 // is an IN_OPEN event to the Watcher. So while no other process has an open
 // file description of the lock file, nobody can take a lock without first
 // announcing it, and the checks that follow the open see the lock: the
-// poll then runs every [Options].IdlePoll (1 s), which is most of the
-// agent's idle CPU. It runs at Poll (100 ms) whenever that reasoning does
+// poll then runs only every [Options].IdlePoll (a minute), as a safety net,
+// once a probe (below) confirmed the count; while the count of 0 rests on
+// events alone (probes refused) or the lock file could not be repaired, it
+// runs every second. A Go timer is not free when idle: each tick wakes
+// the runtime's poller, its monitor thread and often a worker, which is
+// why a 1 s tick was most of an idle agent's wake-ups (BENCHMARKS.md).
+// It runs at Poll (100 ms) whenever that reasoning does
 // not hold: inotify off or failed, a reservation held (its end is usually
 // a close, which is a hint), or the count in doubt; and at OpenPoll (4 ms)
 // while another open description is known, since its owner may lock at
@@ -79,7 +84,7 @@
 // exec or SCM_RIGHTS is one, opened once and closed once), costs one
 // system call, and needs no access to other processes, which even root
 // lacks for some (on our test VM, pid 1). The probe runs at Watch, after
-// the file is recreated, at most once per IdlePoll while the count is in
+// the file is recreated, at most once a second while the count is in
 // doubt, and whenever a close brings the count back to 0. A probe that
 // events overtook is discarded.
 //
@@ -88,7 +93,11 @@
 // deleted or replaced: our own open of the new file comes before the watch
 // on it, and the old file's events are told apart by watch generation.
 //
-// What the slow poll still has to catch, within IdlePoll:
+// A deleted, renamed or replaced lock file is an event of its directory or
+// of the file (IN_DELETE, IN_MOVED_*, IN_CREATE, IN_DELETE_SELF,
+// IN_MOVE_SELF, IN_ATTRIB for its mode), which makes the next check run
+// Ensure at once; no timer is needed for that. What the slow poll still
+// has to catch, within IdlePoll:
 //
 //   - inotify merges an event into an identical one still queued, so two
 //     opens close together can look like one; if one of the two closes, the
@@ -97,6 +106,8 @@
 //     catches this, except when probes are refused (below).
 //   - a descriptor of the agent's own file taken from it by another process
 //     (pidfd_getfd, ptrace); the agent never passes it on itself.
+//   - the lock file's directory itself renamed or replaced: the watches
+//     follow the old inodes, so only Ensure's Lstat of the path sees it.
 //
 // Leases are only for the file's owner or CAP_LEASE. An agent that drops
 // root after creating the lock file can still probe at start (it is root

@@ -21,11 +21,21 @@ import (
 const DefaultPoll = 100 * time.Millisecond
 
 // DefaultIdlePoll is how often the Watcher checks while inotify says that
-// no other process has the lock file open, so that any lock would first
-// need an open that inotify reports. See the package comment for why this
-// is safe, and for the rare cases in which this slower poll is the one that
-// notices a lock.
-const DefaultIdlePoll = time.Second
+// no other process has the lock file open and the kernel confirmed it (a
+// lease probe), so that any lock would first need an open that inotify
+// reports, and a deleted or replaced lock file is an event of its
+// directory. It is a safety net only, for what no event announces (see the
+// package comment): each timer of an idle Go program wakes its poller, its
+// monitor thread and often a worker, so a 1 s tick was most of an idle
+// agent's wake-ups.
+const DefaultIdlePoll = time.Minute
+
+// unsurePoll is how often the Watcher checks while the count says nobody
+// but could not be confirmed (the lease is refused, so two opens that
+// inotify merged into one event go unnoticed), or the lock file could not
+// be repaired; and how often an unknown count is probed again. Never
+// longer than IdlePoll.
+const unsurePoll = time.Second
 
 // DefaultOpenPoll is how often the Watcher checks while another process
 // has the lock file open and holds no lock: it may lock at any moment
@@ -101,8 +111,8 @@ type Options struct {
 	// without a hint; 0 means DefaultPoll.
 	Poll time.Duration
 	// IdlePoll is the interval of the F_GETLK check while nobody else has
-	// the lock file open; 0 means DefaultIdlePoll, and it is never shorter
-	// than Poll.
+	// the lock file open, as the kernel confirmed; 0 means DefaultIdlePoll,
+	// and it is never shorter than Poll.
 	IdlePoll time.Duration
 	// OpenPoll is the interval of the F_GETLK check while another process
 	// has the lock file open without a lock; 0 means DefaultOpenPoll, and
@@ -197,12 +207,14 @@ func (u *users) idle() bool {
 	return u.known && u.delta == 0
 }
 
-// others returns the number of other open file descriptions, and whether
-// that number is known.
-func (u *users) others() (int, bool) {
+// others returns the number of other open file descriptions, whether
+// that number is known, and whether a count of 0 is also confirmed by a
+// probe: not when probes are refused, nor while a close that brought it to
+// 0 awaits its probe.
+func (u *users) others() (n int, known, confirmed bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.delta, u.known
+	return u.delta, u.known, u.known && !u.denied && !u.verify
 }
 
 // event applies one inotify event.
@@ -337,7 +349,7 @@ func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
 		done:   make(chan struct{}),
 		tokens: denseBurst,
 	}
-	w.users.every = opts.IdlePoll
+	w.users.every = min(opts.IdlePoll, max(opts.Poll, unsurePoll))
 	w.readGap.Store(int64(densePoll))
 	if !opts.NoNotify {
 		if err := w.startNotify(); err != nil {
@@ -473,7 +485,8 @@ func (w *Watcher) gap() time.Duration {
 
 // interval is how long the next poll may wait after a check: densely for a
 // while after an open, OpenPoll while someone else has the file open,
-// IdlePoll while nobody has, and Poll whenever the hints may miss a lock.
+// IdlePoll while nobody has (1 s while that is not confirmed), and Poll
+// whenever the hints may miss a lock.
 func (w *Watcher) interval(now time.Time) time.Duration {
 	reserved := w.reserved()
 	if reserved && w.nameStale {
@@ -483,14 +496,17 @@ func (w *Watcher) interval(now time.Time) time.Duration {
 	if w.note == nil {
 		return w.opts.Poll
 	}
-	switch n, known := w.users.others(); {
+	switch n, known, confirmed := w.users.others(); {
 	case reserved:
 		// Over when the holders unlock, which perfalloc does by closing
 		// the file (a hint).
 		return w.opts.Poll
-	case known && n == 0:
-		// Whoever opened the file has closed it again.
+	case known && n == 0 && confirmed && w.ensureErr == nil:
+		// Whoever opened the file has closed it again: the next lock
+		// needs an open first, which wakes the notifier.
 		return w.opts.IdlePoll
+	case known && n == 0:
+		return w.users.every
 	case now.Sub(w.openAt) < denseFor:
 		return w.gap()
 	case !known:

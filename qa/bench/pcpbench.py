@@ -97,6 +97,7 @@ TARGETS = {
     "cpu_per_fetch_10hz_us": ("ratio", 0.5),
     "switches_per_fetch_10hz": ("ratio", 1.0),
     "idle_cpu_pct": ("ratio", 1.0),
+    "idle_switches_per_s": ("ratio", 1.0),
     "rss_kb": ("ratio", 1.25),
     "perfalloc_release_p99_ms": ("go", 5.0),
     "perfalloc_resume_p99_ms": ("go", 5.0),
@@ -785,8 +786,10 @@ def measure_startup(o, go_agent, go_args, c_args, base, conf, rounds):
 
 
 def measure_idle(slots, seconds):
-    """Agent CPU with no client traffic at all (contexts stay open)."""
-    c0 = {s.label: (s.cpu_ns(), proc_stat_ns(s.pid)) for s in slots}
+    """Agent CPU and wake-ups with no client traffic at all (contexts stay
+    open): the context switches of all its threads a second, voluntary
+    ones (its own sleeps and wake-ups) apart."""
+    c0 = {s.label: (s.cpu_ns(), proc_stat_ns(s.pid), proc_switches(s.pid)) for s in slots}
     t0 = time.monotonic()
     time.sleep(seconds)
     wall = time.monotonic() - t0
@@ -794,8 +797,11 @@ def measure_idle(slots, seconds):
     for s in slots:
         cpu = s.cpu_ns() - c0[s.label][0]
         st = proc_stat_ns(s.pid) - c0[s.label][1]
+        vol, invol = proc_switches(s.pid)
+        vol, invol = vol - c0[s.label][2][0], invol - c0[s.label][2][1]
         out[s.label] = {"seconds": wall, "cpu_ms": cpu / 1e6, "cpu_pct": 100.0 * cpu / 1e9 / wall,
                         "cpu_pct_stat": 100.0 * st / 1e9 / wall,
+                        "switches_per_s": (vol + invol) / wall, "voluntary_per_s": vol / wall,
                         "threads": proc_status(s.pid).get("Threads")}
     return out
 
@@ -1300,10 +1306,12 @@ def main():
             r = run("the idle measure", lambda: measure_idle(slots, idle_s))
             for s in slots:
                 x = r[s.label]
-                log("%-3s %7.2f ms CPU in %.1f s = %.3f%% of one core (stat %.3f%%), %s threads" % (
-                    s.label, x["cpu_ms"], x["seconds"], x["cpu_pct"], x["cpu_pct_stat"], x["threads"]))
+                log("%-3s %7.2f ms CPU in %.1f s = %.3f%% of one core (stat %.3f%%), %.2f switches/s (voluntary %.2f), %s threads" % (
+                    s.label, x["cpu_ms"], x["seconds"], x["cpu_pct"], x["cpu_pct_stat"],
+                    x["switches_per_s"], x["voluntary_per_s"], x["threads"]))
             results["idle"] = r
             lines.append(summary_line("idle_cpu_pct", r["go"]["cpu_pct"], r["c"]["cpu_pct"]) + " duration=%.0fs" % idle_s)
+            lines.append(summary_line("idle_switches_per_s", r["go"]["switches_per_s"], r["c"]["switches_per_s"]) + " duration=%.0fs" % idle_s)
 
         if "rss" in measures:
             log("\n== 4. memory after %d more fetches of all leaves, kB" % warm)
