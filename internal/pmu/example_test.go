@@ -40,10 +40,3 @@ func ExampleFS_Resolve() {
 	// cpu/mem-loads,ldlat=30/: type 4 config 0x1cd config1 0x1e bits 0x0 scale 1  cpus []
 	//   from perf syntax cpu/mem-loads,ldlat=30/
 }
-
-func ExampleFS_PresentNames() {
-	fs := &pmu.FS{Sys: "testdata/skylake/sys", Proc: "testdata/skylake/proc"}
-	fmt.Println(fs.PresentNames())
-	// Output:
-	// [breakpoint cpu cstate_pkg ix86arch msr perf perf_raw power skx software tracepoint uncore_imc_0]
-}

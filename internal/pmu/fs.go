@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"perfevent/internal/pfm"
 )
 
 // FS is where the package reads the kernel's description of its PMUs.
@@ -25,7 +27,10 @@ type FS struct {
 	Tracing []string
 
 	once sync.Once
-	plm  plm // privilege levels the core PMU can filter; see libpfmDefaults
+	plm  plm // privilege levels the core PMU can filter; see supportedPLM
+
+	detectOnce sync.Once
+	active     []*pfm.PMU // libpfm4's active PMUs; see LibpfmPMUs
 }
 
 // Default returns an FS for the running system. Like the C agent it

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"perfevent/internal/pfm"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -315,12 +317,12 @@ func isIntelCoreName(pfx string) bool {
 	if strings.EqualFold(pfx, "ix86arch") {
 		return true
 	}
-	for _, m := range intelModels {
-		if strings.EqualFold(pfx, m.name) {
+	for _, p := range catalog() {
+		if p.Family == pfm.FamilyIntelX86 && p.Type == pfm.PMUTypeCore && strings.EqualFold(pfx, p.Name) {
 			return true
 		}
 	}
-	return slices.Contains([]string{"skx", "clx"}, strings.ToLower(pfx))
+	return false
 }
 
 // resolveTracepoint handles "subsys:event[:mods]". It reports false when

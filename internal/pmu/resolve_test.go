@@ -157,7 +157,6 @@ func TestResolveGeneric(t *testing.T) {
 		{"BRANCH_INSTRUCTIONS_RETIRED", want{pmu: "perf", typ: hw, config: 4, bits: dflNoCore}},
 		{"MISPREDICTED_BRANCH_RETIRED", want{pmu: "perf", typ: hw, config: 5, bits: dflNoCore}},
 		{"ix86arch::INSTRUCTION_RETIRED:u", want{pmu: "perf", typ: hw, config: 1, bits: exKern | exHv | exGuest}},
-		{"hsw::unhalted_core_cycles", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
 
 		{"perf_raw::r01c2", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x1c2, bits: dflNoCore, source: "perf_raw code 0x1c2"}},
 		{"perf_raw::r3c:k", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x3c, bits: exUser | exHv | exGuest}},
