@@ -23,6 +23,14 @@ const (
 	FamilyARM                // arm_entry_t: armv6 to armv9 tables
 	FamilyPower              // pme_power_entry_t: POWER4 to POWER10
 	FamilyPerf               // libpfm4's perf and perf_raw pseudo-PMUs
+
+	// Families added by the table generator, for the PMUs libpfm4 encodes
+	// with yet another function.
+	FamilyIntelNHMUncore   // intel_x86_entry_t read by the nhm_unc encoder (Nehalem, Westmere, Sandy/Ivy Bridge client uncore)
+	FamilyNetburst         // netburst_entry_t: Pentium 4 (see package tables' README for how it maps onto Event)
+	FamilyARMKunpengUncore // arm_entry_t read by the HiSilicon Kunpeng uncore encoder (hisi_sccl*)
+	FamilyARMTX2Uncore     // arm_entry_t read by the ThunderX2 uncore encoder (tx2_*)
+	FamilyPowerTorrent     // pme_torrent_entry_t: the POWER7 PowerBus, its own encoder before the POWER perf layer
 )
 
 // PMUType is libpfm4's pfm_pmu_type_t.
@@ -54,6 +62,46 @@ type PMU struct {
 	CPUFamily    int   // for detection by CPUID family/model (Intel); 0 if the PMU detects otherwise
 	CPUModels    []int // likewise, in libpfm4's order
 	Events       []Event
+
+	// Added by the table generator.
+
+	// Arch is the Go architecture (amd64, arm64, ppc64le) whose libpfm4
+	// build has this PMU; Order counts within that build's list.
+	Arch string
+	// Modifiers is the PMU's attribute table (pfmlib_pmu_t.atdesc), by
+	// position: bit i of an event's ModMask is Modifiers[i]. Entries
+	// libpfm4 skips have an empty Name. Filled by Load.
+	Modifiers []Modifier
+	// ModelTables are the tables detection swaps in by CPU model (only
+	// Intel RAPL has them); Events is the table as compiled, which libpfm4
+	// keeps when the PMU is not detected. PMUs() gives their CPUModels,
+	// Load their Events too.
+	ModelTables []ModelTable
+}
+
+// Modifier is one attribute of a PMU's modifier table ("u", "c", "ldlat").
+type Modifier struct {
+	Name string
+	Desc string
+	Type ModifierType
+}
+
+// ModifierType is libpfm4's pfm_attr_t for modifiers.
+type ModifierType uint8
+
+const (
+	ModNone ModifierType = iota
+	ModUmask
+	ModBool
+	ModInteger
+	ModRawUmask
+)
+
+// ModelTable is a table that libpfm4's detection chooses for the CPU models listed.
+type ModelTable struct {
+	CPUModels []int
+	Events    []Event
+	table     string // the file it loads from
 }
 
 // Event is one entry of a PMU's table. Fields a family does not have stay
@@ -71,8 +119,11 @@ type Event struct {
 	ModMask    uint32 // which of the family's modifiers the event takes
 	ModMaskReq uint32 // which it requires
 	NumGroups  uint16
-	Model      uint16 // only on this PMU model (pmu_rev), 0 for all
+	Model      uint16 // only on the PMU with this libpfm4 id (PMU.ID, e.g. skx or clx sharing skl's table), 0 for all
 	Umasks     []Umask
+
+	// Added by the table generator.
+	Type uint32 // FamilyPerf: the perf_event type (PERF_TYPE_HARDWARE 0, SOFTWARE 1, HW_CACHE 3, RAW 4)
 }
 
 // Umask is one unit mask of an event.

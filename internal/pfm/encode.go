@@ -12,8 +12,10 @@ type Encoding struct {
 	Attr unix.PerfEventAttr
 	// FullName is libpfm4's canonical name (its fstr), every umask and
 	// modifier spelled out, e.g.
-	// "skx::INST_RETIRED:ANY_P:k=1:u=1:e=0:i=0:c=0:t=0:intx=0:intxcp=0".
+	// "skx::INST_RETIRED:ANY_P:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=1:k=1:precise=0:excl=0:mg=0:mh=1".
 	FullName string
+	// CPU is the CPU a "cpu=N" modifier asks for, -1 without one.
+	CPU int
 }
 
 // Env is what encoding needs to know of the machine.
@@ -29,12 +31,22 @@ type request struct {
 	pmu   *PMU
 	event *Event
 	attrs []string // what followed the event name, split at ':' ("L3_HIT", "u", "c=2")
-	plm   uint32   // privilege levels asked for before any modifier: PFM_PLM0|PFM_PLM3
-	env   Env
+	// preAttrs are an aliased event's own attributes (its Equiv's),
+	// parsed before attrs; nil for most events.
+	preAttrs []string
+	plm      uint32 // privilege levels asked for before any modifier: PFM_PLM0|PFM_PLM3
+	env      Env
 
 	// The encoder fills these.
 	attr unix.PerfEventAttr
-	fstr string
+	fstr string // the canonical name without the "pmu::" prefix; see addf
+
+	// parseAttrs fills these for the family encoder, and perfLayer
+	// reads them.
+	pattrs []attrDesc // what the event accepts, libpfm4's pattrs
+	vals   []attrVal  // what the name gave
+	raw    uint64     // the raw umask, when vals holds one
+	cpu    int        // cpu=N, or -1
 }
 
 // familyEncoders holds each family's encoder, which does for its tables

@@ -1,0 +1,579 @@
+package pfm
+
+import (
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The Intel x86 core encoder: ix86arch and every Intel core PMU (core to
+// Sapphire Rapids, the Atoms, Knights Landing, Alder Lake's two cores),
+// and the client uncores that share their table format (nhm_unc,
+// snb_unc_*, ivb_unc_*). It does what libpfm4's pfm_intel_x86_encode_gen
+// and pfm_intel_x86_get_perf_encoding do; docs/libpfm4-encoding.md says
+// what that is.
+
+func init() {
+	familyEncoders[FamilyIntelX86] = encodeIntelX86
+	familyEncoders[FamilyIntelNHMUncore] = encodeIntelX86
+}
+
+// Event and umask flags of intel_x86 tables (INTEL_X86_*).
+const (
+	intelNCombo       = 0x00001 // umasks of this one's group cannot be combined with it
+	intelPEBS         = 0x00004
+	intelDFL          = 0x00008 // the group's default umask
+	intelGrpExcl      = 0x00010 // umasks from one group only
+	intelNHMOffcore   = 0x00020 // OFFCORE_RESPONSE: the umask goes to config1
+	intelExclGrpGT    = 0x00040 // no umask from a higher group may go with it
+	intelCodeOverride = 0x00200 // the umask's low byte replaces the event code
+	intelLDLat        = 0x00400 // a load latency umask: config1 takes ldlat
+	intelGrpDflNone   = 0x00800 // the group may go without a umask
+	intelFrontend     = 0x01000 // FRONTEND_RETIRED: the umask goes to config1
+	intelFEThr        = 0x02000 // the umask takes fe_thres
+	intelExclGrpBut0  = 0x04000 // only its own group and group 0
+	intelGrpReq       = 0x08000 // grpid's high byte names a group that must be present
+	intelFiltUmask    = 0x10000 // filters go in config's upper half
+)
+
+// PMU flags of Intel x86 PMUs (INTEL_X86_PMU_FL_*).
+const (
+	intelPMUECMask  = 0x10000 // edge requires a counter mask
+	intelPMUExtPEBS = 0x20000 // any event can use the PEBS buffer (hw_smpl)
+)
+
+// Intel modifiers, numbered as the tables' modifier masks number them.
+const (
+	intelModK = iota
+	intelModU
+	intelModE
+	intelModI
+	intelModC
+	intelModT
+	intelModLDLat
+	intelModIntx
+	intelModIntxCP
+	intelModFEThres
+	numIntelMods
+)
+
+var intelMods = [numIntelMods]attrDesc{
+	{Name: "k", Type: attrBool},
+	{Name: "u", Type: attrBool},
+	{Name: "e", Type: attrBool},
+	{Name: "i", Type: attrBool},
+	{Name: "c", Type: attrInt},
+	{Name: "t", Type: attrBool},
+	{Name: "ldlat", Type: attrInt},
+	{Name: "intx", Type: attrBool},
+	{Name: "intxcp", Type: attrBool},
+	{Name: "fe_thres", Type: attrInt},
+}
+
+// Fields of the event select register (IA32_PERFEVTSELx).
+const (
+	selUsr     = 1 << 16
+	selOS      = 1 << 17
+	selEdge    = 1 << 18
+	selInt     = 1 << 20
+	selAnyThr  = 1 << 21
+	selEn      = 1 << 22
+	selInv     = 1 << 23
+	selCMask   = 0xff << 24
+	selIntx    = 1 << 32
+	selIntxCP  = 1 << 33
+	cmaskShift = 24
+)
+
+// Defaults libpfm4 fills in when a umask needs a threshold and the name
+// gives none.
+const (
+	intelLDLatDefault = 3
+	intelFEThrDefault = 1
+	intelNumGroups    = 8
+	noGroup           = 0xffff // INTEL_X86_MAX_GRPID: no limit on groups
+	noExclGroupBut0   = -1
+)
+
+// intelModel reports whether an event or umask restricted to model (0 for
+// none) exists on PMU p.
+func intelModel(p *PMU, model uint16) bool {
+	return model == 0 || int(model) == p.ID
+}
+
+// intelPattrs lists what an Intel event accepts in perf mode: its
+// umasks for this model, its modifiers except u and k (perf's own u and
+// k take their place), then the perf layer's, less those libpfm4's
+// pfm_intel_x86_perf_validate_pattrs drops.
+func intelPattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
+	var descs []attrDesc
+	pebs := ev.Flags&intelPEBS != 0
+	for i := range ev.Umasks {
+		u := &ev.Umasks[i]
+		if !intelModel(p, u.Model) {
+			continue
+		}
+		descs = append(descs, attrDesc{Name: u.Name, Type: attrUmask, Idx: i, Equiv: u.Equiv})
+		pebs = pebs || u.Flags&intelPEBS != 0
+	}
+	for m := range intelMods {
+		if ev.ModMask&(1<<m) == 0 || m == intelModU || m == intelModK {
+			continue
+		}
+		d := intelMods[m]
+		d.Idx = m
+		descs = append(descs, d)
+	}
+	hws := p.Flags&intelPMUExtPEBS != 0
+	keep := func(idx int) bool {
+		switch idx {
+		case perfPrecise:
+			if !pebs {
+				return false
+			}
+		case perfHWSmpl:
+			if !hws || pebs {
+				return false
+			}
+		case perfH:
+			return false // no hypervisor level on Intel
+		}
+		return perfKeep(p, idx)
+	}
+	return descs, keep
+}
+
+// intelState is one encoding in progress (encode_gen's locals).
+type intelState struct {
+	r   *request
+	p   *PMU
+	ev  *Event
+	reg uint64 // the event select register
+
+	umask1, umask2 uint64 // the event's own umask, and the umasks' bits
+	grpmsk         uint32 // every group the event has
+	ugrpmsk        uint32 // groups the name gave a umask from
+	maxGrp         uint16 // EXCL_GRP_GT: no umask from a higher group
+	exclBut0       int    // EXCL_GRP_BUT_0: only this group and group 0
+	ldlat          uint64
+	ldlatUmask     bool
+	feThr          uint64
+	feThrUmask     bool
+	modhw          uint32 // modifiers the umasks hardwire
+	umodmsk        uint32 // modifiers the name gave
+	codes1         uint64 // the second register (config1 or filter), with count 2
+	count          int
+}
+
+func encodeIntelX86(r *request) error {
+	descs, keep := intelPattrs(r.pmu, r.event)
+	if err := r.parseAttrs(descs, keep); err != nil {
+		return err
+	}
+	s := &intelState{r: r, p: r.pmu, ev: r.event}
+	if err := s.encode(); err != nil {
+		return err
+	}
+	return s.perf()
+}
+
+// umask is the umask a parsed attribute names.
+func (s *intelState) umask(v attrVal) *Umask {
+	return &s.ev.Umasks[s.r.pattrs[v.Desc].Idx]
+}
+
+// grpBit is 1<<grpid as x86 computes it: the shift counts modulo 32.
+func grpBit(g uint16) uint32 { return 1 << (g & 31) }
+
+func (s *intelState) encode() error {
+	r, ev := s.r, s.ev
+	s.reg = ev.Code
+	s.grpmsk = uint32(1)<<ev.NumGroups - 1
+	s.umask1 = ev.Code >> 8 & 0xff
+	s.maxGrp = noGroup
+	s.exclBut0 = noExclGroupBut0
+	modmskReq := ev.ModMaskReq
+
+	var grpcounts, ncombo [256]int
+	reqGrps := map[int]bool{}
+	maxReqGrp := -1
+	lastGrp := uint16(noGroup)
+	lastCode := ^uint64(0)
+
+	for _, v := range r.vals {
+		d := r.desc(v)
+		if d.Perf {
+			continue
+		}
+		switch d.Type {
+		case attrUmask:
+			u := s.umask(v)
+			grp := u.Group & 0xff
+			reqGrp := int(u.Group >> 8 & 0xff)
+			if lastGrp != noGroup && grp != lastGrp && ev.Flags&intelGrpExcl != 0 {
+				return badAttr(ErrFeatComb, "%s: umasks of %s come from one group only", u.Name, ev.Name)
+			}
+			if u.Flags&intelExclGrpGT != 0 {
+				s.maxGrp = grp
+			}
+			if u.Flags&intelExclGrpBut0 != 0 {
+				s.exclBut0 = int(grp)
+			}
+			grpcounts[grp]++
+			if u.Flags&intelGrpReq != 0 {
+				maxReqGrp = max(maxReqGrp, reqGrp)
+				reqGrps[reqGrp] = true
+			}
+			if u.Flags&intelNCombo != 0 {
+				ncombo[grp] = 1
+			}
+			if u.Flags&intelLDLat != 0 {
+				s.ldlatUmask = true
+			}
+			if u.Flags&intelFEThr != 0 {
+				s.feThrUmask = true
+			}
+			if grpcounts[grp] > 1 && ncombo[grp] != 0 {
+				return badAttr(ErrFeatComb, "%s: cannot be combined with another umask of its group", u.Name)
+			}
+			lastGrp = grp
+			s.modhw |= u.ModHW
+			s.umask2 |= u.Code >> 8
+			s.ugrpmsk |= grpBit(u.Group)
+			modmskReq |= u.ModMaskReq
+			if u.Flags&intelCodeOverride != 0 {
+				if lastCode != ^uint64(0) && u.Code&0xff != lastCode {
+					return badAttr(ErrFeatComb, "%s: overrides the event code differently from another umask", u.Name)
+				}
+				lastCode = u.Code & 0xff
+				s.reg = s.reg&^0xff | lastCode
+			}
+		case attrRawUmask:
+			bits := 8
+			if ev.Flags&intelNHMOffcore != 0 {
+				bits = 38
+				if s.p.Name == "wsm" || s.p.Name == "wsm_dp" {
+					bits = 16
+				}
+			}
+			mask := uint64(1)<<bits - 1
+			if r.raw&^mask != 0 {
+				return badAttr(ErrAttr, "0x%x: raw umask wider than %d bits", r.raw, bits)
+			}
+			s.umask2 = r.raw & mask
+			s.ugrpmsk = s.grpmsk
+		default:
+			if err := s.modifier(d, v.Val); err != nil {
+				return err
+			}
+		}
+	}
+
+	for x := 0; x <= maxReqGrp; x++ {
+		if reqGrps[x] && s.ugrpmsk&(1<<x) == 0 {
+			return badAttr(ErrFeatComb, "a umask of group %d is required", x)
+		}
+	}
+
+	// A modifier the name gives may repeat a hardwired one, so that a
+	// canonical name parses again, but not contradict it.
+	hw := (s.umask1 | s.umask2) << 8
+	for _, m := range []struct {
+		mod  int
+		bits uint64
+	}{
+		{intelModI, selInv}, {intelModE, selEdge}, {intelModC, selCMask},
+		{intelModU, selUsr}, {intelModK, selOS}, {intelModT, selAnyThr},
+		{intelModIntx, selIntx}, {intelModIntxCP, selIntxCP},
+	} {
+		if s.modhw&s.umodmsk&(1<<m.mod) != 0 && hw&m.bits != s.reg&m.bits {
+			return badAttr(ErrAttrSet, "%s: the umask hardwires it to another value", intelMods[m.mod].Name)
+		}
+	}
+
+	// perf mode: u and k are perf's, so the default privilege levels apply.
+	if r.plm&PLM0 != 0 && s.p.SupportedPLM&PLM0 != 0 {
+		s.reg |= selOS
+	}
+	if r.plm&PLM3 != 0 && s.p.SupportedPLM&PLM3 != 0 {
+		s.reg |= selUsr
+	}
+
+	if (s.ugrpmsk != s.grpmsk && ev.Flags&intelGrpExcl == 0) || s.ugrpmsk == 0 {
+		if err := s.addDefaults(s.ugrpmsk ^ s.grpmsk); err != nil {
+			return err
+		}
+	}
+
+	if s.exclBut0 != noExclGroupBut0 {
+		for k := 1; k < intelNumGroups; k++ {
+			if grpcounts[k] != 0 && k != s.exclBut0 {
+				return badAttr(ErrFeatComb, "umasks of group %d cannot go with those of group %d", k, s.exclBut0)
+			}
+		}
+	}
+
+	if s.maxGrp != noGroup {
+		for _, v := range r.vals {
+			if d := r.desc(v); !d.Perf && d.Type == attrUmask && s.umask(v).Group > s.maxGrp {
+				return badAttr(ErrFeatComb, "%s: cannot go with a umask of group %d", s.umask(v).Name, s.maxGrp)
+			}
+		}
+	}
+
+	if modmskReq != 0 && s.umodmsk != modmskReq {
+		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, intelModNames(modmskReq))
+	}
+
+	r.sortVals()
+	r.fstr = ""
+	r.addf("%s", ev.Name)
+	for _, v := range r.vals {
+		switch d := r.desc(v); {
+		case d.Perf:
+		case d.Type == attrUmask:
+			r.addf(":%s", s.umask(v).Name)
+		case d.Type == attrRawUmask:
+			r.addf(":0x%x", uint32(r.raw))
+		}
+	}
+
+	if ev.Flags&intelFrontend != 0 && s.feThrUmask {
+		umThr := s.umask2 >> 8 & 0xfff
+		switch {
+		case umThr != 0 && s.modhw&s.umodmsk&(1<<intelModFEThres) != 0:
+			if s.feThr != umThr {
+				return badAttr(ErrAttrSet, "fe_thres=%d: the umask hardwires %d", s.feThr, umThr)
+			}
+		case umThr != 0:
+			s.feThr = umThr
+		case s.feThr == 0:
+			s.feThr = intelFEThrDefault
+		}
+		s.umask2 = s.umask2&^(0xfff<<8) | s.feThr<<8
+	}
+
+	s.count = 1
+	if ev.Flags&(intelNHMOffcore|intelFrontend) != 0 {
+		s.codes1, s.count = s.umask2, 2
+		s.umask2 = 0
+	}
+	if s.ldlat != 0 && !s.ldlatUmask {
+		return badAttr(ErrAttr, "ldlat=%d: no load latency umask", s.ldlat)
+	}
+	if s.ldlatUmask && s.ldlat == 0 {
+		s.ldlat = intelLDLatDefault
+	}
+	if s.ldlat != 0 && s.ldlatUmask {
+		s.codes1, s.count = s.ldlat, 2
+	}
+
+	s.reg |= (s.umask1|s.umask2)<<8 | selEn | selInt
+
+	if s.p.Flags&intelPMUECMask != 0 && s.reg&selEdge != 0 && s.reg&selCMask == 0 {
+		return badAttr(ErrAttr, "e: edge detection needs a counter mask (c=1 or more)")
+	}
+
+	for _, d := range r.pattrs {
+		if d.Perf || d.Type == attrUmask {
+			continue
+		}
+		r.addf(":%s=%d", d.Name, s.modValue(d.Idx))
+	}
+	return nil
+}
+
+// modifier applies one of the event's modifiers to the register.
+func (s *intelState) modifier(d attrDesc, val uint64) error {
+	set := func(bits uint64, on bool) {
+		if on {
+			s.reg |= bits
+		} else {
+			s.reg &^= bits
+		}
+	}
+	switch d.Idx {
+	case intelModI:
+		set(selInv, val != 0)
+	case intelModE:
+		set(selEdge, val != 0)
+	case intelModC:
+		if val > 255 {
+			return badAttr(ErrAttrVal, "c=%d: the counter mask is 0 to 255", val)
+		}
+		s.reg = s.reg&^selCMask | val<<cmaskShift
+	case intelModT:
+		set(selAnyThr, val != 0)
+	case intelModLDLat:
+		if val < 1 || val > 65535 {
+			return badAttr(ErrAttrVal, "ldlat=%d: the load latency threshold is 1 to 65535", val)
+		}
+		s.ldlat = val
+		return nil // libpfm4 does not count ldlat among the given modifiers
+	case intelModIntx:
+		set(selIntx, val != 0)
+	case intelModIntxCP:
+		set(selIntxCP, val != 0)
+	case intelModFEThres:
+		if val < 1 || val > 4095 {
+			return badAttr(ErrAttrVal, "fe_thres=%d: the frontend threshold is 1 to 4095", val)
+		}
+		s.feThr = val
+	}
+	s.umodmsk |= 1 << d.Idx
+	return nil
+}
+
+// modValue is a modifier's final value, for the canonical name.
+func (s *intelState) modValue(m int) uint64 {
+	bit := func(b uint64) uint64 {
+		if s.reg&b != 0 {
+			return 1
+		}
+		return 0
+	}
+	switch m {
+	case intelModU:
+		return bit(selUsr)
+	case intelModK:
+		return bit(selOS)
+	case intelModE:
+		return bit(selEdge)
+	case intelModI:
+		return bit(selInv)
+	case intelModC:
+		return s.reg & selCMask >> cmaskShift
+	case intelModT:
+		return bit(selAnyThr)
+	case intelModLDLat:
+		return s.ldlat
+	case intelModIntx:
+		return bit(selIntx)
+	case intelModIntxCP:
+		return bit(selIntxCP)
+	case intelModFEThres:
+		return s.feThr
+	}
+	return 0
+}
+
+func intelModNames(mask uint32) string {
+	var names []string
+	for m := range intelMods {
+		if mask&(1<<m) != 0 {
+			names = append(names, intelMods[m].Name)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// addDefaults adds the default umask of each group in msk the name left
+// empty, as pfm_intel_x86_add_defaults does, into umask2 and the
+// attribute list (so that the canonical name shows them).
+func (s *intelState) addDefaults(msk uint32) error {
+	r, ev := s.r, s.ev
+	maxGrp := s.maxGrp
+	for i := 0; msk != 0; msk, i = msk>>1, i+1 {
+		if msk&1 == 0 {
+			continue
+		}
+		added, skip := 0, false
+		for j, d := range r.pattrs {
+			if d.Perf || d.Type != attrUmask {
+				continue
+			}
+			u := &ev.Umasks[d.Idx]
+			if int(u.Group&0xff) != i {
+				continue
+			}
+			if maxGrp != noGroup && i > int(maxGrp) {
+				skip = true
+				continue
+			}
+			if u.Flags&intelGrpDflNone != 0 {
+				skip = true
+				continue
+			}
+			if s.exclBut0 != noExclGroupBut0 && u.Group != 0 && int(u.Group) != s.exclBut0 {
+				skip = true
+				continue
+			}
+			if u.Flags&intelDFL == 0 {
+				continue
+			}
+			s.umask2 |= u.Code >> 8
+			r.vals = append(r.vals, attrVal{Desc: j})
+			added++
+			if ev.Flags&intelGrpExcl != 0 {
+				return nil
+			}
+			if u.Flags&intelExclGrpGT != 0 {
+				if maxGrp != noGroup {
+					return badAttr(ErrUmask, "%s: two default umasks limit the groups", u.Name)
+				}
+				maxGrp = u.Group
+			}
+		}
+		if added == 0 && !skip {
+			return badAttr(ErrUmask, "%s needs a umask of group %d and has no default", ev.Name, i)
+		}
+	}
+	return nil
+}
+
+// perf is pfm_intel_x86_get_perf_encoding (or, for the client uncores,
+// pfm_intel_nhm_unc_get_perf_encoding): the register less what perf
+// controls itself, and the second register in config1.
+func (s *intelState) perf() error {
+	a := &s.r.attr
+	if s.p.Type == PMUTypeUncore {
+		t, err := s.perfType()
+		if err != nil {
+			return err
+		}
+		a.Type = t
+		a.Config = s.reg &^ (selEn | selInt)
+		return nil
+	}
+	a.Type = unix.PERF_TYPE_RAW
+	if s.p.PerfName != "" {
+		if t, err := s.perfType(); err == nil {
+			a.Type = t
+		}
+	}
+	a.Config = s.reg &^ (selEn | selInt | selOS | selUsr)
+	if s.count > 1 {
+		if s.ev.Flags&(intelNHMOffcore|intelFrontend) != 0 {
+			a.Ext1 = s.codes1
+		}
+		if s.ev.Flags&intelFiltUmask != 0 {
+			a.Config |= s.codes1 << 32
+		}
+		if s.hasLDLatUmask() {
+			a.Ext1 = s.codes1
+		}
+	}
+	return nil
+}
+
+func (s *intelState) perfType() (uint32, error) {
+	if s.r.env.PerfType == nil {
+		return 0, badAttr(ErrNotSupported, "kernel PMU %s not found", s.p.PerfName)
+	}
+	t, err := s.r.env.PerfType(s.p.PerfName)
+	if err != nil {
+		return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", s.p.PerfName, err)
+	}
+	return t, nil
+}
+
+// hasLDLatUmask reports whether any umask, given or default, is a load
+// latency one.
+func (s *intelState) hasLDLatUmask() bool {
+	for _, v := range s.r.vals {
+		if d := s.r.desc(v); !d.Perf && d.Type == attrUmask && s.umask(v).Flags&intelLDLat != 0 {
+			return true
+		}
+	}
+	return false
+}
