@@ -127,6 +127,7 @@ func (fs *FS) hasCorePMU() bool {
 func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 	fs.detectOnce.Do(func() {
 		cpu, err := fs.CPUInfo()
+		arch := cpu.arch()
 		if err != nil || !fs.hasCorePMU() {
 			cpu = CPUInfo{}
 		}
@@ -137,7 +138,7 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 			_, err := os.Stat(filepath.Join(fs.devicesDir(), name))
 			return err == nil
 		}
-		fs.active = Detect(cpu, catalog(), device)
+		fs.active = Detect(cpu, catalog(arch), device)
 	})
 	return fs.active
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -317,7 +318,7 @@ func isIntelCoreName(pfx string) bool {
 	if strings.EqualFold(pfx, "ix86arch") {
 		return true
 	}
-	for _, p := range catalog() {
+	for _, p := range catalog(runtime.GOARCH) {
 		if p.Family == pfm.FamilyIntelX86 && p.Type == pfm.PMUTypeCore && strings.EqualFold(pfx, p.Name) {
 			return true
 		}

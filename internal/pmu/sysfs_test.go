@@ -113,8 +113,8 @@ func TestPresentNames(t *testing.T) {
 		// nothing can count its events.
 		{&FS{Sys: "testdata/vm/sys", Proc: "testdata/skylake/proc"}, []string{"perf", "perf_raw"}},
 	}
-	defer func(f func() []*pfm.PMU) { catalogSource = f }(catalogSource)
-	catalogSource = fakeCatalog
+	defer func(f func(string) []*pfm.PMU) { catalogSource = f }(catalogSource)
+	catalogSource = func(string) []*pfm.PMU { return fakeCatalog() }
 	for _, tt := range tests {
 		if got := tt.fs.PresentNames(); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: PresentNames = %v\nwant %v", tt.fs.Sys, got, tt.want)
