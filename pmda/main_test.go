@@ -135,7 +135,7 @@ func TestCheckBrokenConfig(t *testing.T) {
 	}
 	for _, line := range []string{
 		"! testdata/broken.conf:3: unknown option \"cpux\" for event \"cpu-clock\"",
-		"! testdata/broken.conf:4: event \"no-such-event\": not a generic perf event",
+		"! testdata/broken.conf:4: event \"no-such-event\": not an event of the libpfm4 PMUs found here",
 		"! testdata/broken.conf:5: page-faults: CPU index 99 is out of range",
 		"  testdata/broken.conf:2: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK",
 		"! testdata/broken.conf:7: derived metric ipc is unavailable: the group at line 8 lacks cycles, instructions; section skipped\n",

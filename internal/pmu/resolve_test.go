@@ -147,17 +147,6 @@ func TestResolveGeneric(t *testing.T) {
 		{"cycles:mg", want{pmu: "perf", typ: hw, config: 0, bits: exHv | exHost}},
 		{"cycles:mg:mh", want{pmu: "perf", typ: hw, config: 0, bits: exHv}},
 
-		// libpfm4's ix86arch names become the generic events.
-		{"UNHALTED_CORE_CYCLES", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore, source: "ix86arch UNHALTED_CORE_CYCLES as generic hardware PERF_COUNT_HW_CPU_CYCLES"}},
-		{"INSTRUCTION_RETIRED", want{pmu: "perf", typ: hw, config: 1, bits: dflNoCore}},
-		{"INSTRUCTIONS_RETIRED", want{pmu: "perf", typ: hw, config: 1, bits: dflNoCore}},
-		{"UNHALTED_REFERENCE_CYCLES", want{pmu: "perf", typ: hw, config: 9, bits: dflNoCore}},
-		{"LLC_REFERENCES", want{pmu: "perf", typ: hw, config: 2, bits: dflNoCore}},
-		{"LLC_MISSES", want{pmu: "perf", typ: hw, config: 3, bits: dflNoCore}},
-		{"BRANCH_INSTRUCTIONS_RETIRED", want{pmu: "perf", typ: hw, config: 4, bits: dflNoCore}},
-		{"MISPREDICTED_BRANCH_RETIRED", want{pmu: "perf", typ: hw, config: 5, bits: dflNoCore}},
-		{"ix86arch::INSTRUCTION_RETIRED:u", want{pmu: "perf", typ: hw, config: 1, bits: exKern | exHv | exGuest}},
-
 		{"perf_raw::r01c2", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x1c2, bits: dflNoCore, source: "perf_raw code 0x1c2"}},
 		{"perf_raw::r3c:k", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x3c, bits: exUser | exHv | exGuest}},
 	}
@@ -172,7 +161,10 @@ func TestResolveDefaultsFollowCorePMU(t *testing.T) {
 	// the VM.
 	check(t, "skylake", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflIntel})
 	check(t, "skylake", "cycles:u", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: exKern | exGuest})
-	check(t, "skylake", "INSTRUCTION_RETIRED:k", Options{}, want{pmu: "perf", typ: 0, config: 1, bits: exUser | exGuest})
+	// libpfm4's own names get libpfm4's encoding, raw codes of the core PMU.
+	check(t, "skylake", "INSTRUCTION_RETIRED:k", Options{}, want{pmu: "skx", typ: 4, config: 0xc0, bits: exUser | exGuest,
+		source: "libpfm4 skx::INSTRUCTION_RETIRED:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=0:k=1:excl=0:mg=0:mh=1"})
+	check(t, "skylake", "ix86arch::INSTRUCTION_RETIRED:u", Options{}, want{pmu: "ix86arch", typ: 4, config: 0xc0, bits: exKern | exGuest})
 	check(t, "power9", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflNoCore})
 	check(t, "graviton2", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflNoCore})
 	check(t, "graviton2", "armv8_pmuv3_0.l1d_cache_refill", Options{}, want{pmu: "armv8_pmuv3_0", typ: 10, config: 3})
@@ -239,7 +231,6 @@ func TestResolvePerfSyntax(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
-	vmPMUs := "breakpoint, msr, software, tracepoint, uprobe"
 	sk := "testdata/skylake/sys/bus/event_source/devices/"
 	tests := []struct {
 		tree, name string
@@ -247,12 +238,18 @@ func TestResolveErrors(t *testing.T) {
 		msg        string
 	}{
 		{"vm", " ", Options{}, "empty event name"},
-		{"vm", "RAPL:PACKAGE_ENERGY", Options{}, `event "RAPL:PACKAGE_ENERGY": RAPL through /dev/cpu/*/msr is not supported; use the kernel's power PMU in a [dynamic] section instead, e.g. power.energy-pkg (also energy-cores, energy-ram, energy-psys where present)`},
+		{"vm", "RAPL:PACKAGE_ENERGY", Options{}, `event "RAPL:PACKAGE_ENERGY" is the kernel's power/energy-pkg: event "power.energy-pkg": no PMU "power": testdata/vm/sys/bus/event_source/devices/power does not exist`},
+		{"skylake", "RAPL:THERMAL_SPEC", Options{}, `event "RAPL:THERMAL_SPEC": only RAPL:PACKAGE_ENERGY, RAPL:PP0_ENERGY, RAPL:PP1_ENERGY and RAPL:DRAM_ENERGY have a perf event (the kernel's power PMU); the C agent's power limits are read from MSRs, which this agent does not do`},
 		{"vm", "RAW:foo", Options{}, `event "RAW:foo": a RAW: event needs rawcode=0x<code> on its line`},
-		{"vm", "INST_RETIRED:ANY_P", Options{}, `event "INST_RETIRED:ANY_P": not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use "RAW:INST_RETIRED:ANY_P rawcode=0x<code>" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)`},
-		{"vm", "MEM_LOAD_RETIRED.L1_HIT", Options{}, `event "MEM_LOAD_RETIRED.L1_HIT": not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use "RAW:MEM_LOAD_RETIRED.L1_HIT rawcode=0x<code>" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)`},
-		{"vm", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": snbep_unc_imc0 is a libpfm4 PMU whose event tables this agent does not carry; use the kernel's PMU in a [dynamic] section as pmu.event (this machine's kernel PMUs: ` + vmPMUs + `), or "RAW:<name> rawcode=0x<code>"`},
-		{"skylake", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": snbep_unc_imc0 is a libpfm4 PMU whose event tables this agent does not carry; use the kernel's PMU in a [dynamic] section as pmu.event (the kernel calls this PMU uncore_imc_0; its events are in ` + sk + `uncore_imc_0/events), or "RAW:<name> rawcode=0x<code>"`},
+		// A VM has no core PMU: libpfm4's CPU tables are not used there.
+		{"vm", "INST_RETIRED:ANY_P", Options{}, `event "INST_RETIRED:ANY_P": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "INSTRUCTIONS_RETIRED", Options{}, `event "INSTRUCTIONS_RETIRED": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "MEM_LOAD_RETIRED.L1_HIT", Options{}, `event "MEM_LOAD_RETIRED.L1_HIT": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": libpfm4 finds no PMU snbep_unc_imc0 on this machine (it finds perf, perf_raw)`},
+		{"skylake", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": libpfm4 finds no PMU snbep_unc_imc0 on this machine (it finds ix86arch, perf, rapl, perf_raw, skx, skx_unc_imc0); the kernel's uncore_imc_0 has its events in ` + sk + `uncore_imc_0/events, for a [dynamic] section`},
+		// Near misses get the nearest names of this machine's tables.
+		{"skylake", "INST_RETIRD", Options{}, `event "INST_RETIRD": not an event of the libpfm4 PMUs found here (ix86arch, perf, rapl, perf_raw, skx, skx_unc_imc0), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds); did you mean skx::INST_RETIRED?`},
+		{"skylake", "skx::inst_retired:nosuch", Options{}, `event "skx::inst_retired:nosuch": "nosuch": no such umask or modifier for INST_RETIRED: invalid event attribute (libpfm4)`},
 		{"vm", "cycles:x", Options{}, `event "cycles:x": unknown modifier "x" (want u, k, h, mg or mh)`},
 		{"vm", "cycles:u=2", Options{}, `event "cycles:u=2": modifier "u=2": value must be 0 or 1`},
 		{"vm", "PERF_COUNT_HW_CACHE_ITLB:WRITE", Options{}, `event "PERF_COUNT_HW_CACHE_ITLB:WRITE": iTLB has no WRITE operation`},

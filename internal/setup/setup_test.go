@@ -109,7 +109,7 @@ func TestPlanOnVM(t *testing.T) {
 	for _, line := range []string{
 		"info    test.conf:2: [hsw] skipped: no PMU named hsw on this machine",
 		"info    test.conf:5: [perf] chosen: PMU perf is present",
-		"PROBLEM test.conf:9: event \"no-such-event\": not a generic perf event",
+		"PROBLEM test.conf:9: event \"no-such-event\": not an event of the libpfm4 PMUs found here",
 	} {
 		if !strings.Contains(text, line) {
 			t.Errorf("notes lack %q:\n%s", line, text)
