@@ -140,3 +140,9 @@ type Umask struct {
 	ModHW      uint32 // modifiers hardwired by this umask
 	ModMaskReq uint32
 }
+
+// PerfOptional marks, in Event.Flags of the perf PMU, the events libpfm4
+// adds at initialization only if the kernel's core PMU lists them in
+// /sys/devices/cpu/events (slots and the topdown events). It is the
+// catalog's own flag, above libpfm4's PERF_FL_* ones.
+const PerfOptional = 0x10000

@@ -24,6 +24,23 @@ type Env struct {
 	// file /sys/bus/event_source/devices/NAME/type says ("uncore_imc_0",
 	// "power", "amd_l3"). Nil means no kernel PMU but the core one.
 	PerfType func(name string) (uint32, error)
+
+	// EncodeInactive lets a name with a PMU prefix name any PMU of the
+	// catalog, detected or not, as LIBPFM_ENCODE_INACTIVE does for
+	// libpfm4. The C agent does not set it.
+	EncodeInactive bool
+
+	// IntelArch is the CPU's architectural perfmon (CPUID leaf 0xa),
+	// which decides what libpfm4's ix86arch PMU has. Nil stands for what
+	// libpfm4 assumes when a PMU is forced on it: version 3, every event.
+	IntelArch *IntelArchPerfmon
+}
+
+// IntelArchPerfmon is what CPUID leaf 0xa says of the architectural
+// performance monitoring of an Intel CPU.
+type IntelArchPerfmon struct {
+	Version     int    // EAX bits 0-7
+	Unavailable uint32 // EBX: bit i set when architectural event i is missing
 }
 
 // request is one name being encoded by its family's encoder.

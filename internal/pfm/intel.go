@@ -15,7 +15,38 @@ import (
 
 func init() {
 	familyEncoders[FamilyIntelX86] = encodeIntelX86
-	familyEncoders[FamilyIntelNHMUncore] = encodeIntelX86
+	familyEncoders[FamilyIntelNHMUncore] = encodeIntelNHMUncore
+	pmuInits["ix86arch"] = initIX86Arch
+}
+
+// initIX86Arch is pfm_intel_x86_arch_init: ix86arch has the
+// architectural events CPUID does not mark missing (the first seven of
+// its table at most), each taking the modifiers of the perfmon version
+// (versions 3 and 4 add t, then intx and intxcp; any other has the
+// version 2 set).
+func initIX86Arch(p *PMU, env Env) *PMU {
+	version, missing := 3, uint32(0)
+	if a := env.IntelArch; a != nil {
+		version, missing = a.Version, a.Unavailable
+	}
+	mods := uint32(1<<intelModI | 1<<intelModE | 1<<intelModC | 1<<intelModU | 1<<intelModK)
+	switch version {
+	case 4:
+		mods |= 1<<intelModT | 1<<intelModIntx | 1<<intelModIntxCP
+	case 3:
+		mods |= 1 << intelModT
+	}
+	q := *p
+	q.Events = nil
+	for i := 0; i < 7 && i < len(p.Events); i++ {
+		if missing&(1<<i) != 0 {
+			continue
+		}
+		ev := p.Events[i]
+		ev.ModMask = mods
+		q.Events = append(q.Events, ev)
+	}
+	return &q
 }
 
 // Event and umask flags of intel_x86 tables (INTEL_X86_*).
@@ -57,19 +88,6 @@ const (
 	numIntelMods
 )
 
-var intelMods = [numIntelMods]attrDesc{
-	{Name: "k", Type: attrBool},
-	{Name: "u", Type: attrBool},
-	{Name: "e", Type: attrBool},
-	{Name: "i", Type: attrBool},
-	{Name: "c", Type: attrInt},
-	{Name: "t", Type: attrBool},
-	{Name: "ldlat", Type: attrInt},
-	{Name: "intx", Type: attrBool},
-	{Name: "intxcp", Type: attrBool},
-	{Name: "fe_thres", Type: attrInt},
-}
-
 // Fields of the event select register (IA32_PERFEVTSELx).
 const (
 	selUsr     = 1 << 16
@@ -102,9 +120,14 @@ func intelModel(p *PMU, model uint16) bool {
 }
 
 // intelPattrs lists what an Intel event accepts in perf mode: its
-// umasks for this model, its modifiers except u and k (perf's own u and
-// k take their place), then the perf layer's, less those libpfm4's
-// pfm_intel_x86_perf_validate_pattrs drops.
+// umasks for this model, its modifiers from the PMU's table except the
+// first two (k and u on cores: perf's own u and k take their place), then
+// the perf layer's, less those libpfm4's pfm_intel_x86_perf_validate_pattrs
+// drops.
+//
+// libpfm4 drops the first two modifiers by position, whatever they are
+// called, so the Nehalem and Westmere uncores, whose table starts with e
+// and i, lose those two in perf mode.
 func intelPattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
 	var descs []attrDesc
 	pebs := ev.Flags&intelPEBS != 0
@@ -116,13 +139,15 @@ func intelPattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
 		descs = append(descs, attrDesc{Name: u.Name, Type: attrUmask, Idx: i, Equiv: u.Equiv})
 		pebs = pebs || u.Flags&intelPEBS != 0
 	}
-	for m := range intelMods {
-		if ev.ModMask&(1<<m) == 0 || m == intelModU || m == intelModK {
+	for m, mod := range p.Modifiers {
+		if ev.ModMask&(1<<m) == 0 || m == intelModU || m == intelModK || mod.Name == "" {
 			continue
 		}
-		d := intelMods[m]
-		d.Idx = m
-		descs = append(descs, d)
+		t := attrBool
+		if mod.Type == ModInteger {
+			t = attrInt
+		}
+		descs = append(descs, attrDesc{Name: mod.Name, Type: t, Idx: m})
 	}
 	hws := p.Flags&intelPMUExtPEBS != 0
 	keep := func(idx int) bool {
@@ -175,6 +200,157 @@ func encodeIntelX86(r *request) error {
 		return err
 	}
 	return s.perf()
+}
+
+// encodeIntelNHMUncore serves the client uncores: Sandy and Ivy Bridge's
+// C-boxes have core-style tables and the core encoder; Nehalem's and
+// Westmere's (nhm_unc, wsm_unc) have an encoder of their own. All of
+// them go to perf as pfm_intel_nhm_unc_get_perf_encoding has it.
+func encodeIntelNHMUncore(r *request) error {
+	descs, keep := intelPattrs(r.pmu, r.event)
+	if err := r.parseAttrs(descs, keep); err != nil {
+		return err
+	}
+	s := &intelState{r: r, p: r.pmu, ev: r.event}
+	var err error
+	if r.pmu.Name == "nhm_unc" || r.pmu.Name == "wsm_unc" {
+		err = s.encodeNHMUncore()
+	} else {
+		err = s.encode()
+	}
+	if err != nil {
+		return err
+	}
+	return s.perf()
+}
+
+// Modifiers of the Nehalem/Westmere uncore (nhm_unc_mods), and the
+// occupancy bit of its event select register.
+const (
+	nhmUncModE = iota
+	nhmUncModI
+	nhmUncModC
+	nhmUncModO
+	uselOcc = 1 << 17
+)
+
+// encodeNHMUncore is pfm_nhm_unc_get_encoding: the core encoder's
+// checks, fewer of them (no EXCL_GRP_GT, no EXCL_GRP_BUT_0, no
+// hardwired-value comparison: a hardwired modifier may not be set at all).
+func (s *intelState) encodeNHMUncore() error {
+	r, ev := s.r, s.ev
+	s.reg = ev.Code
+	s.grpmsk = uint32(1)<<ev.NumGroups - 1
+	umask := ev.Code >> 8 & 0xff
+	s.maxGrp = noGroup
+	s.exclBut0 = noExclGroupBut0
+	modmskReq := ev.ModMaskReq
+	var grpcounts, ncombo [256]int
+	lastGrp := -1
+	for _, v := range r.vals {
+		d := r.desc(v)
+		if d.Perf {
+			continue
+		}
+		switch d.Type {
+		case attrUmask:
+			u := s.umask(v)
+			grp := int(u.Group)
+			if lastGrp != -1 && grp != lastGrp && ev.Flags&intelGrpExcl != 0 {
+				return badAttr(ErrFeatComb, "%s: umasks of %s come from one group only", u.Name, ev.Name)
+			}
+			grpcounts[grp&0xff]++
+			if u.Flags&intelNCombo != 0 {
+				ncombo[grp&0xff] = 1
+			}
+			if grpcounts[grp&0xff] > 1 && ncombo[grp&0xff] != 0 {
+				return badAttr(ErrFeatComb, "%s: cannot be combined with another umask of its group", u.Name)
+			}
+			lastGrp = grp
+			s.modhw |= u.ModHW
+			umask |= u.Code >> 8
+			s.ugrpmsk |= grpBit(u.Group)
+			// libpfm4 ORs the umask so far into the register at each umask.
+			s.reg |= umask << 8
+			modmskReq |= u.ModMaskReq
+		case attrRawUmask:
+			if r.raw&^0xff != 0 {
+				return badAttr(ErrAttr, "0x%x: raw umask wider than 8 bits", r.raw)
+			}
+			umask = r.raw & 0xff
+			s.ugrpmsk = s.grpmsk
+		default:
+			bit := map[int]uint64{nhmUncModI: selInv, nhmUncModE: selEdge, nhmUncModO: uselOcc}[d.Idx]
+			switch {
+			case d.Idx == nhmUncModC && v.Val > 255:
+				return badAttr(ErrInvalid, "c=%d: the counter mask is 0 to 255", v.Val)
+			case d.Idx == nhmUncModC:
+				s.reg = s.reg&^selCMask | v.Val<<cmaskShift
+			case v.Val != 0:
+				s.reg |= bit
+			default:
+				s.reg &^= bit
+			}
+			s.umodmsk |= 1 << d.Idx
+		}
+	}
+	for _, m := range []struct {
+		mod  int
+		bits uint64
+	}{{nhmUncModI, selInv}, {nhmUncModE, selEdge}, {nhmUncModC, selCMask}, {nhmUncModO, uselOcc}} {
+		if s.modhw&(1<<m.mod) != 0 && s.reg&m.bits != 0 {
+			return badAttr(ErrAttrSet, "%s: the umask hardwires it", s.p.Modifiers[m.mod].Name)
+		}
+	}
+	if (s.ugrpmsk != s.grpmsk && ev.Flags&intelGrpExcl == 0) || s.ugrpmsk == 0 {
+		s.umask2 = umask
+		if err := s.addDefaults(s.ugrpmsk ^ s.grpmsk); err != nil {
+			return err
+		}
+		umask = s.umask2
+	}
+	if modmskReq != 0 && s.umodmsk != modmskReq {
+		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, modNames(s.p, modmskReq))
+	}
+	s.canonicalUmasks()
+	s.reg |= umask<<8 | selEn | selInt
+	s.count = 1
+	for _, d := range r.pattrs {
+		if d.Perf || d.Type == attrUmask {
+			continue
+		}
+		var v uint64
+		switch d.Idx {
+		case nhmUncModE:
+			v = s.reg & selEdge >> 18
+		case nhmUncModI:
+			v = s.reg & selInv >> 23
+		case nhmUncModC:
+			v = s.reg & selCMask >> cmaskShift
+		case nhmUncModO:
+			v = s.reg & uselOcc >> 17
+		}
+		r.addf(":%s=%d", d.Name, v)
+	}
+	return nil
+}
+
+// canonicalUmasks starts the canonical name: the event, then its umasks
+// (given and default) in table order.
+func (s *intelState) canonicalUmasks() {
+	r := s.r
+	r.sortVals()
+	r.fstr = ""
+	r.addf("%s", s.ev.Name)
+	for _, v := range r.vals {
+		switch d := r.desc(v); {
+		case d.Perf:
+		case d.Type == attrUmask:
+			r.addf(":%s", s.umask(v).Name)
+		case d.Type == attrRawUmask:
+			r.addf(":0x%x", uint32(r.raw))
+		}
+	}
 }
 
 // umask is the umask a parsed attribute names.
@@ -287,7 +463,7 @@ func (s *intelState) encode() error {
 		{intelModIntx, selIntx}, {intelModIntxCP, selIntxCP},
 	} {
 		if s.modhw&s.umodmsk&(1<<m.mod) != 0 && hw&m.bits != s.reg&m.bits {
-			return badAttr(ErrAttrSet, "%s: the umask hardwires it to another value", intelMods[m.mod].Name)
+			return badAttr(ErrAttrSet, "%s: the umask hardwires it to another value", s.p.Modifiers[m.mod].Name)
 		}
 	}
 
@@ -322,21 +498,10 @@ func (s *intelState) encode() error {
 	}
 
 	if modmskReq != 0 && s.umodmsk != modmskReq {
-		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, intelModNames(modmskReq))
+		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, modNames(s.p, modmskReq))
 	}
 
-	r.sortVals()
-	r.fstr = ""
-	r.addf("%s", ev.Name)
-	for _, v := range r.vals {
-		switch d := r.desc(v); {
-		case d.Perf:
-		case d.Type == attrUmask:
-			r.addf(":%s", s.umask(v).Name)
-		case d.Type == attrRawUmask:
-			r.addf(":0x%x", uint32(r.raw))
-		}
-	}
+	s.canonicalUmasks()
 
 	if ev.Flags&intelFrontend != 0 && s.feThrUmask {
 		umThr := s.umask2 >> 8 & 0xfff
@@ -457,11 +622,12 @@ func (s *intelState) modValue(m int) uint64 {
 	return 0
 }
 
-func intelModNames(mask uint32) string {
+// modNames names the modifiers of a mask.
+func modNames(p *PMU, mask uint32) string {
 	var names []string
-	for m := range intelMods {
+	for m, mod := range p.Modifiers {
 		if mask&(1<<m) != 0 {
-			names = append(names, intelMods[m].Name)
+			names = append(names, mod.Name)
 		}
 	}
 	return strings.Join(names, ",")

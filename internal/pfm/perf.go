@@ -95,11 +95,11 @@ func encode(name string, env Env, active []string) (Encoding, error) {
 	if strings.ContainsAny(name, ", \t\n") {
 		return Encoding{}, ErrInvalid
 	}
-	pmus, err := activePMUs(active)
+	pmus, err := activePMUs(active, env)
 	if err != nil {
 		return Encoding{}, err
 	}
-	r, err := findEvent(name, pmus)
+	r, err := findEvent(name, pmus, env)
 	if err != nil {
 		return Encoding{}, err
 	}
@@ -125,12 +125,28 @@ func encode(name string, env Env, active []string) (Encoding, error) {
 	}, nil
 }
 
+// pmuInits are what some PMUs' pmu_init does in libpfm4: build the
+// table the machine has from the one compiled in.
+var pmuInits = map[string]func(*PMU, Env) *PMU{}
+
+// loadActive loads a PMU and initialises it for the machine.
+func loadActive(name string, env Env) (*PMU, error) {
+	p, err := loadPMU(name)
+	if err != nil {
+		return nil, err
+	}
+	if init := pmuInits[p.Name]; init != nil {
+		p = init(p, env)
+	}
+	return p, nil
+}
+
 // activePMUs loads the active PMUs, in libpfm4's order whatever the
 // order of the names.
-func activePMUs(active []string) ([]*PMU, error) {
+func activePMUs(active []string, env Env) ([]*PMU, error) {
 	pmus := make([]*PMU, 0, len(active))
 	for _, n := range active {
-		p, err := loadPMU(n)
+		p, err := loadActive(n, env)
 		if err != nil {
 			return nil, err
 		}
@@ -170,8 +186,20 @@ func splitAttrs(s string) []string {
 
 // findEvent finds the PMU and event a name means, and follows an event
 // alias (equiv) to its target within the same PMU.
-func findEvent(name string, active []*PMU) (*request, error) {
+func findEvent(name string, active []*PMU, env Env) (*request, error) {
 	pname, ename, attrs := splitName(name)
+	if pname != "" && env.EncodeInactive && !slices.ContainsFunc(active, func(p *PMU) bool { return equalFold(p.Name, pname) }) {
+		for _, h := range PMUs() {
+			if equalFold(h.Name, pname) {
+				p, err := loadActive(h.Name, env)
+				if err != nil {
+					return nil, err
+				}
+				active = []*PMU{p}
+				break
+			}
+		}
+	}
 	for _, p := range active {
 		if pname == "" && p.Flags&pmuFlagDeprecated != 0 {
 			continue
@@ -202,6 +230,9 @@ func findPMUEvent(p *PMU, name string) *Event {
 		ev := &p.Events[i]
 		if ev.Model != 0 && int(ev.Model) != p.ID {
 			continue // another model's event, invisible to this one
+		}
+		if p.Family == FamilyAMD64 && !amdValid(p, ev.Flags) {
+			continue // another revision's event
 		}
 		if equalFold(ev.Name, name) {
 			return ev
@@ -399,6 +430,12 @@ func (r *request) parseList(list []string) error {
 		case d.Type == attrUmask || d.Type == attrRawUmask:
 			if hasVal {
 				return badAttr(ErrAttrVal, "%s: a umask takes no value", s)
+			}
+			if len(r.vals) == maxAttrs {
+				// libpfm4 checks only modifiers; more umasks (an alias
+				// counts what it stands for) run past its array and
+				// crash the C agent.
+				return badAttr(ErrTooMany, "%s: more than %d attributes", s, maxAttrs)
 			}
 		case !hasVal && d.Type != attrBool:
 			return badAttr(ErrAttrVal, "%s: needs a value", s)

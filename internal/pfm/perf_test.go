@@ -19,6 +19,12 @@ func miniSKX() *PMU {
 		Name: "skx", ID: 427, Order: 100, Family: FamilyIntelX86, Type: PMUTypeCore,
 		Flags:        pmuFlagRawUmask | intelPMUECMask,
 		SupportedPLM: PLM0 | PLM3,
+		Modifiers: []Modifier{
+			{Name: "k", Type: ModBool}, {Name: "u", Type: ModBool}, {Name: "e", Type: ModBool},
+			{Name: "i", Type: ModBool}, {Name: "c", Type: ModInteger}, {Name: "t", Type: ModBool},
+			{Name: "ldlat", Type: ModInteger}, {Name: "intx", Type: ModBool}, {Name: "intxcp", Type: ModBool},
+			{Name: "fe_thres", Type: ModInteger},
+		},
 		Events: []Event{
 			{
 				Name: "INST_RETIRED", Code: 0xc0, NumGroups: 1, Flags: intelPEBS, ModMask: v4,

@@ -17,10 +17,26 @@ const char *perf_family(pfmlib_pmu_t *p)
 	return NULL;
 }
 
+/* the catalog's flag for events that exist only if the kernel lists them */
+#define DUMP_PERF_FL_OPTIONAL 0x10000
+
+static void dump_umasks(const perf_event_t *pe)
+{
+	int j;
+
+	for (j = 0; j < pe->numasks && j < PERF_MAX_UMASKS; j++) {
+		const perf_umask_t *um = &pe->umasks[j];
+		dump_umask_t u = {
+			.name = um->uname, .desc = um->udesc, .code = um->uid,
+			.flags = um->uflags, .grpid = um->grpid,
+		};
+		out_umask(&u);
+	}
+}
+
 void perf_dump(pfmlib_pmu_t *p)
 {
 	size_t i;
-	int j;
 
 	if (p != &perf_event_support) {
 		/* perf_raw: one event with no table, described by its callbacks */
@@ -43,13 +59,20 @@ void perf_dump(pfmlib_pmu_t *p)
 			.flags = pe->flags, .modmsk = pe->modmsk, .ngrp = pe->ngrp, .type = pe->type,
 		};
 		out_event(&e);
-		for (j = 0; j < pe->numasks && j < PERF_MAX_UMASKS; j++) {
-			const perf_umask_t *um = &pe->umasks[j];
-			dump_umask_t u = {
-				.name = um->uname, .desc = um->udesc, .code = um->uid,
-				.flags = um->uflags, .grpid = um->grpid,
-			};
-			out_umask(&u);
-		}
+		dump_umasks(pe);
+	}
+	/*
+	 * Initialization appends these when the kernel's core PMU lists them
+	 * (/sys/devices/cpu/events/NAME): flagged so, as the catalog's own flag.
+	 */
+	for (i = 0; i < PME_PERF_EVENT_OPT_COUNT; i++) {
+		const perf_event_t *pe = &perf_optional_events[i];
+		dump_event_t e = {
+			.name = pe->name, .desc = pe->desc, .equiv = pe->equiv, .code = pe->id,
+			.flags = pe->flags | DUMP_PERF_FL_OPTIONAL, .modmsk = pe->modmsk,
+			.ngrp = pe->ngrp, .type = pe->type,
+		};
+		out_event(&e);
+		dump_umasks(pe);
 	}
 }

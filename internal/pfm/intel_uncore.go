@@ -1,0 +1,584 @@
+package pfm
+
+// The encoder of Intel's server uncore PMUs, SandyBridge-EP to Skylake-X
+// and Knights Landing/Mill (libpfm4's snbep_unc family: snbep_unc_*,
+// ivbep_unc_*, hswep_unc_*, bdx_unc_*, skx_unc_*, knl_unc_*, knm_unc_*).
+// libpfm4 4.13 has no Icelake-X or Sapphire Rapids uncore tables.
+//
+// Each box's control register shares a layout: event 0-7, umask 8-15,
+// edge 18, enable 22, invert 23, threshold 24-31. The power unit (PCU)
+// selects occupancy with bits 14-15 and has its own invert and edge for
+// it; C-boxes and CHAs have filter registers, handed to perf as config1
+// (and config2).
+
+import "strings"
+
+func init() { familyEncoders[FamilyIntelUncore] = encodeIntelUncore }
+
+// Per-architecture PMU flags (pfmlib_pmu_t.flags, high 16 bits).
+const (
+	uncFlagOcc = 0x10000 // the PMU has occupancy events (PCU)
+	uncFlagCbo = 0x20000 // a C-box
+	uncFlagCha = 0x40000 // a CHA (Skylake and later)
+)
+
+// Unit mask and event flags of intel_x86 tables, as the uncore encoder
+// reads them.
+const (
+	ixNCombo     = 0x00001
+	ixDfl        = 0x00008
+	ixGrpExcl    = 0x00010
+	ixExclGrpGT  = 0x00040
+	ixGrpDflNone = 0x00800
+	ixGrpReq     = 0x08000
+	ixForceFilt0 = 0x20000
+)
+
+// The uncore modifiers, numbered as in the PMUs' modifier table
+// (libpfm4's snbep_unc_mods): an event's ModMask has bit n set when it
+// takes modifier n. Several share a name (two "t", "tf", "nf" and three
+// "cf"); an event takes one of each.
+const (
+	uncE = iota
+	uncI
+	uncT8
+	uncT5
+	uncTF
+	uncCF
+	uncNF
+	uncFF
+	uncA
+	uncNF1
+	uncIsoc
+	uncNC
+	uncCF1
+	uncTF1
+	uncCF2
+	uncLoc
+	uncRem
+	uncLMem
+	uncRMem
+	uncDNID
+	uncRCSNID
+	uncNumMods
+)
+
+const maxGrpID = 0xffff // no group limit yet
+
+// uncorePattrs lists what an uncore event accepts: its unit masks (those
+// of this model), its modifiers, then perf's, less those the uncore
+// cannot honour (pfm_intel_snbep_unc_perf_validate_pattrs).
+func uncorePattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
+	var descs []attrDesc
+	for i := range ev.Umasks {
+		u := &ev.Umasks[i]
+		if intelModel(p, u.Model) {
+			descs = append(descs, attrDesc{Name: u.Name, Type: attrUmask, Idx: i, Equiv: u.Equiv})
+		}
+	}
+	// libpfm4 drops any attribute numbered like perf's hw_smpl, the
+	// PMU's own included: the uncore's modifier 11, "nc", is never usable.
+	descs = append(descs, pmuModifiers(p, ev, func(m int) bool { return m != perfHWSmpl })...)
+	keep := func(idx int) bool {
+		switch idx {
+		case perfPrecise, perfH, perfHWSmpl:
+			return false
+		}
+		return perfKeep(p, idx)
+	}
+	return descs, keep
+}
+
+// pmuModifiers lists the modifiers an event takes, from its PMU's
+// modifier table, in table order, those use refuses left out.
+func pmuModifiers(p *PMU, ev *Event, use func(m int) bool) []attrDesc {
+	var descs []attrDesc
+	for m := 0; m < 32; m++ {
+		if ev.ModMask&(1<<m) == 0 || !use(m) {
+			continue
+		}
+		d := attrDesc{Idx: m, Type: attrBool}
+		if m < len(p.Modifiers) {
+			d.Name = p.Modifiers[m].Name
+			if p.Modifiers[m].Type == ModInteger {
+				d.Type = attrInt
+			}
+		}
+		descs = append(descs, d)
+	}
+	return descs
+}
+
+// bitReg is a 64-bit register (a box's control register, a filter, AMD's
+// PERF_CTL) whose fields the encoders set and read.
+type bitReg uint64
+
+func (r *bitReg) set(pos, width uint, v uint64) {
+	m := uint64(1)<<width - 1
+	*r = bitReg(uint64(*r)&^(m<<pos) | (v&m)<<pos)
+}
+
+func (r bitReg) get(pos, width uint) uint64 { return uint64(r) >> pos & (1<<width - 1) }
+
+// Field positions in the registers.
+const (
+	rEdge, rTID, rInv, rThres = 18, 19, 23, 24
+	rOcc, rOccInv, rOccEdge   = 14, 30, 31
+)
+
+func encodeIntelUncore(r *request) error {
+	p, ev := r.pmu, r.event
+	descs, keep := uncorePattrs(p, ev)
+	if err := r.parseAttrs(descs, keep); err != nil {
+		return err
+	}
+
+	var (
+		filt      [2]bitReg
+		addr      bitReg
+		reg       = bitReg(ev.Code)
+		umask1    = ev.Code >> 8 // a unit mask the event code carries
+		umask2    = umask1
+		grpmsk    = uint32(1)<<ev.NumGroups - 1
+		ugrpmsk   uint32
+		maxGrp    = maxGrpID
+		lastGrp   = maxGrpID
+		umodmsk   uint32
+		modmskReq = ev.ModMaskReq
+		pcuBand   = -1
+		numasks   int
+		mustFilt0 = ev.Flags&ixForceFilt0 != 0
+		maxReqGrp = -1
+		reqGrps   [8]bool
+		grpCounts [8]int
+		ncombo    [8]bool
+	)
+	occ := p.Flags&uncFlagOcc != 0 && ev.Code&0x80 != 0
+	setFilters := func(u *Umask) {
+		for i := range filt {
+			filt[i] |= bitReg(u.Filters[i] & 0xffffffff)
+			filt[i] &^= bitReg(u.Filters[i] >> 32)
+		}
+	}
+
+	for _, v := range r.vals {
+		a := r.desc(v)
+		if a.Perf {
+			continue
+		}
+		switch a.Type {
+		case attrUmask:
+			u := &ev.Umasks[a.Idx]
+			grp := int(u.Group & 0xff)
+			if lastGrp != maxGrpID && grp != lastGrp && ev.Flags&ixGrpExcl != 0 {
+				return badAttr(ErrFeatComb, "%s: unit masks of different groups cannot be combined", u.Name)
+			}
+			if u.Flags&ixExclGrpGT != 0 {
+				maxGrp = grp
+			}
+			grpCounts[grp&7]++
+			if u.Flags&ixGrpReq != 0 {
+				req := int(u.Group >> 8 & 0xff)
+				maxReqGrp = max(maxReqGrp, req)
+				reqGrps[req&7] = true
+			}
+			if u.Flags&ixNCombo != 0 {
+				ncombo[grp&7] = true
+			}
+			if grpCounts[grp&7] > 1 && ncombo[grp&7] {
+				return badAttr(ErrFeatComb, "%s: unit mask cannot be combined with another of its group", u.Name)
+			}
+			lastGrp = grp
+			setFilters(u)
+			umask2 |= u.Code >> 8
+			ugrpmsk |= 1 << grp
+			if occ {
+				reg.set(rOcc, 2, umask2>>6)
+				umask2 = 0
+			} else {
+				reg |= bitReg(umask2 << 8)
+			}
+			modmskReq |= u.ModMaskReq
+			numasks++
+		case attrRawUmask:
+			if r.raw&^0xff != 0 {
+				return badAttr(ErrAttr, "%s: a raw unit mask is 8 bits", r.attrName(v.Desc))
+			}
+			umask2 = r.raw & 0xff
+			ugrpmsk = grpmsk
+			numasks++
+		default:
+			iv := v.Val
+			bad := func(limit string) error {
+				return badAttr(ErrAttrVal, "%s: value %d out of range %s", a.Name, iv, limit)
+			}
+			switch a.Idx {
+			case uncI:
+				if occ {
+					reg.set(rOccInv, 1, b2u(iv != 0))
+				} else {
+					reg.set(rInv, 1, b2u(iv != 0))
+				}
+			case uncE:
+				if occ {
+					reg.set(rOccEdge, 1, b2u(iv != 0))
+				} else {
+					reg.set(rEdge, 1, b2u(iv != 0))
+				}
+			case uncT8:
+				if iv > 255 {
+					return bad("[0-255]")
+				}
+				reg.set(rThres, 8, iv)
+			case uncT5:
+				if iv > 31 {
+					return bad("[0-31]")
+				}
+				reg.set(rThres, 5, iv)
+			case uncTF:
+				if iv > 1 {
+					return bad("[0-1]")
+				}
+				reg.set(rTID, 1, 1)
+				mustFilt0 = true
+				filt[0].set(0, 1, iv)
+			case uncTF1:
+				if iv > 7 {
+					return bad("[0-7]")
+				}
+				reg.set(rTID, 1, 1)
+				filt[0].set(0, 3, iv)
+				mustFilt0 = true
+			case uncCF:
+				if iv > 15 {
+					return bad("[0-15]")
+				}
+				reg.set(rTID, 1, 1)
+				filt[0].set(1, 3, iv)
+				mustFilt0 = true
+			case uncCF1:
+				if iv > 63 {
+					return bad("[0-63]")
+				}
+				reg.set(rTID, 1, 1)
+				filt[0].set(1, 5, iv)
+				mustFilt0 = true
+			case uncNF:
+				if iv > 255 || iv == 0 {
+					return bad("[1-255]")
+				}
+				filt[0].set(10, 8, iv)
+			case uncNF1:
+				if iv > 255 || iv == 0 {
+					return bad("[1-255]")
+				}
+				filt[1].set(0, 16, iv)
+			case uncCF2:
+				if iv > 64 {
+					return bad("[0-63]")
+				}
+				reg.set(rTID, 1, 1)
+				filt[0].set(3, 6, iv)
+				mustFilt0 = true
+			case uncFF:
+				if iv > 255 {
+					return bad("[0-255]")
+				}
+				// The band is the event's distance from
+				// UNC_P_FREQ_BAND0_CYCLES (0xb).
+				pcuBand = int(reg.get(0, 8)) - 0xb
+				filt[0] = bitReg(iv << (uint(pcuBand) * 8 & 63))
+			case uncA:
+				if iv>>40 != 0 {
+					return bad("of 40 bits")
+				}
+				addr.set(6, 26, iv)
+				addr.set(32, 14, iv>>26)
+			case uncIsoc:
+				filt[1].set(31, 1, b2u(iv != 0))
+			case uncNC:
+				filt[1].set(30, 1, b2u(iv != 0))
+			case uncLoc, uncLMem:
+				// libpfm4 4.13 sets the local-target bit for lmem too.
+				filt[1].set(1, 1, b2u(iv != 0))
+			case uncRem:
+				filt[1].set(0, 1, b2u(iv != 0))
+			case uncRMem:
+				filt[1].set(5, 1, b2u(iv != 0))
+			case uncDNID:
+				if iv > 15 {
+					return bad("[0-15]")
+				}
+				filt[0].set(8, 4, iv)
+				filt[0].set(13, 1, 1)
+			case uncRCSNID:
+				if iv > 15 {
+					return bad("[0-15]")
+				}
+				filt[0].set(14, 4, iv)
+				filt[0].set(18, 1, 1)
+			default:
+				return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
+			}
+			if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 {
+				umodmsk |= 1 << a.Idx
+			}
+		}
+	}
+
+	for x := 0; x <= maxReqGrp; x++ {
+		if reqGrps[x&7] && ugrpmsk&(1<<x) == 0 {
+			return badAttr(ErrFeatComb, "a unit mask of group %d is required", x)
+		}
+	}
+
+	if len(ev.Umasks) > 0 && (ugrpmsk != grpmsk || ugrpmsk == 0) {
+		um, added, err := r.uncoreDefaults(ugrpmsk^grpmsk, maxGrp, setFilters)
+		if err != nil {
+			return err
+		}
+		r.vals = append(r.vals, added...)
+		numasks += len(added)
+		umask2 |= um
+	}
+	if len(ev.Umasks) > 0 && numasks == 0 {
+		return badAttr(ErrAttr, "the event needs a unit mask")
+	}
+	if modmskReq&(1<<uncNF) == 0 && umodmsk&(1<<uncNF) != 0 {
+		return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
+	}
+	if modmskReq&(1<<uncNF1) == 0 && umodmsk&(1<<uncNF1) != 0 {
+		return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
+	}
+	if modmskReq != 0 && umodmsk&modmskReq == 0 {
+		return badAttr(ErrAttr, "a required modifier is missing (%s)", uncModList(p, modmskReq))
+	}
+
+	// A CHA's TOR events filter on opcode and target only as asked: by
+	// default every target and opcode (rem, loc, all_opc, nm, not_nm).
+	if isChaFilt(p, 1, reg) {
+		if filt[1] == 0 {
+			filt[1] = 0x3b
+		} else if filt[1].get(9, 10) != 0 || filt[1].get(19, 10) != 0 {
+			filt[1] &^= 1 << 3
+		}
+	}
+
+	r.addf("%s", ev.Name)
+	r.sortVals()
+	for _, v := range r.vals {
+		a := r.desc(v)
+		if a.Perf {
+			continue
+		}
+		if a.Type == attrUmask {
+			r.addf(":%s", ev.Umasks[a.Idx].Name)
+		} else if a.Type == attrRawUmask {
+			r.addf(":0x%x", uint32(r.raw))
+		}
+	}
+	reg |= bitReg((umask1 | umask2) << 8)
+
+	codes := []uint64{uint64(reg)}
+	if filt[0] != 0 || filt[1] != 0 || mustFilt0 {
+		codes = append(codes, uint64(filt[0]))
+	}
+	if filt[1] != 0 {
+		codes = append(codes, uint64(filt[1]))
+	}
+	if addr != 0 {
+		codes = append(codes, uint64(addr))
+	}
+
+	for _, a := range r.pattrs {
+		if a.Perf || a.Type == attrUmask {
+			continue
+		}
+		var v uint64
+		switch a.Idx {
+		case uncE:
+			v = reg.get(rEdge, 1)
+			if occ {
+				v = reg.get(rOccEdge, 1)
+			}
+		case uncI:
+			v = reg.get(rInv, 1)
+			if occ {
+				v = reg.get(rOccInv, 1)
+			}
+		case uncT8:
+			v = reg.get(rThres, 8)
+		case uncT5:
+			v = reg.get(rThres, 5)
+		case uncTF:
+			v = reg.get(rTID, 1)
+		case uncTF1:
+			v = filt[0].get(0, 3)
+		case uncCF:
+			v = filt[0].get(1, 3)
+		case uncCF1:
+			v = filt[0].get(1, 5)
+		case uncCF2:
+			v = filt[0].get(3, 6)
+		case uncFF:
+			v = uint64(filt[0]) >> (uint(pcuBand) * 8 & 63) & 0xff
+		case uncIsoc:
+			v = filt[1].get(31, 1)
+		case uncNC:
+			v = filt[1].get(30, 1)
+		case uncNF:
+			if modmskReq&(1<<uncNF) == 0 {
+				continue
+			}
+			v = filt[0].get(10, 8)
+		case uncNF1:
+			if modmskReq&(1<<uncNF1) == 0 {
+				continue
+			}
+			v = filt[1].get(0, 16)
+		case uncA:
+			// libpfm4 computes this in 32 bits.
+			r.addf(":addr=0x%x", uint32(addr.get(32, 14)<<26|addr.get(6, 26)))
+			continue
+		case uncRem, uncRMem:
+			v = filt[1].get(0, 1)
+		case uncLoc, uncLMem:
+			v = filt[1].get(1, 1)
+		case uncDNID:
+			v = filt[0].get(8, 4)
+		case uncRCSNID:
+			v = filt[0].get(14, 4)
+		default:
+			return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
+		}
+		r.addf(":%s=%d", a.Name, v)
+	}
+
+	typ, err := r.kernelPMUType()
+	if err != nil {
+		return err
+	}
+	r.attr.Type = typ
+	r.attr.Config = codes[0]
+	if (isCboFilt(p, reg) || isChaFilt(p, 0, reg) || isChaFilt(p, 1, reg)) && len(codes) > 1 {
+		// The kernel takes both C-box filters in config1.
+		r.attr.Ext1 = codes[1]
+		if len(codes) >= 3 {
+			r.attr.Ext1 |= codes[2] << 32
+		}
+	} else {
+		if len(codes) >= 2 {
+			r.attr.Ext1 = codes[1]
+		}
+		if len(codes) >= 3 {
+			r.attr.Ext2 = codes[2]
+		}
+	}
+	return nil
+}
+
+// uncoreDefaults adds the default unit mask of each group in msk that the
+// user left empty, as snbep_unc_add_defaults does.
+func (r *request) uncoreDefaults(msk uint32, maxGrp int, setFilters func(*Umask)) (uint64, []attrVal, error) {
+	ev := r.event
+	var um uint64
+	var added []attrVal
+	for i := 0; msk != 0; msk, i = msk>>1, i+1 {
+		if msk&1 == 0 {
+			continue
+		}
+		n, skip := 0, false
+		for j, a := range r.pattrs {
+			if a.Perf || a.Type != attrUmask {
+				continue
+			}
+			u := &ev.Umasks[a.Idx]
+			if int(u.Group&0xff) != i {
+				continue
+			}
+			if maxGrp != maxGrpID && i > maxGrp {
+				skip = true
+				continue
+			}
+			if u.Flags&ixGrpDflNone != 0 {
+				skip = true
+				continue
+			}
+			if u.Flags&ixDfl == 0 {
+				continue
+			}
+			um |= u.Code >> 8
+			setFilters(u)
+			added = append(added, attrVal{Desc: j})
+			n++
+			if ev.Flags&ixGrpExcl != 0 {
+				return um, added, nil
+			}
+			if u.Flags&ixExclGrpGT != 0 {
+				if maxGrp != maxGrpID {
+					return 0, nil, badAttr(ErrUmask, "%s: two default unit masks limit the groups", u.Name)
+				}
+				maxGrp = int(u.Group & 0xff)
+			}
+		}
+		if n == 0 && !skip {
+			return 0, nil, badAttr(ErrUmask, "no unit mask given for group %d, and it has no default", i)
+		}
+	}
+	return um, added, nil
+}
+
+// isChaFilt says whether a CHA event uses filter x: LLC_LOOKUP (0x34)
+// filter 0, TOR_INSERTS and TOR_OCCUPANCY (0x35, 0x36) filter 1.
+func isChaFilt(p *PMU, x int, reg bitReg) bool {
+	if p.Flags&uncFlagCha == 0 {
+		return false
+	}
+	sel := reg.get(0, 8)
+	if x == 0 {
+		return sel == 0x34
+	}
+	return sel == 0x35 || sel == 0x36
+}
+
+// isCboFilt says whether a C-box event's filters go to config1 together:
+// opcode-matching (umask bit 0) LLC_LOOKUP and TOR events.
+func isCboFilt(p *PMU, reg bitReg) bool {
+	if p.Flags&uncFlagCbo == 0 {
+		return false
+	}
+	sel := reg.get(0, 8)
+	return reg.get(8, 1) == 1 && (sel == 0x34 || sel == 0x35 || sel == 0x36)
+}
+
+func uncModList(p *PMU, msk uint32) string {
+	var names []string
+	for m := range p.Modifiers {
+		if msk&(1<<m) != 0 {
+			names = append(names, p.Modifiers[m].Name)
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// kernelPMUType gives the perf_event type of the kernel PMU the request's
+// PMU is opened through, which libpfm4 reads from sysfs; an uncore PMU
+// the kernel does not have cannot be encoded.
+func (r *request) kernelPMUType() (uint32, error) {
+	name := r.pmu.PerfName
+	if r.env.PerfType == nil {
+		return 0, badAttr(ErrNotSupported, "kernel PMU %s not found", name)
+	}
+	t, err := r.env.PerfType(name)
+	if err != nil {
+		return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", name, err)
+	}
+	return t, nil
+}

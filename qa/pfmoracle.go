@@ -1,0 +1,52 @@
+package qa
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Oracle is qa/pfmoracle built against the machine's libpfm4: it says what
+// the C pmdaperfevent gets from libpfm4 for an event name.
+type Oracle struct {
+	bin string
+}
+
+// BuildOracle compiles qa/pfmoracle/pfmoracle.c with gcc and libpfm4-dev
+// (scripts/setup installs both) into the test's temporary directory. The
+// test skips, or fails under PERFEVENT_QA=1, without them.
+func BuildOracle(t testing.TB) *Oracle {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		unmet(t, "gcc is not installed (scripts/setup installs it)")
+	}
+	src := filepath.Join(repoRoot(), "qa", "pfmoracle", "pfmoracle.c")
+	bin := filepath.Join(t.TempDir(), "pfmoracle")
+	out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, src, "-lpfm").CombinedOutput()
+	if err != nil {
+		unmet(t, "building pfmoracle with gcc and libpfm4-dev (scripts/setup installs them): %v\n%s", err, out)
+	}
+	return &Oracle{bin: bin}
+}
+
+// Encode gives the oracle's line for each name (see pfmoracle.c for the
+// format), run with env added to the environment, such as
+// "LIBPFM_FORCE_PMU=skx" and "LIBPFM_ENCODE_INACTIVE=1".
+func (o *Oracle) Encode(env []string, names ...string) ([]string, error) {
+	cmd := exec.Command(o.bin)
+	cmd.Env = append(cmd.Environ(), env...)
+	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("pfmoracle: %v: %s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	if len(lines) != len(names) {
+		return nil, fmt.Errorf("pfmoracle: %d lines for %d names", len(lines), len(names))
+	}
+	return lines, nil
+}
