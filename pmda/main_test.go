@@ -107,7 +107,7 @@ func TestCheckVM(t *testing.T) {
 	}
 	for _, line := range []string{
 		"  testdata/vm.conf:3: [perf] chosen: PMU perf is present\n",
-		"  testdata/vm.conf:4: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0, on cpus ",
+		"  testdata/vm.conf:4: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0 exclude hv,guest -> perfevent.hwcounters.cpu_clock, on cpus ",
 		"  testdata/vm.conf:13: [sw_faults_cs:derived]: perfevent.derived.sw_faults_cs.value = page-faults × 1 + context-switches × 1 (group at line 14)\n",
 		"  testdata/vm.conf:22: msr.tsc: sysfs msr/events/tsc (event=0x00): type ",
 	} {
@@ -116,7 +116,7 @@ func TestCheckVM(t *testing.T) {
 		}
 	}
 	if hw, err := os.ReadFile("/sys/bus/event_source/devices/cpu/type"); err != nil || len(hw) == 0 {
-		if !strings.Contains(out, "  testdata/vm.conf:11: cycles: generic hardware PERF_COUNT_HW_CPU_CYCLES: type 0 config 0x0; cannot count on cpus ") ||
+		if !strings.Contains(out, "  testdata/vm.conf:11: cycles: generic hardware PERF_COUNT_HW_CPU_CYCLES: type 0 config 0x0 exclude hv,guest -> perfevent.hwcounters.cycles; cannot count on cpus ") ||
 			!strings.Contains(out, "not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT); skipped\n") {
 			t.Errorf("no VM note for cycles:\n%s", out)
 		}

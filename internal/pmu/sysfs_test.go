@@ -204,9 +204,22 @@ func TestListEvents(t *testing.T) {
 	}
 	kinds := map[Kind]int{}
 	byName := map[string]Listing{}
+	libpfm := map[string]int{}
 	for _, l := range ls {
-		kinds[l.Kind]++
+		if l.Kind == KindLibpfm {
+			libpfm[l.Group]++
+		} else {
+			kinds[l.Kind]++
+		}
 		byName[l.Name] = l
+	}
+	// libpfm4's tables of the PMUs it finds on a Skylake-SP, but perf's;
+	// libpfm4 4.13 lists 86 events for skx (pfm_get_pmu_info nevents).
+	if len(libpfm) != 4 || libpfm["skx"] != 86 || libpfm["ix86arch"] != 7 || libpfm["rapl"] == 0 || libpfm["skx_unc_imc0"] == 0 {
+		t.Errorf("libpfm4 events per PMU = %v", libpfm)
+	}
+	if got := byName["skx::MEM_LOAD_RETIRED"].String(); !strings.HasPrefix(got, "skx::MEM_LOAD_RETIRED [libpfm4: ") || !strings.Contains(got, "\n    :L3_HIT  ") {
+		t.Errorf("MEM_LOAD_RETIRED = %s", got)
 	}
 	// 10 hardware, 32 cache (perf list's table), 12 software, and the
 	// sysfs events of the fixture plus the 9 synthetic software ones.
@@ -259,7 +272,12 @@ func TestListEvents(t *testing.T) {
 		if l.Kind == KindTracepoint {
 			fs = testFS("vm")
 		}
-		if _, err := fs.Resolve(l.Name); err != nil && l.Err == nil {
+		name := l.Name
+		if len(l.Umasks) > 0 {
+			// Not every libpfm4 event has a default umask.
+			name += ":" + l.Umasks[0].Name
+		}
+		if _, err := fs.Resolve(name); err != nil && l.Err == nil {
 			t.Errorf("listed %q does not resolve: %v", l.Name, err)
 		}
 	}
@@ -360,5 +378,47 @@ func TestNoSysfs(t *testing.T) {
 	ls, err := fs.ListEvents()
 	if err == nil || len(ls) != 10+32+12+9 {
 		t.Errorf("ListEvents = %d listings, %v", len(ls), err)
+	}
+}
+
+func TestFilterListings(t *testing.T) {
+	ls, _ := testFS("skylake").ListEvents()
+	names := func(ls []Listing) []string {
+		var n []string
+		for _, l := range ls {
+			s := l.Name
+			for _, u := range l.Umasks {
+				s += ":" + u.Name
+			}
+			n = append(n, s)
+		}
+		return n
+	}
+	got, err := FilterListings(ls, "skx", "l3_hit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Names match whole (every umask kept), or by their umasks (those kept).
+	want := []string{
+		"skx::MEM_LOAD_L3_HIT_RETIRED:XSNP_MISS:XSNP_HIT:XSNP_HITM:XSNP_NONE",
+		"skx::MEM_LOAD_UOPS_L3_HIT_RETIRED:XSNP_MISS:XSNP_HIT:XSNP_HITM:XSNP_NONE",
+		"skx::MEM_LOAD_RETIRED:L3_HIT",
+		"skx::MEM_LOAD_UOPS_RETIRED:L3_HIT",
+		"skx::OFFCORE_RESPONSE_0:L3_HITM:L3_HITE:L3_HITS:L3_HITF:L3_HITMESF:L3_HIT",
+		"skx::OFFCORE_RESPONSE_1:L3_HITM:L3_HITE:L3_HITS:L3_HITF:L3_HITMESF:L3_HIT",
+	}
+	if !reflect.DeepEqual(names(got), want) {
+		t.Errorf("--pmu skx --match l3_hit = %v, want %v", names(got), want)
+	}
+	got, _ = FilterListings(ls, "PERF", "*-dcache-load*")
+	if want := []string{"L1-dcache-loads", "L1-dcache-load-misses"}; !reflect.DeepEqual(names(got), want) {
+		t.Errorf("--pmu perf --match '*-dcache-load*' = %v, want %v", names(got), want)
+	}
+	got, _ = FilterListings(ls, "uncore_imc_0", "")
+	if len(got) != 3 || got[0].Name != "uncore_imc_0.cas_count_read" {
+		t.Errorf("--pmu uncore_imc_0 = %v", names(got))
+	}
+	if _, err := FilterListings(ls, "", "[x"); err == nil {
+		t.Error("a bad glob is accepted")
 	}
 }
