@@ -10,7 +10,7 @@ import (
 
 // fixtures are the machines under testdata whose libpfm4 PMU list is
 // known, in testdata/NAME/libpfm4-pmus (each file says how it was made).
-var fixtures = []string{"snbep", "haswell", "skylake", "icelake-sp", "zen2", "zen3", "zen4", "graviton2", "power9", "vm"}
+var fixtures = []string{"snbep", "haswell", "skylake", "icelake-sp", "zen2", "zen3", "zen4", "graviton2", "power9", "vm", "alderlake"}
 
 // libpfmGolden reads a fixture's libpfm4-pmus file.
 func libpfmGolden(t *testing.T, fixture string) []string {

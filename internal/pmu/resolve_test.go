@@ -321,3 +321,23 @@ func BenchmarkResolveSysfs(b *testing.B) {
 		}
 	}
 }
+
+// TestResolveLibpfmCPUs: libpfm4 events count where their kernel PMU does.
+func TestResolveLibpfmCPUs(t *testing.T) {
+	const joule = 2.3283064365386962890625e-10
+	// Uncore events on the CPUs of their PMU's cpumask, with its scale.
+	check(t, "snbep", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, want{pmu: "snbep_unc_imc0", typ: 18, config: 0x304,
+		scale: 6.103515625e-5, unit: "MiB", cpus: []int{0, 8}, source: "libpfm4 snbep_unc_imc0::UNC_M_CAS_COUNT:RD:e=0:i=0:t=0:excl=0"})
+	// libpfm4's RAPL PMU and the C agent's RAPL: names both land on the
+	// kernel's power PMU.
+	check(t, "snbep", "rapl::RAPL_ENERGY_PKG", Options{}, want{pmu: "rapl", typ: 8, config: 2, scale: joule, unit: "Joules", cpus: []int{0, 8}})
+	check(t, "snbep", "RAPL:PACKAGE_ENERGY", Options{}, want{pmu: "power", typ: 8, config: 2, scale: joule, unit: "Joules", cpus: []int{0, 8},
+		source: "RAPL as sysfs power/events/energy-pkg (event=0x02)"})
+	check(t, "snbep", "RAPL:DRAM_ENERGY", Options{}, want{pmu: "power", typ: 8, config: 3, scale: joule, unit: "Joules", cpus: []int{0, 8}})
+	// On a hybrid CPU the core event (ix86arch's, type 4) counts on the
+	// CPUs of the kernel PMU of that type, the performance cores.
+	check(t, "alderlake", "INSTRUCTION_RETIRED", Options{}, want{pmu: "ix86arch", typ: 4, config: 0xc0, bits: exGuest,
+		cpus: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}})
+	// cpu=N asks for one CPU.
+	check(t, "haswell", "INST_RETIRED:ANY_P:cpu=3", Options{}, want{pmu: "hsw", typ: 4, config: 0xc0, bits: exGuest, cpus: []int{3}})
+}
