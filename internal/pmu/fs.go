@@ -21,6 +21,11 @@ type FS struct {
 	// Proc is the procfs mount point, normally "/proc". Only cpuinfo and
 	// mounts are read.
 	Proc string
+	// IntelArch is what CPUID leaf 0xa says, which libpfm4's ix86arch
+	// PMU depends on and /proc/cpuinfo does not show; Default reads it
+	// from this CPU. Nil stands for libpfm4's assumption when it cannot
+	// ask (version 3, every architectural event).
+	IntelArch *pfm.IntelArchPerfmon
 	// Tracing lists candidate tracefs roots, tried in order. When empty,
 	// the tracefs and debugfs mounts listed in <Proc>/mounts are tried,
 	// then <Sys>/kernel/tracing and <Sys>/kernel/debug/tracing.
@@ -46,7 +51,7 @@ func Default() *FS {
 	if v := os.Getenv("SYSFS_PREFIX"); v != "" {
 		sys = v
 	}
-	return &FS{Sys: sys, Proc: "/proc"}
+	return &FS{Sys: sys, Proc: "/proc", IntelArch: hostIntelArch()}
 }
 
 func (fs *FS) sysPath(elem ...string) string {

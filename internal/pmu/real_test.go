@@ -102,3 +102,24 @@ func TestThisMachineKernelAccepts(t *testing.T) {
 		unix.Close(fd)
 	}
 }
+
+// TestHostIntelArch: CPUID leaf 0xa agrees with what /proc/cpuinfo says
+// of this CPU: present, version 1 or more, on Intel with arch_perfmon;
+// absent elsewhere.
+func TestHostIntelArch(t *testing.T) {
+	c, err := (&FS{Proc: "/proc"}).CPUInfo()
+	if err != nil {
+		t.Skip("needs /proc/cpuinfo")
+	}
+	a := hostIntelArch()
+	switch {
+	case c.Vendor == "GenuineIntel" && c.Flags["arch_perfmon"]:
+		if a == nil || a.Version < 1 {
+			t.Errorf("arch_perfmon, but CPUID leaf 0xa gives %+v", a)
+		}
+	case c.Vendor != "GenuineIntel":
+		if a != nil {
+			t.Errorf("a %s CPU, but CPUID leaf 0xa gives %+v", c.Vendor, a)
+		}
+	}
+}
