@@ -214,13 +214,7 @@ func TestOpenedPartialFailureIsAProblem(t *testing.T) {
 	p := plan(t, m, "[perf]\ncpu-clock\n")
 	fake := countertest.New()
 	fake.FailOpen("cpu-clock", 0, unix.EACCES)
-	set, err := counter.New(p.Specs(), counter.Config{Opener: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, _ := set.Open()
-	p.Opened(set, sum)
-	text := notes(p)
+	text := openWith(t, p, fake)
 	want := "PROBLEM test.conf:2: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0 exclude hv,guest -> perfevent.hwcounters.cpu_clock; cannot count on cpu0: permission denied"
 	if !strings.Contains(text, want) || !strings.Contains(text, "(EACCES); counting on cpu1\n") {
 		t.Errorf("notes lack %q … counting on cpu1:\n%s", want, text)
@@ -251,13 +245,7 @@ func TestCheckShowsLibpfm4(t *testing.T) {
 	for cpu := 0; cpu < 32; cpu++ {
 		fake.FailOpen("MEM_LOAD_UOPS_RETIRED:L1_HIT", cpu, unix.ENOENT)
 	}
-	set, err := counter.New(p.Specs(), counter.Config{Opener: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, _ := set.Open()
-	p.Opened(set, sum)
-	text := notes(p)
+	text := openWith(t, p, fake)
 	for _, want := range []string{
 		"info    test.conf:2: MEM_LOAD_UOPS_RETIRED:L1_HIT: libpfm4 snb_ep::MEM_LOAD_UOPS_RETIRED:L1_HIT:e=0:i=0:c=0:t=0:u=1:k=1:precise=0:excl=0:mg=0:mh=1: " +
 			"type 4 config 0x1d1 exclude guest -> perfevent.hwcounters.MEM_LOAD_UOPS_RETIRED_L1_HIT; cannot count on cpus 0-31",
@@ -268,4 +256,17 @@ func TestCheckShowsLibpfm4(t *testing.T) {
 			t.Errorf("notes lack %q:\n%s", want, text)
 		}
 	}
+}
+
+// openWith opens the plan's counters through a fake opener and returns
+// the notes, what --check prints.
+func openWith(t *testing.T, p *Plan, fake *countertest.Opener) string {
+	t.Helper()
+	set, err := counter.New(p.Specs(), counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := set.Open()
+	p.Opened(set, sum)
+	return notes(p)
 }
