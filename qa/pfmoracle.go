@@ -32,6 +32,20 @@ func BuildOracle(t testing.TB) *Oracle {
 	return &Oracle{bin: bin}
 }
 
+// Events gives what libpfm4's public API lists for a PMU: each event's
+// name and code, followed by its unit masks' ("U") lines, as pfmoracle -e
+// prints them.
+func (o *Oracle) Events(env []string, pmu string) ([]string, error) {
+	cmd := exec.Command(o.bin, "-e", pmu)
+	cmd.Env = append(cmd.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("pfmoracle -e %s: %v: %s", pmu, err, stderr.String())
+	}
+	return strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n"), nil
+}
+
 // Encode gives the oracle's line for each name (see pfmoracle.c for the
 // format), run with env added to the environment, such as
 // "LIBPFM_FORCE_PMU=skx" and "LIBPFM_ENCODE_INACTIVE=1".

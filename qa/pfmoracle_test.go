@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"perfevent/internal/pfm"
 )
 
 // The committed goldens of internal/pfm are what this machine's libpfm4
@@ -38,6 +41,78 @@ func TestOracleMatchesGoldens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every event and unit mask that this machine's libpfm4 offers on a PMU is
+// in the catalog generated from libpfm4 4.13.0's sources, with the same
+// event code: Debian's build has the tables the catalog was made from.
+// (libpfm4 leaves out the events of other models and revisions, which the
+// catalog keeps with their Model or revision flags.)
+func TestOracleCatalog(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the catalog's amd64 tables need an amd64 libpfm4")
+	}
+	o := BuildOracle(t)
+	env := []string{"LIBPFM_ENCODE_INACTIVE=1"}
+	events, umasks := 0, 0
+	for _, h := range pfm.ArchPMUs("amd64") {
+		p, err := pfm.LoadArch("amd64", h.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := o.Events(env, p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The public API lists the table in order, without the events of
+		// other models and revisions; walk the catalog alongside it, by
+		// position, since a few tables have one name twice.
+		next := 0
+		var ev *pfm.Event
+		for _, line := range lines {
+			if line == "" {
+				continue
+			}
+			f := strings.Split(line, "\t")
+			if len(f) != 3 {
+				t.Fatalf("%s: pfmoracle -e printed %q", p.Name, line)
+			}
+			switch f[0] {
+			case "E":
+				events++
+				ev = nil
+				for ; next < len(p.Events) && ev == nil; next++ {
+					if e := &p.Events[next]; e.Name == f[1] && (e.Model == 0 || int(e.Model) == p.ID) {
+						ev = e
+					}
+				}
+				if ev == nil {
+					t.Errorf("%s: libpfm4 has %s, the catalog does not (at that place)", p.Name, f[1])
+					continue
+				}
+				code, err := strconv.ParseUint(f[2], 0, 64)
+				// The public API spells a Pentium 4 event's code with its ESCR.
+				if err != nil || (code != ev.Code && p.Family != pfm.FamilyNetburst) {
+					t.Errorf("%s::%s: libpfm4 says code %s, the catalog %#x", p.Name, f[1], f[2], ev.Code)
+				}
+			case "U":
+				umasks++
+				if ev != nil && !hasUmask(ev, f[1]) {
+					t.Errorf("%s::%s: libpfm4 has unit mask %s, the catalog does not", p.Name, ev.Name, f[1])
+				}
+			}
+		}
+	}
+	t.Logf("%d events and %d unit masks of libpfm4 found in the catalog", events, umasks)
+}
+
+func hasUmask(e *pfm.Event, name string) bool {
+	for _, u := range e.Umasks {
+		if u.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func readGolden(t *testing.T, path string) (names, lines []string) {

@@ -92,14 +92,21 @@ func find(arch, name string) *PMU {
 	return nil
 }
 
-func load(h *PMU) (*PMU, error) {
+// entry gives m's entry for k, made on first use, under the catalog's lock;
+// the entry's own sync.Once then decodes without holding it.
+func entry[K comparable, V any](m map[K]*V, k K) *V {
 	catalog.mu.Lock()
-	l := catalog.loaded[h]
-	if l == nil {
-		l = &loadedPMU{}
-		catalog.loaded[h] = l
+	defer catalog.mu.Unlock()
+	v := m[k]
+	if v == nil {
+		v = new(V)
+		m[k] = v
 	}
-	catalog.mu.Unlock()
+	return v
+}
+
+func load(h *PMU) (*PMU, error) {
+	l := entry(catalog.loaded, h)
 	l.once.Do(func() { l.pmu, l.err = loadTables(h) })
 	return l.pmu, l.err
 }
@@ -127,13 +134,7 @@ func loadTables(h *PMU) (*PMU, error) {
 // table decodes a table file once; PMUs that share it share its events.
 func table(arch, name string) *loadedTable {
 	key := arch + "/" + name
-	catalog.mu.Lock()
-	t := catalog.tables[key]
-	if t == nil {
-		t = &loadedTable{}
-		catalog.tables[key] = t
-	}
-	catalog.mu.Unlock()
+	t := entry(catalog.tables, key)
 	t.once.Do(func() {
 		file := key + ".tsv.gz"
 		t.mods, t.events, t.err = decodeTable(file, tableSizes[key])
@@ -158,7 +159,7 @@ func readIndex() {
 			if err != nil {
 				continue // an architecture not generated
 			}
-			pmus, err := decodeIndex(arch, file, string(b))
+			pmus, err := decodeIndex(arch, file, string(b), tableNames, tableSizes)
 			if err != nil {
 				// The index is generated and checked by the tests: a bad one
 				// is a broken build, not bad input.
@@ -252,7 +253,9 @@ func (r *fields) ints(i int) []int {
 	return v
 }
 
-func decodeIndex(arch, file, text string) ([]*PMU, error) {
+// decodeIndex reads one architecture's index, and notes each PMU's table
+// file in names and each table's size in sizes.
+func decodeIndex(arch, file, text string, names map[*PMU]string, sizes map[string][2]int) ([]*PMU, error) {
 	var pmus []*PMU
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	if lines[0] != indexHeader {
@@ -290,13 +293,13 @@ func decodeIndex(arch, file, text string) ([]*PMU, error) {
 			Arch:         arch,
 		}
 		key := arch + "/" + r.f[15]
-		tableSizes[key] = [2]int{r.int(16), r.int(17)}
+		sizes[key] = [2]int{r.int(16), r.int(17)}
 		if r.err != nil {
 			return nil, r.err
 		}
 		switch r.f[0] {
 		case "P":
-			tableNames[p] = r.f[15]
+			names[p] = r.f[15]
 			pmus = append(pmus, p)
 		case "V":
 			if len(pmus) == 0 || pmus[len(pmus)-1].Name != p.Name {

@@ -2,6 +2,7 @@ package pfm
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -242,6 +243,23 @@ func BenchmarkDecodeSKX(b *testing.B) {
 	for b.Loop() {
 		if _, _, err := decodeTable("amd64/skl.tsv.gz", tableSizes["amd64/skl"]); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A damaged index names the file, line and field.
+func TestDecodeIndexErrors(t *testing.T) {
+	row := "P\t0\t7\tskx\tintel_x86\tcore\t\t0x4\t0\t8\t3\t0x9\t2\t6\t85\tskl\t88\t400\tIntel Skylake X"
+	for _, c := range []struct{ text, want string }{
+		{"#kind\tname\n", "x/index.tsv:1: the header is not"},
+		{indexHeader + "\n" + strings.Replace(row, "intel_x86", "vax", 1) + "\n", "x/index.tsv:2: field 5: unknown family \"vax\""},
+		{indexHeader + "\n" + strings.Replace(row, "\t0x4\t", "\tfour\t", 1) + "\n", "x/index.tsv:2: field 8: \"four\" is not a number"},
+		{indexHeader + "\n" + row + "\textra\n", "x/index.tsv:2: 20 fields, want 19"},
+		{indexHeader + "\n" + strings.Replace(row, "P", "V", 1) + "\n", "x/index.tsv:2: a model table of skx that does not follow it"},
+	} {
+		_, err := decodeIndex("x", "x/index.tsv", c.text, map[*PMU]string{}, map[string][2]int{})
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("decodeIndex: %v, want %q", err, c.want)
 		}
 	}
 }

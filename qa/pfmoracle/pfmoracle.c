@@ -7,6 +7,9 @@
  *                          name ERR reason
  *   pfmoracle -l           one line per PMU libpfm4 initialized:
  *                          name id nevents present
+ *   pfmoracle -e PMU       the events libpfm4 offers on PMU, as its public
+ *                          API lists them: "E name code" for an event, then
+ *                          "U name code" for each of its unit masks
  *
  * Each name is encoded as the C agent does, with
  * pfm_get_os_event_encoding(name, PFM_PLM0|PFM_PLM3, PFM_OS_PERF_EVENT_EXT).
@@ -31,6 +34,39 @@ static void list_pmus(void)
 			continue;
 		printf("%s\t%d\t%d\t%d\n", info.name, info.pmu, info.nevents, info.is_present);
 	}
+}
+
+static int list_events(const char *name)
+{
+	pfm_pmu_info_t info;
+	pfm_event_info_t ev;
+	pfm_event_attr_info_t at;
+	int pmu, idx, i;
+
+	pfm_for_all_pmus(pmu) {
+		memset(&info, 0, sizeof(info));
+		info.size = sizeof(info);
+		if (pfm_get_pmu_info(pmu, &info) != PFM_SUCCESS || strcmp(info.name, name))
+			continue;
+		for (idx = info.first_event; idx != -1; idx = pfm_get_event_next(idx)) {
+			memset(&ev, 0, sizeof(ev));
+			ev.size = sizeof(ev);
+			if (pfm_get_event_info(idx, PFM_OS_NONE, &ev) != PFM_SUCCESS)
+				continue;
+			printf("E\t%s\t%#llx\n", ev.name, (unsigned long long)ev.code);
+			for (i = 0; i < ev.nattrs; i++) {
+				memset(&at, 0, sizeof(at));
+				at.size = sizeof(at);
+				if (pfm_get_event_attr_info(idx, i, PFM_OS_NONE, &at) != PFM_SUCCESS ||
+				    at.type != PFM_ATTR_UMASK)
+					continue;
+				printf("U\t%s\t%#llx\n", at.name, (unsigned long long)at.code);
+			}
+		}
+		return 0;
+	}
+	fprintf(stderr, "pfmoracle: no PMU %s\n", name);
+	return 1;
 }
 
 static const char *pmu_of(int idx)
@@ -99,8 +135,10 @@ int main(int argc, char **argv)
 		list_pmus();
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "-e"))
+		return list_events(argv[2]);
 	if (argc != 1) {
-		fprintf(stderr, "usage: pfmoracle [-l] < names\n");
+		fprintf(stderr, "usage: pfmoracle [-l | -e PMU] < names\n");
 		return 2;
 	}
 	while ((n = getline(&line, &cap, stdin)) >= 0) {

@@ -13,7 +13,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"flag"
 	"fmt"
 	"log"
@@ -24,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	"perfevent/internal/gzipfile"
 	"perfevent/internal/pfm"
 )
 
@@ -187,7 +187,7 @@ func runInner(arch, oracle, out string, pmus []*pfm.PMU) error {
 			return fmt.Errorf("oracle for %s: %d lines for %d names", p.Name, n, len(list))
 		}
 		total += len(list)
-		if err := writeGzip(filepath.Join(out, p.Name+".tsv.gz"), stdout.Bytes()); err != nil {
+		if err := gzipfile.Write(filepath.Join(out, p.Name+".tsv.gz"), stdout.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -226,6 +226,26 @@ func intValue(name string) string {
 // unless the PMU has one of the same name.
 var perfMods = []string{"u", "k", "h", "u=0", "k=0", "precise=1", "precise=2", "mg", "mh", "period=1000", "freq=100", "excl", "cpu=1", "pinned", "hw_smpl"}
 
+// Intel flags of events whose encoding has a step of its own: load latency
+// (ldlat), the precise frontend events (fe_thres), offcore response.
+const intelSpecial = 0x400 | 0x1000 | 0x2000 | 0x20 // LDLAT, FRONTEND, FETHR, NHM_OFFCORE
+
+// special says whether an event is sampled wherever it falls in the table.
+func special(p *pfm.PMU, e *pfm.Event) bool {
+	if p.Family != pfm.FamilyIntelX86 {
+		return false
+	}
+	if e.Flags&intelSpecial != 0 {
+		return true
+	}
+	for _, u := range e.Umasks {
+		if u.Flags&intelSpecial != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func namesFor(p *pfm.PMU, full bool) []string {
 	var list []string
 	seen := map[string]bool{}
@@ -254,7 +274,7 @@ func namesFor(p *pfm.PMU, full bool) []string {
 	}
 	sampled := 0
 	for i, e := range p.Events {
-		if i%step != 0 {
+		if i%step != 0 && !(full && special(p, &e)) {
 			continue
 		}
 		var modsIn, modsOut []string
@@ -350,20 +370,4 @@ func namesFor(p *pfm.PMU, full bool) []string {
 		}
 	}
 	return list
-}
-
-// writeGzip compresses deterministically: no name, no time.
-func writeGzip(path string, data []byte) error {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
-	if _, err := zw.Write(data); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
 }

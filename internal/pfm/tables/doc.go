@@ -10,7 +10,7 @@ import "embed"
 // To regenerate, extract libpfm4 4.13.0 (see README.md) and point
 // LIBPFM4_SRC at it; the cross compilers and qemu-user-static are needed
 // for arm64 and ppc64le.
-//go:generate go run ./gen -libpfm4 $LIBPFM4_SRC -out .
+//go:generate go run ./gen -out . -libpfm4 $LIBPFM4_SRC
 
 // FS holds every architecture's index and tables.
 //

@@ -12,7 +12,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"flag"
 	"fmt"
@@ -22,6 +21,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"perfevent/internal/gzipfile"
 )
 
 // target is how one architecture's libpfm4 is built and its dumper run.
@@ -55,6 +56,9 @@ func main() {
 	if *src == "" {
 		log.Fatal("gen: -libpfm4 is required (the path of a libpfm4 4.13.0 source tree)")
 	}
+	if err := checkVersion(*src); err != nil {
+		log.Fatalf("gen: %v", err)
+	}
 	_, self, _, _ := runtime.Caller(0)
 	cdump := filepath.Join(filepath.Dir(self), "cdump")
 	for _, a := range strings.Split(*archs, ",") {
@@ -70,6 +74,26 @@ func main() {
 			log.Fatalf("gen: %s: %v", a, err)
 		}
 	}
+}
+
+// checkVersion makes sure src is libpfm4 4.13.0, the version Debian 12
+// builds: config.mk says VERSION=4, REVISION=13, AGE=0.
+func checkVersion(src string) error {
+	path := filepath.Join(src, "config.mk")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%v (want a libpfm4 4.13.0 source tree)", err)
+	}
+	v := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, val, ok := strings.Cut(line, "="); ok {
+			v[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		}
+	}
+	if got := v["VERSION"] + "." + v["REVISION"] + "." + v["AGE"]; got != "4.13.0" {
+		return fmt.Errorf("%s: libpfm4 %s, want 4.13.0", path, got)
+	}
+	return nil
 }
 
 // build copies the source tree, builds the dumper for t and returns its output.
@@ -203,7 +227,7 @@ func write(dir string, dump []byte) error {
 			}
 			taken[name] = true
 			files[sum] = name
-			if err := writeGzip(filepath.Join(dir, name+".tsv.gz"), []byte(body)); err != nil {
+			if err := gzipfile.Write(filepath.Join(dir, name+".tsv.gz"), []byte(body)); err != nil {
 				return err
 			}
 		}
@@ -212,20 +236,4 @@ func write(dir string, dump []byte) error {
 		index.WriteString(strings.Join(row, "\t") + "\n")
 	}
 	return os.WriteFile(filepath.Join(dir, "index.tsv"), []byte(index.String()), 0o644)
-}
-
-// writeGzip compresses deterministically: no name, no time, best compression.
-func writeGzip(path string, data []byte) error {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
-	if _, err := zw.Write(data); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
