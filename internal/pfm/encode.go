@@ -25,6 +25,10 @@ type Env struct {
 	// "power", "amd_l3"). Nil means no kernel PMU but the core one.
 	PerfType func(name string) (uint32, error)
 
+	// Arch picks the libpfm4 build whose tables the names are read in:
+	// "amd64", "arm64" or "ppc64le" (see Archs); "" is the host's.
+	Arch string
+
 	// EncodeInactive lets a name with a PMU prefix name any PMU of the
 	// catalog, detected or not, as LIBPFM_ENCODE_INACTIVE does for
 	// libpfm4. The C agent does not set it.
@@ -67,8 +71,24 @@ type request struct {
 }
 
 // familyEncoders holds each family's encoder, which does for its tables
-// what libpfm4's pmu->get_event_encoding[PFM_OS_PERF_EVENT_EXT] does,
-// perf_events layer included. Each family's file adds its own.
+// what libpfm4's pmu->get_event_encoding[PFM_OS_PERF_EVENT_EXT] does.
+// Each family's file adds its own, in an init function.
+//
+// Encode has found r.pmu and r.event (aliases followed) before calling
+// it. The encoder
+//
+//   - calls r.parseAttrs with the event's own attributes (umasks, then
+//     modifiers, in libpfm4's order) and which perf-layer modifiers its
+//     validate_pattrs keeps (perfKeep has the shared rules), which fills
+//     r.pattrs and r.vals;
+//   - encodes r.vals into r.attr (Type, Config, Ext1, Ext2), returning
+//     badAttr(ErrX, ...) for what libpfm4 refuses;
+//   - writes its part of the canonical name with r.addf ("EVENT:UMASK:
+//     mod=value").
+//
+// Encode then applies the perf layer (perfLayer: u, k, h, period, freq,
+// precise, excl, mg, mh, cpu, pinned, hw_smpl; the exclude bits; the
+// rest of the canonical name). intel.go is the worked example.
 var familyEncoders = map[Family]func(*request) error{}
 
 // Privilege levels, as libpfm4 numbers them.

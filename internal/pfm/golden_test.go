@@ -1,48 +1,29 @@
 package pfm
 
 import (
-	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strings"
 	"testing"
+
+	"perfevent/internal/pfm/pfmgolden"
 )
 
-// The golden files hold what Debian's libpfm4 4.13 answered for every
-// name the generator tried on one PMU (testdata/golden/<pmu>.tsv.gz; the
-// generator's README says how they were made). One line per name:
-//
-//	name OK type config config1 config2 exclude-bits pmu canonical-name
-//	name ERR reason
-//
-// TestGolden encodes every name of every PMU whose family has an encoder
-// with that PMU as the only active one (libpfm4 ran with
-// LIBPFM_FORCE_PMU), and reports per PMU how many names it compared and
-// how many came out different. Families add their PMUs by registering
-// an encoder; nothing here is per family but goldenEnv.
+// The golden files hold what Debian's libpfm4 4.13 answered for a list of
+// names on each PMU of the catalog (testdata/golden/<arch>/<pmu>.tsv.gz;
+// testdata/golden/README.md says how they were made and what the lines
+// hold). TestGolden encodes every name of every PMU whose family has an
+// encoder, as libpfm4 did: that PMU alone active, inactive PMUs allowed
+// by prefix, and the kernel PMU types of the directory's perf_types.tsv.
+// It reports per PMU how many names it compared and how many came out
+// different. A family joins by registering its encoder; nothing here is
+// per family.
 
-// goldenAllow lists the names allowed to differ, "pmu\tname" to the reason.
+// goldenAllow lists the names allowed to differ, "arch/pmu\tname" to the
+// reason.
 var goldenAllow = map[string]string{}
-
-// goldenEnv gives the machine a family's goldens were made on, where it
-// matters (kernel PMU types of uncore PMUs). EncodeInactive is always
-// set, as LIBPFM_ENCODE_INACTIVE was.
-var goldenEnv = map[Family]Env{}
-
-// goldenInactive says which PMUs libpfm4 did not activate though forced,
-// because it also wants their kernel PMU (os_detect) and the machine the
-// goldens were made on has none: those find only prefixed names.
-var goldenInactive = map[Family]func(*PMU) bool{
-	// pfm_intel_x86_perf_detect wants /sys/devices/uncore_cbox_N.
-	FamilyIntelNHMUncore: func(p *PMU) bool {
-		return strings.HasPrefix(p.Name, "snb_unc_") || strings.HasPrefix(p.Name, "ivb_unc_")
-	},
-}
 
 // goldenErrs maps libpfm4's reasons back to our errors.
 var goldenErrs = func() map[string]error {
@@ -62,85 +43,96 @@ type goldenResult struct {
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "golden", runtime.GOARCH, "*.tsv.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Skip("needs the golden encodings in testdata/golden (made by the table generator)")
-	}
-	var results []goldenResult
-	for _, f := range files {
-		pmuName := strings.TrimSuffix(filepath.Base(f), ".tsv.gz")
-		p, err := loadPMU(pmuName)
+	total, bad, npmu := 0, 0, 0
+	for _, arch := range Archs {
+		files, _ := filepath.Glob(filepath.Join(pfmgolden.Dir(arch), "*.tsv.gz"))
+		if len(files) == 0 {
+			continue
+		}
+		env, err := goldenMachine(arch)
 		if err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
+			t.Fatal(err)
 		}
-		if familyEncoders[p.Family] == nil {
-			continue
+		for _, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".tsv.gz")
+			p, err := loadArchPMU(arch, name)
+			if err != nil {
+				t.Errorf("%s: %v", f, err)
+				continue
+			}
+			if familyEncoders[p.Family] == nil {
+				continue
+			}
+			r, err := runGolden(p, env)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			npmu++
+			total += r.compared
+			bad += r.differs
+			t.Logf("%s/%-16s compared %6d  differ %5d  allowed %d", arch, r.pmu, r.compared, r.differs, r.allowed)
+			if r.differs > 0 {
+				t.Errorf("%s/%s: %d of %d names differ from libpfm4, e.g.\n%s", arch, r.pmu, r.differs, r.compared,
+					strings.Join(r.examples, "\n"))
+			}
 		}
-		res, err := runGolden(f, p)
-		if err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
-		}
-		results = append(results, res)
 	}
-	sort.Slice(results, func(i, j int) bool { return results[i].pmu < results[j].pmu })
-	total, bad := 0, 0
-	for _, r := range results {
-		t.Logf("%-16s compared %6d  differ %5d  allowed %d", r.pmu, r.compared, r.differs, r.allowed)
-		total += r.compared
-		bad += r.differs
-		if r.differs > 0 {
-			t.Errorf("%s: %d of %d names differ from libpfm4, e.g.\n%s", r.pmu, r.differs, r.compared,
-				strings.Join(r.examples, "\n"))
-		}
+	if npmu == 0 {
+		t.Skip("needs the golden encodings in testdata/golden (made by gengolden)")
 	}
-	t.Logf("%d PMUs, %d names compared, %d differ", len(results), total, bad)
+	t.Logf("%d PMUs, %d names compared, %d differ", npmu, total, bad)
 }
 
-func runGolden(file string, p *PMU) (goldenResult, error) {
-	res := goldenResult{pmu: p.Name}
-	f, err := os.Open(file)
+// goldenMachine is the machine one architecture's goldens were made on:
+// its made-up kernel PMU types, and prefixed names allowed on inactive
+// PMUs.
+func goldenMachine(arch string) (Env, error) {
+	env := Env{Arch: arch, EncodeInactive: true}
+	types, err := pfmgolden.PerfTypes(arch)
+	if errors.Is(err, os.ErrNotExist) {
+		return env, nil
+	}
 	if err != nil {
-		return res, err
+		return env, err
 	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		return res, err
-	}
-	sc := bufio.NewScanner(z)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	env := goldenEnv[p.Family]
-	env.EncodeInactive = true
-	active := []string{p.Name}
-	if inactive := goldenInactive[p.Family]; inactive != nil && inactive(p) {
-		active = nil
-	}
-	for line := 1; sc.Scan(); line++ {
-		fields := strings.Split(sc.Text(), "\t")
-		if len(fields) < 3 || (fields[1] == "OK" && len(fields) != 9) {
-			return res, fmt.Errorf("line %d: want 3 or 9 tab-separated fields, got %q", line, sc.Text())
+	env.PerfType = func(name string) (uint32, error) {
+		if t, ok := types[name]; ok {
+			return t, nil
 		}
-		name := fields[0]
+		return 0, fmt.Errorf("no kernel PMU %s", name)
+	}
+	return env, nil
+}
+
+func runGolden(p *PMU, env Env) (goldenResult, error) {
+	res := goldenResult{pmu: p.Name}
+	lines, err := pfmgolden.Read(env.Arch, p.Name)
+	if err != nil {
+		return res, err
+	}
+	allowPrefix := env.Arch + "/" + p.Name + "\t"
+	for i, l := range lines {
+		want := []string{l.Name, "ERR", l.Err}
+		if l.OK {
+			want = []string{l.Name, "OK", fmt.Sprint(l.Type), hex(l.Config), hex(l.Config1), hex(l.Config2),
+				l.Exclude, l.PMU, l.FullName}
+		}
 		res.compared++
-		diff := goldenDiff(name, fields, env, active)
+		diff := goldenDiff(l.Name, want, env, []string{p.Name})
 		if diff == "" {
 			continue
 		}
-		if _, ok := goldenAllow[p.Name+"\t"+name]; ok {
+		if _, ok := goldenAllow[allowPrefix+l.Name]; ok {
 			res.allowed++
 			continue
 		}
 		res.differs++
 		if len(res.examples) < 10 {
-			res.examples = append(res.examples, fmt.Sprintf("  line %d %s: %s", line, name, diff))
+			res.examples = append(res.examples, fmt.Sprintf("  line %d %s: %s", i+1, l.Name, diff))
 		}
 	}
-	return res, sc.Err()
+	return res, nil
 }
 
 // goldenDiff says how our encoding of name differs from libpfm4's

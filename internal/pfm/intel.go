@@ -6,10 +6,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The Intel x86 core encoder: ix86arch and every Intel core PMU (core to
-// Sapphire Rapids, the Atoms, Knights Landing, Alder Lake's two cores),
-// and the client uncores that share their table format (nhm_unc,
-// snb_unc_*, ivb_unc_*). It does what libpfm4's pfm_intel_x86_encode_gen
+// The Intel x86 core encoder: ix86arch and every Intel core PMU of
+// libpfm4 4.13 (core to Sapphire Rapids, the Atoms, Knights Corner to
+// Knights Mill), and the client uncores that share their table format
+// (nhm_unc, wsm_unc, snb_unc_*, ivb_unc_*). It does what libpfm4's pfm_intel_x86_encode_gen
 // and pfm_intel_x86_get_perf_encoding do; docs/libpfm4-encoding.md says
 // what that is.
 
@@ -85,7 +85,6 @@ const (
 	intelModIntx
 	intelModIntxCP
 	intelModFEThres
-	numIntelMods
 )
 
 // Fields of the event select register (IA32_PERFEVTSELx).
@@ -108,9 +107,12 @@ const (
 const (
 	intelLDLatDefault = 3
 	intelFEThrDefault = 1
-	intelNumGroups    = 8
-	noGroup           = 0xffff // INTEL_X86_MAX_GRPID: no limit on groups
-	noExclGroupBut0   = -1
+)
+
+const (
+	intelNumGroups  = 8      // umask groups an Intel event may have
+	noGroup         = 0xffff // INTEL_X86_MAX_GRPID: no limit on groups
+	noExclGroupBut0 = -1     // no EXCL_GRP_BUT_0 umask given
 )
 
 // intelModel reports whether an event or umask restricted to model (0 for
@@ -239,34 +241,20 @@ const (
 // hardwired-value comparison: a hardwired modifier may not be set at all).
 func (s *intelState) encodeNHMUncore() error {
 	r, ev := s.r, s.ev
-	s.reg = ev.Code
-	s.grpmsk = uint32(1)<<ev.NumGroups - 1
+	s.begin()
 	umask := ev.Code >> 8 & 0xff
-	s.maxGrp = noGroup
-	s.exclBut0 = noExclGroupBut0
 	modmskReq := ev.ModMaskReq
-	var grpcounts, ncombo [256]int
-	lastGrp := -1
-	for _, v := range r.vals {
-		d := r.desc(v)
-		if d.Perf {
-			continue
-		}
-		switch d.Type {
+	g := newGroupRules()
+	for _, v := range r.pmuVals() {
+		switch d := r.desc(v); d.Type {
 		case attrUmask:
 			u := s.umask(v)
-			grp := int(u.Group)
-			if lastGrp != -1 && grp != lastGrp && ev.Flags&intelGrpExcl != 0 {
-				return badAttr(ErrFeatComb, "%s: umasks of %s come from one group only", u.Name, ev.Name)
+			if err := g.grpExcl(ev, u, int(u.Group)); err != nil {
+				return err
 			}
-			grpcounts[grp&0xff]++
-			if u.Flags&intelNCombo != 0 {
-				ncombo[grp&0xff] = 1
+			if err := g.ncombo(u, int(u.Group&0xff)); err != nil {
+				return err
 			}
-			if grpcounts[grp&0xff] > 1 && ncombo[grp&0xff] != 0 {
-				return badAttr(ErrFeatComb, "%s: cannot be combined with another umask of its group", u.Name)
-			}
-			lastGrp = grp
 			s.modhw |= u.ModHW
 			umask |= u.Code >> 8
 			s.ugrpmsk |= grpBit(u.Group)
@@ -353,6 +341,43 @@ func (s *intelState) canonicalUmasks() {
 	}
 }
 
+// begin starts an encoding from the event's code, with no limit on groups.
+func (s *intelState) begin() {
+	s.reg = s.ev.Code
+	s.grpmsk = uint32(1)<<s.ev.NumGroups - 1
+	s.maxGrp = noGroup
+	s.exclBut0 = noExclGroupBut0
+}
+
+// groupRules are the checks both Intel encoders make of the umasks in
+// the order given: from one group only where the event says GRP_EXCL,
+// and no second umask in a group that has an NCOMBO one.
+type groupRules struct {
+	counts, combo [256]int
+	last          int
+}
+
+func newGroupRules() *groupRules { return &groupRules{last: -1} }
+
+func (g *groupRules) grpExcl(ev *Event, u *Umask, grp int) error {
+	if g.last != -1 && grp != g.last && ev.Flags&intelGrpExcl != 0 {
+		return badAttr(ErrFeatComb, "%s: umasks of %s come from one group only", u.Name, ev.Name)
+	}
+	g.last = grp
+	return nil
+}
+
+func (g *groupRules) ncombo(u *Umask, grp int) error {
+	g.counts[grp]++
+	if u.Flags&intelNCombo != 0 {
+		g.combo[grp] = 1
+	}
+	if g.counts[grp] > 1 && g.combo[grp] != 0 {
+		return badAttr(ErrFeatComb, "%s: cannot be combined with another umask of its group", u.Name)
+	}
+	return nil
+}
+
 // umask is the umask a parsed attribute names.
 func (s *intelState) umask(v attrVal) *Umask {
 	return &s.ev.Umasks[s.r.pattrs[v.Desc].Idx]
@@ -363,31 +388,23 @@ func grpBit(g uint16) uint32 { return 1 << (g & 31) }
 
 func (s *intelState) encode() error {
 	r, ev := s.r, s.ev
-	s.reg = ev.Code
-	s.grpmsk = uint32(1)<<ev.NumGroups - 1
+	s.begin()
 	s.umask1 = ev.Code >> 8 & 0xff
-	s.maxGrp = noGroup
-	s.exclBut0 = noExclGroupBut0
 	modmskReq := ev.ModMaskReq
 
-	var grpcounts, ncombo [256]int
+	g := newGroupRules()
 	reqGrps := map[int]bool{}
 	maxReqGrp := -1
-	lastGrp := uint16(noGroup)
 	lastCode := ^uint64(0)
 
-	for _, v := range r.vals {
-		d := r.desc(v)
-		if d.Perf {
-			continue
-		}
-		switch d.Type {
+	for _, v := range r.pmuVals() {
+		switch d := r.desc(v); d.Type {
 		case attrUmask:
 			u := s.umask(v)
 			grp := u.Group & 0xff
 			reqGrp := int(u.Group >> 8 & 0xff)
-			if lastGrp != noGroup && grp != lastGrp && ev.Flags&intelGrpExcl != 0 {
-				return badAttr(ErrFeatComb, "%s: umasks of %s come from one group only", u.Name, ev.Name)
+			if err := g.grpExcl(ev, u, int(grp)); err != nil {
+				return err
 			}
 			if u.Flags&intelExclGrpGT != 0 {
 				s.maxGrp = grp
@@ -395,13 +412,9 @@ func (s *intelState) encode() error {
 			if u.Flags&intelExclGrpBut0 != 0 {
 				s.exclBut0 = int(grp)
 			}
-			grpcounts[grp]++
 			if u.Flags&intelGrpReq != 0 {
 				maxReqGrp = max(maxReqGrp, reqGrp)
 				reqGrps[reqGrp] = true
-			}
-			if u.Flags&intelNCombo != 0 {
-				ncombo[grp] = 1
 			}
 			if u.Flags&intelLDLat != 0 {
 				s.ldlatUmask = true
@@ -409,10 +422,9 @@ func (s *intelState) encode() error {
 			if u.Flags&intelFEThr != 0 {
 				s.feThrUmask = true
 			}
-			if grpcounts[grp] > 1 && ncombo[grp] != 0 {
-				return badAttr(ErrFeatComb, "%s: cannot be combined with another umask of its group", u.Name)
+			if err := g.ncombo(u, int(grp)); err != nil {
+				return err
 			}
-			lastGrp = grp
 			s.modhw |= u.ModHW
 			s.umask2 |= u.Code >> 8
 			s.ugrpmsk |= grpBit(u.Group)
@@ -483,15 +495,15 @@ func (s *intelState) encode() error {
 
 	if s.exclBut0 != noExclGroupBut0 {
 		for k := 1; k < intelNumGroups; k++ {
-			if grpcounts[k] != 0 && k != s.exclBut0 {
+			if g.counts[k] != 0 && k != s.exclBut0 {
 				return badAttr(ErrFeatComb, "umasks of group %d cannot go with those of group %d", k, s.exclBut0)
 			}
 		}
 	}
 
 	if s.maxGrp != noGroup {
-		for _, v := range r.vals {
-			if d := r.desc(v); !d.Perf && d.Type == attrUmask && s.umask(v).Group > s.maxGrp {
+		for _, v := range r.pmuVals() {
+			if r.desc(v).Type == attrUmask && s.umask(v).Group > s.maxGrp {
 				return badAttr(ErrFeatComb, "%s: cannot go with a umask of group %d", s.umask(v).Name, s.maxGrp)
 			}
 		}
@@ -736,8 +748,8 @@ func (s *intelState) perfType() (uint32, error) {
 // hasLDLatUmask reports whether any umask, given or default, is a load
 // latency one.
 func (s *intelState) hasLDLatUmask() bool {
-	for _, v := range s.r.vals {
-		if d := s.r.desc(v); !d.Perf && d.Type == attrUmask && s.umask(v).Flags&intelLDLat != 0 {
+	for _, v := range s.r.pmuVals() {
+		if s.r.desc(v).Type == attrUmask && s.umask(v).Flags&intelLDLat != 0 {
 			return true
 		}
 	}

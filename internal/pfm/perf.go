@@ -62,9 +62,25 @@ const (
 // PLMAll is every privilege level libpfm4 knows.
 const PLMAll = PLM0 | PLM1 | PLM2 | PLM3 | PLMH
 
-// loadPMU gives libpfm4's PMU model by its short name, from the generated
-// tables; tests swap in small hand-made PMUs.
+// loadPMU gives a PMU of the host's libpfm4 build by its short name, from
+// the generated tables; tests swap in small hand-made PMUs.
 var loadPMU = Load
+
+// loadArchPMU gives a PMU of one libpfm4 build, "" for the host's.
+func loadArchPMU(arch, name string) (*PMU, error) {
+	if arch == "" {
+		return loadPMU(name)
+	}
+	return LoadArch(arch, name)
+}
+
+// catalogPMUs lists the PMUs of one libpfm4 build, "" for every build.
+var catalogPMUs = func(arch string) []*PMU {
+	if arch == "" {
+		return PMUs()
+	}
+	return ArchPMUs(arch)
+}
 
 // Encode encodes a libpfm4 event name, "[pmu::]EVENT[:UMASK...][:MOD...]",
 // as libpfm4 4.13's pfm_get_os_event_encoding(name, PFM_PLM0|PFM_PLM3,
@@ -131,7 +147,7 @@ var pmuInits = map[string]func(*PMU, Env) *PMU{}
 
 // loadActive loads a PMU and initialises it for the machine.
 func loadActive(name string, env Env) (*PMU, error) {
-	p, err := loadPMU(name)
+	p, err := loadArchPMU(env.Arch, name)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +205,7 @@ func splitAttrs(s string) []string {
 func findEvent(name string, active []*PMU, env Env) (*request, error) {
 	pname, ename, attrs := splitName(name)
 	if pname != "" && env.EncodeInactive && !slices.ContainsFunc(active, func(p *PMU) bool { return equalFold(p.Name, pname) }) {
-		for _, h := range PMUs() {
+		for _, h := range catalogPMUs(env.Arch) {
 			if equalFold(h.Name, pname) {
 				p, err := loadActive(h.Name, env)
 				if err != nil {
@@ -569,6 +585,18 @@ func (r *request) desc(v attrVal) attrDesc {
 		return attrDesc{Name: "RAW_UMASK", Type: attrRawUmask}
 	}
 	return r.pattrs[v.Desc]
+}
+
+// pmuVals are the attributes given that are the PMU's, not the perf
+// layer's.
+func (r *request) pmuVals() []attrVal {
+	var vals []attrVal
+	for _, v := range r.vals {
+		if !r.desc(v).Perf {
+			vals = append(vals, v)
+		}
+	}
+	return vals
 }
 
 // sortVals orders the attributes as the event lists them, so that the
