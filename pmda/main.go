@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -480,8 +482,13 @@ func openLog(path string, stderr io.Writer) (io.Writer, func(), error) {
 	if err != nil {
 		return stderr, func() {}, err
 	}
-	// Later panics and runtime errors land in the log too.
-	syscall.Dup2(int(f.Fd()), 2)
+	// Later panics and runtime errors land in the log too. Dup3, because
+	// dup2 has no system call on arm64, riscv64 and loong64; it refuses
+	// equal descriptors, which happen when the agent was started without
+	// a stderr, and then the log is fd 2 already.
+	if fd := int(f.Fd()); fd != 2 {
+		unix.Dup3(fd, 2, 0)
+	}
 	return f, func() { f.Close() }, nil
 }
 

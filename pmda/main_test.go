@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"perfevent/internal/emulator"
 )
 
 var built struct {
@@ -34,6 +36,8 @@ func agentBinary(t *testing.T) string {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		} else {
+			built.err = emulator.Wrap(built.bin)
 		}
 	})
 	if built.err != nil {
@@ -72,6 +76,7 @@ func needPerf(t *testing.T) {
 	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
 		t.Skip("needs perf_event support (/sys/bus/event_source/devices/software)")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 }
 
 func TestFlagErrors(t *testing.T) {

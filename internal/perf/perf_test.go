@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/emulator"
 )
 
 func TestOpenCPURequiresReadFormat(t *testing.T) {
@@ -65,6 +67,7 @@ func TestOpenMissingCPU(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root and perf_event_open")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
 		Size: AttrSize, Read_format: ReadFormat}
 	// CPU ids past nr_cpu_ids are EINVAL; only possible-but-offline CPUs

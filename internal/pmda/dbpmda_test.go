@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"perfevent/internal/emulator"
 )
 
 // TestDbpmda drives the example agent with PCP's own dbpmda, which encodes
@@ -26,6 +28,9 @@ func TestDbpmda(t *testing.T) {
 	build := exec.Command("go", "build", "-o", agent, "./internal/exampleagent")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := emulator.Wrap(agent); err != nil {
+		t.Fatal(err)
 	}
 	pmns, _ := filepath.Abs("testdata/example.pmns")
 	script := strings.Join([]string{

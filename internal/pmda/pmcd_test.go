@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"perfevent/internal/emulator"
 )
 
 const pmcdBin = "/usr/lib/pcp/bin/pmcd"
@@ -38,6 +40,9 @@ func TestRealPMCD(t *testing.T) {
 	agent := filepath.Join(dir, "exampleagent")
 	if out, err := exec.Command("go", "build", "-o", agent, "./internal/exampleagent").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := emulator.Wrap(agent); err != nil {
+		t.Fatal(err)
 	}
 	pmns, _ := os.ReadFile("testdata/example.pmns")
 	os.WriteFile(filepath.Join(dir, "root"), pmns, 0o644)

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/emulator"
 )
 
 // TestThisMachine resolves names against the real /sys. It needs the
@@ -77,6 +79,7 @@ func TestThisMachineKernelAccepts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root and perf_event_open")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 	fs := &FS{Sys: "/sys", Proc: "/proc"}
 	names := []string{"page-faults", "perf::CONTEXT-SWITCHES:u", "cpu-clock:k", "software.task-clock"}
 	if _, err := os.Stat("/sys/bus/event_source/devices/msr"); err == nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"perfevent/internal/emulator"
 )
 
 func TestReadStatusSelf(t *testing.T) {
@@ -54,6 +56,7 @@ func TestDrop(t *testing.T) {
 	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
 		t.Skip("needs perf_event support")
 	}
+	emulator.SkipWithoutPerfEvents(t)
 	dir := t.TempDir()
 	// nobody must be able to run it too.
 	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
@@ -64,6 +67,9 @@ func TestDrop(t *testing.T) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := emulator.Wrap(bin); err != nil {
+		t.Fatal(err)
 	}
 
 	c := CounterCapability()

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/emulator"
 )
 
 // POSIX locks belong to processes, and F_GETLK hides the caller's own, so
@@ -40,7 +42,7 @@ func TestMain(m *testing.M) {
 // helperCommand is the test binary run again as the helper in mode, on the
 // lock file at path. Its stderr is the test's.
 func helperCommand(mode, path string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := emulator.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "RESERVATION_TEST_LOCK="+path)
 	cmd.Stderr = os.Stderr
 	return cmd
