@@ -36,6 +36,7 @@ type FS struct {
 
 	detectOnce sync.Once
 	active     []*pfm.PMU // libpfm4's active PMUs; see LibpfmPMUs
+	arch       string     // their libpfm4 build
 }
 
 // Default returns an FS for the running system. Like the C agent it

@@ -43,7 +43,7 @@ func (fs *FS) resolveLibpfm(name string) (Event, error) {
 
 // pfmEnv tells the encoders the perf_event type of a kernel PMU.
 func (fs *FS) pfmEnv() pfm.Env {
-	return pfm.Env{IntelArch: fs.IntelArch, PerfType: func(name string) (uint32, error) {
+	return pfm.Env{Arch: fs.libpfmArch(), IntelArch: fs.IntelArch, PerfType: func(name string) (uint32, error) {
 		if !isPathElem(name) {
 			return 0, fmt.Errorf("no kernel PMU %q", name)
 		}
@@ -124,7 +124,7 @@ func (fs *FS) Suggest(name string) []string {
 	}
 	var cands []cand
 	for _, pn := range fs.PresentNames() {
-		p, err := pfm.Load(pn)
+		p, err := pfm.LoadArch(fs.libpfmArch(), pn)
 		if err != nil {
 			continue
 		}

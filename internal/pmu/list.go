@@ -113,7 +113,7 @@ func (fs *FS) catalogListings() []Listing {
 		if h.Family == pfm.FamilyPerf {
 			continue
 		}
-		p, err := pfm.Load(h.Name)
+		p, err := pfm.LoadArch(fs.libpfmArch(), h.Name)
 		if err != nil {
 			continue
 		}

@@ -139,8 +139,16 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 			return err == nil
 		}
 		fs.active = Detect(cpu, catalog(arch), device)
+		fs.arch = arch
 	})
 	return fs.active
+}
+
+// libpfmArch is the libpfm4 build whose tables serve this machine: the
+// one of its CPU, which for a fixture need not be the agent's.
+func (fs *FS) libpfmArch() string {
+	fs.LibpfmPMUs()
+	return fs.arch
 }
 
 // PresentNames returns the names of LibpfmPMUs, the names a perfevent.conf

@@ -3,6 +3,7 @@ package pmu
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -340,4 +341,23 @@ func TestResolveLibpfmCPUs(t *testing.T) {
 		cpus: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}})
 	// cpu=N asks for one CPU.
 	check(t, "haswell", "INST_RETIRED:ANY_P:cpu=3", Options{}, want{pmu: "hsw", typ: 4, config: 0xc0, bits: exGuest, cpus: []int{3}})
+}
+
+// TestResolveLibpfmOtherArch: an ARM or POWER machine's names are looked
+// up in that libpfm4 build's tables, whatever the agent runs on. The
+// wanted values are libpfm4 4.13's (its arm64 and ppc64le builds under
+// qemu-user, with these fixtures' cpuinfo).
+func TestResolveLibpfmOtherArch(t *testing.T) {
+	for _, f := range []string{"graviton2", "power9"} {
+		pmu := testFS(f).PresentNames()[2]
+		if _, err := testFS(f).Resolve(pmu + "::" + map[string]string{"graviton2": "CPU_CYCLES", "power9": "PM_CYC"}[f]); err != nil && strings.Contains(err.Error(), "no encoder for its family") {
+			t.Skipf("needs the encoder of %s's family in package pfm: %v", pmu, err)
+		}
+	}
+	check(t, "graviton2", "CPU_CYCLES", Options{}, want{pmu: "arm_n1", typ: 4, config: 0x11, bits: exHv | exGuest,
+		source: "libpfm4 arm_n1::CPU_CYCLES:u=1:k=1:h=0:excl=0:mg=0:mh=1"})
+	check(t, "graviton2", "arm_n1::L1D_CACHE_REFILL:u", Options{}, want{pmu: "arm_n1", typ: 4, config: 0x3, bits: exKern | exHv | exGuest})
+	check(t, "power9", "PM_CYC", Options{}, want{pmu: "power9", typ: 4, config: 0x1001e, bits: exHv | exGuest,
+		source: "libpfm4 power9::PM_CYC:u=1:k=1:h=0:excl=0:mg=0:mh=1"})
+	check(t, "power9", "power9::PM_RUN_CYC:u", Options{}, want{pmu: "power9", typ: 4, config: 0x200f4, bits: exKern | exHv | exGuest})
 }
