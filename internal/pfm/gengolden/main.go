@@ -192,6 +192,52 @@ func runInner(arch, oracle, out string, pmus []*pfm.PMU) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "gengolden: %s: %d PMUs, %d names\n", arch, len(pmus), total)
+	if arch == "amd64" {
+		return modelTables(oracle, out, pmus)
+	}
+	return nil
+}
+
+// modelTables writes, for each table that detection swaps in by CPU model
+// (Intel RAPL's), what libpfm4 says for every event name of the PMU on the
+// first model that picks it: <pmu>.model<N>.tsv.gz. qemu-user emulates the
+// CPU (QEMU_CPU=Haswell,model=N, a GenuineIntel family 6), and nothing is
+// forced, so libpfm4 detects the PMU as on such a machine.
+func modelTables(oracle, out string, pmus []*pfm.PMU) error {
+	for _, h := range pmus {
+		if len(h.ModelTables) == 0 {
+			continue
+		}
+		p, err := pfm.LoadArch("amd64", h.Name)
+		if err != nil {
+			return err
+		}
+		var list []string
+		seen := map[string]bool{}
+		for _, t := range append([]pfm.ModelTable{{Events: p.Events}}, p.ModelTables...) {
+			for _, e := range t.Events {
+				if n := p.Name + "::" + e.Name; !seen[n] {
+					seen[n] = true
+					list = append(list, n)
+				}
+			}
+		}
+		for _, t := range p.ModelTables {
+			model := t.CPUModels[0]
+			cmd := exec.Command("qemu-x86_64-static", oracle)
+			cmd.Env = append(os.Environ(), "LIBPFM_ENCODE_INACTIVE=1", fmt.Sprintf("QEMU_CPU=Haswell,model=%d", model))
+			cmd.Stdin = strings.NewReader(strings.Join(list, "\n") + "\n")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr // qemu warns of every CPUID feature it lacks
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("oracle for %s on model %d: %v\n%s", p.Name, model, err, stderr.String())
+			}
+			path := filepath.Join(out, fmt.Sprintf("%s.model%d.tsv.gz", p.Name, model))
+			if err := gzipfile.Write(path, stdout.Bytes()); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
