@@ -300,7 +300,7 @@ func (s *intelState) encodeNHMUncore() error {
 	if modmskReq != 0 && s.umodmsk != modmskReq {
 		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, modNames(s.p, modmskReq))
 	}
-	s.canonicalUmasks()
+	s.r.canonicalUmasks()
 	s.reg |= umask<<8 | selEn | selInt
 	s.count = 1
 	for _, d := range r.pattrs {
@@ -321,24 +321,6 @@ func (s *intelState) encodeNHMUncore() error {
 		r.addf(":%s=%d", d.Name, v)
 	}
 	return nil
-}
-
-// canonicalUmasks starts the canonical name: the event, then its umasks
-// (given and default) in table order.
-func (s *intelState) canonicalUmasks() {
-	r := s.r
-	r.sortVals()
-	r.fstr = ""
-	r.addf("%s", s.ev.Name)
-	for _, v := range r.vals {
-		switch d := r.desc(v); {
-		case d.Perf:
-		case d.Type == attrUmask:
-			r.addf(":%s", s.umask(v).Name)
-		case d.Type == attrRawUmask:
-			r.addf(":0x%x", uint32(r.raw))
-		}
-	}
 }
 
 // begin starts an encoding from the event's code, with no limit on groups.
@@ -513,7 +495,7 @@ func (s *intelState) encode() error {
 		return badAttr(ErrAttr, "%s requires modifiers %s and no others", ev.Name, modNames(s.p, modmskReq))
 	}
 
-	s.canonicalUmasks()
+	s.r.canonicalUmasks()
 
 	if ev.Flags&intelFrontend != 0 && s.feThrUmask {
 		umThr := s.umask2 >> 8 & 0xfff

@@ -89,3 +89,68 @@ func TestEncodeTooManyUmasks(t *testing.T) {
 		t.Errorf("every umask of OFFCORE_RESPONSE_0: got %v, want %v", err, ErrTooMany)
 	}
 }
+
+// TestIX86ArchCPUID checks ix86arch's table as CPUID leaf 0xa builds it
+// (libpfm4 can only be asked with the forced default, version 3 and
+// every event, which the goldens cover).
+func TestIX86ArchCPUID(t *testing.T) {
+	for _, tc := range []struct {
+		arch IntelArchPerfmon
+		name string
+		full string // "" for an error
+		err  error
+	}{
+		{IntelArchPerfmon{Version: 4}, "ix86arch::LLC_MISSES",
+			"ix86arch::LLC_MISSES:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=1:k=1:excl=0:mg=0:mh=1", nil},
+		{IntelArchPerfmon{Version: 5}, "ix86arch::LLC_MISSES",
+			"ix86arch::LLC_MISSES:e=0:i=0:c=0:u=1:k=1:excl=0:mg=0:mh=1", nil},
+		{IntelArchPerfmon{Version: 5}, "ix86arch::LLC_MISSES:t", "", ErrAttr},
+		{IntelArchPerfmon{Version: 2, Unavailable: 1 << 2}, "ix86arch::UNHALTED_REFERENCE_CYCLES", "", ErrNotFound},
+		{IntelArchPerfmon{Version: 2, Unavailable: 1 << 2}, "ix86arch::LLC_REFERENCES",
+			"ix86arch::LLC_REFERENCES:e=0:i=0:c=0:u=1:k=1:excl=0:mg=0:mh=1", nil},
+	} {
+		arch := tc.arch
+		enc, err := Encode(tc.name, Env{IntelArch: &arch}, []string{"ix86arch"})
+		switch {
+		case tc.err != nil && !errors.Is(err, tc.err):
+			t.Errorf("%s with %+v: got %v, want %v", tc.name, arch, err, tc.err)
+		case tc.err == nil && (err != nil || enc.FullName != tc.full):
+			t.Errorf("%s with %+v: got %q, %v; want %q", tc.name, arch, enc.FullName, err, tc.full)
+		}
+	}
+}
+
+// TestEncodeErrorText checks that an error names the event and what in it
+// libpfm4 refuses.
+func TestEncodeErrorText(t *testing.T) {
+	for name, want := range map[string]string{
+		"skx::INST_RETIRED:ANY_P:c=256": `perf event "skx::INST_RETIRED:ANY_P:c=256": c=256: the counter mask is 0 to 255: invalid event attribute value`,
+		"skx::INST_RETIRED:FOO":         `perf event "skx::INST_RETIRED:FOO": "FOO": no such umask or modifier for INST_RETIRED: invalid event attribute`,
+		"skx::NO_SUCH_EVENT":            `perf event "skx::NO_SUCH_EVENT": event not found`,
+	} {
+		_, err := Encode(name, Env{}, []string{"skx"})
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %s", name, err, want)
+		}
+	}
+}
+
+// TestEncodeLookupOrder checks that an unprefixed name goes to the first
+// active PMU in libpfm4's order that has it, whatever order the caller
+// lists them in (ix86arch comes last among the x86 PMUs), and that a
+// prefixed one needs its PMU active unless EncodeInactive says otherwise.
+func TestEncodeLookupOrder(t *testing.T) {
+	active := []string{"ix86arch", "skx"}
+	for name, pmu := range map[string]string{"UNHALTED_CORE_CYCLES": "skx", "LLC_MISSES": "ix86arch"} {
+		enc, err := Encode(name, Env{}, active)
+		if err != nil || enc.PMU.Name != pmu {
+			t.Errorf("%s: got %v, %v; want PMU %s", name, enc.PMU, err, pmu)
+		}
+	}
+	if _, err := Encode("icl::INST_RETIRED", Env{}, active); !errors.Is(err, ErrNotFound) {
+		t.Errorf("icl::INST_RETIRED with icl inactive: got %v, want %v", err, ErrNotFound)
+	}
+	if enc, err := Encode("ICL::INST_RETIRED:ANY_P", Env{EncodeInactive: true}, active); err != nil || enc.PMU.Name != "icl" {
+		t.Errorf("ICL::INST_RETIRED:ANY_P with EncodeInactive: got %v, %v", enc.PMU, err)
+	}
+}

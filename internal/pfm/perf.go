@@ -605,6 +605,23 @@ func (r *request) sortVals() {
 	slices.SortStableFunc(r.vals, func(a, b attrVal) int { return a.Desc - b.Desc })
 }
 
+// canonicalUmasks starts the canonical name: the event, then its umasks
+// (given and default) in table order.
+func (r *request) canonicalUmasks() {
+	r.sortVals()
+	r.fstr = ""
+	r.addf("%s", r.event.Name)
+	for _, v := range r.vals {
+		switch d := r.desc(v); {
+		case d.Perf:
+		case d.Type == attrUmask:
+			r.addf(":%s", r.event.Umasks[d.Idx].Name)
+		case d.Type == attrRawUmask:
+			r.addf(":0x%x", uint32(r.raw))
+		}
+	}
+}
+
 // fstrMax is the room libpfm4 gives the canonical name, less the PMU
 // prefix: longer ones are cut short.
 const fstrMax = 255
