@@ -124,11 +124,8 @@ func encodeAMD64(r *request) error {
 		reg.set(amdInt, 1, 1)
 	}
 
-	for _, v := range r.vals {
+	for _, v := range r.pmuVals() {
 		a := r.desc(v)
-		if a.Perf {
-			continue
-		}
 		switch a.Type {
 		case attrUmask:
 			u := &ev.Umasks[a.Idx]
@@ -151,27 +148,16 @@ func encodeAMD64(r *request) error {
 		default:
 			iv := v.Val
 			switch a.Idx {
-			case amdI:
-				reg.set(amdInv, 1, b2u(iv != 0))
-			case amdE:
-				reg.set(amdEdge, 1, b2u(iv != 0))
 			case amdC:
 				if iv > 255 {
 					return badAttr(ErrAttrVal, "%s: value %d out of range [0-255]", a.Name, iv)
 				}
 				reg.set(amdCntMask, 8, iv)
-			case amdU:
-				reg.set(amdUsr, 1, b2u(iv != 0))
-				plmmsk |= 1 << amdU
-			case amdK:
-				reg.set(amdOS, 1, b2u(iv != 0))
-				plmmsk |= 1 << amdK
-			case amdG:
-				reg.set(amdGuest, 1, b2u(iv != 0))
-				plmmsk |= 1 << amdG
-			case amdH:
-				reg.set(amdHost, 1, b2u(iv != 0))
-				plmmsk |= 1 << amdH
+			case amdK, amdU, amdE, amdI, amdH, amdG:
+				reg.set(amdModBit[a.Idx], 1, b2u(iv != 0))
+				if a.Idx != amdE && a.Idx != amdI {
+					plmmsk |= 1 << a.Idx
+				}
 			}
 		}
 	}
@@ -191,19 +177,7 @@ func encodeAMD64(r *request) error {
 	}
 	reg.set(8, 8, umask)
 
-	r.addf("%s", ev.Name)
-	r.sortVals()
-	for _, v := range r.vals {
-		a := r.desc(v)
-		if a.Perf {
-			continue
-		}
-		if a.Type == attrUmask {
-			r.addf(":%s", ev.Umasks[a.Idx].Name)
-		} else if a.Type == attrRawUmask {
-			r.addf(":0x%x", uint32(r.raw))
-		}
-	}
+	r.canonicalUmasks()
 	for _, a := range r.pattrs {
 		if a.Perf || a.Type == attrUmask {
 			continue

@@ -687,7 +687,7 @@ func (s *intelState) addDefaults(msk uint32) error {
 func (s *intelState) perf() error {
 	a := &s.r.attr
 	if s.p.Type == PMUTypeUncore {
-		t, err := s.perfType()
+		t, err := s.r.kernelPMUType()
 		if err != nil {
 			return err
 		}
@@ -697,7 +697,7 @@ func (s *intelState) perf() error {
 	}
 	a.Type = unix.PERF_TYPE_RAW
 	if s.p.PerfName != "" {
-		if t, err := s.perfType(); err == nil {
+		if t, err := s.r.kernelPMUType(); err == nil {
 			a.Type = t
 		}
 	}
@@ -714,17 +714,6 @@ func (s *intelState) perf() error {
 		}
 	}
 	return nil
-}
-
-func (s *intelState) perfType() (uint32, error) {
-	if s.r.env.PerfType == nil {
-		return 0, badAttr(ErrNotSupported, "kernel PMU %s not found", s.p.PerfName)
-	}
-	t, err := s.r.env.PerfType(s.p.PerfName)
-	if err != nil {
-		return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", s.p.PerfName, err)
-	}
-	return t, nil
 }
 
 // hasLDLatUmask reports whether any umask, given or default, is a load

@@ -11,8 +11,6 @@ package pfm
 // it; C-boxes and CHAs have filter registers, handed to perf as config1
 // (and config2).
 
-import "strings"
-
 func init() { familyEncoders[FamilyIntelUncore] = encodeIntelUncore }
 
 // Per-architecture PMU flags (pfmlib_pmu_t.flags, high 16 bits).
@@ -22,17 +20,9 @@ const (
 	uncFlagCha = 0x40000 // a CHA (Skylake and later)
 )
 
-// Unit mask and event flags of intel_x86 tables, as the uncore encoder
-// reads them.
-const (
-	ixNCombo     = 0x00001
-	ixDfl        = 0x00008
-	ixGrpExcl    = 0x00010
-	ixExclGrpGT  = 0x00040
-	ixGrpDflNone = 0x00800
-	ixGrpReq     = 0x08000
-	ixForceFilt0 = 0x20000
-)
+// intel_x86 event flag only the uncore reads: filter 0 goes to perf even
+// when zero. (The others are intel.go's.)
+const ixForceFilt0 = 0x20000
 
 // The uncore modifiers, numbered as in the PMUs' modifier table
 // (libpfm4's snbep_unc_mods): an event's ModMask has bit n set when it
@@ -62,8 +52,6 @@ const (
 	uncRCSNID
 	uncNumMods
 )
-
-const maxGrpID = 0xffff // no group limit yet
 
 // uncorePattrs lists what an uncore event accepts: its unit masks (those
 // of this model), its modifiers, then perf's, less those the uncore
@@ -109,6 +97,66 @@ func pmuModifiers(p *PMU, ev *Event, use func(m int) bool) []attrDesc {
 	return descs
 }
 
+// uncField is a field of the control register (reg 0) or of filter 0
+// or 1 (reg 1, 2).
+type uncField struct{ reg, pos, width uint }
+
+// uncMod says how a modifier is encoded: the values it takes, the field
+// it sets and the one the canonical name shows (not always the same:
+// libpfm4 shows tf= as the thread filter's enable bit, and rmem= as rem=).
+type uncMod struct {
+	bool      bool // 0 or 1, whatever the value
+	min, max  uint64
+	set, show uncField
+	tid       bool // also enables the box's thread and core filter
+	enable    uint // a bit of filter 0 it also sets, 0 for none
+}
+
+var (
+	ctlThres8 = uncField{0, rThres, 8}
+	ctlThres5 = uncField{0, rThres, 5}
+	ctlTID    = uncField{0, rTID, 1}
+)
+
+// uncMods are the modifiers other than e, i (whose field depends on the
+// event), ff and addr. Values past the field's width are cut, as the C
+// bit-fields cut them (cf on SandyBridge-EP takes 0-15 in 3 bits).
+var uncMods = map[int]uncMod{
+	uncT8:     {max: 255, set: ctlThres8, show: ctlThres8},
+	uncT5:     {max: 31, set: ctlThres5, show: ctlThres5},
+	uncTF:     {max: 1, set: uncField{1, 0, 1}, show: ctlTID, tid: true},
+	uncTF1:    {max: 7, set: uncField{1, 0, 3}, show: uncField{1, 0, 3}, tid: true},
+	uncCF:     {max: 15, set: uncField{1, 1, 3}, show: uncField{1, 1, 3}, tid: true},
+	uncCF1:    {max: 63, set: uncField{1, 1, 5}, show: uncField{1, 1, 5}, tid: true},
+	uncCF2:    {max: 64, set: uncField{1, 3, 6}, show: uncField{1, 3, 6}, tid: true},
+	uncNF:     {min: 1, max: 255, set: uncField{1, 10, 8}, show: uncField{1, 10, 8}},
+	uncNF1:    {min: 1, max: 255, set: uncField{2, 0, 16}, show: uncField{2, 0, 16}},
+	uncDNID:   {max: 15, set: uncField{1, 8, 4}, show: uncField{1, 8, 4}, enable: 13},
+	uncRCSNID: {max: 15, set: uncField{1, 14, 4}, show: uncField{1, 14, 4}, enable: 18},
+	uncIsoc:   {bool: true, set: uncField{2, 31, 1}, show: uncField{2, 31, 1}},
+	uncNC:     {bool: true, set: uncField{2, 30, 1}, show: uncField{2, 30, 1}},
+	uncLoc:    {bool: true, set: uncField{2, 1, 1}, show: uncField{2, 1, 1}},
+	uncRem:    {bool: true, set: uncField{2, 0, 1}, show: uncField{2, 0, 1}},
+	// libpfm4 4.13 sets the local-target bit for lmem, and shows rem
+	// for rmem.
+	uncLMem: {bool: true, set: uncField{2, 1, 1}, show: uncField{2, 1, 1}},
+	uncRMem: {bool: true, set: uncField{2, 5, 1}, show: uncField{2, 0, 1}},
+}
+
+// uncEdgeInv is where e and i go: the PCU's occupancy events have their
+// own edge and invert bits.
+func uncEdgeInv(m int, occ bool) uncField {
+	switch {
+	case m == uncE && occ:
+		return uncField{0, rOccEdge, 1}
+	case m == uncE:
+		return uncField{0, rEdge, 1}
+	case occ:
+		return uncField{0, rOccInv, 1}
+	}
+	return uncField{0, rInv, 1}
+}
+
 // bitReg is a 64-bit register (a box's control register, a filter, AMD's
 // PERF_CTL) whose fields the encoders set and read.
 type bitReg uint64
@@ -141,8 +189,7 @@ func encodeIntelUncore(r *request) error {
 		umask2    = umask1
 		grpmsk    = uint32(1)<<ev.NumGroups - 1
 		ugrpmsk   uint32
-		maxGrp    = maxGrpID
-		lastGrp   = maxGrpID
+		maxGrp    = noGroup
 		umodmsk   uint32
 		modmskReq = ev.ModMaskReq
 		pcuBand   = -1
@@ -150,8 +197,7 @@ func encodeIntelUncore(r *request) error {
 		mustFilt0 = ev.Flags&ixForceFilt0 != 0
 		maxReqGrp = -1
 		reqGrps   [8]bool
-		grpCounts [8]int
-		ncombo    [8]bool
+		rules     = newGroupRules()
 	)
 	occ := p.Flags&uncFlagOcc != 0 && ev.Code&0x80 != 0
 	setFilters := func(u *Umask) {
@@ -161,34 +207,26 @@ func encodeIntelUncore(r *request) error {
 		}
 	}
 
-	for _, v := range r.vals {
+	for _, v := range r.pmuVals() {
 		a := r.desc(v)
-		if a.Perf {
-			continue
-		}
 		switch a.Type {
 		case attrUmask:
 			u := &ev.Umasks[a.Idx]
 			grp := int(u.Group & 0xff)
-			if lastGrp != maxGrpID && grp != lastGrp && ev.Flags&ixGrpExcl != 0 {
-				return badAttr(ErrFeatComb, "%s: unit masks of different groups cannot be combined", u.Name)
+			if err := rules.grpExcl(ev, u, grp); err != nil {
+				return err
 			}
-			if u.Flags&ixExclGrpGT != 0 {
+			if u.Flags&intelExclGrpGT != 0 {
 				maxGrp = grp
 			}
-			grpCounts[grp&7]++
-			if u.Flags&ixGrpReq != 0 {
+			if u.Flags&intelGrpReq != 0 {
 				req := int(u.Group >> 8 & 0xff)
 				maxReqGrp = max(maxReqGrp, req)
 				reqGrps[req&7] = true
 			}
-			if u.Flags&ixNCombo != 0 {
-				ncombo[grp&7] = true
+			if err := rules.ncombo(u, grp); err != nil {
+				return err
 			}
-			if grpCounts[grp&7] > 1 && ncombo[grp&7] {
-				return badAttr(ErrFeatComb, "%s: unit mask cannot be combined with another of its group", u.Name)
-			}
-			lastGrp = grp
 			setFilters(u)
 			umask2 |= u.Code >> 8
 			ugrpmsk |= 1 << grp
@@ -209,116 +247,41 @@ func encodeIntelUncore(r *request) error {
 			numasks++
 		default:
 			iv := v.Val
-			bad := func(limit string) error {
-				return badAttr(ErrAttrVal, "%s: value %d out of range %s", a.Name, iv, limit)
-			}
-			switch a.Idx {
-			case uncI:
-				if occ {
-					reg.set(rOccInv, 1, b2u(iv != 0))
-				} else {
-					reg.set(rInv, 1, b2u(iv != 0))
-				}
-			case uncE:
-				if occ {
-					reg.set(rOccEdge, 1, b2u(iv != 0))
-				} else {
-					reg.set(rEdge, 1, b2u(iv != 0))
-				}
-			case uncT8:
+			regs := [3]*bitReg{&reg, &filt[0], &filt[1]}
+			switch m, ok := uncMods[a.Idx]; {
+			case a.Idx == uncE || a.Idx == uncI:
+				f := uncEdgeInv(a.Idx, occ)
+				regs[f.reg].set(f.pos, 1, b2u(iv != 0))
+			case a.Idx == uncFF:
 				if iv > 255 {
-					return bad("[0-255]")
-				}
-				reg.set(rThres, 8, iv)
-			case uncT5:
-				if iv > 31 {
-					return bad("[0-31]")
-				}
-				reg.set(rThres, 5, iv)
-			case uncTF:
-				if iv > 1 {
-					return bad("[0-1]")
-				}
-				reg.set(rTID, 1, 1)
-				mustFilt0 = true
-				filt[0].set(0, 1, iv)
-			case uncTF1:
-				if iv > 7 {
-					return bad("[0-7]")
-				}
-				reg.set(rTID, 1, 1)
-				filt[0].set(0, 3, iv)
-				mustFilt0 = true
-			case uncCF:
-				if iv > 15 {
-					return bad("[0-15]")
-				}
-				reg.set(rTID, 1, 1)
-				filt[0].set(1, 3, iv)
-				mustFilt0 = true
-			case uncCF1:
-				if iv > 63 {
-					return bad("[0-63]")
-				}
-				reg.set(rTID, 1, 1)
-				filt[0].set(1, 5, iv)
-				mustFilt0 = true
-			case uncNF:
-				if iv > 255 || iv == 0 {
-					return bad("[1-255]")
-				}
-				filt[0].set(10, 8, iv)
-			case uncNF1:
-				if iv > 255 || iv == 0 {
-					return bad("[1-255]")
-				}
-				filt[1].set(0, 16, iv)
-			case uncCF2:
-				if iv > 64 {
-					return bad("[0-63]")
-				}
-				reg.set(rTID, 1, 1)
-				filt[0].set(3, 6, iv)
-				mustFilt0 = true
-			case uncFF:
-				if iv > 255 {
-					return bad("[0-255]")
+					return badAttr(ErrAttrVal, "%s: value %d out of range [0-255]", a.Name, iv)
 				}
 				// The band is the event's distance from
 				// UNC_P_FREQ_BAND0_CYCLES (0xb).
 				pcuBand = int(reg.get(0, 8)) - 0xb
 				filt[0] = bitReg(iv << (uint(pcuBand) * 8 & 63))
-			case uncA:
+			case a.Idx == uncA:
 				if iv>>40 != 0 {
-					return bad("of 40 bits")
+					return badAttr(ErrAttrVal, "%s: value %#x wider than 40 bits", a.Name, iv)
 				}
 				addr.set(6, 26, iv)
 				addr.set(32, 14, iv>>26)
-			case uncIsoc:
-				filt[1].set(31, 1, b2u(iv != 0))
-			case uncNC:
-				filt[1].set(30, 1, b2u(iv != 0))
-			case uncLoc, uncLMem:
-				// libpfm4 4.13 sets the local-target bit for lmem too.
-				filt[1].set(1, 1, b2u(iv != 0))
-			case uncRem:
-				filt[1].set(0, 1, b2u(iv != 0))
-			case uncRMem:
-				filt[1].set(5, 1, b2u(iv != 0))
-			case uncDNID:
-				if iv > 15 {
-					return bad("[0-15]")
-				}
-				filt[0].set(8, 4, iv)
-				filt[0].set(13, 1, 1)
-			case uncRCSNID:
-				if iv > 15 {
-					return bad("[0-15]")
-				}
-				filt[0].set(14, 4, iv)
-				filt[0].set(18, 1, 1)
-			default:
+			case !ok:
 				return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
+			case m.bool:
+				regs[m.set.reg].set(m.set.pos, 1, b2u(iv != 0))
+			default:
+				if iv < m.min || iv > m.max {
+					return badAttr(ErrAttrVal, "%s: value %d out of range [%d-%d]", a.Name, iv, m.min, m.max)
+				}
+				regs[m.set.reg].set(m.set.pos, m.set.width, iv)
+				if m.tid {
+					reg.set(rTID, 1, 1)
+					mustFilt0 = true
+				}
+				if m.enable != 0 {
+					filt[0].set(m.enable, 1, 1)
+				}
 			}
 			if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 {
 				umodmsk |= 1 << a.Idx
@@ -351,7 +314,7 @@ func encodeIntelUncore(r *request) error {
 		return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
 	}
 	if modmskReq != 0 && umodmsk&modmskReq == 0 {
-		return badAttr(ErrAttr, "a required modifier is missing (%s)", uncModList(p, modmskReq))
+		return badAttr(ErrAttr, "%s needs one of the modifiers %s", ev.Name, modNames(p, modmskReq))
 	}
 
 	// A CHA's TOR events filter on opcode and target only as asked: by
@@ -364,19 +327,7 @@ func encodeIntelUncore(r *request) error {
 		}
 	}
 
-	r.addf("%s", ev.Name)
-	r.sortVals()
-	for _, v := range r.vals {
-		a := r.desc(v)
-		if a.Perf {
-			continue
-		}
-		if a.Type == attrUmask {
-			r.addf(":%s", ev.Umasks[a.Idx].Name)
-		} else if a.Type == attrRawUmask {
-			r.addf(":0x%x", uint32(r.raw))
-		}
-	}
+	r.canonicalUmasks()
 	reg |= bitReg((umask1 | umask2) << 8)
 
 	codes := []uint64{uint64(reg)}
@@ -394,62 +345,24 @@ func encodeIntelUncore(r *request) error {
 		if a.Perf || a.Type == attrUmask {
 			continue
 		}
+		regs := [3]bitReg{reg, filt[0], filt[1]}
 		var v uint64
-		switch a.Idx {
-		case uncE:
-			v = reg.get(rEdge, 1)
-			if occ {
-				v = reg.get(rOccEdge, 1)
-			}
-		case uncI:
-			v = reg.get(rInv, 1)
-			if occ {
-				v = reg.get(rOccInv, 1)
-			}
-		case uncT8:
-			v = reg.get(rThres, 8)
-		case uncT5:
-			v = reg.get(rThres, 5)
-		case uncTF:
-			v = reg.get(rTID, 1)
-		case uncTF1:
-			v = filt[0].get(0, 3)
-		case uncCF:
-			v = filt[0].get(1, 3)
-		case uncCF1:
-			v = filt[0].get(1, 5)
-		case uncCF2:
-			v = filt[0].get(3, 6)
-		case uncFF:
+		switch m, ok := uncMods[a.Idx]; {
+		case a.Idx == uncE || a.Idx == uncI:
+			f := uncEdgeInv(a.Idx, occ)
+			v = regs[f.reg].get(f.pos, 1)
+		case a.Idx == uncFF:
 			v = uint64(filt[0]) >> (uint(pcuBand) * 8 & 63) & 0xff
-		case uncIsoc:
-			v = filt[1].get(31, 1)
-		case uncNC:
-			v = filt[1].get(30, 1)
-		case uncNF:
-			if modmskReq&(1<<uncNF) == 0 {
-				continue
-			}
-			v = filt[0].get(10, 8)
-		case uncNF1:
-			if modmskReq&(1<<uncNF1) == 0 {
-				continue
-			}
-			v = filt[1].get(0, 16)
-		case uncA:
+		case a.Idx == uncA:
 			// libpfm4 computes this in 32 bits.
 			r.addf(":addr=0x%x", uint32(addr.get(32, 14)<<26|addr.get(6, 26)))
 			continue
-		case uncRem, uncRMem:
-			v = filt[1].get(0, 1)
-		case uncLoc, uncLMem:
-			v = filt[1].get(1, 1)
-		case uncDNID:
-			v = filt[0].get(8, 4)
-		case uncRCSNID:
-			v = filt[0].get(14, 4)
-		default:
+		case (a.Idx == uncNF || a.Idx == uncNF1) && modmskReq&(1<<a.Idx) == 0:
+			continue // shown only where a unit mask requires it
+		case !ok:
 			return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
+		default:
+			v = regs[m.show.reg].get(m.show.pos, m.show.width)
 		}
 		r.addf(":%s=%d", a.Name, v)
 	}
@@ -496,26 +409,26 @@ func (r *request) uncoreDefaults(msk uint32, maxGrp int, setFilters func(*Umask)
 			if int(u.Group&0xff) != i {
 				continue
 			}
-			if maxGrp != maxGrpID && i > maxGrp {
+			if maxGrp != noGroup && i > maxGrp {
 				skip = true
 				continue
 			}
-			if u.Flags&ixGrpDflNone != 0 {
+			if u.Flags&intelGrpDflNone != 0 {
 				skip = true
 				continue
 			}
-			if u.Flags&ixDfl == 0 {
+			if u.Flags&intelDFL == 0 {
 				continue
 			}
 			um |= u.Code >> 8
 			setFilters(u)
 			added = append(added, attrVal{Desc: j})
 			n++
-			if ev.Flags&ixGrpExcl != 0 {
+			if ev.Flags&intelGrpExcl != 0 {
 				return um, added, nil
 			}
-			if u.Flags&ixExclGrpGT != 0 {
-				if maxGrp != maxGrpID {
+			if u.Flags&intelExclGrpGT != 0 {
+				if maxGrp != noGroup {
 					return 0, nil, badAttr(ErrUmask, "%s: two default unit masks limit the groups", u.Name)
 				}
 				maxGrp = int(u.Group & 0xff)
@@ -549,16 +462,6 @@ func isCboFilt(p *PMU, reg bitReg) bool {
 	}
 	sel := reg.get(0, 8)
 	return reg.get(8, 1) == 1 && (sel == 0x34 || sel == 0x35 || sel == 0x36)
-}
-
-func uncModList(p *PMU, msk uint32) string {
-	var names []string
-	for m := range p.Modifiers {
-		if msk&(1<<m) != 0 {
-			names = append(names, p.Modifiers[m].Name)
-		}
-	}
-	return strings.Join(names, " or ")
 }
 
 func b2u(b bool) uint64 {

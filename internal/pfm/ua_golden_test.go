@@ -60,7 +60,13 @@ func TestUAGolden(t *testing.T) {
 		n, nbad := 0, 0
 		for sc.Scan() {
 			fields := strings.Split(sc.Text(), "\t")
-			pname, _, _ := strings.Cut(fields[0], "::")
+			if len(fields) < 3 {
+				continue // a name longer than the oracle's line buffer
+			}
+			pname, _, ok := strings.Cut(fields[0], "::")
+			if !ok || strings.ToLower(pname) != pname {
+				pname = strings.TrimSuffix(filepath.Base(f), ".tsv")
+			}
 			p, err := loadPMU(pname)
 			if err != nil {
 				t.Fatal(err)
