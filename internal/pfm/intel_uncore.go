@@ -470,18 +470,3 @@ func b2u(b bool) uint64 {
 	}
 	return 0
 }
-
-// kernelPMUType gives the perf_event type of the kernel PMU the request's
-// PMU is opened through, which libpfm4 reads from sysfs; an uncore PMU
-// the kernel does not have cannot be encoded.
-func (r *request) kernelPMUType() (uint32, error) {
-	name := r.pmu.PerfName
-	if r.env.PerfType == nil {
-		return 0, badAttr(ErrNotSupported, "kernel PMU %s not found", name)
-	}
-	t, err := r.env.PerfType(name)
-	if err != nil {
-		return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", name, err)
-	}
-	return t, nil
-}
