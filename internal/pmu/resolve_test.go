@@ -361,3 +361,18 @@ func TestResolveLibpfmOtherArch(t *testing.T) {
 		source: "libpfm4 power9::PM_CYC:u=1:k=1:h=0:excl=0:mg=0:mh=1"})
 	check(t, "power9", "power9::PM_RUN_CYC:u", Options{}, want{pmu: "power9", typ: 4, config: 0x200f4, bits: exKern | exHv | exGuest})
 }
+
+// TestResolveLibpfmAMD: Zen 3 names, and its L3 and RAPL PMUs on their
+// kernel PMUs (amd_l3's and power's types and cpumasks). The wanted
+// values are libpfm4 4.13's on this fixture (qemu-user with the
+// fixture's CPUID and sysfs).
+func TestResolveLibpfmAMD(t *testing.T) {
+	const joule = 2.3283064365386962890625e-10
+	check(t, "zen3", "RETIRED_INSTRUCTIONS", Options{}, want{pmu: "amd64_fam19h_zen3", typ: 4, config: 0xc0, bits: exHv | exGuest,
+		source: "libpfm4 amd64_fam19h_zen3::RETIRED_INSTRUCTIONS:e=0:i=0:c=0:g=0:u=1:k=1:h=0:excl=0:mg=0:mh=1"})
+	check(t, "zen3", "RETIRED_OPS:u", Options{}, want{pmu: "amd64_fam19h_zen3", typ: 4, config: 0xc1, bits: exKern | exHv | exGuest})
+	check(t, "zen3", "amd64_fam19h_zen3_l3::UNC_L3_REQUESTS", Options{}, want{pmu: "amd64_fam19h_zen3_l3", typ: 8, config: 0xff04,
+		cpus: []int{0, 8, 16, 24, 32, 40, 48, 56}, source: "libpfm4 amd64_fam19h_zen3_l3::UNC_L3_REQUESTS:ALL:u=1:k=1:excl=0:mg=1:mh=1"})
+	check(t, "zen3", "amd64_rapl::RAPL_ENERGY_PKG", Options{}, want{pmu: "amd64_rapl", typ: 13, config: 2, scale: joule, unit: "Joules",
+		cpus: []int{0}, source: "libpfm4 amd64_rapl::RAPL_ENERGY_PKG:u=1:k=1:excl=0:mg=1:mh=1"})
+}
