@@ -117,34 +117,20 @@ func (fs *FS) Suggest(name string) []string {
 		ev = name
 	}
 	ev, _, _ = strings.Cut(ev, ":")
-	want := strings.ToUpper(ev)
-	type cand struct {
-		name string
-		d    int
-	}
-	var cands []cand
+	var names []string
 	for _, pn := range fs.PresentNames() {
 		p, err := pfm.LoadArch(fs.libpfmArch(), pn)
 		if err != nil {
 			continue
 		}
 		for i := range p.Events {
-			e := &p.Events[i]
-			d := editDistance(want, strings.ToUpper(e.Name))
-			if d <= max(2, len(want)/3) {
-				cands = append(cands, cand{p.Name + "::" + e.Name, d})
-			}
+			names = append(names, p.Name+"::"+p.Events[i].Name)
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b cand) int { return a.d - b.d })
-	var out []string
-	for _, c := range cands {
-		if len(out) == 3 {
-			break
-		}
-		out = append(out, c.name)
-	}
-	return out
+	return nearest(ev, names, func(n string) string {
+		_, e, _ := strings.Cut(n, "::")
+		return e
+	})
 }
 
 // editDistance is Levenshtein's distance between two strings, by bytes.
@@ -166,4 +152,105 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// SuggestAttr returns, for a libpfm4 name whose unit mask or modifier
+// libpfm4 refused, up to three of the event's own unit masks and
+// modifiers closest to the first attribute it does not have, as
+// "EVENT:NAME". It returns nil when the event or the culprit is not found.
+func (fs *FS) SuggestAttr(name string) []string {
+	pfx, rest, prefixed := strings.Cut(name, "::")
+	if !prefixed {
+		pfx, rest = "", name
+	}
+	evName, attrs, _ := strings.Cut(rest, ":")
+	p, ev := fs.findCatalogEvent(pfx, evName)
+	if ev == nil {
+		return nil
+	}
+	var own []string
+	for _, u := range ev.Umasks {
+		if u.Model == 0 || int(u.Model) == p.ID {
+			own = append(own, u.Name)
+		}
+	}
+	for i, m := range p.Modifiers {
+		if m.Name != "" && (ev.ModMask == 0 || ev.ModMask&(1<<i) != 0) {
+			own = append(own, m.Name)
+		}
+	}
+	for _, a := range strings.Split(attrs, ":") {
+		a, _, _ = strings.Cut(a, "=")
+		if a == "" || slices.ContainsFunc(own, func(o string) bool { return strings.EqualFold(o, a) }) || isPerfModifier(a) {
+			continue
+		}
+		var full []string
+		for _, o := range own {
+			full = append(full, ev.Name+":"+o)
+		}
+		return nearest(a, full, func(f string) string {
+			_, o, _ := strings.Cut(f, ":")
+			return o
+		})
+	}
+	return nil
+}
+
+// isPerfModifier reports the modifiers libpfm4's perf layer adds to every
+// event.
+func isPerfModifier(a string) bool {
+	switch strings.ToLower(a) {
+	case "u", "k", "h", "period", "freq", "precise", "excl", "mg", "mh", "cpu", "pinned", "hw_smpl":
+		return true
+	}
+	return false
+}
+
+// findCatalogEvent finds an event as libpfm4 does: in the PMU named, or
+// else in the first present PMU, in libpfm4's order, that has it.
+func (fs *FS) findCatalogEvent(pfx, evName string) (*pfm.PMU, *pfm.Event) {
+	present := fs.LibpfmPMUs()
+	slices.SortStableFunc(present, func(a, b *pfm.PMU) int { return a.Order - b.Order })
+	for _, h := range present {
+		if pfx != "" && !strings.EqualFold(pfx, h.Name) {
+			continue
+		}
+		p, err := pfm.LoadArch(fs.libpfmArch(), h.Name)
+		if err != nil {
+			continue
+		}
+		for i := range p.Events {
+			e := &p.Events[i]
+			if (e.Model == 0 || int(e.Model) == p.ID) && strings.EqualFold(e.Name, evName) {
+				return p, e
+			}
+		}
+	}
+	return nil, nil
+}
+
+// nearest returns up to three of cands whose key is closest to want
+// (edit distance, ignoring case, within a third of its length or 2),
+// nearest first.
+func nearest(want string, cands []string, key func(string) string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	want = strings.ToUpper(want)
+	var cs []cand
+	for _, c := range cands {
+		if d := editDistance(want, strings.ToUpper(key(c))); d <= max(2, len(want)/3) {
+			cs = append(cs, cand{c, d})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	var out []string
+	for _, c := range cs {
+		if len(out) == 3 {
+			break
+		}
+		out = append(out, c.name)
+	}
+	return out
 }

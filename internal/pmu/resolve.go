@@ -140,7 +140,11 @@ func (fs *FS) resolveLocal(name string) (Event, error) {
 func (fs *FS) errUnknown(name string, libErr error) error {
 	var ee *pfm.EncodeError
 	if errors.As(libErr, &ee) && ee.Attr != "" {
-		return fmt.Errorf("event %q: %s: %v (libpfm4)", name, ee.Attr, ee.Err)
+		msg := fmt.Sprintf("event %q: %s: %v (libpfm4)", name, ee.Attr, ee.Err)
+		if s := fs.SuggestAttr(name); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, ", ") + "?"
+		}
+		return errors.New(msg)
 	}
 	if !errors.Is(libErr, pfm.ErrNotFound) {
 		return fmt.Errorf("event %q: %s (libpfm4)", name, strings.TrimPrefix(libErr.Error(), fmt.Sprintf("perf event %q: ", name)))

@@ -251,6 +251,7 @@ func TestResolveErrors(t *testing.T) {
 		// Near misses get the nearest names of this machine's tables.
 		{"skylake", "INST_RETIRD", Options{}, `event "INST_RETIRD": not an event of the libpfm4 PMUs found here (ix86arch, perf, rapl, perf_raw, skx, skx_unc_imc0), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds); did you mean skx::INST_RETIRED?`},
 		{"skylake", "skx::inst_retired:nosuch", Options{}, `event "skx::inst_retired:nosuch": "nosuch": no such umask or modifier for INST_RETIRED: invalid event attribute (libpfm4)`},
+		{"skylake", "MEM_LOAD_RETIRED:L3_HTI", Options{}, `event "MEM_LOAD_RETIRED:L3_HTI": "L3_HTI": no such umask or modifier for MEM_LOAD_RETIRED: invalid event attribute (libpfm4); did you mean MEM_LOAD_RETIRED:L3_HIT?`},
 		{"vm", "cycles:x", Options{}, `event "cycles:x": unknown modifier "x" (want u, k, h, mg or mh)`},
 		{"vm", "cycles:u=2", Options{}, `event "cycles:u=2": modifier "u=2": value must be 0 or 1`},
 		{"vm", "PERF_COUNT_HW_CACHE_ITLB:WRITE", Options{}, `event "PERF_COUNT_HW_CACHE_ITLB:WRITE": iTLB has no WRITE operation`},
