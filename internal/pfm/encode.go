@@ -38,6 +38,12 @@ type Env struct {
 	// which decides what libpfm4's ix86arch PMU has. Nil stands for what
 	// libpfm4 assumes when a PMU is forced on it: version 3, every event.
 	IntelArch *IntelArchPerfmon
+
+	// IntelModel is the CPU's model (CPUID family 6) when libpfm4 detects
+	// its PMUs rather than being forced: it picks Intel RAPL's table
+	// (PMU.ModelTables). 0 keeps the compiled-in table, as a forced or
+	// undetected RAPL keeps it.
+	IntelModel int
 }
 
 // IntelArchPerfmon is what CPUID leaf 0xa says of the architectural

@@ -126,11 +126,7 @@ func runGolden(p *PMU, env Env) (goldenResult, error) {
 	}
 	allowPrefix := env.Arch + "/" + p.Name + "\t"
 	for i, l := range lines {
-		want := []string{l.Name, "ERR", l.Err}
-		if l.OK {
-			want = []string{l.Name, "OK", fmt.Sprint(l.Type), hex(l.Config), hex(l.Config1), hex(l.Config2),
-				l.Exclude, l.PMU, l.FullName}
-		}
+		want := goldenWant(l)
 		res.compared++
 		diff := goldenDiff(l.Name, want, env, []string{p.Name})
 		if diff == "" {
@@ -146,6 +142,15 @@ func runGolden(p *PMU, env Env) (goldenResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// goldenWant is a golden line as goldenDiff takes it.
+func goldenWant(l pfmgolden.Line) []string {
+	if !l.OK {
+		return []string{l.Name, "ERR", l.Err}
+	}
+	return []string{l.Name, "OK", fmt.Sprint(l.Type), hex(l.Config), hex(l.Config1), hex(l.Config2),
+		l.Exclude, l.PMU, l.FullName}
 }
 
 // goldenDiff says how our encoding of name differs from libpfm4's

@@ -4,9 +4,30 @@ package pfm
 // which perf_events offers as its "power" PMU. AMD's (amd64_rapl) is an
 // AMD table, and the AMD encoder gives libpfm4's answer for it too.
 
-import "golang.org/x/sys/unix"
+import (
+	"slices"
 
-func init() { familyEncoders[FamilyIntelRAPL] = encodeRAPL }
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	familyEncoders[FamilyIntelRAPL] = encodeRAPL
+	pmuInits["rapl"] = initRAPL
+}
+
+// initRAPL is pfm_rapl_detect's choice of table: the CPU model says which
+// energy counters the package has (DRAM on servers, GPU and PSYS on
+// clients). A model with no table of its own keeps the compiled-in one.
+func initRAPL(p *PMU, env Env) *PMU {
+	for _, mt := range p.ModelTables {
+		if slices.Contains(mt.CPUModels, env.IntelModel) {
+			q := *p
+			q.Events = mt.Events
+			return &q
+		}
+	}
+	return p
+}
 
 func encodeRAPL(r *request) error {
 	// RAPL events have no unit masks or modifiers. libpfm4 runs them
