@@ -118,11 +118,7 @@ func (fs *FS) Suggest(name string) []string {
 	}
 	ev, _, _ = strings.Cut(ev, ":")
 	var names []string
-	for _, pn := range fs.PresentNames() {
-		p, err := pfm.LoadArch(fs.libpfmArch(), pn)
-		if err != nil {
-			continue
-		}
+	for _, p := range fs.presentTables() {
 		for i := range p.Events {
 			names = append(names, p.Name+"::"+p.Events[i].Name)
 		}
@@ -170,7 +166,7 @@ func (fs *FS) SuggestAttr(name string) []string {
 	}
 	var own []string
 	for _, u := range ev.Umasks {
-		if u.Model == 0 || int(u.Model) == p.ID {
+		if belongs(p, u.Model, u.Flags) {
 			own = append(own, u.Name)
 		}
 	}
@@ -209,24 +205,50 @@ func isPerfModifier(a string) bool {
 // findCatalogEvent finds an event as libpfm4 does: in the PMU named, or
 // else in the first present PMU, in libpfm4's order, that has it.
 func (fs *FS) findCatalogEvent(pfx, evName string) (*pfm.PMU, *pfm.Event) {
-	present := fs.LibpfmPMUs()
-	slices.SortStableFunc(present, func(a, b *pfm.PMU) int { return a.Order - b.Order })
-	for _, h := range present {
-		if pfx != "" && !strings.EqualFold(pfx, h.Name) {
-			continue
-		}
-		p, err := pfm.LoadArch(fs.libpfmArch(), h.Name)
-		if err != nil {
+	tables := fs.presentTables()
+	slices.SortStableFunc(tables, func(a, b *pfm.PMU) int { return a.Order - b.Order })
+	for _, p := range tables {
+		if pfx != "" && !strings.EqualFold(pfx, p.Name) {
 			continue
 		}
 		for i := range p.Events {
 			e := &p.Events[i]
-			if (e.Model == 0 || int(e.Model) == p.ID) && strings.EqualFold(e.Name, evName) {
+			if belongs(p, e.Model, e.Flags) && strings.EqualFold(e.Name, evName) {
 				return p, e
 			}
 		}
 	}
 	return nil, nil
+}
+
+// presentTables loads the tables of the PMUs libpfm4 finds here, in the
+// order of their ids.
+func (fs *FS) presentTables() []*pfm.PMU {
+	var tables []*pfm.PMU
+	for _, h := range fs.LibpfmPMUs() {
+		if p, err := pfm.LoadArch(fs.libpfmArch(), h.Name); err == nil {
+			tables = append(tables, p)
+		}
+	}
+	return tables
+}
+
+// belongs reports whether an event or unit mask of a table that several
+// PMU models share is one of p's: Intel entries may name the one model
+// they are for, AMD ones the range of revisions (flags bits 8-15 from,
+// 16-23 until, 0 for no limit) they exist in.
+func belongs(p *pfm.PMU, model uint16, flags uint32) bool {
+	if model != 0 && int(model) != p.ID {
+		return false
+	}
+	if p.Family != pfm.FamilyAMD64 {
+		return true
+	}
+	from, till := int(flags>>8&0xff), int(flags>>16&0xff)
+	if till == 0 {
+		till = 0xff
+	}
+	return p.Rev >= from && p.Rev <= till
 }
 
 // nearest returns up to three of cands whose key is closest to want

@@ -109,25 +109,21 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 // finds here, in libpfm4's order of PMUs and each table's order.
 func (fs *FS) catalogListings() []Listing {
 	var ls []Listing
-	for _, h := range fs.LibpfmPMUs() {
-		if h.Family == pfm.FamilyPerf {
-			continue
-		}
-		p, err := pfm.LoadArch(fs.libpfmArch(), h.Name)
-		if err != nil {
+	for _, p := range fs.presentTables() {
+		if p.Family == pfm.FamilyPerf {
 			continue
 		}
 		for i := range p.Events {
 			e := &p.Events[i]
-			if e.Model != 0 && int(e.Model) != p.ID {
-				continue // another model's event in a shared table
+			if !belongs(p, e.Model, e.Flags) {
+				continue
 			}
 			l := Listing{Name: p.Name + "::" + e.Name, Kind: KindLibpfm, Group: p.Name, Desc: firstLine(e.Desc), Scale: 1}
 			if e.Equiv != "" {
 				l.Desc = "alias for " + e.Equiv
 			}
 			for _, u := range e.Umasks {
-				if u.Model != 0 && int(u.Model) != p.ID {
+				if !belongs(p, u.Model, u.Flags) {
 					continue
 				}
 				l.Umasks = append(l.Umasks, UmaskListing{Name: u.Name, Desc: firstLine(u.Desc), Default: umaskDefault(p.Family, u.Flags)})

@@ -422,3 +422,29 @@ func TestFilterListings(t *testing.T) {
 		t.Error("a bad glob is accepted")
 	}
 }
+
+// TestListedEventCounts: --list-events shows a PMU's events as libpfm4
+// counts them (pfm_get_pmu_info's nevents, from LIBPFM_FORCE_PMU=NAME
+// pfmenc -l with Debian's libpfm4 4.13): shared tables hold other models'
+// and other revisions' events, which are left out.
+func TestListedEventCounts(t *testing.T) {
+	for name, n := range map[string]int{
+		"amd64_k8_revb": 83, "amd64_k8_revg": 87, "amd64_fam10h_barcelona": 116, "amd64_fam10h_istanbul": 123,
+		"amd64_fam17h_zen2": 58, "amd64_fam19h_zen3": 62, "amd64_fam19h_zen4": 77,
+		"skx": 86, "clx": 86, "icx": 70, "snb_ep": 83, "hsw": 74,
+	} {
+		p, err := pfm.LoadArch("amd64", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for i := range p.Events {
+			if belongs(p, p.Events[i].Model, p.Events[i].Flags) {
+				got++
+			}
+		}
+		if got != n {
+			t.Errorf("%s: %d events, libpfm4 lists %d", name, got, n)
+		}
+	}
+}
