@@ -29,5 +29,10 @@ func (c CPUInfo) arch() string {
 	case c.PVR != 0:
 		return "ppc64le"
 	}
-	return runtime.GOARCH
+	// Every build has the generic perf PMUs; an architecture libpfm4's
+	// catalog lacks (s390x here) still gets those.
+	if slices.Contains(pfm.Archs, runtime.GOARCH) {
+		return runtime.GOARCH
+	}
+	return "amd64"
 }
