@@ -50,7 +50,12 @@ func (o *Oracle) Events(env []string, pmu string) ([]string, error) {
 // format), run with env added to the environment, such as
 // "LIBPFM_FORCE_PMU=skx" and "LIBPFM_ENCODE_INACTIVE=1".
 func (o *Oracle) Encode(env []string, names ...string) ([]string, error) {
-	cmd := exec.Command(o.bin)
+	return encodeWith(exec.Command(o.bin), env, names)
+}
+
+// encodeWith runs the oracle as cmd, with env added to its environment
+// and names on its standard input, and gives its line for each name.
+func encodeWith(cmd *exec.Cmd, env, names []string) ([]string, error) {
 	cmd.Env = append(cmd.Environ(), env...)
 	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
 	var stdout, stderr bytes.Buffer

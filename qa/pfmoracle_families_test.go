@@ -1,7 +1,6 @@
 package qa
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -159,18 +158,7 @@ func (o *Oracle) encodeWithSysfs(types map[string]uint32, env, names []string) (
 	}
 	script.WriteString("exec \"$0\"\n")
 	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script.String(), o.bin)
-	cmd.Env = append(cmd.Environ(), env...)
-	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("pfmoracle in a mount namespace: %v: %s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-	if len(lines) != len(names) {
-		return nil, fmt.Errorf("pfmoracle: %d lines for %d names", len(lines), len(names))
-	}
-	return lines, nil
+	return encodeWith(cmd, env, names)
 }
 
 // oracleErrs are libpfm4's reasons, as pfm's errors.

@@ -175,189 +175,234 @@ const (
 )
 
 func encodeIntelUncore(r *request) error {
-	p, ev := r.pmu, r.event
-	descs, keep := uncorePattrs(p, ev)
+	descs, keep := uncorePattrs(r.pmu, r.event)
 	if err := r.parseAttrs(descs, keep); err != nil {
 		return err
 	}
-
-	var (
-		filt      [2]bitReg
-		addr      bitReg
-		reg       = bitReg(ev.Code)
-		umask1    = ev.Code >> 8 // a unit mask the event code carries
-		umask2    = umask1
-		grpmsk    = uint32(1)<<ev.NumGroups - 1
-		ugrpmsk   uint32
-		maxGrp    = noGroup
-		umodmsk   uint32
-		modmskReq = ev.ModMaskReq
-		pcuBand   = -1
-		numasks   int
-		mustFilt0 = ev.Flags&ixForceFilt0 != 0
-		maxReqGrp = -1
-		reqGrps   [8]bool
-		rules     = newGroupRules()
-	)
-	occ := p.Flags&uncFlagOcc != 0 && ev.Code&0x80 != 0
-	setFilters := func(u *Umask) {
-		for i := range filt {
-			filt[i] |= bitReg(u.Filters[i] & 0xffffffff)
-			filt[i] &^= bitReg(u.Filters[i] >> 32)
-		}
-	}
-
+	s := newUncState(r)
 	for _, v := range r.pmuVals() {
-		a := r.desc(v)
-		switch a.Type {
-		case attrUmask:
-			u := &ev.Umasks[a.Idx]
-			grp := int(u.Group & 0xff)
-			if err := rules.grpExcl(ev, u, grp); err != nil {
-				return err
-			}
-			if u.Flags&intelExclGrpGT != 0 {
-				maxGrp = grp
-			}
-			if u.Flags&intelGrpReq != 0 {
-				req := int(u.Group >> 8 & 0xff)
-				maxReqGrp = max(maxReqGrp, req)
-				reqGrps[req&7] = true
-			}
-			if err := rules.ncombo(u, grp); err != nil {
-				return err
-			}
-			setFilters(u)
-			umask2 |= u.Code >> 8
-			ugrpmsk |= 1 << grp
-			if occ {
-				reg.set(rOcc, 2, umask2>>6)
-				umask2 = 0
-			} else {
-				reg |= bitReg(umask2 << 8)
-			}
-			modmskReq |= u.ModMaskReq
-			numasks++
-		case attrRawUmask:
-			if r.raw&^0xff != 0 {
-				return badAttr(ErrAttr, "%s: a raw unit mask is 8 bits", r.attrName(v.Desc))
-			}
-			umask2 = r.raw & 0xff
-			ugrpmsk = grpmsk
-			numasks++
-		default:
-			iv := v.Val
-			regs := [3]*bitReg{&reg, &filt[0], &filt[1]}
-			switch m, ok := uncMods[a.Idx]; {
-			case a.Idx == uncE || a.Idx == uncI:
-				f := uncEdgeInv(a.Idx, occ)
-				regs[f.reg].set(f.pos, 1, b2u(iv != 0))
-			case a.Idx == uncFF:
-				if iv > 255 {
-					return badAttr(ErrAttrVal, "%s: value %d out of range [0-255]", a.Name, iv)
-				}
-				// The band is the event's distance from
-				// UNC_P_FREQ_BAND0_CYCLES (0xb).
-				pcuBand = int(reg.get(0, 8)) - 0xb
-				filt[0] = bitReg(iv << (uint(pcuBand) * 8 & 63))
-			case a.Idx == uncA:
-				if iv>>40 != 0 {
-					return badAttr(ErrAttrVal, "%s: value %#x wider than 40 bits", a.Name, iv)
-				}
-				addr.set(6, 26, iv)
-				addr.set(32, 14, iv>>26)
-			case !ok:
-				return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
-			case m.bool:
-				regs[m.set.reg].set(m.set.pos, 1, b2u(iv != 0))
-			default:
-				if iv < m.min || iv > m.max {
-					return badAttr(ErrAttrVal, "%s: value %d out of range [%d-%d]", a.Name, iv, m.min, m.max)
-				}
-				regs[m.set.reg].set(m.set.pos, m.set.width, iv)
-				if m.tid {
-					reg.set(rTID, 1, 1)
-					mustFilt0 = true
-				}
-				if m.enable != 0 {
-					filt[0].set(m.enable, 1, 1)
-				}
-			}
-			if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 {
-				umodmsk |= 1 << a.Idx
-			}
+		if err := s.attr(v); err != nil {
+			return err
 		}
 	}
+	if err := s.complete(); err != nil {
+		return err
+	}
+	if err := s.canonical(); err != nil {
+		return err
+	}
+	return s.perf()
+}
 
-	for x := 0; x <= maxReqGrp; x++ {
-		if reqGrps[x&7] && ugrpmsk&(1<<x) == 0 {
+// uncState is one uncore encoding in progress (the locals of
+// pfm_intel_snbep_unc_get_encoding).
+type uncState struct {
+	r   *request
+	p   *PMU
+	ev  *Event
+	occ bool // a PCU occupancy event
+
+	reg       bitReg    // the box's control register
+	filt      [2]bitReg // its filter registers
+	addr      bitReg    // the home agent's address match (no 4.13 event takes it)
+	mustFilt0 bool      // filter 0 goes to perf even when zero
+	pcuBand   int       // ff's frequency band, -1 without ff
+
+	umask1, umask2 uint64 // the unit mask the event code carries, and the unit masks'
+	grpmsk         uint32 // every group the event has
+	ugrpmsk        uint32 // the groups given a unit mask
+	maxGrp         int    // EXCL_GRP_GT: no default from a higher group
+	maxReqGrp      int    // GRP_REQ: the highest group required, -1 for none
+	reqGrps        [8]bool
+	rules          *groupRules
+	umodmsk        uint32 // the modifiers given that unit masks may require
+	modmskReq      uint32 // the modifiers the event and its unit masks require
+	numasks        int
+}
+
+func newUncState(r *request) *uncState {
+	p, ev := r.pmu, r.event
+	return &uncState{
+		r: r, p: p, ev: ev,
+		occ:       p.Flags&uncFlagOcc != 0 && ev.Code&0x80 != 0,
+		reg:       bitReg(ev.Code),
+		mustFilt0: ev.Flags&ixForceFilt0 != 0,
+		pcuBand:   -1,
+		umask1:    ev.Code >> 8,
+		umask2:    ev.Code >> 8,
+		grpmsk:    uint32(1)<<ev.NumGroups - 1,
+		maxGrp:    noGroup,
+		maxReqGrp: -1,
+		rules:     newGroupRules(),
+		modmskReq: ev.ModMaskReq,
+	}
+}
+
+// setFilters applies a unit mask's filter bits: the low 32 bits of each
+// of its values are set in that filter, the high 32 cleared.
+func (s *uncState) setFilters(u *Umask) {
+	for i := range s.filt {
+		s.filt[i] |= bitReg(u.Filters[i] & 0xffffffff)
+		s.filt[i] &^= bitReg(u.Filters[i] >> 32)
+	}
+}
+
+// attr takes one attribute the name gave, in the order given.
+func (s *uncState) attr(v attrVal) error {
+	a := s.r.desc(v)
+	switch a.Type {
+	case attrUmask:
+		return s.umask(&s.ev.Umasks[a.Idx])
+	case attrRawUmask:
+		if s.r.raw&^0xff != 0 {
+			return badAttr(ErrAttr, "%s: a raw unit mask is 8 bits", s.r.attrName(v.Desc))
+		}
+		s.umask2 = s.r.raw & 0xff
+		s.ugrpmsk = s.grpmsk
+		s.numasks++
+		return nil
+	}
+	return s.modifier(a, v.Val)
+}
+
+func (s *uncState) umask(u *Umask) error {
+	grp := int(u.Group & 0xff)
+	if err := s.rules.grpExcl(s.ev, u, grp); err != nil {
+		return err
+	}
+	if u.Flags&intelExclGrpGT != 0 {
+		s.maxGrp = grp
+	}
+	if u.Flags&intelGrpReq != 0 {
+		req := int(u.Group >> 8 & 0xff)
+		s.maxReqGrp = max(s.maxReqGrp, req)
+		s.reqGrps[req&7] = true
+	}
+	if err := s.rules.ncombo(u, grp); err != nil {
+		return err
+	}
+	s.setFilters(u)
+	s.umask2 |= u.Code >> 8
+	s.ugrpmsk |= 1 << grp
+	if s.occ {
+		// An occupancy event's unit mask picks the occupancy counter.
+		s.reg.set(rOcc, 2, s.umask2>>6)
+		s.umask2 = 0
+	} else {
+		s.reg |= bitReg(s.umask2 << 8)
+	}
+	s.modmskReq |= u.ModMaskReq
+	s.numasks++
+	return nil
+}
+
+func (s *uncState) modifier(a attrDesc, iv uint64) error {
+	regs := [3]*bitReg{&s.reg, &s.filt[0], &s.filt[1]}
+	switch m, ok := uncMods[a.Idx]; {
+	case a.Idx == uncE || a.Idx == uncI:
+		f := uncEdgeInv(a.Idx, s.occ)
+		regs[f.reg].set(f.pos, 1, b2u(iv != 0))
+	case a.Idx == uncFF:
+		if iv > 255 {
+			return badAttr(ErrAttrVal, "%s: value %d out of range [0-255]", a.Name, iv)
+		}
+		// The band is the event's distance from UNC_P_FREQ_BAND0_CYCLES
+		// (0xb); its threshold replaces all of filter 0.
+		s.pcuBand = int(s.reg.get(0, 8)) - 0xb
+		s.filt[0] = bitReg(iv << (uint(s.pcuBand) * 8 & 63))
+	case a.Idx == uncA:
+		if iv>>40 != 0 {
+			return badAttr(ErrAttrVal, "%s: value %#x wider than 40 bits", a.Name, iv)
+		}
+		s.addr.set(6, 26, iv)
+		s.addr.set(32, 14, iv>>26)
+	case !ok:
+		return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
+	case m.bool:
+		regs[m.set.reg].set(m.set.pos, 1, b2u(iv != 0))
+	default:
+		if iv < m.min || iv > m.max {
+			return badAttr(ErrAttrVal, "%s: value %d out of range [%d-%d]", a.Name, iv, m.min, m.max)
+		}
+		regs[m.set.reg].set(m.set.pos, m.set.width, iv)
+		if m.tid {
+			s.reg.set(rTID, 1, 1)
+			s.mustFilt0 = true
+		}
+		if m.enable != 0 {
+			s.filt[0].set(m.enable, 1, 1)
+		}
+	}
+	if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 {
+		s.umodmsk |= 1 << a.Idx
+	}
+	return nil
+}
+
+// complete checks the groups and modifiers required, and adds the
+// default unit masks.
+func (s *uncState) complete() error {
+	r, ev := s.r, s.ev
+	for x := 0; x <= s.maxReqGrp; x++ {
+		if s.reqGrps[x&7] && s.ugrpmsk&(1<<x) == 0 {
 			return badAttr(ErrFeatComb, "a unit mask of group %d is required", x)
 		}
 	}
-
-	if len(ev.Umasks) > 0 && (ugrpmsk != grpmsk || ugrpmsk == 0) {
-		um, added, err := r.uncoreDefaults(ugrpmsk^grpmsk, maxGrp, setFilters)
+	if len(ev.Umasks) > 0 && (s.ugrpmsk != s.grpmsk || s.ugrpmsk == 0) {
+		um, added, err := r.uncoreDefaults(s.ugrpmsk^s.grpmsk, s.maxGrp, s.setFilters)
 		if err != nil {
 			return err
 		}
 		r.vals = append(r.vals, added...)
-		numasks += len(added)
-		umask2 |= um
+		s.numasks += len(added)
+		s.umask2 |= um
 	}
-	if len(ev.Umasks) > 0 && numasks == 0 {
+	if len(ev.Umasks) > 0 && s.numasks == 0 {
 		return badAttr(ErrAttr, "the event needs a unit mask")
 	}
-	if modmskReq&(1<<uncNF) == 0 && umodmsk&(1<<uncNF) != 0 {
-		return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
-	}
-	if modmskReq&(1<<uncNF1) == 0 && umodmsk&(1<<uncNF1) != 0 {
-		return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
-	}
-	if modmskReq != 0 && umodmsk&modmskReq == 0 {
-		return badAttr(ErrAttr, "%s needs one of the modifiers %s", ev.Name, modNames(p, modmskReq))
-	}
-
-	// A CHA's TOR events filter on opcode and target only as asked: by
-	// default every target and opcode (rem, loc, all_opc, nm, not_nm).
-	if isChaFilt(p, 1, reg) {
-		if filt[1] == 0 {
-			filt[1] = 0x3b
-		} else if filt[1].get(9, 10) != 0 || filt[1].get(19, 10) != 0 {
-			filt[1] &^= 1 << 3
+	for _, nf := range []int{uncNF, uncNF1} {
+		if s.modmskReq&(1<<nf) == 0 && s.umodmsk&(1<<nf) != 0 {
+			return badAttr(ErrAttr, "nf: no unit mask chosen takes it")
 		}
 	}
+	if s.modmskReq != 0 && s.umodmsk&s.modmskReq == 0 {
+		return badAttr(ErrAttr, "%s needs one of the modifiers %s", ev.Name, modNames(s.p, s.modmskReq))
+	}
+	// A CHA's TOR events filter on opcode and target only as asked: by
+	// default every target and opcode (rem, loc, all_opc, nm, not_nm).
+	if isChaFilt(s.p, 1, s.reg) {
+		if s.filt[1] == 0 {
+			s.filt[1] = 0x3b
+		} else if s.filt[1].get(9, 10) != 0 || s.filt[1].get(19, 10) != 0 {
+			s.filt[1] &^= 1 << 3
+		}
+	}
+	s.reg |= bitReg((s.umask1 | s.umask2) << 8)
+	return nil
+}
 
+// canonical writes the canonical name: unit masks, then every modifier
+// the event has with its final value.
+func (s *uncState) canonical() error {
+	r := s.r
 	r.canonicalUmasks()
-	reg |= bitReg((umask1 | umask2) << 8)
-
-	codes := []uint64{uint64(reg)}
-	if filt[0] != 0 || filt[1] != 0 || mustFilt0 {
-		codes = append(codes, uint64(filt[0]))
-	}
-	if filt[1] != 0 {
-		codes = append(codes, uint64(filt[1]))
-	}
-	if addr != 0 {
-		codes = append(codes, uint64(addr))
-	}
-
 	for _, a := range r.pattrs {
 		if a.Perf || a.Type == attrUmask {
 			continue
 		}
-		regs := [3]bitReg{reg, filt[0], filt[1]}
+		regs := [3]bitReg{s.reg, s.filt[0], s.filt[1]}
 		var v uint64
 		switch m, ok := uncMods[a.Idx]; {
 		case a.Idx == uncE || a.Idx == uncI:
-			f := uncEdgeInv(a.Idx, occ)
+			f := uncEdgeInv(a.Idx, s.occ)
 			v = regs[f.reg].get(f.pos, 1)
 		case a.Idx == uncFF:
-			v = uint64(filt[0]) >> (uint(pcuBand) * 8 & 63) & 0xff
+			v = uint64(s.filt[0]) >> (uint(s.pcuBand) * 8 & 63) & 0xff
 		case a.Idx == uncA:
 			// libpfm4 computes this in 32 bits.
-			r.addf(":addr=0x%x", uint32(addr.get(32, 14)<<26|addr.get(6, 26)))
+			r.addf(":addr=0x%x", uint32(s.addr.get(32, 14)<<26|s.addr.get(6, 26)))
 			continue
-		case (a.Idx == uncNF || a.Idx == uncNF1) && modmskReq&(1<<a.Idx) == 0:
+		case (a.Idx == uncNF || a.Idx == uncNF1) && s.modmskReq&(1<<a.Idx) == 0:
 			continue // shown only where a unit mask requires it
 		case !ok:
 			return badAttr(ErrAttr, "%s: unknown modifier %d", a.Name, a.Idx)
@@ -366,26 +411,43 @@ func encodeIntelUncore(r *request) error {
 		}
 		r.addf(":%s=%d", a.Name, v)
 	}
+	return nil
+}
 
-	typ, err := r.kernelPMUType()
+// perf is pfm_intel_snbep_unc_get_perf_encoding: the kernel PMU's type,
+// the control register as config, the filters (and address match) that
+// are set after it.
+func (s *uncState) perf() error {
+	codes := []uint64{uint64(s.reg)}
+	if s.filt[0] != 0 || s.filt[1] != 0 || s.mustFilt0 {
+		codes = append(codes, uint64(s.filt[0]))
+	}
+	if s.filt[1] != 0 {
+		codes = append(codes, uint64(s.filt[1]))
+	}
+	if s.addr != 0 {
+		codes = append(codes, uint64(s.addr))
+	}
+	a := &s.r.attr
+	typ, err := s.r.kernelPMUType()
 	if err != nil {
 		return err
 	}
-	r.attr.Type = typ
-	r.attr.Config = codes[0]
-	if (isCboFilt(p, reg) || isChaFilt(p, 0, reg) || isChaFilt(p, 1, reg)) && len(codes) > 1 {
+	a.Type = typ
+	a.Config = codes[0]
+	if (isCboFilt(s.p, s.reg) || isChaFilt(s.p, 0, s.reg) || isChaFilt(s.p, 1, s.reg)) && len(codes) > 1 {
 		// The kernel takes both C-box filters in config1.
-		r.attr.Ext1 = codes[1]
+		a.Ext1 = codes[1]
 		if len(codes) >= 3 {
-			r.attr.Ext1 |= codes[2] << 32
+			a.Ext1 |= codes[2] << 32
 		}
-	} else {
-		if len(codes) >= 2 {
-			r.attr.Ext1 = codes[1]
-		}
-		if len(codes) >= 3 {
-			r.attr.Ext2 = codes[2]
-		}
+		return nil
+	}
+	if len(codes) >= 2 {
+		a.Ext1 = codes[1]
+	}
+	if len(codes) >= 3 {
+		a.Ext2 = codes[2]
 	}
 	return nil
 }
