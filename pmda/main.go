@@ -73,6 +73,8 @@ type options struct {
 	ipv6       int
 	check      bool
 	listEvents bool
+	listPMU    string
+	listMatch  string
 	lockfile   string
 	pmids      string
 	// defaultPMIDs is where the PMID map lives unless --pmids says
@@ -109,6 +111,8 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.IntVar(&o.ipv6, "6", 0, "listen for pmcd on [::1]:`port`")
 	fs.BoolVar(&o.check, "check", false, "explain what the configuration means on this machine, line by line, and exit (1 if anything is wrong)")
 	fs.BoolVar(&o.listEvents, "list-events", false, "list the events this machine offers, as they are written in perfevent.conf, and exit")
+	fs.StringVar(&o.listPMU, "pmu", "", "with --list-events: only the events of this `PMU` (libpfm4's name, e.g. skx, or the kernel's, e.g. uncore_imc_0; perf for the generic events)")
+	fs.StringVar(&o.listMatch, "match", "", "with --list-events: only the events whose name or unit mask contains `pattern` (ignoring case; *, ? and [...] make it a glob over the whole name)")
 	fs.StringVar(&o.lockfile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
 	o.defaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
 	fs.StringVar(&o.pmids, "pmids", o.defaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
@@ -192,17 +196,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s version %s\n", prog, version)
 		return 0
 	case o.listEvents:
-		return listEvents(pmu.Default(), stdout, stderr)
+		return listEvents(pmu.Default(), o.listPMU, o.listMatch, stdout, stderr)
 	case o.check:
 		return check(o, stdout, stderr)
 	}
 	return serve(o, pcp, stderr)
 }
 
-func listEvents(fs *pmu.FS, stdout, stderr io.Writer) int {
+func listEvents(fs *pmu.FS, pmuName, pattern string, stdout, stderr io.Writer) int {
 	ls, err := fs.ListEvents()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	}
+	ls, err = pmu.FilterListings(ls, pmuName, pattern)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --match: %v\n", prog, err)
+		return 1
 	}
 	var kind pmu.Kind
 	group := ""
@@ -545,20 +554,6 @@ func check(o *options, stdout, stderr io.Writer) int {
 		}
 	}
 
-	// The metric each served line becomes, on the last note about it.
-	metric := map[config.Pos]string{}
-	for _, c := range plan.Counters {
-		metric[c.Pos] = "perfevent.hwcounters." + c.Metric
-	}
-	last := map[config.Pos]int{}
-	for i, n := range plan.Notes {
-		last[n.Pos] = i
-	}
-	for pos, i := range last {
-		if m, ok := metric[pos]; ok {
-			plan.Notes[i].Text += "; metric " + m
-		}
-	}
 	plan.Notes = append(plan.Notes, cNotes(o, plan.Config)...)
 	plan.Notes = append(plan.Notes, planCgroups(o.config, plan).notes...)
 	for _, n := range sortedNotes(plan.Notes) {

@@ -2,14 +2,19 @@
 // perf_event_open attributes, reading everything it needs from sysfs,
 // tracefs and /proc instead of linking libpfm4.
 //
+// It finds the PMUs libpfm4 4.13 would find on this machine (Detect,
+// FS.LibpfmPMUs), from /proc/cpuinfo and sysfs; a perfevent.conf section
+// is chosen among their names (FS.PresentNames) as in the C agent.
+//
 // The names it understands are the ones pmdaperfevent accepts:
 //
+//   - libpfm4 names of those PMUs, "[pmu::]EVENT[:UMASK][:mod]", encoded
+//     by package pfm exactly as libpfm4 encodes them for the C agent;
+//   - RAPL:PACKAGE_ENERGY and its siblings, as the kernel's power PMU;
 //   - generic hardware, cache and software events, spelt the perf way
 //     ("cycles", "L1-dcache-load-misses", "page-faults") or the libpfm4
 //     way ("PERF_COUNT_HW_CPU_CYCLES", "perf::PAGE-FAULTS",
 //     "PERF_COUNT_HW_CACHE_L1D:READ:MISS"), with :u, :k and :h modifiers;
-//   - the Intel architectural events of libpfm4's ix86arch table
-//     ("UNHALTED_CORE_CYCLES", "INSTRUCTION_RETIRED", ...);
 //   - tracepoints, "subsystem:event";
 //   - "RAW:name" with a rawcode supplied by the caller;
 //   - sysfs PMU events for [dynamic] sections, "pmu.event"
@@ -19,13 +24,17 @@
 // words and exclude bits; libpfm4-style names get libpfm4's exclude bits
 // (user and kernel, guests excluded, exclude_hv only where the core PMU
 // can filter the hypervisor), sysfs names none, as in the C agent.
-// FS.PresentNames gives the names a perfevent.conf section header can
-// match, FS.ListEvents everything --list-events shows, and FS.ScaleFor the
+// FS.ListEvents gives everything --list-events shows, FS.Suggest the
+// nearest catalog names for a name nothing knows, and FS.ScaleFor the
 // sysfs scale behind the perf_scale option.
 //
 // Everything is read below the roots held by an FS, so tests point it at
 // the trees under testdata/: "vm" is a copy of the CI VM's PMUs (software,
 // msr, tracepoint, breakpoint, uprobe), "skylake" an Intel Xeon with core,
 // uncore, power, msr and cstate PMUs and a few deliberately broken event
-// files, "power9" an LPAR with hv_24x7, "graviton2" an ARM Neoverse N1.
+// files, "power9" an LPAR with hv_24x7, "graviton2" an ARM Neoverse N1;
+// "snbep" (Sandy Bridge-EP with its uncore), "haswell", "icelake-sp",
+// "zen2", "zen3" and "zen4" carry what detection needs. Each tree's
+// libpfm4-pmus file is libpfm4's own list for it, and says how it was
+// obtained.
 package pmu

@@ -32,9 +32,9 @@ func ExampleFS_Resolve() {
 	}
 	// Output:
 	// cycles:u: type 0 config 0x0 config1 0x0 exclude [kernel guest] scale 1  cpus []
-	//   from generic hardware PERF_COUNT_HW_CPU_CYCLES
+	//   from libpfm4 perf::PERF_COUNT_HW_CPU_CYCLES:u=1:k=0:precise=0:excl=0:mg=0:mh=1
 	// perf::PAGE-FAULTS: type 1 config 0x2 config1 0x0 exclude [guest] scale 1  cpus []
-	//   from software PERF_COUNT_SW_PAGE_FAULTS
+	//   from libpfm4 perf::PERF_COUNT_SW_PAGE_FAULTS:u=1:k=1:excl=0:mg=0:mh=1
 	// sched:sched_switch: type 2 config 0x138 config1 0x0 exclude [guest] scale 1  cpus []
 	//   from tracepoint sched/sched_switch id 312
 	// uncore_imc_0.cas_count_read: type 17 config 0x304 config1 0x0 exclude [] scale 6.103515625e-05 MiB cpus [0 18]
@@ -65,5 +65,5 @@ func ExampleFS_PresentNames() {
 	fs := &pmu.FS{Sys: "testdata/skylake/sys", Proc: "testdata/skylake/proc"}
 	fmt.Println(fs.PresentNames())
 	// Output:
-	// [breakpoint cpu cstate_pkg ix86arch msr perf perf_raw power skx software tracepoint uncore_imc_0]
+	// [ix86arch perf rapl perf_raw skx skx_unc_imc0]
 }

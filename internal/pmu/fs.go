@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"perfevent/internal/pfm"
 )
 
 // FS is where the package reads the kernel's description of its PMUs.
@@ -20,6 +22,11 @@ type FS struct {
 	// Proc is the procfs mount point, normally "/proc". Only cpuinfo and
 	// mounts are read.
 	Proc string
+	// IntelArch is what CPUID leaf 0xa says, which libpfm4's ix86arch
+	// PMU depends on and /proc/cpuinfo does not show; Default reads it
+	// from this CPU. Nil stands for libpfm4's assumption when it cannot
+	// ask (version 3, every architectural event).
+	IntelArch *pfm.IntelArchPerfmon
 	// Tracing lists candidate tracefs roots, tried in order. When empty,
 	// the tracefs and debugfs mounts listed in <Proc>/mounts are tried,
 	// then <Sys>/kernel/tracing and <Sys>/kernel/debug/tracing.
@@ -34,7 +41,11 @@ type FS struct {
 	tpIDs map[string]uint64
 
 	once sync.Once
-	plm  plm // privilege levels the core PMU can filter; see libpfmDefaults
+	plm  plm // privilege levels the core PMU can filter; see supportedPLM
+
+	detectOnce sync.Once
+	active     []*pfm.PMU // libpfm4's active PMUs; see LibpfmPMUs
+	arch       string     // their libpfm4 build
 }
 
 // Default returns an FS for the running system. Like the C agent it
@@ -50,7 +61,7 @@ func Default() *FS {
 	if v := os.Getenv("SYSFS_PREFIX"); v != "" {
 		sys = v
 	}
-	return &FS{Sys: sys, Proc: "/proc"}
+	return &FS{Sys: sys, Proc: "/proc", IntelArch: hostIntelArch()}
 }
 
 func (fs *FS) sysPath(elem ...string) string {

@@ -122,21 +122,6 @@ var libpfmOp = map[uint64]string{
 	unix.PERF_COUNT_HW_CACHE_OP_PREFETCH: "PREFETCH",
 }
 
-// ix86archEvents maps the seven Intel architectural events of libpfm4's
-// ix86arch table to the kernel's generic events. The kernel encodes the
-// generic events with exactly these architectural codes on Intel, so the
-// counts agree, and the generic form also works in guests and on AMD.
-var ix86archEvents = map[string]string{
-	"UNHALTED_CORE_CYCLES":        "cpu-cycles",
-	"INSTRUCTION_RETIRED":         "instructions",
-	"INSTRUCTIONS_RETIRED":        "instructions",
-	"UNHALTED_REFERENCE_CYCLES":   "ref-cycles",
-	"LLC_REFERENCES":              "cache-references",
-	"LLC_MISSES":                  "cache-misses",
-	"BRANCH_INSTRUCTIONS_RETIRED": "branch-instructions",
-	"MISPREDICTED_BRANCH_RETIRED": "branch-misses",
-}
-
 // genericByName indexes every plain generic name, lower-cased, because
 // libpfm4 matches event names case-insensitively.
 var genericByName = func() map[string]genericEvent {

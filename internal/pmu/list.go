@@ -3,7 +3,11 @@ package pmu
 import (
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
+
+	"perfevent/internal/pfm"
 )
 
 // Kind groups listed events the way perf list does.
@@ -15,6 +19,7 @@ const (
 	KindSoftware   Kind = "software"   // software events, any PMU section
 	KindTracepoint Kind = "tracepoint" // tracefs events, any PMU section
 	KindDynamic    Kind = "dynamic"    // sysfs pmu.event, [dynamic] section only
+	KindLibpfm     Kind = "libpfm4"    // libpfm4's tables for this machine's PMUs, any PMU section
 )
 
 // Listing is one event pmdaperfevent --list-events shows.
@@ -33,10 +38,21 @@ type Listing struct {
 	// format file); such events are still listed, as the C agent exports
 	// a metric for every sysfs event.
 	Err error
+	// Umasks are a libpfm4 event's unit masks, written after the event
+	// name and a colon ("MEM_LOAD_RETIRED:L3_HIT").
+	Umasks []UmaskListing
+}
+
+// UmaskListing is one unit mask of a listed libpfm4 event.
+type UmaskListing struct {
+	Name, Desc string
+	Default    bool // taken when the name gives none of its group
 }
 
 // ListEvents lists every event name Resolve accepts on this machine, in
-// perf list's order: hardware, cache, software, [dynamic] sysfs events
+// perf list's order: hardware, cache, software, then the libpfm4 tables of
+// the PMUs libpfm4 finds here (but its generic perf PMUs, whose events are
+// the first three kinds), [dynamic] sysfs events
 // (PMUs and their events sorted by name, then the synthetic software PMU,
 // as the C agent orders them), tracepoints. Whether an event can actually be opened needs
 // perf_event_open and is left to the caller. The returned error collects
@@ -54,6 +70,8 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 	for _, g := range softwareEvents {
 		ls = append(ls, genericListing(g, KindSoftware))
 	}
+
+	ls = append(ls, fs.catalogListings()...)
 
 	pmus, err := fs.PMUs()
 	if err != nil {
@@ -85,6 +103,50 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 		ls = append(ls, Listing{Name: tp, Kind: KindTracepoint, Group: sub, Scale: 1})
 	}
 	return ls, errors.Join(errs...)
+}
+
+// catalogListings lists the events of libpfm4's tables for the PMUs it
+// finds here, in libpfm4's order of PMUs and each table's order.
+func (fs *FS) catalogListings() []Listing {
+	var ls []Listing
+	for _, p := range fs.presentTables() {
+		if p.Family == pfm.FamilyPerf {
+			continue
+		}
+		for i := range p.Events {
+			e := &p.Events[i]
+			if !belongs(p, e.Model, e.Flags) {
+				continue
+			}
+			l := Listing{Name: p.Name + "::" + e.Name, Kind: KindLibpfm, Group: p.Name, Desc: firstLine(e.Desc), Scale: 1}
+			if e.Equiv != "" {
+				l.Desc = "alias for " + e.Equiv
+			}
+			for _, u := range e.Umasks {
+				if !belongs(p, u.Model, u.Flags) {
+					continue
+				}
+				l.Umasks = append(l.Umasks, UmaskListing{Name: u.Name, Desc: firstLine(u.Desc), Default: umaskDefault(p.Family, u.Flags)})
+			}
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// umaskDefault reports libpfm4's default flag of a unit mask: INTEL_X86_DFL
+// and AMD64_FL_DFL.
+func umaskDefault(f pfm.Family, flags uint32) bool {
+	switch f {
+	case pfm.FamilyIntelX86, pfm.FamilyIntelUncore, pfm.FamilyIntelNHMUncore, pfm.FamilyIntelRAPL, pfm.FamilyAMD64:
+		return flags&0x8 != 0 // the same bit in both families
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimSpace(s)
 }
 
 func needsParams(pe *PMUEvent) bool {
@@ -123,5 +185,65 @@ func (l Listing) String() string {
 	if l.Err != nil {
 		fmt.Fprintf(&b, " (unusable: %v)", l.Err)
 	}
+	for _, u := range l.Umasks {
+		fmt.Fprintf(&b, "\n    :%s", u.Name)
+		if u.Default {
+			b.WriteString(" (default)")
+		}
+		if u.Desc != "" {
+			b.WriteString("  " + u.Desc)
+		}
+	}
 	return b.String()
+}
+
+// FilterListings keeps the listings of one PMU and those matching a
+// pattern, for --list-events' --pmu and --match. pmuName is a libpfm4
+// PMU ("skx"), a kernel one ("uncore_imc_0") or "perf" for the generic
+// events and tracepoints, which libpfm4 files under its perf PMU. The
+// pattern matches names and aliases ignoring case, as a substring, or
+// as a glob over the whole name when it has *, ? or [. A libpfm4 event
+// matches by its name or by unit masks; in the second case only the
+// matching unit masks are kept.
+func FilterListings(ls []Listing, pmuName, pattern string) ([]Listing, error) {
+	pattern = strings.ToLower(pattern)
+	glob := strings.ContainsAny(pattern, "*?[")
+	if _, err := path.Match(pattern, ""); glob && err != nil {
+		return nil, fmt.Errorf("%q: %v", pattern, err)
+	}
+	matches := func(s string) bool {
+		s = strings.ToLower(s)
+		if glob {
+			ok, _ := path.Match(pattern, s)
+			return ok
+		}
+		return strings.Contains(s, pattern)
+	}
+	var out []Listing
+	for _, l := range ls {
+		if pmuName != "" {
+			group := l.Group
+			if l.Kind != KindDynamic && l.Kind != KindLibpfm {
+				group = "perf"
+			}
+			if !strings.EqualFold(group, pmuName) {
+				continue
+			}
+		}
+		if pattern == "" || matches(l.Name) || slices.ContainsFunc(l.Aliases, matches) {
+			out = append(out, l)
+			continue
+		}
+		var kept []UmaskListing
+		for _, u := range l.Umasks {
+			if matches(u.Name) || matches(l.Name+":"+u.Name) {
+				kept = append(kept, u)
+			}
+		}
+		if len(kept) > 0 {
+			l.Umasks = kept
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"perfevent/internal/pfm"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +33,8 @@ type Event struct {
 	Snapshot bool // sysfs .snapshot: an instantaneous value, not a count
 	PerPkg   bool // sysfs .per-pkg: count once per package
 	// Source says where the encoding came from, for logs and --check,
-	// e.g. "generic hardware PERF_COUNT_HW_CPU_CYCLES" or
+	// e.g. libpfm4's canonical name, "libpfm4
+	// perf::PERF_COUNT_SW_CPU_CLOCK:u=1:k=1:excl=0:mg=0:mh=1", or
 	// "tracepoint sched/sched_switch id 312".
 	Source string
 }
@@ -74,7 +77,7 @@ func (fs *FS) ResolveWith(name string, o Options) (Event, error) {
 func (fs *FS) resolve(name string, o Options) (Event, error) {
 	// The C agent matches these two prefixes case-sensitively.
 	if strings.HasPrefix(name, "RAPL:") {
-		return Event{}, fmt.Errorf("event %q: RAPL through /dev/cpu/*/msr is not supported; use the kernel's power PMU in a [dynamic] section instead, e.g. power.energy-pkg (also energy-cores, energy-ram, energy-psys where present)", name)
+		return fs.resolveRAPL(name)
 	}
 	if strings.HasPrefix(name, "RAW:") {
 		return fs.resolveRaw(name, o)
@@ -82,20 +85,40 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 	if strings.Contains(name, "/") {
 		return fs.resolvePerfSyntax(name, o)
 	}
+	if !strings.Contains(name, "::") {
+		if ev, ok, err := fs.resolveDynamic(name, o); ok {
+			return ev, err
+		}
+	}
+	// Everything else is a libpfm4 name first, as in the C agent; what
+	// libpfm4 refuses may still be a tracepoint or a perf spelling that
+	// only this agent knows.
+	ev, libErr := fs.resolveLibpfm(name)
+	if libErr == nil {
+		return ev, nil
+	}
+	if ev, err := fs.resolveLocal(name); err == nil || !errors.Is(err, errNotLocal) {
+		return ev, err
+	}
+	return Event{}, fs.errUnknown(name, libErr)
+}
 
+// errNotLocal says that resolveLocal does not know the name at all.
+var errNotLocal = errors.New("not a local name")
+
+// resolveLocal handles what libpfm4 does not: tracepoints, perf's
+// spellings of the generic events and perf_raw, with this agent's own
+// tables.
+func (fs *FS) resolveLocal(name string) (Event, error) {
 	rest, perfNS := cutPrefixFold(name, "perf::")
 	if !perfNS {
 		if pfx, ev, ok := strings.Cut(name, "::"); ok {
 			if strings.EqualFold(pfx, "perf_raw") {
 				return fs.resolvePerfRaw(name, ev)
 			}
-			return fs.resolveLibpfmPMU(name, pfx, ev)
-		}
-		if ev, ok, err := fs.resolveDynamic(name, o); ok {
-			return ev, err
+			return Event{}, errNotLocal
 		}
 	}
-
 	base, mods, _ := strings.Cut(rest, ":")
 	modList := splitMods(mods)
 	if g, ok := genericNamed(base); ok {
@@ -104,21 +127,50 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 	if id, ok := cacheByLibpfm(base); ok {
 		return fs.libpfmCache(name, id, modList)
 	}
-	if !perfNS {
-		if g, ok := ix86archEvents[strings.ToUpper(base)]; ok {
-			return fs.ix86arch(name, strings.ToUpper(base), g, modList)
-		}
-	}
 	if len(modList) > 0 {
 		if ev, ok, err := fs.resolveTracepoint(name, base, modList); ok {
 			return ev, err
 		}
 	}
-	return Event{}, errUnknown(name)
+	return Event{}, errNotLocal
 }
 
-func errUnknown(name string) error {
-	return fmt.Errorf("event %q: not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use \"RAW:%s rawcode=0x<code>\" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)", name, name)
+// errUnknown explains a name nothing knows: what libpfm4 said, the
+// nearest names of this machine's libpfm4 PMUs, and the other ways to
+// write an event.
+func (fs *FS) errUnknown(name string, libErr error) error {
+	var ee *pfm.EncodeError
+	if errors.As(libErr, &ee) && ee.Attr != "" {
+		msg := fmt.Sprintf("event %q: %s: %v (libpfm4)", name, ee.Attr, ee.Err)
+		if s := fs.SuggestAttr(name); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, ", ") + "?"
+		}
+		return errors.New(msg)
+	}
+	if !errors.Is(libErr, pfm.ErrNotFound) {
+		return fmt.Errorf("event %q: %s (libpfm4)", name, strings.TrimPrefix(libErr.Error(), fmt.Sprintf("perf event %q: ", name)))
+	}
+	present := fs.PresentNames()
+	var msg string
+	pfx, rest, prefixed := strings.Cut(name, "::")
+	switch {
+	case prefixed && !slices.ContainsFunc(present, func(p string) bool { return strings.EqualFold(p, pfx) }):
+		msg = fmt.Sprintf("libpfm4 finds no PMU %s on this machine (it finds %s)", pfx, strings.Join(present, ", "))
+		if k, ok := fs.kernelUncoreName(pfx); ok {
+			msg += fmt.Sprintf("; the kernel's %s has its events in %s, for a [dynamic] section", k, filepath.Join(fs.devicesDir(), k, "events"))
+		}
+		return fmt.Errorf("event %q: %s", name, msg)
+	case prefixed:
+		ev, _, _ := strings.Cut(rest, ":")
+		msg = fmt.Sprintf("PMU %s has no event %s", pfx, ev)
+	default:
+		msg = fmt.Sprintf("not an event of the libpfm4 PMUs found here (%s), nor a tracepoint or sysfs event; "+
+			"write \"RAW:NAME rawcode=0x<code>\" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)", strings.Join(present, ", "))
+	}
+	if s := fs.Suggest(name); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, ", ") + "?"
+	}
+	return fmt.Errorf("event %q: %s", name, msg)
 }
 
 // splitMods splits libpfm4's ":"-separated modifiers.
@@ -267,32 +319,6 @@ func (fs *FS) libpfmCache(name string, c cacheDef, mods []string) (Event, error)
 	}, nil
 }
 
-func (fs *FS) ix86arch(name, base, generic string, mods []string) (Event, error) {
-	g, _ := genericNamed(generic)
-	ev, err := fs.genericEvent(name, g, mods)
-	if err != nil {
-		return Event{}, err
-	}
-	ev.Source = "ix86arch " + base + " as generic hardware " + g.Const
-	return ev, nil
-}
-
-// resolveLibpfmPMU handles "pmu::event". Only the architectural Intel
-// events can be honoured; other libpfm4 tables are not carried.
-func (fs *FS) resolveLibpfmPMU(name, pfx, rest string) (Event, error) {
-	base, mods, _ := strings.Cut(rest, ":")
-	if g, ok := ix86archEvents[strings.ToUpper(base)]; ok && isIntelCoreName(pfx) {
-		return fs.ix86arch(name, strings.ToUpper(base), g, splitMods(mods))
-	}
-	hint := ""
-	if k, ok := fs.kernelUncoreName(pfx); ok {
-		hint = fmt.Sprintf(" (the kernel calls this PMU %s; its events are in %s)", k, filepath.Join(fs.devicesDir(), k, "events"))
-	} else if sys, err := fs.PMUNames(); err == nil && len(sys) > 0 {
-		hint = " (this machine's kernel PMUs: " + strings.Join(sys, ", ") + ")"
-	}
-	return Event{}, fmt.Errorf("event %q: %s is a libpfm4 PMU whose event tables this agent does not carry; use the kernel's PMU in a [dynamic] section as pmu.event%s, or \"RAW:<name> rawcode=0x<code>\"", name, pfx, hint)
-}
-
 // kernelUncoreName guesses the kernel's name for a libpfm4 uncore PMU:
 // snbep_unc_imc0 is uncore_imc_0, hswep_unc_cbo3 is uncore_cbox_3,
 // snbep_unc_pcu is uncore_pcu. It reports false unless that PMU exists.
@@ -316,18 +342,6 @@ func (fs *FS) kernelUncoreName(libpfm string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func isIntelCoreName(pfx string) bool {
-	if strings.EqualFold(pfx, "ix86arch") {
-		return true
-	}
-	for _, m := range intelModels {
-		if strings.EqualFold(pfx, m.name) {
-			return true
-		}
-	}
-	return slices.Contains([]string{"skx", "clx"}, strings.ToLower(pfx))
 }
 
 // resolveTracepoint handles "subsys:event[:mods]". It reports false when

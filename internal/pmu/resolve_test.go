@@ -3,6 +3,7 @@ package pmu
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -80,7 +81,7 @@ func TestResolveGeneric(t *testing.T) {
 		name string
 		w    want
 	}{
-		{"cycles", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore, source: "generic hardware PERF_COUNT_HW_CPU_CYCLES"}},
+		{"cycles", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore, source: "libpfm4 perf::PERF_COUNT_HW_CPU_CYCLES:u=1:k=1:h=0:precise=0:excl=0:mg=0:mh=1"}},
 		{"cpu-cycles", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
 		{"perf::CYCLES", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
 		{"PERF_COUNT_HW_CPU_CYCLES", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
@@ -97,7 +98,7 @@ func TestResolveGeneric(t *testing.T) {
 		{"ref-cycles", want{pmu: "perf", typ: hw, config: 9, bits: dflNoCore}},
 		{"PERF_COUNT_HW_REF_CPU_CYCLES", want{pmu: "perf", typ: hw, config: 9, bits: dflNoCore}},
 
-		{"cpu-clock", want{pmu: "perf", typ: sw, config: 0, bits: dflNoCore, source: "software PERF_COUNT_SW_CPU_CLOCK"}},
+		{"cpu-clock", want{pmu: "perf", typ: sw, config: 0, bits: dflNoCore, source: "libpfm4 perf::PERF_COUNT_SW_CPU_CLOCK:u=1:k=1:excl=0:mg=0:mh=1"}},
 		{"task-clock", want{pmu: "perf", typ: sw, config: 1, bits: dflNoCore}},
 		{"page-faults", want{pmu: "perf", typ: sw, config: 2, bits: dflNoCore}},
 		{"faults", want{pmu: "perf", typ: sw, config: 2, bits: dflNoCore}},
@@ -115,7 +116,7 @@ func TestResolveGeneric(t *testing.T) {
 		{"cgroup-switches", want{pmu: "perf", typ: sw, config: 11, bits: dflNoCore}},
 
 		// config = cache | op<<8 | result<<16
-		{"L1-dcache-loads", want{pmu: "perf", typ: cache, config: 0x00000, bits: dflNoCore, source: "generic cache PERF_COUNT_HW_CACHE_L1D:READ:ACCESS"}},
+		{"L1-dcache-loads", want{pmu: "perf", typ: cache, config: 0x00000, bits: dflNoCore, source: "libpfm4 perf::PERF_COUNT_HW_CACHE_L1D:READ:ACCESS:u=1:k=1:h=0:precise=0:excl=0:mg=0:mh=1"}},
 		{"L1-dcache-load-misses", want{pmu: "perf", typ: cache, config: 0x10000, bits: dflNoCore}},
 		{"perf::L1-DCACHE-LOAD-MISSES", want{pmu: "perf", typ: cache, config: 0x10000, bits: dflNoCore}},
 		{"L1-dcache-stores", want{pmu: "perf", typ: cache, config: 0x00100, bits: dflNoCore}},
@@ -130,7 +131,7 @@ func TestResolveGeneric(t *testing.T) {
 		{"node-loads", want{pmu: "perf", typ: cache, config: 0x00006, bits: dflNoCore}},
 		{"node-prefetch-misses", want{pmu: "perf", typ: cache, config: 0x10206, bits: dflNoCore}},
 		// libpfm4's spelling defaults to READ and MISS.
-		{"PERF_COUNT_HW_CACHE_L1D", want{pmu: "perf", typ: cache, config: 0x10000, bits: dflNoCore, source: "generic cache PERF_COUNT_HW_CACHE_L1D:READ:MISS"}},
+		{"PERF_COUNT_HW_CACHE_L1D", want{pmu: "perf", typ: cache, config: 0x10000, bits: dflNoCore, source: "libpfm4 perf::PERF_COUNT_HW_CACHE_L1D:READ:MISS:u=1:k=1:h=0:precise=0:excl=0:mg=0:mh=1"}},
 		{"PERF_COUNT_HW_CACHE_LL:WRITE:ACCESS", want{pmu: "perf", typ: cache, config: 0x00102, bits: dflNoCore}},
 		{"perf::PERF_COUNT_HW_CACHE_DTLB:prefetch", want{pmu: "perf", typ: cache, config: 0x10203, bits: dflNoCore}},
 		{"PERF_COUNT_HW_CACHE_L1D:WRITE:u", want{pmu: "perf", typ: cache, config: 0x10100, bits: exKern | exHv | exGuest}},
@@ -147,19 +148,7 @@ func TestResolveGeneric(t *testing.T) {
 		{"cycles:mg", want{pmu: "perf", typ: hw, config: 0, bits: exHv | exHost}},
 		{"cycles:mg:mh", want{pmu: "perf", typ: hw, config: 0, bits: exHv}},
 
-		// libpfm4's ix86arch names become the generic events.
-		{"UNHALTED_CORE_CYCLES", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore, source: "ix86arch UNHALTED_CORE_CYCLES as generic hardware PERF_COUNT_HW_CPU_CYCLES"}},
-		{"INSTRUCTION_RETIRED", want{pmu: "perf", typ: hw, config: 1, bits: dflNoCore}},
-		{"INSTRUCTIONS_RETIRED", want{pmu: "perf", typ: hw, config: 1, bits: dflNoCore}},
-		{"UNHALTED_REFERENCE_CYCLES", want{pmu: "perf", typ: hw, config: 9, bits: dflNoCore}},
-		{"LLC_REFERENCES", want{pmu: "perf", typ: hw, config: 2, bits: dflNoCore}},
-		{"LLC_MISSES", want{pmu: "perf", typ: hw, config: 3, bits: dflNoCore}},
-		{"BRANCH_INSTRUCTIONS_RETIRED", want{pmu: "perf", typ: hw, config: 4, bits: dflNoCore}},
-		{"MISPREDICTED_BRANCH_RETIRED", want{pmu: "perf", typ: hw, config: 5, bits: dflNoCore}},
-		{"ix86arch::INSTRUCTION_RETIRED:u", want{pmu: "perf", typ: hw, config: 1, bits: exKern | exHv | exGuest}},
-		{"hsw::unhalted_core_cycles", want{pmu: "perf", typ: hw, config: 0, bits: dflNoCore}},
-
-		{"perf_raw::r01c2", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x1c2, bits: dflNoCore, source: "perf_raw code 0x1c2"}},
+		{"perf_raw::r01c2", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x1c2, bits: dflNoCore, source: "libpfm4 perf_raw:::u=1:k=1:h=0:precise=0:excl=0:mg=0:mh=1:hw_smpl=0"}},
 		{"perf_raw::r3c:k", want{pmu: "perf_raw", typ: unix.PERF_TYPE_RAW, config: 0x3c, bits: exUser | exHv | exGuest}},
 	}
 	for _, tt := range tests {
@@ -173,7 +162,10 @@ func TestResolveDefaultsFollowCorePMU(t *testing.T) {
 	// the VM.
 	check(t, "skylake", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflIntel})
 	check(t, "skylake", "cycles:u", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: exKern | exGuest})
-	check(t, "skylake", "INSTRUCTION_RETIRED:k", Options{}, want{pmu: "perf", typ: 0, config: 1, bits: exUser | exGuest})
+	// libpfm4's own names get libpfm4's encoding, raw codes of the core PMU.
+	check(t, "skylake", "INSTRUCTION_RETIRED:k", Options{}, want{pmu: "skx", typ: 4, config: 0xc0, bits: exUser | exGuest,
+		source: "libpfm4 skx::INSTRUCTION_RETIRED:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=0:k=1:excl=0:mg=0:mh=1"})
+	check(t, "skylake", "ix86arch::INSTRUCTION_RETIRED:u", Options{}, want{pmu: "ix86arch", typ: 4, config: 0xc0, bits: exKern | exGuest})
 	check(t, "power9", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflNoCore})
 	check(t, "graviton2", "cycles", Options{}, want{pmu: "perf", typ: 0, config: 0, bits: dflNoCore})
 	check(t, "graviton2", "armv8_pmuv3_0.l1d_cache_refill", Options{}, want{pmu: "armv8_pmuv3_0", typ: 10, config: 3})
@@ -240,7 +232,6 @@ func TestResolvePerfSyntax(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
-	vmPMUs := "breakpoint, msr, software, tracepoint, uprobe"
 	sk := "testdata/skylake/sys/bus/event_source/devices/"
 	tests := []struct {
 		tree, name string
@@ -248,12 +239,19 @@ func TestResolveErrors(t *testing.T) {
 		msg        string
 	}{
 		{"vm", " ", Options{}, "empty event name"},
-		{"vm", "RAPL:PACKAGE_ENERGY", Options{}, `event "RAPL:PACKAGE_ENERGY": RAPL through /dev/cpu/*/msr is not supported; use the kernel's power PMU in a [dynamic] section instead, e.g. power.energy-pkg (also energy-cores, energy-ram, energy-psys where present)`},
+		{"vm", "RAPL:PACKAGE_ENERGY", Options{}, `event "RAPL:PACKAGE_ENERGY" is the kernel's power/energy-pkg: event "power.energy-pkg": no PMU "power": testdata/vm/sys/bus/event_source/devices/power does not exist`},
+		{"skylake", "RAPL:THERMAL_SPEC", Options{}, `event "RAPL:THERMAL_SPEC": only RAPL:PACKAGE_ENERGY, RAPL:PP0_ENERGY, RAPL:PP1_ENERGY and RAPL:DRAM_ENERGY have a perf event (the kernel's power PMU); the C agent's power limits are read from MSRs, which this agent does not do`},
 		{"vm", "RAW:foo", Options{}, `event "RAW:foo": a RAW: event needs rawcode=0x<code> on its line`},
-		{"vm", "INST_RETIRED:ANY_P", Options{}, `event "INST_RETIRED:ANY_P": not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use "RAW:INST_RETIRED:ANY_P rawcode=0x<code>" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)`},
-		{"vm", "MEM_LOAD_RETIRED.L1_HIT", Options{}, `event "MEM_LOAD_RETIRED.L1_HIT": not a generic perf event, tracepoint or sysfs event; if it is a libpfm4 table name, this agent does not carry those tables: use "RAW:MEM_LOAD_RETIRED.L1_HIT rawcode=0x<code>" with the code from the CPU vendor's documentation, or a [dynamic] pmu.event from /sys/bus/event_source/devices/*/events (pmdaperfevent --list-events shows them)`},
-		{"vm", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": snbep_unc_imc0 is a libpfm4 PMU whose event tables this agent does not carry; use the kernel's PMU in a [dynamic] section as pmu.event (this machine's kernel PMUs: ` + vmPMUs + `), or "RAW:<name> rawcode=0x<code>"`},
-		{"skylake", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": snbep_unc_imc0 is a libpfm4 PMU whose event tables this agent does not carry; use the kernel's PMU in a [dynamic] section as pmu.event (the kernel calls this PMU uncore_imc_0; its events are in ` + sk + `uncore_imc_0/events), or "RAW:<name> rawcode=0x<code>"`},
+		// A VM has no core PMU: libpfm4's CPU tables are not used there.
+		{"vm", "INST_RETIRED:ANY_P", Options{}, `event "INST_RETIRED:ANY_P": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "INSTRUCTIONS_RETIRED", Options{}, `event "INSTRUCTIONS_RETIRED": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "MEM_LOAD_RETIRED.L1_HIT", Options{}, `event "MEM_LOAD_RETIRED.L1_HIT": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": libpfm4 finds no PMU snbep_unc_imc0 on this machine (it finds perf, perf_raw)`},
+		{"skylake", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": libpfm4 finds no PMU snbep_unc_imc0 on this machine (it finds ix86arch, perf, rapl, perf_raw, skx, skx_unc_imc0); the kernel's uncore_imc_0 has its events in ` + sk + `uncore_imc_0/events, for a [dynamic] section`},
+		// Near misses get the nearest names of this machine's tables.
+		{"skylake", "INST_RETIRD", Options{}, `event "INST_RETIRD": not an event of the libpfm4 PMUs found here (ix86arch, perf, rapl, perf_raw, skx, skx_unc_imc0), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds); did you mean skx::INST_RETIRED?`},
+		{"skylake", "skx::inst_retired:nosuch", Options{}, `event "skx::inst_retired:nosuch": "nosuch": no such umask or modifier for INST_RETIRED: invalid event attribute (libpfm4)`},
+		{"skylake", "MEM_LOAD_RETIRED:L3_HTI", Options{}, `event "MEM_LOAD_RETIRED:L3_HTI": "L3_HTI": no such umask or modifier for MEM_LOAD_RETIRED: invalid event attribute (libpfm4); did you mean MEM_LOAD_RETIRED:L3_HIT?`},
 		{"vm", "cycles:x", Options{}, `event "cycles:x": unknown modifier "x" (want u, k, h, mg or mh)`},
 		{"vm", "cycles:u=2", Options{}, `event "cycles:u=2": modifier "u=2": value must be 0 or 1`},
 		{"vm", "PERF_COUNT_HW_CACHE_ITLB:WRITE", Options{}, `event "PERF_COUNT_HW_CACHE_ITLB:WRITE": iTLB has no WRITE operation`},
@@ -324,4 +322,58 @@ func BenchmarkResolveSysfs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestResolveLibpfmCPUs: libpfm4 events count where their kernel PMU does.
+func TestResolveLibpfmCPUs(t *testing.T) {
+	const joule = 2.3283064365386962890625e-10
+	// Uncore events on the CPUs of their PMU's cpumask, with its scale.
+	check(t, "snbep", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, want{pmu: "snbep_unc_imc0", typ: 18, config: 0x304,
+		scale: 6.103515625e-5, unit: "MiB", cpus: []int{0, 8}, source: "libpfm4 snbep_unc_imc0::UNC_M_CAS_COUNT:RD:e=0:i=0:t=0:excl=0"})
+	// libpfm4's RAPL PMU and the C agent's RAPL: names both land on the
+	// kernel's power PMU.
+	check(t, "snbep", "rapl::RAPL_ENERGY_PKG", Options{}, want{pmu: "rapl", typ: 8, config: 2, scale: joule, unit: "Joules", cpus: []int{0, 8}})
+	check(t, "snbep", "RAPL:PACKAGE_ENERGY", Options{}, want{pmu: "power", typ: 8, config: 2, scale: joule, unit: "Joules", cpus: []int{0, 8},
+		source: "RAPL as sysfs power/events/energy-pkg (event=0x02)"})
+	check(t, "snbep", "RAPL:DRAM_ENERGY", Options{}, want{pmu: "power", typ: 8, config: 3, scale: joule, unit: "Joules", cpus: []int{0, 8}})
+	// On a hybrid CPU the core event (ix86arch's, type 4) counts on the
+	// CPUs of the kernel PMU of that type, the performance cores.
+	check(t, "alderlake", "INSTRUCTION_RETIRED", Options{}, want{pmu: "ix86arch", typ: 4, config: 0xc0, bits: exGuest,
+		cpus: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}})
+	// cpu=N asks for one CPU.
+	check(t, "haswell", "INST_RETIRED:ANY_P:cpu=3", Options{}, want{pmu: "hsw", typ: 4, config: 0xc0, bits: exGuest, cpus: []int{3}})
+}
+
+// TestResolveLibpfmOtherArch: an ARM or POWER machine's names are looked
+// up in that libpfm4 build's tables, whatever the agent runs on. The
+// wanted values are libpfm4 4.13's (its arm64 and ppc64le builds under
+// qemu-user, with these fixtures' cpuinfo).
+func TestResolveLibpfmOtherArch(t *testing.T) {
+	for _, f := range []string{"graviton2", "power9"} {
+		pmu := testFS(f).PresentNames()[2]
+		if _, err := testFS(f).Resolve(pmu + "::" + map[string]string{"graviton2": "CPU_CYCLES", "power9": "PM_CYC"}[f]); err != nil && strings.Contains(err.Error(), "no encoder for its family") {
+			t.Skipf("needs the encoder of %s's family in package pfm: %v", pmu, err)
+		}
+	}
+	check(t, "graviton2", "CPU_CYCLES", Options{}, want{pmu: "arm_n1", typ: 4, config: 0x11, bits: exHv | exGuest,
+		source: "libpfm4 arm_n1::CPU_CYCLES:u=1:k=1:h=0:excl=0:mg=0:mh=1"})
+	check(t, "graviton2", "arm_n1::L1D_CACHE_REFILL:u", Options{}, want{pmu: "arm_n1", typ: 4, config: 0x3, bits: exKern | exHv | exGuest})
+	check(t, "power9", "PM_CYC", Options{}, want{pmu: "power9", typ: 4, config: 0x1001e, bits: exHv | exGuest,
+		source: "libpfm4 power9::PM_CYC:u=1:k=1:h=0:excl=0:mg=0:mh=1"})
+	check(t, "power9", "power9::PM_RUN_CYC:u", Options{}, want{pmu: "power9", typ: 4, config: 0x200f4, bits: exKern | exHv | exGuest})
+}
+
+// TestResolveLibpfmAMD: Zen 3 names, and its L3 and RAPL PMUs on their
+// kernel PMUs (amd_l3's and power's types and cpumasks). The wanted
+// values are libpfm4 4.13's on this fixture (qemu-user with the
+// fixture's CPUID and sysfs).
+func TestResolveLibpfmAMD(t *testing.T) {
+	const joule = 2.3283064365386962890625e-10
+	check(t, "zen3", "RETIRED_INSTRUCTIONS", Options{}, want{pmu: "amd64_fam19h_zen3", typ: 4, config: 0xc0, bits: exHv | exGuest,
+		source: "libpfm4 amd64_fam19h_zen3::RETIRED_INSTRUCTIONS:e=0:i=0:c=0:g=0:u=1:k=1:h=0:excl=0:mg=0:mh=1"})
+	check(t, "zen3", "RETIRED_OPS:u", Options{}, want{pmu: "amd64_fam19h_zen3", typ: 4, config: 0xc1, bits: exKern | exHv | exGuest})
+	check(t, "zen3", "amd64_fam19h_zen3_l3::UNC_L3_REQUESTS", Options{}, want{pmu: "amd64_fam19h_zen3_l3", typ: 8, config: 0xff04,
+		cpus: []int{0, 8, 16, 24, 32, 40, 48, 56}, source: "libpfm4 amd64_fam19h_zen3_l3::UNC_L3_REQUESTS:ALL:u=1:k=1:excl=0:mg=1:mh=1"})
+	check(t, "zen3", "amd64_rapl::RAPL_ENERGY_PKG", Options{}, want{pmu: "amd64_rapl", typ: 13, config: 2, scale: joule, unit: "Joules",
+		cpus: []int{0}, source: "libpfm4 amd64_rapl::RAPL_ENERGY_PKG:u=1:k=1:excl=0:mg=1:mh=1"})
 }

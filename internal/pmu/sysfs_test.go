@@ -1,6 +1,8 @@
 package pmu
 
 import (
+	"perfevent/internal/pfm"
+
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,15 +102,19 @@ func TestPresentNames(t *testing.T) {
 	}{
 		// This VM: AMD Zen 5 cpuinfo but no core PMU, so no libpfm4
 		// model name.
-		{testFS("vm"), []string{"breakpoint", "msr", "perf", "perf_raw", "software", "tracepoint", "uprobe"}},
-		// Skylake-SP stepping 4 is skx; stepping >= 5 would be clx.
-		{testFS("skylake"), []string{"breakpoint", "cpu", "cstate_pkg", "ix86arch", "msr", "perf", "perf_raw", "power", "skx", "software", "tracepoint", "uncore_imc_0"}},
-		{testFS("power9"), []string{"cpu", "hv_24x7", "perf", "perf_raw", "power9", "software"}},
-		{testFS("graviton2"), []string{"arm_n1", "armv8_pmuv3_0", "perf", "perf_raw", "software", "tracepoint"}},
+		{testFS("vm"), []string{"perf", "perf_raw"}},
+		// Skylake-SP stepping 4 is skx; stepping >= 5 would be clx. Its
+		// memory controller counts as skx_unc_imc0 since the kernel has
+		// uncore_imc_0, and RAPL as rapl since it has power.
+		{testFS("skylake"), []string{"ix86arch", "perf", "rapl", "perf_raw", "skx", "skx_unc_imc0"}},
+		{testFS("power9"), []string{"perf", "perf_raw", "power9"}},
+		{testFS("graviton2"), []string{"perf", "perf_raw", "arm_n1"}},
 		// An Intel guest without a virtual PMU: CPUID names the model, but
 		// nothing can count its events.
-		{&FS{Sys: "testdata/vm/sys", Proc: "testdata/skylake/proc"}, []string{"breakpoint", "msr", "perf", "perf_raw", "software", "tracepoint", "uprobe"}},
+		{&FS{Sys: "testdata/vm/sys", Proc: "testdata/skylake/proc"}, []string{"perf", "perf_raw"}},
 	}
+	defer func(f func(string) []*pfm.PMU) { catalogSource = f }(catalogSource)
+	catalogSource = func(string) []*pfm.PMU { return fakeCatalog() }
 	for _, tt := range tests {
 		if got := tt.fs.PresentNames(); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: PresentNames = %v\nwant %v", tt.fs.Sys, got, tt.want)
@@ -116,49 +122,56 @@ func TestPresentNames(t *testing.T) {
 	}
 }
 
-func TestLibpfmCoreNames(t *testing.T) {
+func TestDetect(t *testing.T) {
 	intel := func(model, stepping int) CPUInfo {
 		return CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: model, Stepping: stepping, Flags: map[string]bool{"arch_perfmon": true}}
 	}
-	amd := func(family, model int) CPUInfo { return CPUInfo{Vendor: "AuthenticAMD", Family: family, Model: model} }
+	amd := func(family, model, stepping int) CPUInfo {
+		return CPUInfo{Vendor: "AuthenticAMD", Family: family, Model: model, Stepping: stepping}
+	}
+	arm := func(impl, part int) CPUInfo { return CPUInfo{Implementer: impl, Part: part, HasArchitecture: true} }
+	devices := map[string]bool{"uncore_imc_0": true, "power": true}
 	tests := []struct {
 		c    CPUInfo
 		want []string
 	}{
-		{intel(85, 4), []string{"ix86arch", "skx"}},
-		{intel(85, 7), []string{"ix86arch", "clx"}},
-		{intel(60, 3), []string{"ix86arch", "hsw"}},
-		{intel(63, 2), []string{"ix86arch", "hsw_ep"}},
-		{intel(45, 7), []string{"ix86arch", "snb_ep"}},
-		{intel(26, 5), []string{"ix86arch", "nhm", "nhm_unc"}},
-		{intel(44, 2), []string{"ix86arch", "wsm_dp", "wsm_unc"}},
-		{intel(46, 6), []string{"ix86arch", "nhm_ex"}},
-		{intel(23, 10), []string{"ix86arch", "core"}},
-		{intel(106, 6), []string{"ix86arch", "icx"}},
-		{intel(143, 8), []string{"ix86arch", "spr"}},
-		{intel(0x97, 2), []string{"ix86arch", "adl_glc", "adl_grt"}},
-		{intel(250, 0), []string{"ix86arch"}},
-		{CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: 85, Flags: map[string]bool{}}, []string{"skx"}},
-		{amd(0x10, 2), []string{"amd64_fam10h_barcelona"}},
-		{amd(0x10, 4), []string{"amd64_fam10h_shanghai"}},
-		{amd(0x10, 9), []string{"amd64_fam10h_istanbul"}},
-		{amd(0x15, 1), []string{"amd64_fam15h_interlagos", "amd64_fam15h_nb"}},
-		{amd(0x17, 1), []string{"amd64_fam17h_zen1", "amd64_fam17h"}},
-		{amd(0x17, 49), []string{"amd64_fam17h_zen2"}},
-		{amd(0x19, 1), []string{"amd64_fam19h_zen3", "amd64_fam19h_zen3_l3"}},
-		{amd(0x19, 0x11), []string{"amd64_fam19h_zen4"}},
-		{amd(0x19, 0x61), []string{"amd64_fam19h_zen4"}},
-		{amd(0x1a, 2), []string{"amd64_fam1ah_zen5", "amd64_fam1ah_zen5_l3"}},
-		{CPUInfo{Implementer: 0x41, Part: 0xd0c}, []string{"arm_n1"}},
-		{CPUInfo{Implementer: 0x41, Part: 0xd4f}, []string{"arm_v2"}},
-		{CPUInfo{Implementer: 0x43, Part: 0xaf}, []string{"arm_thunderx2"}},
-		{CPUInfo{PVR: 0x4e}, []string{"power9"}},
-		{CPUInfo{PVR: 0x80}, []string{"power10"}},
-		{CPUInfo{}, nil},
+		{intel(85, 4), []string{"ix86arch", "perf", "rapl", "perf_raw", "skx", "skx_unc_imc0"}},
+		{intel(85, 7), []string{"ix86arch", "perf", "rapl", "perf_raw", "skx_unc_imc0", "clx"}},
+		{intel(60, 3), []string{"ix86arch", "perf", "hsw", "rapl", "perf_raw"}},
+		{intel(45, 7), []string{"ix86arch", "perf", "snb_ep", "snbep_unc_imc0", "rapl", "perf_raw"}},
+		{intel(26, 5), []string{"nhm", "nhm_unc", "ix86arch", "perf", "perf_raw"}},
+		{intel(143, 8), []string{"ix86arch", "perf", "rapl", "perf_raw", "spr"}},
+		// Alder Lake is newer than libpfm4 4.13: only the architectural PMU.
+		{intel(0x97, 2), []string{"ix86arch", "perf", "perf_raw"}},
+		{CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: 85, Flags: map[string]bool{}}, []string{"perf", "rapl", "perf_raw", "skx", "skx_unc_imc0"}},
+		{CPUInfo{Vendor: "GenuineIntel", Family: 15, Model: 4, Flags: map[string]bool{"arch_perfmon": true}}, []string{"netburst_p", "perf", "perf_raw"}},
+		{amd(15, 5, 1), []string{"perf", "amd64_k8_revb", "perf_raw"}},
+		{amd(15, 0x41, 2), []string{"perf", "amd64_k8_revf", "perf_raw"}},
+		{amd(0x10, 2, 0), []string{"perf", "amd64_fam10h_barcelona", "perf_raw"}},
+		{amd(0x10, 9, 0), []string{"perf", "amd64_fam10h_istanbul", "perf_raw"}},
+		{amd(0x15, 1, 2), []string{"perf", "amd64_fam15h_interlagos", "amd64_fam15h_nb", "perf_raw"}},
+		{amd(0x17, 1, 2), []string{"perf", "perf_raw", "amd64_fam17h", "amd64_fam17h_zen1"}},
+		{amd(0x17, 49, 0), []string{"perf", "perf_raw", "amd64_fam17h_zen2", "amd64_rapl"}},
+		{amd(0x19, 1, 1), []string{"perf", "perf_raw", "amd64_fam19h_zen3", "amd64_rapl", "amd64_fam19h_zen3_l3"}},
+		{amd(0x19, 0x11, 1), []string{"perf", "perf_raw", "amd64_fam19h_zen4"}},
+		// Zen 4 desktop and Zen 5 are unknown to 4.13.
+		{amd(0x19, 0x61, 2), []string{"perf", "perf_raw"}},
+		{amd(0x1a, 2, 0), []string{"perf", "perf_raw"}},
+		{arm(0x41, 0xd0c), []string{"perf", "perf_raw", "arm_n1"}},
+		{arm(0x41, 0xd4f), []string{"perf", "perf_raw", "arm_v2"}},
+		{arm(0x43, 0xaf), []string{"perf", "perf_raw", "arm_thunderx2", "tx2_dmc0"}},
+		{CPUInfo{Implementer: 0x41, Part: 0xd0c}, []string{"perf", "perf_raw"}},
+		{CPUInfo{PVR: 0x4e}, []string{"perf", "perf_raw", "power9"}},
+		{CPUInfo{PVR: 0x4d}, []string{"perf", "power8", "perf_raw", "powerpc_nest_mcs_read"}},
+		{CPUInfo{}, []string{"perf", "perf_raw"}},
 	}
 	for _, tt := range tests {
-		if got := libpfmCoreNames(tt.c); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("libpfmCoreNames(%+v) = %v, want %v", tt.c, got, tt.want)
+		var got []string
+		for _, p := range Detect(tt.c, fakeCatalog(), func(n string) bool { return devices[n] }) {
+			got = append(got, p.Name)
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Detect(%+v) = %v, want %v", tt.c, got, tt.want)
 		}
 	}
 }
@@ -191,9 +204,22 @@ func TestListEvents(t *testing.T) {
 	}
 	kinds := map[Kind]int{}
 	byName := map[string]Listing{}
+	libpfm := map[string]int{}
 	for _, l := range ls {
-		kinds[l.Kind]++
+		if l.Kind == KindLibpfm {
+			libpfm[l.Group]++
+		} else {
+			kinds[l.Kind]++
+		}
 		byName[l.Name] = l
+	}
+	// libpfm4's tables of the PMUs it finds on a Skylake-SP, but perf's;
+	// libpfm4 4.13 lists 86 events for skx (pfm_get_pmu_info nevents).
+	if len(libpfm) != 4 || libpfm["skx"] != 86 || libpfm["ix86arch"] != 7 || libpfm["rapl"] == 0 || libpfm["skx_unc_imc0"] == 0 {
+		t.Errorf("libpfm4 events per PMU = %v", libpfm)
+	}
+	if got := byName["skx::MEM_LOAD_RETIRED"].String(); !strings.HasPrefix(got, "skx::MEM_LOAD_RETIRED [libpfm4: ") || !strings.Contains(got, "\n    :L3_HIT  ") {
+		t.Errorf("MEM_LOAD_RETIRED = %s", got)
 	}
 	// 10 hardware, 32 cache (perf list's table), 12 software, and the
 	// sysfs events of the fixture plus the 9 synthetic software ones.
@@ -246,7 +272,12 @@ func TestListEvents(t *testing.T) {
 		if l.Kind == KindTracepoint {
 			fs = testFS("vm")
 		}
-		if _, err := fs.Resolve(l.Name); err != nil && l.Err == nil {
+		name := l.Name
+		if len(l.Umasks) > 0 {
+			// Not every libpfm4 event has a default umask.
+			name += ":" + l.Umasks[0].Name
+		}
+		if _, err := fs.Resolve(name); err != nil && l.Err == nil {
 			t.Errorf("listed %q does not resolve: %v", l.Name, err)
 		}
 	}
@@ -347,5 +378,73 @@ func TestNoSysfs(t *testing.T) {
 	ls, err := fs.ListEvents()
 	if err == nil || len(ls) != 10+32+12+9 {
 		t.Errorf("ListEvents = %d listings, %v", len(ls), err)
+	}
+}
+
+func TestFilterListings(t *testing.T) {
+	ls, _ := testFS("skylake").ListEvents()
+	names := func(ls []Listing) []string {
+		var n []string
+		for _, l := range ls {
+			s := l.Name
+			for _, u := range l.Umasks {
+				s += ":" + u.Name
+			}
+			n = append(n, s)
+		}
+		return n
+	}
+	got, err := FilterListings(ls, "skx", "l3_hit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Names match whole (every umask kept), or by their umasks (those kept).
+	want := []string{
+		"skx::MEM_LOAD_L3_HIT_RETIRED:XSNP_MISS:XSNP_HIT:XSNP_HITM:XSNP_NONE",
+		"skx::MEM_LOAD_UOPS_L3_HIT_RETIRED:XSNP_MISS:XSNP_HIT:XSNP_HITM:XSNP_NONE",
+		"skx::MEM_LOAD_RETIRED:L3_HIT",
+		"skx::MEM_LOAD_UOPS_RETIRED:L3_HIT",
+		"skx::OFFCORE_RESPONSE_0:L3_HITM:L3_HITE:L3_HITS:L3_HITF:L3_HITMESF:L3_HIT",
+		"skx::OFFCORE_RESPONSE_1:L3_HITM:L3_HITE:L3_HITS:L3_HITF:L3_HITMESF:L3_HIT",
+	}
+	if !reflect.DeepEqual(names(got), want) {
+		t.Errorf("--pmu skx --match l3_hit = %v, want %v", names(got), want)
+	}
+	got, _ = FilterListings(ls, "PERF", "*-dcache-load*")
+	if want := []string{"L1-dcache-loads", "L1-dcache-load-misses"}; !reflect.DeepEqual(names(got), want) {
+		t.Errorf("--pmu perf --match '*-dcache-load*' = %v, want %v", names(got), want)
+	}
+	got, _ = FilterListings(ls, "uncore_imc_0", "")
+	if len(got) != 3 || got[0].Name != "uncore_imc_0.cas_count_read" {
+		t.Errorf("--pmu uncore_imc_0 = %v", names(got))
+	}
+	if _, err := FilterListings(ls, "", "[x"); err == nil {
+		t.Error("a bad glob is accepted")
+	}
+}
+
+// TestListedEventCounts: --list-events shows a PMU's events as libpfm4
+// counts them (pfm_get_pmu_info's nevents, from LIBPFM_FORCE_PMU=NAME
+// pfmenc -l with Debian's libpfm4 4.13): shared tables hold other models'
+// and other revisions' events, which are left out.
+func TestListedEventCounts(t *testing.T) {
+	for name, n := range map[string]int{
+		"amd64_k8_revb": 83, "amd64_k8_revg": 87, "amd64_fam10h_barcelona": 116, "amd64_fam10h_istanbul": 123,
+		"amd64_fam17h_zen2": 58, "amd64_fam19h_zen3": 62, "amd64_fam19h_zen4": 77,
+		"skx": 86, "clx": 86, "icx": 70, "snb_ep": 83, "hsw": 74,
+	} {
+		p, err := pfm.LoadArch("amd64", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for i := range p.Events {
+			if belongs(p, p.Events[i].Model, p.Events[i].Flags) {
+				got++
+			}
+		}
+		if got != n {
+			t.Errorf("%s: %d events, libpfm4 lists %d", name, got, n)
+		}
 	}
 }

@@ -309,16 +309,46 @@ func (p *Plan) sysfsPMU(fs *pmu.FS, name string) bool {
 	return slices.Contains(names, name)
 }
 
-func describe(ev pmu.Event) string {
+// describe says what a counter is: where its encoding came from (for a
+// libpfm4 name, libpfm4's canonical full name), the perf_event attributes,
+// and the metric it becomes.
+func describe(c Counter) string {
+	ev := c.Event
 	a := ev.Attr
 	s := fmt.Sprintf("%s: type %d config %#x", ev.Source, a.Type, a.Config)
 	if a.Ext1 != 0 || a.Ext2 != 0 {
 		s += fmt.Sprintf(" config1 %#x config2 %#x", a.Ext1, a.Ext2)
 	}
+	s += " exclude " + excludeNames(a.Bits)
 	if ev.Scale != 1 || ev.Unit != "" {
 		s += fmt.Sprintf(" (scale %g %s)", ev.Scale, ev.Unit)
 	}
-	return s
+	return s + " -> perfevent.hwcounters." + c.Metric
+}
+
+// excludeNames lists the exclude bits that are set, as perf_event_attr
+// names them without the prefix.
+func excludeNames(bits uint64) string {
+	var names []string
+	for _, b := range []struct {
+		bit  uint64
+		name string
+	}{
+		{unix.PerfBitExcludeUser, "user"},
+		{unix.PerfBitExcludeKernel, "kernel"},
+		{unix.PerfBitExcludeHv, "hv"},
+		{unix.PerfBitExcludeIdle, "idle"},
+		{unix.PerfBitExcludeHost, "host"},
+		{unix.PerfBitExcludeGuest, "guest"},
+	} {
+		if bits&b.bit != 0 {
+			names = append(names, b.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
 }
 
 func (p *Plan) info(pos config.Pos, format string, args ...any) {
@@ -351,7 +381,7 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 	for _, c := range p.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
 		served := set.CPUs(ev)
-		text := c.Event.Name + ": " + describe(c.Event)
+		text := c.Event.Name + ": " + describe(c)
 		fails := byEvent[c.Event.Name]
 		if len(fails) == 0 {
 			p.info(c.Pos, "%s, on %s", text, cpulist.Describe(served))

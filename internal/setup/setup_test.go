@@ -109,7 +109,7 @@ func TestPlanOnVM(t *testing.T) {
 	for _, line := range []string{
 		"info    test.conf:2: [hsw] skipped: no PMU named hsw on this machine",
 		"info    test.conf:5: [perf] chosen: PMU perf is present",
-		"PROBLEM test.conf:9: event \"no-such-event\": not a generic perf event",
+		"PROBLEM test.conf:9: event \"no-such-event\": not an event of the libpfm4 PMUs found here",
 	} {
 		if !strings.Contains(text, line) {
 			t.Errorf("notes lack %q:\n%s", line, text)
@@ -142,10 +142,10 @@ func TestPlanOnVM(t *testing.T) {
 		}
 	}
 	for _, line := range []string{
-		"info    test.conf:6: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0, on cpus 0-1\n",
-		"info    test.conf:7: cycles: generic hardware PERF_COUNT_HW_CPU_CYCLES: type 0 config 0x0; cannot count on cpus 0-1: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT); skipped\n",
-		"info    test.conf:8: page-faults: software PERF_COUNT_SW_PAGE_FAULTS: type 1 config 0x2, on cpu1\n",
-		"info    test.conf:10: sched:sched_switch: tracepoint sched/sched_switch id 312: type 2 config 0x138, on cpus 0-1\n",
+		"info    test.conf:6: cpu-clock: libpfm4 perf::PERF_COUNT_SW_CPU_CLOCK:u=1:k=1:excl=0:mg=0:mh=1: type 1 config 0x0 exclude hv,guest -> perfevent.hwcounters.cpu_clock, on cpus 0-1\n",
+		"info    test.conf:7: cycles: libpfm4 perf::PERF_COUNT_HW_CPU_CYCLES:u=1:k=1:h=0:precise=0:excl=0:mg=0:mh=1: type 0 config 0x0 exclude hv,guest -> perfevent.hwcounters.cycles; cannot count on cpus 0-1: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT); skipped\n",
+		"info    test.conf:8: page-faults: libpfm4 perf::PERF_COUNT_SW_PAGE_FAULTS:u=1:k=1:excl=0:mg=0:mh=1: type 1 config 0x2 exclude hv,guest -> perfevent.hwcounters.page_faults, on cpu1\n",
+		"info    test.conf:10: sched:sched_switch: tracepoint sched/sched_switch id 312: type 2 config 0x138 exclude hv,guest -> perfevent.hwcounters.sched_sched_switch, on cpus 0-1\n",
 	} {
 		if !strings.Contains(text, line) {
 			t.Errorf("notes lack %q:\n%s", line, text)
@@ -214,14 +214,8 @@ func TestOpenedPartialFailureIsAProblem(t *testing.T) {
 	p := plan(t, m, "[perf]\ncpu-clock\n")
 	fake := countertest.New()
 	fake.FailOpen("cpu-clock", 0, unix.EACCES)
-	set, err := counter.New(p.Specs(), counter.Config{Opener: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, _ := set.Open()
-	p.Opened(set, sum)
-	text := notes(p)
-	want := "PROBLEM test.conf:2: cpu-clock: software PERF_COUNT_SW_CPU_CLOCK: type 1 config 0x0; cannot count on cpu0: permission denied"
+	text := openWith(t, p, fake)
+	want := "PROBLEM test.conf:2: cpu-clock: libpfm4 perf::PERF_COUNT_SW_CPU_CLOCK:u=1:k=1:excl=0:mg=0:mh=1: type 1 config 0x0 exclude hv,guest -> perfevent.hwcounters.cpu_clock; cannot count on cpu0: permission denied"
 	if !strings.Contains(text, want) || !strings.Contains(text, "(EACCES); counting on cpu1\n") {
 		t.Errorf("notes lack %q … counting on cpu1:\n%s", want, text)
 	}
@@ -240,4 +234,39 @@ func TestPlanDynamicPMUAbsentIsInfo(t *testing.T) {
 	if !strings.Contains(text, "PROBLEM test.conf:3: event \"msr.no-such-event\": PMU msr has no event no-such-event") || p.Problems() != 1 {
 		t.Errorf("missing event not a problem:\n%s", text)
 	}
+}
+
+// TestCheckShowsLibpfm4: what --check prints of a libpfm4 name, on a
+// machine whose kernel refuses it: libpfm4's full name, the encoding, the
+// exclude bits and the metric; an uncore event counts on its PMU's cpumask.
+func TestCheckShowsLibpfm4(t *testing.T) {
+	p := plan(t, fixture(t, "snbep"), "[snb_ep]\nMEM_LOAD_UOPS_RETIRED:L1_HIT\nsnbep_unc_imc0::UNC_M_CAS_COUNT:RD\n")
+	fake := countertest.New()
+	for cpu := 0; cpu < 32; cpu++ {
+		fake.FailOpen("MEM_LOAD_UOPS_RETIRED:L1_HIT", cpu, unix.ENOENT)
+	}
+	text := openWith(t, p, fake)
+	for _, want := range []string{
+		"info    test.conf:2: MEM_LOAD_UOPS_RETIRED:L1_HIT: libpfm4 snb_ep::MEM_LOAD_UOPS_RETIRED:L1_HIT:e=0:i=0:c=0:t=0:u=1:k=1:precise=0:excl=0:mg=0:mh=1: " +
+			"type 4 config 0x1d1 exclude guest -> perfevent.hwcounters.MEM_LOAD_UOPS_RETIRED_L1_HIT; cannot count on cpus 0-31",
+		"info    test.conf:3: snbep_unc_imc0::UNC_M_CAS_COUNT:RD: libpfm4 snbep_unc_imc0::UNC_M_CAS_COUNT:RD:e=0:i=0:t=0:excl=0: " +
+			"type 18 config 0x304 exclude none (scale 6.103515625e-05 MiB) -> perfevent.hwcounters.snbep_unc_imc0__UNC_M_CAS_COUNT_RD, on cpus 0,8\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("notes lack %q:\n%s", want, text)
+		}
+	}
+}
+
+// openWith opens the plan's counters through a fake opener and returns
+// the notes, what --check prints.
+func openWith(t *testing.T, p *Plan, fake *countertest.Opener) string {
+	t.Helper()
+	set, err := counter.New(p.Specs(), counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := set.Open()
+	p.Opened(set, sum)
+	return notes(p)
 }

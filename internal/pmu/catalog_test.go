@@ -1,0 +1,56 @@
+package pmu
+
+import "perfevent/internal/pfm"
+
+// fakeCatalog is a few of libpfm4's PMUs, with their real ids, for the
+// detection rules' unit test; the fixture tests use the real catalog.
+func fakeCatalog() []*pfm.PMU {
+	intel := func(id int, name string, models ...int) *pfm.PMU {
+		return &pfm.PMU{Name: name, ID: id, Family: pfm.FamilyIntelX86, Type: pfm.PMUTypeCore, CPUFamily: 6, CPUModels: models}
+	}
+	uncore := func(id int, name, perf string) *pfm.PMU {
+		return &pfm.PMU{Name: name, ID: id, Family: pfm.FamilyIntelUncore, Type: pfm.PMUTypeUncore, PerfName: perf}
+	}
+	other := func(id int, name string, f pfm.Family) *pfm.PMU {
+		return &pfm.PMU{Name: name, ID: id, Family: f, Type: pfm.PMUTypeCore}
+	}
+	nhmUnc := intel(17, "nhm_unc", 26, 30, 31)
+	nhmUnc.Type, nhmUnc.PerfName = pfm.PMUTypeUncore, "uncore"
+	return []*pfm.PMU{
+		other(7, "netburst", pfm.FamilyIntelX86),
+		other(8, "netburst_p", pfm.FamilyIntelX86),
+		intel(15, "nhm", 26, 30, 31),
+		nhmUnc,
+		other(18, "ix86arch", pfm.FamilyIntelX86),
+		{Name: "perf", ID: 51, Family: pfm.FamilyPerf, Type: pfm.PMUTypeOSGeneric},
+		other(56, "amd64_k8_revb", pfm.FamilyAMD64),
+		other(60, "amd64_k8_revf", pfm.FamilyAMD64),
+		other(62, "amd64_fam10h_barcelona", pfm.FamilyAMD64),
+		other(64, "amd64_fam10h_istanbul", pfm.FamilyAMD64),
+		other(70, "amd64_fam15h_interlagos", pfm.FamilyAMD64),
+		intel(71, "snb_ep", 45),
+		uncore(89, "snbep_unc_imc0", "uncore_imc_0"),
+		intel(104, "hsw", 60, 69, 70),
+		other(109, "power8", pfm.FamilyPower),
+		{Name: "rapl", ID: 110, Family: pfm.FamilyIntelRAPL, Type: pfm.PMUTypeUncore, PerfName: "power"},
+		other(112, "amd64_fam15h_nb", pfm.FamilyAMD64),
+		{Name: "perf_raw", ID: 114, Family: pfm.FamilyPerf, Type: pfm.PMUTypeOSGeneric},
+		other(198, "powerpc_nest_mcs_read", pfm.FamilyPower),
+		other(268, "power9", pfm.FamilyPower),
+		other(317, "amd64_fam17h", pfm.FamilyAMD64),
+		intel(319, "skx", 85),
+		uncore(354, "skx_unc_imc0", "uncore_imc_0"),
+		other(436, "arm_thunderx2", pfm.FamilyARM),
+		other(438, "tx2_dmc0", pfm.FamilyARM),
+		intel(437, "clx", 85),
+		other(444, "amd64_fam17h_zen1", pfm.FamilyAMD64),
+		other(445, "amd64_fam17h_zen2", pfm.FamilyAMD64),
+		other(449, "arm_n1", pfm.FamilyARM),
+		other(450, "amd64_fam19h_zen3", pfm.FamilyAMD64),
+		{Name: "amd64_rapl", ID: 451, Family: pfm.FamilyAMD64, Type: pfm.PMUTypeUncore},
+		{Name: "amd64_fam19h_zen3_l3", ID: 452, Family: pfm.FamilyAMD64, Type: pfm.PMUTypeUncore},
+		intel(512, "spr", 143),
+		other(514, "amd64_fam19h_zen4", pfm.FamilyAMD64),
+		other(516, "arm_v2", pfm.FamilyARM),
+	}
+}
