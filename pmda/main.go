@@ -75,6 +75,7 @@ type options struct {
 	listEvents bool
 	listPMU    string
 	listMatch  string
+	noProbe    bool
 	lockfile   string
 	pmids      string
 	// defaultPMIDs is where the PMID map lives unless --pmids says
@@ -113,6 +114,7 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.BoolVar(&o.listEvents, "list-events", false, "list the events this machine offers, as they are written in perfevent.conf, and exit")
 	fs.StringVar(&o.listPMU, "pmu", "", "with --list-events: only the events of this `PMU` (libpfm4's name, e.g. skx, or the kernel's, e.g. uncore_imc_0; perf for the generic events)")
 	fs.StringVar(&o.listMatch, "match", "", "with --list-events: only the events whose name or unit mask contains `pattern` (ignoring case; *, ? and [...] make it a glob over the whole name)")
+	fs.BoolVar(&o.noProbe, "no-probe", false, "with --list-events: do not try to open each event to mark whether it works here")
 	fs.StringVar(&o.lockfile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
 	o.defaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
 	fs.StringVar(&o.pmids, "pmids", o.defaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
@@ -196,14 +198,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s version %s\n", prog, version)
 		return 0
 	case o.listEvents:
-		return listEvents(pmu.Default(), o.listPMU, o.listMatch, stdout, stderr)
+		return listEvents(pmu.Default(), o.listPMU, o.listMatch, !o.noProbe, stdout, stderr)
 	case o.check:
 		return check(o, stdout, stderr)
 	}
 	return serve(o, pcp, stderr)
 }
 
-func listEvents(fs *pmu.FS, pmuName, pattern string, stdout, stderr io.Writer) int {
+func listEvents(fs *pmu.FS, pmuName, pattern string, probe bool, stdout, stderr io.Writer) int {
 	ls, err := fs.ListEvents()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
@@ -212,6 +214,9 @@ func listEvents(fs *pmu.FS, pmuName, pattern string, stdout, stderr io.Writer) i
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: --match: %v\n", prog, err)
 		return 1
+	}
+	if probe {
+		fs.Probe(ls, counter.KernelOpener{})
 	}
 	var kind pmu.Kind
 	group := ""

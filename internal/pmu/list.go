@@ -41,6 +41,11 @@ type Listing struct {
 	// Umasks are a libpfm4 event's unit masks, written after the event
 	// name and a colon ("MEM_LOAD_RETIRED:L3_HIT").
 	Umasks []UmaskListing
+	// NeedsParams marks a sysfs event with "term=?" placeholders, which
+	// cannot be opened until perfevent.conf fills them in.
+	NeedsParams bool
+	// Probe is what opening it here gave; see FS.Probe.
+	Probe ProbeResult
 }
 
 // UmaskListing is one unit mask of a listed libpfm4 event.
@@ -54,8 +59,8 @@ type UmaskListing struct {
 // the PMUs libpfm4 finds here (but its generic perf PMUs, whose events are
 // the first three kinds), [dynamic] sysfs events
 // (PMUs and their events sorted by name, then the synthetic software PMU,
-// as the C agent orders them), tracepoints. Whether an event can actually be opened needs
-// perf_event_open and is left to the caller. The returned error collects
+// as the C agent orders them), tracepoints. Whether an event can actually be
+// opened is for Probe to find out. The returned error collects
 // non-fatal problems (an unreadable PMU, no tracefs); the listings are
 // valid either way.
 func (fs *FS) ListEvents() ([]Listing, error) {
@@ -81,7 +86,8 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 		for i := range p.Events {
 			pe := &p.Events[i]
 			l := Listing{Name: p.Name + "." + pe.Name, Kind: KindDynamic, Group: p.Name, Desc: pe.Text, Scale: pe.Scale, Unit: pe.Unit}
-			if _, err := p.Encode(pe, nil); err != nil && !needsParams(pe) {
+			l.NeedsParams = needsParams(pe)
+			if _, err := p.Encode(pe, nil); err != nil && !l.NeedsParams {
 				l.Err = err
 			}
 			ls = append(ls, l)
@@ -184,6 +190,9 @@ func (l Listing) String() string {
 	b.WriteString("]")
 	if l.Err != nil {
 		fmt.Fprintf(&b, " (unusable: %v)", l.Err)
+	}
+	if m := l.Probe.mark(); m != "" {
+		b.WriteString(" " + m)
 	}
 	for _, u := range l.Umasks {
 		fmt.Fprintf(&b, "\n    :%s", u.Name)
