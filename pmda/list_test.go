@@ -61,3 +61,29 @@ func TestListEventsProbe(t *testing.T) {
 		}
 	}
 }
+
+// An unfiltered listing probes everything but the tracepoints, whose first
+// opens cost the kernel milliseconds each; a filtered one probes them too.
+func TestListEventsLeavesTracepointsUnprobedUnfiltered(t *testing.T) {
+	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
+		t.Skip("needs perf_event support (/sys/bus/event_source/devices/software)")
+	}
+	bin := agentBinary(t)
+	out, _, code := runAgent(t, bin, "--list-events")
+	if code != 0 {
+		t.Fatalf("--list-events exit %d", code)
+	}
+	if !strings.Contains(out, "sched:sched_switch ") {
+		t.Skip("needs tracefs readable by this user (sched:sched_switch is not listed)")
+	}
+	if got, want := listedLine(out, "sched:sched_switch"), "sched:sched_switch [tracepoint] [not probed: tracepoints are probed with --match or --pmu]"; got != want {
+		t.Errorf("unfiltered: %q, want %q", got, want)
+	}
+	if got := listedLine(out, "cpu-clock"); !strings.HasSuffix(got, " "+hostMark(t, unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK)) {
+		t.Errorf("unfiltered cpu-clock is not probed: %q", got)
+	}
+	out, _, _ = runAgent(t, bin, "--list-events", "--match", "sched_switch")
+	if got := listedLine(out, "sched:sched_switch"); strings.Contains(got, "not probed") || !strings.HasSuffix(got, "]") {
+		t.Errorf("filtered: %q, want a probe mark", got)
+	}
+}

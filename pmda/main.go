@@ -205,6 +205,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return serve(o, pcp, stderr)
 }
 
+// errTracepointProbe marks the tracepoints of an unfiltered listing.
+var errTracepointProbe = errors.New("tracepoints are probed with --match or --pmu")
+
 func listEvents(fs *pmu.FS, pmuName, pattern string, probe bool, stdout, stderr io.Writer) int {
 	ls, err := fs.ListEvents()
 	if err != nil {
@@ -216,6 +219,15 @@ func listEvents(fs *pmu.FS, pmuName, pattern string, probe bool, stdout, stderr 
 		return 1
 	}
 	if probe {
+		// Opening a tracepoint costs the kernel about 10 ms, and there
+		// are thousands: an unfiltered listing leaves them unprobed.
+		if pmuName == "" && pattern == "" {
+			for i := range ls {
+				if ls[i].Kind == pmu.KindTracepoint {
+					ls[i].Probe = pmu.ProbeResult{State: pmu.Skipped, Err: errTracepointProbe}
+				}
+			}
+		}
 		fs.Probe(ls, counter.KernelOpener{})
 	}
 	var kind pmu.Kind

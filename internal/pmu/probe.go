@@ -30,7 +30,8 @@ type ProbeResult struct {
 // that count on every CPU), opened disabled and closed at once, so that
 // --list-events can say which events this machine, kernel and user can
 // really count and, through counter.NewOpenError, what to do about those
-// it cannot. Listings that already carry Err are left alone.
+// it cannot. Listings that already carry Err, or a probe result, are left
+// alone.
 //
 // The first open of a tracepoint patches the kernel's text (over 10ms on
 // a VM), and the kernel does that one at a time, so probing every
@@ -38,7 +39,7 @@ type ProbeResult struct {
 // filter first.
 func (fs *FS) Probe(ls []Listing, o counter.Opener) {
 	for i := range ls {
-		if ls[i].Err == nil {
+		if ls[i].Err == nil && ls[i].Probe.State == NotProbed {
 			ls[i].Probe = fs.probe(&ls[i], o)
 		}
 	}
