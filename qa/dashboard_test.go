@@ -112,8 +112,9 @@ func testDashboard(t *testing.T, f *Fleet) {
 	}
 }
 
-// make install ships the dashboard into the agent's own directory,
-// nowhere else.
+// make install ships the dashboard into the agent's own directory, and
+// writes nothing outside it but the pmrep views, which pmrep reads only
+// from its own directory (under a name no PCP package uses).
 func TestMakeInstallShipsDashboard(t *testing.T) {
 	for _, tool := range []string{"make", "install"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -121,7 +122,7 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 		}
 	}
 	repo, stage := repoRoot(), t.TempDir()
-	cmd := exec.Command("make", "-s", "-C", repo, "install", "DESTDIR="+stage, "PCP_PMDAS_DIR=/pmdas", "GO="+goCommand())
+	cmd := exec.Command("make", "-s", "-C", repo, "install", "DESTDIR="+stage, "PCP_PMDAS_DIR=/pmdas", "PCP_SYSCONF_DIR=/sysconf", "GO="+goCommand())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
@@ -133,8 +134,12 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("make install: the dashboard in the stage differs or is missing (%v)", err)
 	}
+	views := filepath.Join(stage, "sysconf", "pmrep", "perfevent-go.conf")
+	if _, err := os.Stat(views); err != nil {
+		t.Errorf("make install: no pmrep views: %v", err)
+	}
 	filepath.Walk(stage, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
+		if err == nil && !fi.IsDir() && p != views && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
 			t.Errorf("make install wrote %s, outside the agent's directory", strings.TrimPrefix(p, stage))
 		}
 		return nil
