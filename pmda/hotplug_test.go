@@ -200,6 +200,11 @@ func TestCPUOfflineAndBack(t *testing.T) {
 	frozen, _ := value(a, 1)
 	os.WriteFile(online, []byte("0\n"), 0o644)
 	waitCPUs(t, a, []int{0})
+	// The new generation is served before the old one's counters close
+	// (a fetch in flight finishes with them), so wait for the close.
+	for deadline := time.Now().Add(5 * time.Second); fake.OpenNow() != 1 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if n := fake.OpenNow(); n != 1 {
 		t.Errorf("%d fake counters open with cpu1 offline, want 1", n)
 	}
