@@ -54,21 +54,6 @@ func Select(defs []Def, set *counter.Set) (chosen []Chosen, why []string) {
 	return chosen, why
 }
 
-// Operands lists the events that the ratios of defs divide, each once, in
-// first-use order: the events a counter.Set should open in one group per
-// CPU so that both operands of a ratio cover the same time.
-func Operands(defs []Def) []string {
-	var out []string
-	for _, d := range defs {
-		for _, e := range [2]string{d.Num, d.Den} {
-			if !slices.Contains(out, e) {
-				out = append(out, e)
-			}
-		}
-	}
-	return out
-}
-
 // Group puts the operands of each ratio of defs into one named perf group
 // (counter.Spec.Group) per CPU, so that both are counted over the same time
 // and scaled alike. Ratios that share an operand share the group (ipc and

@@ -105,8 +105,3 @@ func PerfTypes(arch string) (map[string]uint32, error) {
 	}
 	return types, nil
 }
-
-// Env is the environment each golden file was made with.
-func Env(pmu string) []string {
-	return []string{"LIBPFM_ENCODE_INACTIVE=1", "LIBPFM_FORCE_PMU=" + pmu}
-}
