@@ -543,7 +543,7 @@ func ratiosPath(o *options) string { return filepath.Join(filepath.Dir(o.config)
 // chooseRatios are the ratios served (ratio.Choose), with notes for the log
 // and --check.
 func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
-	chosen, problems, info := ratio.Choose(path, set)
+	chosen, problems, info := ratio.Choose(path, set, plan.Scale)
 	for _, e := range problems {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}

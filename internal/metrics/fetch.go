@@ -55,8 +55,8 @@ type Source struct {
 	// over the interval since the fetching client's previous fetch of it.
 	// Each item (per CPU, whole machine) has its own tracker and marks, so
 	// that a client logging the two at different intervals gets each
-	// one's own.
-	// over the interval since the fetching client's previous fetch of it.
+	// one's own. ratNum is term-major (see ratio.Tracker.Step); an Elapsed
+	// ratio's ratDen holds the fetch's clock reading on every instance.
 	ratios  []ratio.Chosen
 	tracker [2]*ratio.Tracker // by item
 	ratGen  [2][]uint32       // by item
@@ -66,6 +66,7 @@ type Source struct {
 	ratOK   [2][][]bool
 	ratAll  []float64 // the whole machine's, perfevent.ratio.all.NAME
 	ratAlOK []bool
+	clock   func() uint64 // nanoseconds, for Elapsed ratios
 }
 
 func (s *Source) setRef(cluster int, r ref) {
@@ -99,17 +100,15 @@ func (s *Source) prepare() {
 		s.ratGen[it] = make([]uint32, r)
 		s.ratVal[it], s.ratOK[it] = make([][]float64, r), make([][]bool, r)
 	}
-	sizes := make([]int, r)
 	for i, c := range s.ratios {
 		k := len(c.CPUs)
-		sizes[i] = k
-		s.ratNum[i], s.ratDen[i] = make([]uint64, k), make([]uint64, k)
+		s.ratNum[i], s.ratDen[i] = make([]uint64, len(c.NumEv)*k), make([]uint64, k)
 		for it := range s.tracker {
 			s.ratVal[it][i], s.ratOK[it][i] = make([]float64, k), make([]bool, k)
 		}
 	}
 	for it := range s.tracker {
-		s.tracker[it] = ratio.NewTracker(sizes)
+		s.tracker[it] = ratio.NewTracker(s.ratios)
 	}
 }
 
@@ -156,8 +155,13 @@ func (s *Source) prepareSet(req *pmda.FetchRequest) {
 			f.NeedDerived(r.idx)
 			s.derGen[r.idx] = s.gen
 		case kindRatio:
-			f.Need(s.ratios[r.idx].NumEv)
-			f.Need(s.ratios[r.idx].DenEv)
+			c := &s.ratios[r.idx]
+			for _, ev := range c.NumEv {
+				f.Need(ev)
+			}
+			if !c.Elapsed() {
+				f.Need(c.DenEv)
+			}
 			if it := pmid.Item(); it < len(s.ratGen) {
 				s.ratGen[it][r.idx] = s.gen
 			}
@@ -169,6 +173,7 @@ func (s *Source) prepareSet(req *pmda.FetchRequest) {
 		f.NeedAll()
 	}
 	f.Read()
+	s.stepRatios(f, ratio.Client{Slot: req.Client, Ctx: req.Ctx})
 	for ev, g := range s.evGen {
 		if g != s.gen {
 			continue
@@ -186,28 +191,45 @@ func (s *Source) prepareSet(req *pmda.FetchRequest) {
 			s.derived[d][i] = f.DerivedValue(d, i)
 		}
 	}
-	client := ratio.Client{Slot: req.Client, Ctx: req.Ctx}
+	s.active = int32(f.Active())
+	s.reserved = f.Reserved()
+}
+
+// stepRatios closes the client's interval of each ratio this fetch asked
+// for, from the counts f has just read.
+func (s *Source) stepRatios(f *counter.Fetch, client ratio.Client) {
+	var now uint64
 	for i := range s.ratios {
 		cpu, all := s.ratGen[ItemRatioCPU][i] == s.gen, s.ratGen[ItemRatioAll][i] == s.gen
 		if !cpu && !all {
 			continue
 		}
 		c := &s.ratios[i]
-		for k := range s.ratNum[i] {
-			s.ratNum[i][k] = f.Value(c.NumEv, k)
-			s.ratDen[i][k] = f.Value(c.DenEv, k)
+		k := len(c.CPUs)
+		for j, ev := range c.NumEv {
+			for n := range k {
+				s.ratNum[i][j*k+n] = f.Value(ev, n)
+			}
+		}
+		if c.Elapsed() && now == 0 {
+			now = s.clock()
+		}
+		for n := range k {
+			if c.Elapsed() {
+				s.ratDen[i][n] = now
+			} else {
+				s.ratDen[i][n] = f.Value(c.DenEv, n)
+			}
 		}
 		if cpu {
 			it := ItemRatioCPU
-			s.tracker[it].Step(client, &c.Def, i, s.ratNum[i], s.ratDen[i], s.ratVal[it][i], s.ratOK[it][i])
+			s.tracker[it].Step(client, c, i, s.ratNum[i], s.ratDen[i], s.ratVal[it][i], s.ratOK[it][i])
 		}
 		if all {
 			it := ItemRatioAll
-			s.ratAll[i], s.ratAlOK[i] = s.tracker[it].Step(client, &c.Def, i, s.ratNum[i], s.ratDen[i], s.ratVal[it][i], s.ratOK[it][i])
+			s.ratAll[i], s.ratAlOK[i] = s.tracker[it].Step(client, c, i, s.ratNum[i], s.ratDen[i], s.ratVal[it][i], s.ratOK[it][i])
 		}
 	}
-	s.active = int32(f.Active())
-	s.reserved = f.Reserved()
 }
 
 // readCgroups reads the per-cgroup events this fetch asked for, after

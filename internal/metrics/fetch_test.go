@@ -70,9 +70,9 @@ func newSource(t testing.TB) (*countertest.Opener, *counter.Set, *pmda.Table, *S
 		t.Fatal(err)
 	}
 	ratios, why := ratio.Select([]ratio.Def{
-		{Name: "faults_per_second", Num: "page-faults", Den: "cpu-clock", Scale: 1e9, Unit: ratio.PerSecond},
-		{Name: "ipc", Num: "instructions", Den: "cycles", Scale: 1},
-	}, set)
+		{Name: "faults_per_second", Num: []string{"page-faults"}, Den: "cpu-clock", Scale: 1e9, Unit: ratio.PerSecond},
+		{Name: "ipc", Num: []string{"instructions"}, Den: "cycles", Scale: 1},
+	}, set, nil)
 	if len(ratios) != 1 || why[0] != "" || why[1] == "" {
 		t.Fatalf("ratios chosen %+v; not chosen: %q", ratios, why)
 	}

@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"cmp"
 	"fmt"
+	"strings"
+	"time"
 
 	"perfevent/internal/counter"
 	"perfevent/internal/pdu"
@@ -54,6 +57,9 @@ type Spec struct {
 	Counters []Counter
 	Derived  []Derived
 	Ratios   []ratio.Chosen // served under perfevent.ratio
+	// Clock reads nanoseconds for the ratios over duration_time; nil is
+	// the monotonic clock. Tests step it by hand.
+	Clock func() uint64
 	Clusters *Clusters
 	Cgroups  *Cgroups // nil: no per-cgroup metrics
 }
@@ -100,7 +106,10 @@ func CgroupInstance(id int32, path string) pmda.Instance {
 // instance's id is its CPU number: "cpu3" is instance 3 even when CPU 2 is
 // offline, so values line up with kernel.percpu.* and with labels.
 func Build(spec Spec) (*pmda.Table, *Source, error) {
-	src := &Source{set: spec.Set, version: spec.Version}
+	src := &Source{set: spec.Set, version: spec.Version, clock: spec.Clock}
+	if src.clock == nil {
+		src.clock = monotonic
+	}
 	ts := pmda.TableSpec{
 		Domain:       Domain,
 		DomainLabels: pmda.Labels{"agent": "perfevent"},
@@ -177,30 +186,40 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
-		formula := c.Num + " / " + c.Den
-		if c.Scale != 1 {
-			formula += fmt.Sprintf(" × %g", c.Scale)
-		}
+		formula := c.Def.Formula()
 		units := pdu.UnitsNone
-		if c.Unit == ratio.PerSecond {
+		switch c.Unit {
+		case ratio.PerSecond:
 			units = pdu.NewUnits(0, -1, 1, 0, pdu.TimeSec, pdu.CountOne)
+		case ratio.BytesPerSecond:
+			units = pdu.NewUnits(1, -1, 0, pdu.SpaceByte, pdu.TimeSec, 0)
+		}
+		events := make([]string, len(c.NumEv))
+		for j, ev := range c.NumEv {
+			events[j] = spec.Set.Name(ev)
+		}
+		operands := fmt.Sprintf("%s and %s, counted in one perf group per CPU\nwhere the PMU allows", strings.Join(events, " + "), c.Den)
+		moved := c.Den
+		if c.Elapsed() {
+			operands = fmt.Sprintf("%s, each on the CPUs of its PMU's cpumask, and the\nwall-clock time between fetches (duration_time)", strings.Join(events, " + "))
+			moved = "the numerator"
 		}
 		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
-			OneLine: formula + " per CPU, since this client's previous fetch",
-			Help: fmt.Sprintf("%s\n\nComputed by the agent from %s and %s, counted in one perf group per CPU\n"+
-				"where the PMU allows, over the interval since the same client context's\n"+
-				"previous fetch of this metric; the first fetch has no value, nor has an\n"+
-				"interval in which %s did not move. Source: %s.", c.About, c.Num, c.Den, c.Den, c.Source),
+			OneLine: cmp.Or(c.OneLine, formula+" per CPU")+", since this client's previous fetch",
+			Help: fmt.Sprintf("%s\n\nComputed by the agent from %s,\n"+
+				"over the interval since the same client context's previous fetch of\n"+
+				"this metric; the first fetch has no value, nor has an interval in which\n"+
+				"%s did not move, nor the first after a reload. Source: %s.", c.About, operands, moved, c.Source),
 		})
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio.all." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
-			OneLine: formula + " over all CPUs, since this client's previous fetch",
-			Help: fmt.Sprintf("%s\n\nThe whole machine's value of perfevent.ratio.%s: the increases of %s\n"+
-				"summed over the CPUs, divided by those of %s, over the same interval.", c.About, c.Name, c.Num, c.Den),
+			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs")+", since this client's previous fetch",
+			Help: fmt.Sprintf("%s\n\nThe whole machine's value of perfevent.ratio.%s: the increases of its\n"+
+				"numerator summed over the instances, divided by %s, over the same interval.", c.About, c.Name, allDen(&c)),
 		})
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
@@ -218,6 +237,20 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	src.prepare()
 	return table, src, nil
 }
+
+// allDen says what the whole machine's value divides by.
+func allDen(c *ratio.Chosen) string {
+	if c.Elapsed() {
+		return "the interval's wall-clock time"
+	}
+	return "the sum of those of " + c.Den
+}
+
+// monotonic is the clock of the ratios over duration_time: nanoseconds
+// since the agent started, which never step back as the wall clock may.
+func monotonic() uint64 { return uint64(time.Since(started)) }
+
+var started = time.Now()
 
 // counterMetrics are the value and dutycycle metrics of one counter's
 // cluster, as the C agent lays them out (items 0 and 1).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,16 +16,20 @@ import (
 
 // The ratios file holds a user's own ratios, one a line:
 //
-//	# name = numerator / denominator [* scale] [per-second]
+//	# name = numerator [+ numerator ...] / denominator [* scale] [unit]
 //	l1d_miss_ratio = L1-dcache-load-misses / L1-dcache-loads
 //	faults_per_cpu_second = page-faults / cpu-clock * 1e9 per-second
+//	imc_reads = uncore_imc_*.cas_count_read / duration_time * 64e9 bytes-per-second
 //
-// The operands are event names exactly as perfevent.conf configures them.
-// It is a file of its own, so that the C agent, which reads the same
-// perfevent.conf, never sees a syntax it does not know.
-var (
-	lineRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_]*)\s*=\s*(\S+)\s*/\s*(\S+)((?:\s*\*\s*\S+)?)((?:\s+per-second)?)$`)
-)
+// The operands are event names exactly as perfevent.conf configures them;
+// a numerator term may be a glob over them, which adds up every event it
+// matches, and duration_time is the wall-clock time between fetches. The
+// unit is per-second or bytes-per-second. It is a file of its own, so that
+// the C agent, which reads the same perfevent.conf, never sees a syntax it
+// does not know.
+var units = map[string]Unit{"per-second": PerSecond, "bytes-per-second": BytesPerSecond}
+
+const syntax = `want "name = numerator [+ numerator ...] / denominator [* scale] [per-second|bytes-per-second]"`
 
 // ParseFile reads a ratios file. A missing file is no ratios and no error.
 // Each bad line is one error naming file and line; the good lines are
@@ -55,23 +60,13 @@ func Parse(name string, r io.Reader) ([]Def, error) {
 		if line == "" {
 			continue
 		}
-		m := lineRE.FindStringSubmatch(line)
-		if m == nil {
-			errs = append(errs, fmt.Errorf("%s:%d: want \"name = numerator / denominator [* scale] [per-second]\"", name, n))
+		d, err := parseLine(line)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s:%d: %v", name, n, err))
 			continue
 		}
-		d := Def{Name: m[1], Num: m[2], Den: m[3], Scale: 1, About: fmt.Sprintf("%s / %s, defined at %s:%d.", m[2], m[3], name, n), Source: "the user's definition"}
-		if s := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(m[4]), "*")); s != "" {
-			v, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s:%d: scale %q is not a number", name, n, s))
-				continue
-			}
-			d.Scale = v
-		}
-		if m[5] != "" {
-			d.Unit = PerSecond
-		}
+		d.About = fmt.Sprintf("%s, defined at %s:%d.", d.Formula(), name, n)
+		d.Source = "the user's definition"
 		if err := d.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("%s:%d: %v", name, n, err))
 			continue
@@ -83,6 +78,47 @@ func Parse(name string, r io.Reader) ([]Def, error) {
 	}
 	return defs, errors.Join(errs...)
 }
+
+// parseLine reads "name = a + b / den * scale unit". Event names may hold
+// neither "+" nor "/", which the syntax keeps for itself.
+func parseLine(line string) (Def, error) {
+	name, rhs, ok := strings.Cut(line, "=")
+	name = strings.TrimSpace(name)
+	if !ok || !nameRE.MatchString(name) {
+		return Def{}, errors.New(syntax)
+	}
+	d := Def{Name: name, Scale: 1}
+	if f := strings.Fields(rhs); len(f) > 0 {
+		if u, ok := units[f[len(f)-1]]; ok {
+			d.Unit = u
+			rhs = strings.Join(f[:len(f)-1], " ")
+		}
+	}
+	num, den, ok := strings.Cut(rhs, "/")
+	if !ok {
+		return Def{}, errors.New(syntax)
+	}
+	if den, s, ok := strings.Cut(den, "*"); ok {
+		s = strings.TrimSpace(s)
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return Def{}, fmt.Errorf("scale %q is not a number", s)
+		}
+		d.Scale = v
+		d.Den = strings.TrimSpace(den)
+	} else {
+		d.Den = strings.TrimSpace(den)
+	}
+	for _, t := range strings.Split(num, "+") {
+		d.Num = append(d.Num, strings.TrimSpace(t))
+	}
+	if strings.ContainsAny(d.Den, " \t") || slices.ContainsFunc(d.Num, func(t string) bool { return t == "" || strings.ContainsAny(t, " \t") }) {
+		return Def{}, errors.New(syntax)
+	}
+	return d, d.Check()
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 
 // Defs are the user's ratios of the file at path, then the built-in ones:
 // a user's ratio named like a built-in one comes first, and so wins when
@@ -102,16 +138,16 @@ func Defs(path string) (defs []Def, user int, errs []error) {
 // served, the file's problems, and informational lines (each user's ratio
 // not served and why, then each ratio served). A built-in ratio that this
 // machine cannot count is normal (a VM has no ipc) and gets no line.
-func Choose(path string, set *counter.Set) (chosen []Chosen, problems []error, info []string) {
+func Choose(path string, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
 	defs, user, problems := Defs(path)
-	chosen, why := Select(defs, set)
+	chosen, why := Select(defs, set, scales)
 	for _, w := range why[:user] {
 		if w != "" {
 			info = append(info, w)
 		}
 	}
 	for _, c := range chosen {
-		info = append(info, fmt.Sprintf("perfevent.ratio.%s = %s / %s × %g, on %d CPUs", c.Name, c.Num, c.Den, c.Scale, len(c.CPUs)))
+		info = append(info, fmt.Sprintf("perfevent.ratio.%s = %s, on %d CPUs", c.Name, c.Formula(set), len(c.CPUs)))
 	}
 	return chosen, problems, info
 }

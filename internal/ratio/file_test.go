@@ -1,6 +1,7 @@
 package ratio
 
 import (
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,10 +19,10 @@ nan = a / b * x
 	if len(defs) != 2 {
 		t.Fatalf("got %d definitions: %+v", len(defs), defs)
 	}
-	if d := defs[0]; d.Name != "l1d_miss_ratio" || d.Num != "L1-dcache-load-misses" || d.Den != "L1-dcache-loads" || d.Scale != 1 || d.Unit != Pure {
+	if d := defs[0]; d.Name != "l1d_miss_ratio" || !slices.Equal(d.Num, []string{"L1-dcache-load-misses"}) || d.Den != "L1-dcache-loads" || d.Scale != 1 || d.Unit != Pure {
 		t.Errorf("first: %+v", d)
 	}
-	if d := defs[1]; d.Name != "faults_per_cpu_second" || d.Num != "page-faults" || d.Den != "cpu-clock" || d.Scale != 1e9 || d.Unit != PerSecond {
+	if d := defs[1]; d.Name != "faults_per_cpu_second" || !slices.Equal(d.Num, []string{"page-faults"}) || d.Den != "cpu-clock" || d.Scale != 1e9 || d.Unit != PerSecond {
 		t.Errorf("second: %+v", d)
 	}
 	for _, want := range []string{"ratios.conf:4: want", "ratios.conf:5: ratio \"zero\": scale 0", "ratios.conf:6: scale \"x\""} {

@@ -30,6 +30,8 @@ package ratio
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // Unit is what a ratio's value measures.
@@ -39,50 +41,115 @@ const (
 	// Pure is a dimensionless quotient (instructions per cycle, a miss ratio).
 	Pure Unit = iota
 	// PerSecond is events per second of the denominator, whose counts are
-	// nanoseconds (cpu-clock, task-clock): Scale is then 1e9.
+	// nanoseconds (cpu-clock, task-clock, Elapsed): Scale is then 1e9.
 	PerSecond
+	// BytesPerSecond is bytes per second: a numerator weighed in bytes
+	// (Def.Bytes) over nanoseconds, Scale 1e9.
+	BytesPerSecond
 )
+
+// Elapsed is the denominator that is no event: the wall-clock time between
+// the client's two fetches, in nanoseconds. perf stat calls the same thing
+// duration_time, and its metrics divide uncore counts by it, since an
+// uncore PMU (a memory controller) counts for its whole package and has no
+// CPU time of its own to divide by.
+const Elapsed = "duration_time"
 
 // Def is one ratio metric.
 type Def struct {
-	Name   string  // below perfevent.ratio, e.g. "ipc"
-	Num    string  // the numerator's event
-	Den    string  // the denominator's event
-	Scale  float64 // multiplies Δnum/Δden
-	Unit   Unit
+	Name string // below perfevent.ratio, e.g. "ipc"
+	// Num is the numerator: the sum of its terms. A term is an event name
+	// or a glob (path.Match) over the configured event names, and may list
+	// alternatives separated by "|"; it must match at least one counted
+	// event, and every event it matches is added in.
+	Num   []string
+	Den   string  // the denominator's event, or Elapsed
+	Scale float64 // multiplies ΣΔnum/Δden
+	Unit  Unit
+	// Bytes weighs each numerator event by the bytes one count stands
+	// for: the kernel's .scale in its .unit (uncore_imc's cas_count_read
+	// is 6.103515625e-5 MiB), else BytesPerCAS.
+	Bytes  bool
 	About  string // what it means, for the long help
 	Source string // where the formula comes from
+	// OneLine and OneLineAll, if set, are the one-line help of the
+	// per-instance and whole-machine metrics; by default the formula.
+	OneLine, OneLineAll string
+}
+
+// BytesPerCAS is what one DRAM CAS command moves when the kernel gives no
+// scale: a 64-byte cache line (Intel's uncore performance monitoring
+// guides: bandwidth = CAS_COUNT × 64).
+const BytesPerCAS = 64
+
+// Formula is the definition as one line: "instructions / cycles",
+// "(a + b) / duration_time × 1e+09".
+func (d *Def) Formula() string {
+	num := strings.Join(d.Num, " + ")
+	if len(d.Num) > 1 {
+		num = "(" + num + ")"
+	}
+	if d.Bytes {
+		num += " × bytes"
+	}
+	s := num + " / " + d.Den
+	if d.Scale != 1 {
+		s += fmt.Sprintf(" × %g", d.Scale)
+	}
+	return s
 }
 
 // Builtin are the ratios the agent offers whenever their operands are
-// counted. Every operand here is a configured event of the shipped
-// perfevent.conf; context_switches_per_cpu_second needs only software
-// events, so it works on a VM without a hardware PMU.
+// counted. The operands of the first five are configured events of the
+// shipped perfevent.conf; context_switches_per_cpu_second needs only
+// software events, so it works on a VM without a hardware PMU. The memory
+// controllers' and TopDown's events are machine-specific: a user lists
+// them in [dynamic], and their ratios follow.
 var Builtin = []Def{
 	{
-		Name: "ipc", Num: "instructions", Den: "cycles", Scale: 1,
+		Name: "ipc", Num: []string{"instructions"}, Den: "cycles", Scale: 1,
 		About:  "Instructions retired per CPU cycle (instructions / cycles).",
 		Source: "perf stat's \"insn per cycle\"; Intel SDM vol. 3B and AMD PPR, IPC",
 	},
 	{
-		Name: "cpi", Num: "cycles", Den: "instructions", Scale: 1,
+		Name: "cpi", Num: []string{"cycles"}, Den: "instructions", Scale: 1,
 		About:  "CPU cycles per instruction retired (cycles / instructions), the inverse of ipc.",
 		Source: "Intel 64 and IA-32 Architectures Optimization Reference Manual, CPI",
 	},
 	{
-		Name: "branch_miss_ratio", Num: "branch-misses", Den: "branch-instructions", Scale: 1,
+		Name: "branch_miss_ratio", Num: []string{"branch-misses"}, Den: "branch-instructions", Scale: 1,
 		About:  "Mispredicted branches per branch instruction retired (branch-misses / branch-instructions).",
 		Source: "perf stat's \"of all branches\"",
 	},
 	{
-		Name: "cache_miss_ratio", Num: "cache-misses", Den: "cache-references", Scale: 1,
+		Name: "cache_miss_ratio", Num: []string{"cache-misses"}, Den: "cache-references", Scale: 1,
 		About:  "Last-level cache misses per reference (cache-misses / cache-references).",
 		Source: "perf stat's \"of all cache refs\"; the kernel maps both to the LLC events of each vendor",
 	},
 	{
-		Name: "context_switches_per_cpu_second", Num: "context-switches", Den: "cpu-clock", Scale: 1e9, Unit: PerSecond,
+		Name: "context_switches_per_cpu_second", Num: []string{"context-switches"}, Den: "cpu-clock", Scale: 1e9, Unit: PerSecond,
 		About:  "Context switches per second of CPU time (context-switches / cpu-clock seconds). cpu-clock counts nanoseconds, so the quotient is scaled by 1e9.",
 		Source: "perf stat's \"/sec\" shadow metric of context-switches against cpu-clock",
+	},
+	// DRAM traffic, from the memory controllers' CAS commands, read and
+	// written: the kernel's uncore_imc_N PMUs on Intel servers (or
+	// libpfm4's names for the same events), the free-running counters of
+	// client parts. The kernel gives these in MiB (a scale of 64 bytes
+	// per count); its scale is used.
+	{
+		Name: "mem_bandwidth",
+		Num: []string{
+			"uncore_imc_*.cas_count_read|uncore_imc.data_reads|uncore_imc_free_running_*.data_read|*_unc_imc*::UNC_M_CAS_COUNT:RD",
+			"uncore_imc_*.cas_count_write|uncore_imc.data_writes|uncore_imc_free_running_*.data_write|*_unc_imc*::UNC_M_CAS_COUNT:WR",
+		},
+		Den: Elapsed, Scale: 1e9, Unit: BytesPerSecond, Bytes: true,
+		OneLine:    "DRAM bytes read and written per second, per package",
+		OneLineAll: "DRAM bytes read and written per second, all packages",
+		About: "DRAM bandwidth in bytes per second: the memory controllers' read and write CAS commands " +
+			"(each one 64-byte line), summed over every memory controller of the package, over the wall-clock time " +
+			"since this client's previous fetch. One instance per package (the CPU of the uncore PMU's cpumask).",
+		Source: "Intel's uncore performance monitoring reference manuals (Xeon E5 to Xeon Scalable), memory " +
+			"bandwidth = (CAS_COUNT.RD + CAS_COUNT.WR) × 64 bytes; perf's memory bandwidth metrics over duration_time",
 	},
 	// TopDown level 1 (Intel Ice Lake and later, PERF_METRICS): the kernel
 	// reports each topdown-* event in slots, so each share is that event
@@ -96,7 +163,7 @@ var Builtin = []Def{
 
 func topdown(name, event, what string) Def {
 	return Def{
-		Name: "topdown_" + name, Num: event, Den: "cpu.slots", Scale: 1,
+		Name: "topdown_" + name, Num: []string{event}, Den: "cpu.slots", Scale: 1,
 		About:  fmt.Sprintf("TopDown level 1: the share of pipeline slots that were %s (%s / cpu.slots).", what, event),
 		Source: "Intel Optimization Reference Manual, Top-down Microarchitecture Analysis; the kernel's and perf's topdown documentation (metrics in slots)",
 	}
@@ -109,7 +176,7 @@ func (d Def) Check() error {
 		return fmt.Errorf("a ratio has no name")
 	case d.Name == "all":
 		return fmt.Errorf("ratio name %q is taken by perfevent.ratio.all, the whole-machine values", d.Name)
-	case d.Num == "" || d.Den == "":
+	case len(d.Num) == 0 || slices.Contains(d.Num, "") || d.Den == "":
 		return fmt.Errorf("ratio %q needs a numerator and a denominator", d.Name)
 	case d.Scale == 0 || math.IsNaN(d.Scale) || math.IsInf(d.Scale, 0):
 		return fmt.Errorf("ratio %q: scale %v", d.Name, d.Scale)
@@ -120,9 +187,9 @@ func (d Def) Check() error {
 // Of is the ratio over one interval: Scale × dNum / dDen, and false when
 // dDen is 0 (nothing to divide by: the CPU was idle, or the counters were
 // closed for a reservation).
-func (d *Def) Of(dNum, dDen uint64) (float64, bool) {
+func (d *Def) Of(dNum float64, dDen uint64) (float64, bool) {
 	if dDen == 0 {
 		return 0, false
 	}
-	return d.Scale * float64(dNum) / float64(dDen), true
+	return d.Scale * dNum / float64(dDen), true
 }

@@ -24,8 +24,9 @@ func TestBuiltinFormulas(t *testing.T) {
 	const mux = 3 // counted a third of the time: both counts scaled ×3
 	for _, c := range []struct {
 		name     string
-		num, den uint64
-		want     float64
+		num  float64
+		den  uint64
+		want float64
 	}{
 		{"ipc", 2_400_000, 1_000_000, 2.4},
 		{"ipc", 2_400_000 * mux, 1_000_000 * mux, 2.4},
@@ -43,7 +44,7 @@ func TestBuiltinFormulas(t *testing.T) {
 		d := byName(t, c.name)
 		got, ok := d.Of(c.num, c.den)
 		if !ok || math.Abs(got-c.want) > 1e-12*c.want {
-			t.Errorf("%s(%d, %d) = %v, %v; want %v", c.name, c.num, c.den, got, ok, c.want)
+			t.Errorf("%s(%g, %d) = %v, %v; want %v", c.name, c.num, c.den, got, ok, c.want)
 		}
 	}
 	if _, ok := byName(t, "ipc").Of(5, 0); ok {
@@ -56,9 +57,18 @@ func TestBuiltinFormulas(t *testing.T) {
 	}
 }
 
+// chosen is d served on k CPUs, its one numerator event of weight 1.
+func chosen(d *Def, k int) *Chosen {
+	c := &Chosen{Def: *d, NumEv: []int{0}, NumW: []float64{1}, DenEv: 1}
+	for i := range k {
+		c.CPUs = append(c.CPUs, i)
+	}
+	return c
+}
+
 func TestTrackerIntervalPerClient(t *testing.T) {
-	d := byName(t, "ipc")
-	tr := NewTracker([]int{2})
+	d := chosen(byName(t, "ipc"), 2)
+	tr := NewTracker([]Chosen{*d})
 	val, ok := make([]float64, 2), make([]bool, 2)
 	a, b := Client{Slot: 1, Ctx: 0}, Client{Slot: 2, Ctx: 0}
 
@@ -104,8 +114,8 @@ func TestTrackerIntervalPerClient(t *testing.T) {
 }
 
 func TestTrackerStepAllocatesNothing(t *testing.T) {
-	d := byName(t, "ipc")
-	tr := NewTracker([]int{4})
+	d := chosen(byName(t, "ipc"), 4)
+	tr := NewTracker([]Chosen{*d})
 	num, den := make([]uint64, 4), make([]uint64, 4)
 	val, ok := make([]float64, 4), make([]bool, 4)
 	c := Client{Slot: 3}

@@ -2,6 +2,7 @@ package ratio
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -11,98 +12,227 @@ import (
 )
 
 // Chosen is a ratio this machine can serve: its operands' event indexes in
-// the counter.Set and the CPUs both count on, which are its instances.
+// the counter.Set and the CPUs they count on, which are its instances.
 type Chosen struct {
 	Def
-	NumEv, DenEv int
-	CPUs         []int
+	NumEv []int     // every event of the numerator, in Set order per term
+	NumW  []float64 // the weight of each, parallel to NumEv: 1, or bytes per count
+	DenEv int       // the denominator's event; -1 for Elapsed
+	CPUs  []int
 }
 
-// Select keeps the ratios of defs whose operands are both served by set on
+// Elapsed reports whether the denominator is wall-clock time.
+func (c *Chosen) Elapsed() bool { return c.DenEv < 0 }
+
+// Scales gives the kernel's scale and unit of a configured event, as its
+// sysfs .scale and .unit files say (setup.Plan.Scale); ok is false when
+// the kernel says nothing. A nil Scales knows nothing.
+type Scales func(event string) (scale float64, unit string, ok bool)
+
+// Select keeps the ratios of defs whose operands are all served by set on
 // the same CPUs, in defs order, and says for each of the others why not, in
 // one line for the log: why[i] is about defs[i], "" when it was chosen.
 // Call it after set.Open. Of a name defined twice, the first definition
 // that can be served is kept.
-func Select(defs []Def, set *counter.Set) (chosen []Chosen, why []string) {
+func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why []string) {
 	seen := map[string]bool{}
 	why = make([]string, len(defs))
+	names := make([]string, set.NumEvents())
+	for ev := range names {
+		if len(set.CPUs(ev)) > 0 {
+			names[ev] = set.Name(ev)
+		}
+	}
 	for i, d := range defs {
 		if err := d.Check(); err != nil {
 			why[i] = err.Error()
 			continue
 		}
 		if seen[d.Name] {
-			why[i] = (fmt.Sprintf("ratio %q is defined twice; the first definition is kept", d.Name))
+			why[i] = fmt.Sprintf("ratio %q is defined twice; the first definition is kept", d.Name)
 			continue
 		}
-		num, nok := set.Lookup(d.Num)
-		den, dok := set.Lookup(d.Den)
-		switch {
-		case !nok || !dok:
-			why[i] = (fmt.Sprintf("ratio %q not served: %s and %s are not both configured events", d.Name, d.Num, d.Den))
+		c := Chosen{Def: d, DenEv: -1}
+		var missing []string
+		for _, term := range d.Num {
+			evs := match(term, names)
+			if len(evs) == 0 {
+				missing = append(missing, term)
+			}
+			c.NumEv = append(c.NumEv, evs...)
+		}
+		if d.Den != Elapsed {
+			if den, ok := set.Lookup(d.Den); ok && len(set.CPUs(den)) > 0 {
+				c.DenEv = den
+			} else {
+				missing = append(missing, d.Den)
+			}
+		}
+		if len(missing) > 0 {
+			why[i] = fmt.Sprintf("ratio %q not served: %s not counted here (not configured, or opened on no CPU)", d.Name, orList(missing))
 			continue
-		case len(set.CPUs(num)) == 0 || len(set.CPUs(den)) == 0:
-			why[i] = (fmt.Sprintf("ratio %q not served: %s or %s counts on no CPU of this machine", d.Name, d.Num, d.Den))
+		}
+		c.CPUs = set.CPUs(c.NumEv[0])
+		var apart []string
+		for _, ev := range c.NumEv[1:] {
+			if !slices.Equal(set.CPUs(ev), c.CPUs) {
+				apart = append(apart, set.Name(ev))
+			}
+		}
+		if c.DenEv >= 0 && !slices.Equal(set.CPUs(c.DenEv), c.CPUs) {
+			apart = append(apart, set.Name(c.DenEv))
+		}
+		if len(apart) > 0 {
+			why[i] = fmt.Sprintf("ratio %q not served: %s and %s count on different CPUs", d.Name, set.Name(c.NumEv[0]), strings.Join(apart, ", "))
 			continue
-		case !slices.Equal(set.CPUs(num), set.CPUs(den)):
-			why[i] = (fmt.Sprintf("ratio %q not served: %s and %s count on different CPUs", d.Name, d.Num, d.Den))
-			continue
+		}
+		c.NumW = make([]float64, len(c.NumEv))
+		for j, ev := range c.NumEv {
+			c.NumW[j] = 1
+			if d.Bytes {
+				c.NumW[j] = bytesPerCount(set.Name(ev), scales)
+			}
 		}
 		seen[d.Name] = true
-		chosen = append(chosen, Chosen{Def: d, NumEv: num, DenEv: den, CPUs: set.CPUs(num)})
+		chosen = append(chosen, c)
 	}
 	return chosen, why
 }
 
+// match returns the indexes of names that term matches, in order; "" in
+// names is an event not served, which nothing matches.
+func match(term string, names []string) []int {
+	var evs []int
+	for i, name := range names {
+		if name == "" {
+			continue
+		}
+		for _, alt := range strings.Split(term, "|") {
+			if ok, _ := path.Match(alt, name); ok || alt == name {
+				evs = append(evs, i)
+				break
+			}
+		}
+	}
+	return evs
+}
+
+func orList(s []string) string {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// byteUnits are the kernel's .unit spellings of sizes, in bytes.
+var byteUnits = map[string]float64{
+	"Bytes": 1, "B": 1,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
+	"KB": 1e3, "MB": 1e6, "GB": 1e9,
+}
+
+// bytesPerCount is what one count of event stands for: the kernel's scale
+// in its unit, or BytesPerCAS when the kernel gives no size.
+func bytesPerCount(event string, scales Scales) float64 {
+	if scales != nil {
+		if s, unit, ok := scales(event); ok && s > 0 {
+			if f, ok := byteUnits[unit]; ok {
+				return s * f
+			}
+		}
+	}
+	return BytesPerCAS
+}
+
 // Group puts the operands of each ratio of defs into one named perf group
-// (counter.Spec.Group) per CPU, so that both are counted over the same time
+// (counter.Spec.Group) per CPU, so that all are counted over the same time
 // and scaled alike. Ratios that share an operand share the group (ipc and
 // cpi are one group of instructions and cycles), which stays as small as
-// the ratios allow. Two software operands need nothing: the software events
-// of a CPU are one group already.
+// the ratios allow. Software operands only need nothing: the software
+// events of a CPU are one group already. Nor does a ratio over Elapsed:
+// its denominator is no counter, and its numerator's events are often on
+// several PMUs (one per memory controller), which no perf group can span.
 func Group(specs []counter.Spec, defs []Def) {
-	idx := make(map[string]int, len(specs))
+	names := make([]string, len(specs))
 	for i, sp := range specs {
-		idx[sp.Name] = i
+		names[i] = sp.Name
 	}
-	// Union-find over spec indexes; name collects the ratios of each set.
+	// Union-find over spec indexes; of collects the ratios of each set.
 	parent := make([]int, len(specs))
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]
 		}
 		return i
 	}
-	names := map[int][]string{}
+	of := map[int][]string{}
 	for _, d := range defs {
-		n, nok := idx[d.Num]
-		m, mok := idx[d.Den]
-		if !nok || !mok || n == m {
+		if d.Den == Elapsed {
 			continue
 		}
-		if software(specs[n]) && software(specs[m]) {
+		var members []int
+		for _, term := range d.Num {
+			members = append(members, match(term, names)...)
+		}
+		den := slices.Index(names, d.Den)
+		if len(members) == 0 || den < 0 {
 			continue
 		}
-		rn, rm := find(n), find(m)
-		if rn != rm {
-			parent[rm] = rn
-			names[rn] = append(names[rn], names[rm]...)
-			delete(names, rm)
+		members = append(members, den)
+		slices.Sort(members)
+		members = slices.Compact(members)
+		if len(members) < 2 || allSoftware(specs, members) {
+			continue
 		}
-		if !slices.Contains(names[rn], d.Name) {
-			names[rn] = append(names[rn], d.Name)
+		r := find(members[0])
+		for _, m := range members[1:] {
+			if rm := find(m); rm != r {
+				parent[rm] = r
+				of[r] = append(of[r], of[rm]...)
+				delete(of, rm)
+			}
+		}
+		if !slices.Contains(of[r], d.Name) {
+			of[r] = append(of[r], d.Name)
 		}
 	}
 	for i := range specs {
-		if r := find(i); len(names[r]) > 0 {
-			specs[i].Group = strings.Join(names[r], "+")
+		if r := find(i); len(of[r]) > 0 {
+			specs[i].Group = strings.Join(of[r], "+")
 		}
 	}
 }
 
-func software(sp counter.Spec) bool { return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE }
+func allSoftware(specs []counter.Spec, members []int) bool {
+	for _, m := range members {
+		if specs[m].Attr.Type != unix.PERF_TYPE_SOFTWARE {
+			return false
+		}
+	}
+	return true
+}
+
+// Formula is the ratio as served, with the events its terms matched and
+// their weights: "(uncore_imc_0.cas_count_read × 64 + …) / duration_time × 1e+09".
+func (c *Chosen) Formula(set *counter.Set) string {
+	terms := make([]string, len(c.NumEv))
+	for j, ev := range c.NumEv {
+		terms[j] = set.Name(ev)
+		if c.NumW[j] != 1 {
+			terms[j] += fmt.Sprintf(" × %g", c.NumW[j])
+		}
+	}
+	s := strings.Join(terms, " + ")
+	if len(terms) > 1 {
+		s = "(" + s + ")"
+	}
+	s += " / " + c.Den
+	if c.Scale != 1 {
+		s += fmt.Sprintf(" × %g", c.Scale)
+	}
+	return s
+}

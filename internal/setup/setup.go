@@ -78,6 +78,7 @@ type Plan struct {
 	Online []int
 
 	compat      bool
+	fs          *pmu.FS         // the machine's PMUs, for Scale
 	unsupported map[string]bool // events that failed only as "not supported here"
 }
 
@@ -125,7 +126,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 // alongside f; its errors become Problem notes. compat selects the C
 // agent's pre-3.10.8 metric names (pmdaperfevent -C).
 func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
-	p := &Plan{Config: f, compat: compat, Online: m.Topology.Online}
+	p := &Plan{Config: f, compat: compat, Online: m.Topology.Online, fs: m.PMU}
 	var list config.ErrorList
 	if errors.As(parseErr, &list) {
 		for _, e := range list {
@@ -507,6 +508,17 @@ func (p *Plan) membersUnsupported(s *config.Section) bool {
 		}
 	}
 	return true
+}
+
+// Scale is the kernel's .scale and .unit of a planned event (pmu.FS.ScaleFor):
+// for an event given by a libpfm4 name too, when its encoding is one that
+// sysfs describes. ok is false when the kernel says nothing of it.
+func (p *Plan) Scale(event string) (scale float64, unit string, ok bool) {
+	c, found := p.counter(event)
+	if !found || p.fs == nil {
+		return 0, "", false
+	}
+	return p.fs.ScaleFor(c.Event)
 }
 
 func (p *Plan) counter(event string) (Counter, bool) {
