@@ -59,7 +59,7 @@ type Spec struct {
 	Ratios   []ratio.Chosen // served under perfevent.ratio
 	// Clock reads nanoseconds for the ratios over duration_time; nil is
 	// the monotonic clock. Tests step it by hand.
-	Clock func() uint64
+	Clock    func() uint64
 	Clusters *Clusters
 	Cgroups  *Cgroups // nil: no per-cgroup metrics
 }
@@ -208,7 +208,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
-			OneLine: cmp.Or(c.OneLine, formula+" per CPU")+", since this client's previous fetch",
+			OneLine: cmp.Or(c.OneLine, formula+" per CPU") + ", since this client's previous fetch",
 			Help: fmt.Sprintf("%s\n\nComputed by the agent from %s,\n"+
 				"over the interval since the same client context's previous fetch of\n"+
 				"this metric; the first fetch has no value, nor has an interval in which\n"+
@@ -217,7 +217,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio.all." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
-			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs")+", since this client's previous fetch",
+			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs") + ", since this client's previous fetch",
 			Help: fmt.Sprintf("%s\n\nThe whole machine's value of perfevent.ratio.%s: the increases of its\n"+
 				"numerator summed over the instances, divided by %s, over the same interval.", c.About, c.Name, allDen(&c)),
 		})

@@ -1,8 +1,8 @@
 package ratio
 
 import (
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )

@@ -23,7 +23,7 @@ func TestBuiltinFormulas(t *testing.T) {
 	// interval gives the same quotient as a full one.
 	const mux = 3 // counted a third of the time: both counts scaled ×3
 	for _, c := range []struct {
-		name     string
+		name string
 		num  float64
 		den  uint64
 		want float64

@@ -2,8 +2,8 @@ package ratio
 
 import (
 	"os"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
