@@ -37,6 +37,12 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	fake, set, table, src := newSource(t)
+	return rigOf(t, fake, set, table, src)
+}
+
+// rigOf serves table from src, built on set's fake counters.
+func rigOf(t *testing.T, fake *countertest.Opener, set *counter.Set, table *pmda.Table, src *Source) *rig {
+	t.Helper()
 	ours, theirs := net.Pipe()
 	agent := pmda.New(pmda.Config{Fetcher: src, OnEndContext: src.Forget}, table)
 	done := make(chan error, 1)

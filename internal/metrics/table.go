@@ -186,7 +186,11 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
-		formula := c.Def.Formula()
+		formula := c.Formula(spec.Set)
+		den := "duration_time"
+		if !c.Elapsed() {
+			den = spec.Set.Name(c.DenEv)
+		}
 		units := pdu.UnitsNone
 		switch c.Unit {
 		case ratio.PerSecond:
@@ -198,8 +202,8 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		for j, ev := range c.NumEv {
 			events[j] = spec.Set.Name(ev)
 		}
-		operands := fmt.Sprintf("%s and %s, counted in one perf group per CPU\nwhere the PMU allows", strings.Join(events, " + "), c.Den)
-		moved := c.Den
+		operands := fmt.Sprintf("%s and %s, counted in one perf group per CPU\nwhere the PMU allows", strings.Join(events, " + "), den)
+		moved := den
 		if c.Elapsed() {
 			operands = fmt.Sprintf("%s, each on the CPUs of its PMU's cpumask, and the\nwall-clock time between fetches (duration_time)", strings.Join(events, " + "))
 			moved = "the numerator"
@@ -219,7 +223,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
 			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs") + ", since this client's previous fetch",
 			Help: fmt.Sprintf("%s\n\nThe whole machine's value of perfevent.ratio.%s: the increases of its\n"+
-				"numerator summed over the instances, divided by %s, over the same interval.", c.About, c.Name, allDen(&c)),
+				"numerator summed over the instances, divided by %s, over the same interval.", c.About, c.Name, allDen(den, c.Elapsed())),
 		})
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
@@ -239,11 +243,11 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 }
 
 // allDen says what the whole machine's value divides by.
-func allDen(c *ratio.Chosen) string {
-	if c.Elapsed() {
+func allDen(den string, elapsed bool) string {
+	if elapsed {
 		return "the interval's wall-clock time"
 	}
-	return "the sum of those of " + c.Den
+	return "the sum of those of " + den
 }
 
 // monotonic is the clock of the ratios over duration_time: nanoseconds

@@ -38,3 +38,29 @@ func TestParseFileMissingIsEmpty(t *testing.T) {
 		t.Errorf("missing file: %v, %v", defs, err)
 	}
 }
+
+func TestParseSumsAndWallClock(t *testing.T) {
+	text := "imc = uncore_imc_*.cas_count_read + uncore_imc_*.cas_count_write / duration_time * 64e9 bytes-per-second\n" +
+		"faults=minor-faults+major-faults/cpu-clock*1e9 per-second\n" +
+		"empty = a + / b\n" +
+		"spaced = a b / c\n"
+	defs, err := Parse("r.conf", strings.NewReader(text))
+	if len(defs) != 2 {
+		t.Fatalf("got %+v, %v", defs, err)
+	}
+	d := defs[0]
+	if !slices.Equal(d.Num, []string{"uncore_imc_*.cas_count_read", "uncore_imc_*.cas_count_write"}) || d.Den != Elapsed || d.Scale != 64e9 || d.Unit != BytesPerSecond {
+		t.Errorf("imc: %+v", d)
+	}
+	if d := defs[1]; !slices.Equal(d.Num, []string{"minor-faults", "major-faults"}) || d.Den != "cpu-clock" || d.Scale != 1e9 || d.Unit != PerSecond {
+		t.Errorf("faults: %+v", d)
+	}
+	if d.About != "(uncore_imc_*.cas_count_read + uncore_imc_*.cas_count_write) / duration_time × 6.4e+10, defined at r.conf:1." {
+		t.Errorf("about: %q", d.About)
+	}
+	for _, want := range []string{"r.conf:3: want", "r.conf:4: want"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v; want it to mention %q", err, want)
+		}
+	}
+}

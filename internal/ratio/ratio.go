@@ -99,6 +99,15 @@ func (d *Def) Formula() string {
 	return s
 }
 
+// The instructions retired and the core cycles, by the kernel's generic
+// names first, then by those that libpfm4 gives each vendor's PMU, as a
+// configuration written for the C agent names them: Intel's architectural
+// events, AMD Zen's, Arm's common events and POWER's.
+const (
+	instructions = "instructions|INSTRUCTION_RETIRED|INST_RETIRED:ANY_P|RETIRED_INSTRUCTIONS|INST_RETIRED|PM_INST_CMPL"
+	cycles       = "cycles|UNHALTED_CORE_CYCLES|CPU_CLK_UNHALTED:THREAD_P|CYCLES_NOT_IN_HALT|CPU_CYCLES|PM_CYC"
+)
+
 // Builtin are the ratios the agent offers whenever their operands are
 // counted. The operands of the first five are configured events of the
 // shipped perfevent.conf; context_switches_per_cpu_second needs only
@@ -107,12 +116,12 @@ func (d *Def) Formula() string {
 // them in [dynamic], and their ratios follow.
 var Builtin = []Def{
 	{
-		Name: "ipc", Num: []string{"instructions"}, Den: "cycles", Scale: 1,
+		Name: "ipc", Num: []string{instructions}, Den: cycles, Scale: 1,
 		About:  "Instructions retired per CPU cycle (instructions / cycles).",
 		Source: "perf stat's \"insn per cycle\"; Intel SDM vol. 3B and AMD PPR, IPC",
 	},
 	{
-		Name: "cpi", Num: []string{"cycles"}, Den: "instructions", Scale: 1,
+		Name: "cpi", Num: []string{cycles}, Den: instructions, Scale: 1,
 		About:  "CPU cycles per instruction retired (cycles / instructions), the inverse of ipc.",
 		Source: "Intel 64 and IA-32 Architectures Optimization Reference Manual, CPI",
 	},

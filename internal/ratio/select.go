@@ -62,8 +62,9 @@ func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why [
 			c.NumEv = append(c.NumEv, evs...)
 		}
 		if d.Den != Elapsed {
-			if den, ok := set.Lookup(d.Den); ok && len(set.CPUs(den)) > 0 {
-				c.DenEv = den
+			// The first alternative: a denominator is one event.
+			if evs := match(d.Den, names); len(evs) > 0 {
+				c.DenEv = evs[0]
 			} else {
 				missing = append(missing, d.Den)
 			}
@@ -99,19 +100,20 @@ func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why [
 	return chosen, why
 }
 
-// match returns the indexes of names that term matches, in order; "" in
-// names is an event not served, which nothing matches.
+// match returns the indexes of the names that term matches, in order: of
+// its alternatives ("|"), the first that matches anything. So a term that
+// lists one event under several names (the kernel's and libpfm4's) never
+// counts it twice. "" in names is an event not served; nothing matches it.
 func match(term string, names []string) []int {
 	var evs []int
-	for i, name := range names {
-		if name == "" {
-			continue
-		}
-		for _, alt := range strings.Split(term, "|") {
-			if ok, _ := path.Match(alt, name); ok || alt == name {
+	for _, alt := range strings.Split(term, "|") {
+		for i, name := range names {
+			if ok, _ := path.Match(alt, name); name != "" && (ok || alt == name) {
 				evs = append(evs, i)
-				break
 			}
+		}
+		if len(evs) > 0 {
+			break
 		}
 	}
 	return evs
@@ -178,11 +180,11 @@ func Group(specs []counter.Spec, defs []Def) {
 		for _, term := range d.Num {
 			members = append(members, match(term, names)...)
 		}
-		den := slices.Index(names, d.Den)
-		if len(members) == 0 || den < 0 {
+		den := match(d.Den, names)
+		if len(members) == 0 || len(den) == 0 {
 			continue
 		}
-		members = append(members, den)
+		members = append(members, den[0])
 		slices.Sort(members)
 		members = slices.Compact(members)
 		if len(members) < 2 || allSoftware(specs, members) {
@@ -230,7 +232,11 @@ func (c *Chosen) Formula(set *counter.Set) string {
 	if len(terms) > 1 {
 		s = "(" + s + ")"
 	}
-	s += " / " + c.Den
+	den := c.Den
+	if c.DenEv >= 0 {
+		den = set.Name(c.DenEv)
+	}
+	s += " / " + den
 	if c.Scale != 1 {
 		s += fmt.Sprintf(" × %g", c.Scale)
 	}

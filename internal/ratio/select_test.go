@@ -106,3 +106,43 @@ func TestChoose(t *testing.T) {
 		t.Errorf("info:\n%s\nwant:\n%s", strings.Join(info, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The bytes of a count are the kernel's scale in its unit; without a
+// size from the kernel, a CAS is a 64-byte line.
+func TestBytesPerCount(t *testing.T) {
+	scales := func(event string) (float64, string, bool) {
+		switch event {
+		case "imc.read":
+			return 6.103515625e-5, "MiB", true
+		case "df.read":
+			return 0.5, "MB", true
+		case "odd":
+			return 3, "Joules", true
+		}
+		return 0, "", false
+	}
+	for event, want := range map[string]float64{"imc.read": 64, "df.read": 5e5, "odd": BytesPerCAS, "none": BytesPerCAS} {
+		if got := bytesPerCount(event, scales); got != want {
+			t.Errorf("%s: %v bytes per count, want %v", event, got, want)
+		}
+	}
+	if got := bytesPerCount("imc.read", nil); got != BytesPerCAS {
+		t.Errorf("no scales: %v", got)
+	}
+}
+
+func TestMatch(t *testing.T) {
+	names := []string{"uncore_imc_0.cas_count_read", "", "uncore_imc_1.cas_count_read", "skx_unc_imc0::UNC_M_CAS_COUNT:RD", "cycles"}
+	for term, want := range map[string][]int{
+		"uncore_imc_*.cas_count_read":                                {0, 2},
+		"*_unc_imc*::UNC_M_CAS_COUNT:RD|uncore_imc_*.cas_count_read": {3}, // the first alternative that matches
+		"nothing|cycles":              {4},
+		"uncore_imc_1.cas_count_read": {2},
+		"":                            nil,
+		"uncore_imc_[":/* a bad pattern matches only itself */ nil,
+	} {
+		if got := match(term, names); !slices.Equal(got, want) {
+			t.Errorf("match(%q) = %v, want %v", term, got, want)
+		}
+	}
+}
