@@ -242,3 +242,53 @@ func TestTopDownOnIceLake(t *testing.T) {
 		t.Errorf("all.topdown_retiring %v, want 0.4", v)
 	}
 }
+
+// The miss ratios, their two events in one group that the kernel
+// multiplexed: scaled alike, the quotient is what the PMU counted.
+func TestMissRatiosMultiplexed(t *testing.T) {
+	r := newFixtureRig(t, "zen3", "[perf]\nbranch-instructions\nbranch-misses\ncache-references\ncache-misses\n")
+	names := []string{"perfevent.ratio.branch_miss_ratio", "perfevent.ratio.cache_miss_ratio"}
+	r.fetch(names...)
+	r.fake.Add("branch-instructions", 5, 1e5, 40, 10) // on the PMU a quarter of the time
+	r.fake.Add("branch-misses", 5, 2e3, 0, 0)
+	r.fake.Add("cache-references", 5, 400, 40, 40)
+	r.fake.Add("cache-misses", 5, 100, 0, 0)
+	got := r.fetch(names...)
+	if got[0][5] != 0.02 || got[1][5] != 0.25 {
+		t.Errorf("cpu5: branch misses %v, cache misses %v; want 0.02 and 0.25", got[0][5], got[1][5])
+	}
+	if v := r.fetch("perfevent.hwcounters.branch_instructions.value")[0][5]; v != 4e5 {
+		t.Errorf("branch-instructions %v, want 1e5 scaled ×4", v)
+	}
+}
+
+// A reload builds new counters, which continue the old values (Carry),
+// and a new table and Source, whose ratios remember no client: each
+// client's first fetch after it has no value, as after a counter reset,
+// for the counts between the old generation's last read and the new one's
+// open are in neither. The next fetch has a value again.
+func TestRatioAfterReload(t *testing.T) {
+	const name = "perfevent.ratio.faults_per_second"
+	old := newRig(t)
+	old.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	old.fetch(name)
+	old.fake.Add("page-faults", 0, 10, 1, 1)
+	old.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	if got := old.fetch(name)[0]; got[0] != 10e3 {
+		t.Fatalf("before the reload: %v", got)
+	}
+
+	fake, set, table, src := newSource(t)
+	set.Carry(old.set)
+	r := rigOf(t, fake, set, table, src)
+	fake.Add("page-faults", 0, 10, 1, 1)
+	fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	if got := r.fetch(name, "perfevent.hwcounters.page_faults.value"); len(got[0]) != 0 || got[1][0] != 20 {
+		t.Errorf("first fetch after the reload: ratio %v (want none), page_faults %v (want 20, carried)", got[0], got[1])
+	}
+	fake.Add("page-faults", 0, 5, 1, 1)
+	fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	if got := r.fetch(name)[0]; got[0] != 5e3 {
+		t.Errorf("second fetch after the reload: %v, want cpu0 5000", got)
+	}
+}
