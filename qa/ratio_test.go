@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,5 +187,48 @@ func TestRatioPmrepViews(t *testing.T) {
 				t.Errorf("pmrep %s: value %q, want context switches per CPU second", view, v)
 			}
 		}
+	}
+}
+
+// What PCP's own derived metrics (pminfo -c, pmval --derived) can make of
+// the agent's counters, as docs/ratios.md records it for PCP 6.0.3: no
+// ratio of two counters over an interval, per CPU or for the machine, so
+// the agent computes them and no derived-metric file is shipped. Should a
+// later PCP accept one of these, this test says so, and the note and the
+// decision are due for a look.
+func TestRatioDerivedMetricsPCP(t *testing.T) {
+	l := StartLab(t, Agent{Go: true})
+	conf := filepath.Join(t.TempDir(), "derived.conf")
+	const cs, clk = "perfevent.hwcounters.context_switches.value", "perfevent.hwcounters.cpu_clock.value"
+	writeFile(t, conf, strings.Join([]string{
+		"qa.per_cpu = 1000000000 * delta(" + cs + ") / delta(" + clk + ")",
+		"qa.sum_cs = sum(" + cs + ")",
+		"qa.sum_clk = sum(" + clk + ")",
+		"qa.all = 1000000000 * delta(qa.sum_cs) / delta(qa.sum_clk)",
+		"qa.all_inline = 1000000000 * delta(sum(" + cs + ")) / delta(sum(" + clk + "))",
+		"qa.cumulative = qa.sum_cs / qa.sum_clk",
+		"qa.rate_of_sum = rate(qa.sum_cs)",
+		"qa.scaled = 1000 * perfevent.ratio.context_switches_per_cpu_second",
+	}, "\n")+"\n")
+	for _, c := range []struct{ metric, want string }{
+		// Each event has its own instance domain, as in the C agent.
+		{"qa.per_cpu", "Operands should have the same instance domain"},
+		// delta() and rate() take a metric's name, and fetch nothing
+		// for a derived one.
+		{"qa.all_inline", "Metric name expected to follow delta("},
+		{"qa.all", "No PMCD agent for domain of request"},
+		{"qa.rate_of_sum", "No PMCD agent for domain of request"},
+		// Without delta(), a quotient of counters is refused.
+		{"qa.cumulative", "Illegal operator for counters"},
+	} {
+		r := l.RunErr(t, "pmval", "--derived", conf, "-t", "0.5", "-s", "2", c.metric)
+		if !strings.Contains(r.Stdout+r.Stderr, c.want) {
+			t.Errorf("pmval %s: want PCP 6.0.3's %q, got:\n%s", c.metric, c.want, r)
+		}
+	}
+	// Arithmetic on the agent's own ratios works.
+	r := l.RunErr(t, "pmval", "--derived", conf, "-t", "0.5", "-s", "2", "qa.scaled")
+	if got := pmvalLast(t, r.Stdout); r.Err != nil || len(got) != len(onlineCPUs(t)) {
+		t.Errorf("pmval qa.scaled: want a value per CPU:\n%s", r)
 	}
 }
