@@ -2,6 +2,8 @@ package ratio
 
 import (
 	"math"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -126,5 +128,18 @@ func TestTrackerStepAllocatesNothing(t *testing.T) {
 		tr.Step(c, d, 0, num, den, val, ok)
 	}); n != 0 {
 		t.Errorf("Step allocates %v times per call", n)
+	}
+}
+
+// perfevent.conf(5) lists every built-in ratio.
+func TestManPageListsEveryRatio(t *testing.T) {
+	man, err := os.ReadFile("../../man/perfevent.conf.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range Builtin {
+		if !strings.Contains(string(man), `\fB`+d.Name) && !strings.Contains(string(man), ".B "+d.Name) {
+			t.Errorf("perfevent.conf(5) does not list %s", d.Name)
+		}
 	}
 }
