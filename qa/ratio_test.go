@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -230,5 +232,47 @@ func TestRatioDerivedMetricsPCP(t *testing.T) {
 	r := l.RunErr(t, "pmval", "--derived", conf, "-t", "0.5", "-s", "2", "qa.scaled")
 	if got := pmvalLast(t, r.Stdout); r.Err != nil || len(got) != len(onlineCPUs(t)) {
 		t.Errorf("pmval qa.scaled: want a value per CPU:\n%s", r)
+	}
+}
+
+// After a reload (SIGHUP) a client's next fetch of a ratio has no value,
+// as across a counter reset, and the one after it has a value again:
+// pmval, sampling every second through the reload, shows one more "No
+// values available" than its first sample's.
+func TestRatioAcrossReload(t *testing.T) {
+	l := StartLab(t, Agent{Go: true})
+	out := filepath.Join(l.Dir, "pmval.out")
+	cmd := l.Background(t, Cmd{Args: []string{"pmval", "-t", "1", "-s", "7", "-f", "2", "perfevent.ratio.all.context_switches_per_cpu_second"}}, out)
+	samples := func() []string {
+		data, _ := os.ReadFile(out)
+		var s []string
+		started := false
+		for _, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			started = started || strings.HasPrefix(line, "interval:")
+			if started && line != "" && !strings.HasPrefix(line, "interval:") {
+				s = append(s, line)
+			}
+		}
+		return s
+	}
+	waitFor(t, 10*time.Second, "pmval's third sample", func() bool { return len(samples()) >= 3 })
+	if err := syscall.Kill(l.AgentPID(t), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, l, "reload done", 10*time.Second)
+	cmd.Wait()
+	got := samples()
+	t.Logf("pmval across the reload:\n%s", strings.Join(got, "\n"))
+	none := 0
+	for _, s := range got {
+		if s == "No values available" {
+			none++
+		} else if _, err := strconv.ParseFloat(s, 64); err != nil {
+			t.Errorf("pmval sample %q is neither a value nor none", s)
+		}
+	}
+	if len(got) != 7 || none != 2 || got[0] != "No values available" || got[6] == "No values available" {
+		t.Errorf("want 7 samples: none at the start, one more none after the reload, values otherwise")
 	}
 }
