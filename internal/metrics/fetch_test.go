@@ -78,8 +78,11 @@ func newSource(t testing.TB) (*countertest.Opener, *counter.Set, *pmda.Table, *S
 	ratios, why := ratio.Select([]ratio.Def{
 		{Name: "faults_per_second", Num: []string{"page-faults"}, Den: "cpu-clock", Scale: 1e9, Unit: ratio.PerSecond},
 		{Name: "ipc", Num: []string{"instructions"}, Den: "cycles", Scale: 1},
+		// Two events over wall-clock time, so that the fetch path of
+		// sums and of duration_time is in TestFetchMakesNoGarbage too.
+		{Name: "both_per_second", Num: []string{"page-faults", "cpu-*"}, Den: ratio.Elapsed, Scale: 1e9, Unit: ratio.PerSecond},
 	}, set, nil)
-	if len(ratios) != 1 || why[0] != "" || why[1] == "" {
+	if len(ratios) != 2 || why[0] != "" || why[1] == "" || why[2] != "" {
 		t.Fatalf("ratios chosen %+v; not chosen: %q", ratios, why)
 	}
 	clusters, _ := LoadClusters(filepath.Join(t.TempDir(), "pmids"))
