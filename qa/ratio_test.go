@@ -3,6 +3,7 @@ package qa
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -274,5 +275,46 @@ func TestRatioAcrossReload(t *testing.T) {
 	}
 	if len(got) != 7 || none != 2 || got[0] != "No values available" || got[6] == "No values available" {
 		t.Errorf("want 7 samples: none at the start, one more none after the reload, values otherwise")
+	}
+}
+
+// A ratio over duration_time, the wall-clock time between a client's
+// fetches, agrees with PCP's own rate conversion of the same counter in
+// the same fetches: pmrep asks for both at once, so both cover the same
+// interval (the agent's clock against pmcd's timestamps, microseconds
+// apart), and the values agree per CPU and summed, within 1 %.
+func TestRatioOverWallClock(t *testing.T) {
+	l := StartLab(t, Agent{Go: true})
+	writeFile(t, filepath.Join(filepath.Dir(l.Conf), "ratios.conf"),
+		"cs_wall = context-switches / duration_time * 1e9 per-second\n")
+	if err := syscall.Kill(l.AgentPID(t), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, l, "reload done", 10*time.Second)
+	out := l.Run(t, "pmrep", "-o", "csv", "-t", "1", "-s", "4", "-P", "6",
+		"perfevent.hwcounters.context_switches.value", "perfevent.ratio.cs_wall", "perfevent.ratio.all.cs_wall")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	header := strings.Split(lines[0], ",")
+	last := strings.Split(lines[len(lines)-1], ",")
+	if len(header) != len(last) {
+		t.Fatalf("cannot read pmrep's output:\n%s", out)
+	}
+	col := map[string]float64{}
+	for i, h := range header {
+		if v, err := strconv.ParseFloat(last[i], 64); err == nil {
+			col[strings.Trim(h, `"`)] = v
+		}
+	}
+	t.Logf("pmrep:\n%s", out)
+	var sum float64
+	for _, cpu := range onlineCPUs(t) {
+		rate, ours := col[fmt.Sprintf("perfevent.hwcounters.context_switches.value-cpu%d", cpu)], col[fmt.Sprintf("perfevent.ratio.cs_wall-cpu%d", cpu)]
+		if !(rate > 0) || math.Abs(ours-rate) > 0.01*rate {
+			t.Errorf("cpu%d: cs_wall %v, pmrep's rate of context_switches %v: more than 1 %% apart", cpu, ours, rate)
+		}
+		sum += rate
+	}
+	if all := col["perfevent.ratio.all.cs_wall"]; math.Abs(all-sum) > 0.01*sum {
+		t.Errorf("all.cs_wall %v, the sum of the per-CPU rates %v: more than 1 %% apart", all, sum)
 	}
 }
