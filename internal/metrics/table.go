@@ -202,28 +202,29 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		for j, ev := range c.NumEv {
 			events[j] = spec.Set.Name(ev)
 		}
-		operands := fmt.Sprintf("%s and %s, counted in one perf group per CPU\nwhere the PMU allows", strings.Join(events, " + "), den)
-		moved := den
+		help := fmt.Sprintf("Computed by the agent from %s and %s, counted in one perf group per CPU "+
+			"where the PMU allows, over the interval since the same client context's previous fetch of "+
+			"this metric; the first fetch has no value, nor has an interval in which %s did not move, "+
+			"nor the first fetch after a reload.", strings.Join(events, " + "), den, den)
 		if c.Elapsed() {
-			operands = fmt.Sprintf("%s, each on the CPUs of its PMU's cpumask, and the\nwall-clock time between fetches (duration_time)", strings.Join(events, " + "))
-			moved = "the numerator"
+			help = fmt.Sprintf("Computed by the agent from %s, each counted on the CPUs of its PMU's cpumask "+
+				"(one per package for an uncore PMU), which are the instances, over the wall-clock time "+
+				"since the same client context's previous fetch of this metric (duration_time); the first "+
+				"fetch has no value, nor has the first fetch after a reload.", strings.Join(events, " + "))
 		}
 		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
 			OneLine: cmp.Or(c.OneLine, formula+" per CPU") + ", since this client's previous fetch",
-			Help: fmt.Sprintf("%s\n\nComputed by the agent from %s,\n"+
-				"over the interval since the same client context's previous fetch of\n"+
-				"this metric; the first fetch has no value, nor has an interval in which\n"+
-				"%s did not move, nor the first after a reload. Source: %s.", c.About, operands, moved, c.Source),
+			Help:    wrap(c.About) + "\n\n" + wrap(help+" Source: "+c.Source+"."),
 		})
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio.all." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
 			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs") + ", since this client's previous fetch",
-			Help: fmt.Sprintf("%s\n\nThe whole machine's value of perfevent.ratio.%s: the increases of its\n"+
-				"numerator summed over the instances, divided by %s, over the same interval.", c.About, c.Name, allDen(den, c.Elapsed())),
+			Help: wrap(c.About) + "\n\n" + wrap(fmt.Sprintf("The whole machine's value of perfevent.ratio.%s: the increases of "+
+				"its numerator summed over the instances, divided by %s, over the same interval.", c.Name, allDen(den, c.Elapsed()))),
 		})
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
@@ -240,6 +241,25 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	}
 	src.prepare()
 	return table, src, nil
+}
+
+// wrap breaks text into lines of at most 72 columns, as pminfo -T shows
+// help best; a word longer than that gets a line of its own.
+func wrap(text string) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		if n > 0 && n+1+len([]rune(w)) > 72 {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len([]rune(w))
+	}
+	return b.String()
 }
 
 // allDen says what the whole machine's value divides by.

@@ -156,7 +156,7 @@ var Builtin = []Def{
 		OneLineAll: "DRAM bytes read and written per second, all packages",
 		About: "DRAM bandwidth in bytes per second: the memory controllers' read and write CAS commands " +
 			"(each one 64-byte line), summed over every memory controller of the package, over the wall-clock time " +
-			"since this client's previous fetch. One instance per package (the CPU of the uncore PMU's cpumask).",
+			"since this client's previous fetch.",
 		Source: "Intel's uncore performance monitoring reference manuals (Xeon E5 to Xeon Scalable), memory " +
 			"bandwidth = (CAS_COUNT.RD + CAS_COUNT.WR) × 64 bytes; perf's memory bandwidth metrics over duration_time",
 	},
