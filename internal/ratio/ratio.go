@@ -1,30 +1,37 @@
 // Package ratio defines perfevent's ratio metrics (perfevent.ratio.*): the
-// quotient of two counters over an interval, such as instructions per cycle,
+// quotient of counters over an interval, such as instructions per cycle,
 // computed by the agent so that both counts come from one read of one perf
-// group and cover exactly the same time.
+// group and cover exactly the same time; or the rate of counters over
+// wall-clock time, such as DRAM bytes per second from the memory
+// controllers, which count per package and have no CPU time of their own.
 //
 // # Interval
 //
-// A ratio's value is Scale × Δnumerator / Δdenominator, where the Δ are the
-// increases of the agent's (multiplex-scaled) accumulators since the same
-// client's previous fetch of the same ratio. A client is a pmcd client slot
-// and its context number, as the FETCH PDU carries them, so pmval, pmlogger
-// (each metric at its own logging interval), pmie and every pmproxy context
-// each see the interval they asked for, without any configuration. The first
-// fetch of a ratio by a client has nothing to subtract and gives no value,
-// as PCP's rate() does; so does an interval in which the denominator did not
-// move. When pmcd reports that a client went away, its history is dropped
-// (Tracker.Forget), so a slot reused by a new client starts afresh.
+// A ratio's value is Scale × ΣΔnumerator / Δdenominator, where the Δ are
+// the increases of the agent's (multiplex-scaled) accumulators since the
+// same client's previous fetch of the same ratio, and the numerator is the
+// weighted sum of its events. A client is a pmcd client slot and its
+// context number, as the FETCH PDU carries them, so pmval, pmlogger (each
+// metric at its own logging interval), pmie and every pmproxy context each
+// see the interval they asked for, without any configuration. The
+// denominator Elapsed (duration_time) is the wall-clock time between the
+// client's fetches. The first fetch of a ratio by a client has nothing to
+// subtract and gives no value, as PCP's rate() does; so does an interval in
+// which the denominator did not move, and the first fetch after a reload
+// (the Tracker belongs to one generation of counters). When pmcd reports
+// that a client went away, its history is dropped (Tracker.Forget), so a
+// slot reused by a new client starts afresh.
 //
 // # Operands
 //
-// Operands are event names as perfevent.conf spells them. The built-in
-// ratios use the kernel's generic events (PERF_TYPE_HARDWARE and
-// PERF_TYPE_SOFTWARE), which the kernel maps to each vendor's encoding, so
-// one definition serves Intel, AMD, Arm and POWER alike. A ratio whose
-// operands are not both counted on this machine, on the same CPUs, is left
-// out of the namespace: it is not an error, a VM without a hardware PMU
-// simply has no perfevent.ratio.ipc.
+// Operands are event names as perfevent.conf spells them, or globs and
+// alternatives over them. The built-in ratios use the kernel's generic
+// events (PERF_TYPE_HARDWARE and PERF_TYPE_SOFTWARE) first, which the
+// kernel maps to each vendor's encoding, then each vendor's names as
+// libpfm4 gives them, so one definition serves Intel, AMD, Arm and POWER
+// alike. A ratio whose operands are not all counted on this machine, on the
+// same CPUs, is left out of the namespace: it is not an error, a VM without
+// a hardware PMU simply has no perfevent.ratio.ipc.
 package ratio
 
 import (
