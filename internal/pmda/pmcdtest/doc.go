@@ -10,16 +10,25 @@
 // Stdout, starts it and does the handshake; Close closes the agent's stdin,
 // as pmcd does, and waits for it to exit:
 //
-//	cmd := exec.Command("/var/lib/pcp/pmdas/perfevent/pmdaperfevent",
-//		"-d", "127", "-c", conf, "-l", logfile)
+//	// pmdaperfevent with its files in dir: -U root keeps it root, so that
+//	// the test needs no pcp user; see pmdaperfevent(1) for the flags.
+//	cmd := exec.Command("pmdaperfevent", "-d", "127", "-U", "root",
+//		"-c", dir+"/perfevent.conf", "-l", dir+"/perfevent.log",
+//		"--lockfile", dir+"/perflock", "--pmids", dir+"/pmids")
 //	c, err := pmcdtest.StartCommand(cmd)
 //	if err != nil { ... }
 //	defer c.Close()
 //	id, err := c.PMID("perfevent.hwcounters.cpu_clock.value")
-//	r, err := c.Fetch(id) // twice, for counters that move
-//	for _, v := range r.Sets[0].Values {
-//		fmt.Println(v.Inst, v.Float64())
+//	for range 2 { // a counter's second value shows it counting
+//		r, err := c.Fetch(id)
+//		if err != nil { ... }
+//		for _, v := range r.Sets[0].Values {
+//			fmt.Println(v.Inst, v.Float64()) // instance id (a CPU), count
+//		}
 //	}
+//
+// The instances' names ("cpu0", ...) come from c.Instance(desc.InDom,
+// pdu.InNull, ""), desc being c.Desc(id).
 //
 // An agent in the same process, over a pipe pair (net.Pipe): Connect runs
 // the agent's serve function on its end, typically (*pmda.Agent).Serve:
@@ -30,7 +39,7 @@
 // depend on its configuration) answers PMNS requests, as pmcd forwards them
 // to it; PMID, Names, Children and Traverse ask those. A metric's PMID is
 // therefore found by name without reading any pmns file:
-// c.PMID("perfevent.active"). Instance names come from Instance.
+// c.PMID("perfevent.active").
 //
 // Replies. Every request waits at most Client.Timeout (5 s, pmcd's default
 // for agents) for the reply. When the agent answers with an ERROR PDU, the

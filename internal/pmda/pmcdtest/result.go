@@ -63,9 +63,10 @@ type Value struct {
 	insitu bool
 }
 
-// Float64 returns a numeric value as a float64. An in-situ value (a
-// 32-bit one: the RESULT does not say whether signed) is read as an int32;
-// a block as its type says. A string or aggregate gives NaN.
+// Float64 returns a numeric value as a float64. An in-situ value is a
+// 32-bit one whose sign only the descriptor knows: it is read as an int32
+// (Insitu holds the bits, for an unsigned metric). A block is read as its
+// type says. A string or aggregate gives NaN.
 func (v Value) Float64() float64 {
 	if v.insitu {
 		return float64(int32(v.Insitu))
