@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"os"
@@ -72,11 +72,11 @@ func (f *fakes) OpenNow() int {
 
 // hotplugAgent is an agent in this process over the vm fixture's sysfs,
 // whose online list the test rewrites, and the countertest fake.
-func hotplugAgent(t *testing.T, online string) (*agent, *fakes, string, *syncBuffer) {
+func hotplugAgent(t *testing.T, online string) (*Agent, *fakes, string, *syncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	sys := filepath.Join(dir, "sys")
-	if out, err := exec.Command("cp", "-r", filepath.Join("..", "internal", "pmu", "testdata", "vm", "sys"), sys).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", filepath.Join("..", "pmu", "testdata", "vm", "sys"), sys).CombinedOutput(); err != nil {
 		t.Fatalf("copying the vm fixture: %v\n%s", err, out)
 	}
 	onlinePath := filepath.Join(sys, "devices", "system", "cpu", "online")
@@ -87,12 +87,13 @@ func hotplugAgent(t *testing.T, online string) (*agent, *fakes, string, *syncBuf
 	os.WriteFile(conf, []byte("[perf]\ncpu-clock\n"), 0o644)
 	log := &syncBuffer{}
 	fake := &fakes{}
-	a := &agent{
-		o:      &options{config: conf, pmids: filepath.Join(dir, "pmids")},
-		fs:     &pmu.FS{Sys: sys, Proc: filepath.Join("..", "internal", "pmu", "testdata", "vm", "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
-		log:    pmda.NewLogger(log, prog),
-		opener: fake.open,
-	}
+	a := New(Options{
+		Config:    conf,
+		PMIDs:     filepath.Join(dir, "pmids"),
+		FS:        &pmu.FS{Sys: sys, Proc: filepath.Join("..", "pmu", "testdata", "vm", "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
+		Log:       pmda.NewLogger(log, Program),
+		NewOpener: fake.open,
+	})
 	g, err := a.build(false)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func hotplugAgent(t *testing.T, online string) (*agent, *fakes, string, *syncBuf
 
 // instances is what the served generation offers for cpu-clock: the
 // counter's CPUs and its indom's instance names.
-func instances(t *testing.T, a *agent) ([]int, []string) {
+func instances(t *testing.T, a *Agent) ([]int, []string) {
 	t.Helper()
 	g := a.gen.Load()
 	ev, ok := g.set.Lookup("cpu-clock")
@@ -132,7 +133,7 @@ func instances(t *testing.T, a *agent) ([]int, []string) {
 	return g.set.CPUs(ev), names
 }
 
-func waitCPUs(t *testing.T, a *agent, want []int) {
+func waitCPUs(t *testing.T, a *Agent, want []int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -146,7 +147,7 @@ func waitCPUs(t *testing.T, a *agent, want []int) {
 }
 
 // value reads cpu-clock on one CPU through the served generation.
-func value(a *agent, cpu int) (uint64, bool) {
+func value(a *Agent, cpu int) (uint64, bool) {
 	set := a.gen.Load().set
 	ev, _ := set.Lookup("cpu-clock")
 	f := set.Begin()
