@@ -1,17 +1,3 @@
-// Command pmdaperfevent is PCP's perfevent agent (domain 127) in pure Go:
-// it counts the perf events that perfevent.conf names on every CPU and
-// serves them to pmcd as perfevent.hwcounters.* and perfevent.derived.*.
-// It gives the counters up while perfalloc holds the lock file, and says so
-// in a state file beside it.
-//
-// Usage (pmcd starts it; the flags are the C agent's, plus a few):
-//
-//	pmdaperfevent [-C] [-d domain] [-l logfile] [-c config] [-U user]
-//	              [-p | -u socket | -i port | -6 port] [-D debug]
-//	              [--lockfile file] [--pmids file] [--poll interval] [--no-inotify]
-//	pmdaperfevent --check [--c-compatible] [-c config]
-//	pmdaperfevent --list-events
-//	pmdaperfevent --version
 package main
 
 import (
@@ -48,13 +34,12 @@ const (
 	maxPoll = 10 * time.Second
 )
 
+// options are the command line; the supervisor's own are filled in place.
 type options struct {
-	compat     bool
+	agent.Options
 	debug      string
 	domain     int
 	logfile    string
-	config     string
-	user       string
 	pipe       bool
 	socket     string
 	inet       int
@@ -64,15 +49,7 @@ type options struct {
 	listPMU    string
 	listMatch  string
 	noProbe    bool
-	lockfile   string
-	pmids      string
-	// defaultPMIDs is where the PMID map lives unless --pmids says
-	// otherwise: the agent's own directory.
-	defaultPMIDs string
-	poll         time.Duration
-	noInotify    bool
-	version      bool
-	cCompatible  bool
+	version    bool
 }
 
 func main() {
@@ -83,14 +60,14 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	o := &options{}
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&o.compat, "C", false, "compatibility names: only ':' becomes '-' (the pre-3.10.8 names)")
+	fs.BoolVar(&o.Compat, "C", false, "compatibility names: only ':' becomes '-' (the pre-3.10.8 names)")
 	fs.StringVar(&o.debug, "D", "", "debug `options` (accepted for compatibility; any value logs each start-up step in detail)")
 	fs.IntVar(&o.domain, "d", metrics.Domain, "PMDA `domain` number; perfevent is 127")
 	// Relative, as the C agent's: pmcd starts agents in $PCP_LOG_DIR/pmcd,
 	// and an agent run by hand elsewhere leaves the live agent's log alone.
 	fs.StringVar(&o.logfile, "l", "perfevent.log", "write the log to `file` (- for stderr)")
-	fs.StringVar(&o.config, "c", defaultConfig(pcp), "read the configuration from `file`")
-	fs.StringVar(&o.user, "U", pcp.Get("PCP_USER"), "after start-up, run as `user`, keeping only the capability to open counters (root: stay root)")
+	fs.StringVar(&o.Config, "c", defaultConfig(pcp), "read the configuration from `file`")
+	fs.StringVar(&o.User, "U", pcp.Get("PCP_USER"), "after start-up, run as `user`, keeping only the capability to open counters (root: stay root)")
 	fs.BoolVar(&o.pipe, "p", false, "talk to pmcd on stdin and stdout (the default)")
 	fs.StringVar(&o.socket, "u", "", "listen for pmcd on the unix socket `path`")
 	fs.IntVar(&o.inet, "i", 0, "listen for pmcd on 127.0.0.1:`port`")
@@ -100,12 +77,12 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.listPMU, "pmu", "", "with --list-events: only the events of this `PMU` (libpfm4's name, e.g. skx, or the kernel's, e.g. uncore_imc_0; perf for the generic events)")
 	fs.StringVar(&o.listMatch, "match", "", "with --list-events: only the events whose name or unit mask contains `pattern` (ignoring case; *, ? and [...] make it a glob over the whole name)")
 	fs.BoolVar(&o.noProbe, "no-probe", false, "with --list-events: do not try to open each event to mark whether it works here")
-	fs.StringVar(&o.lockfile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
-	o.defaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
-	fs.StringVar(&o.pmids, "pmids", o.defaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
-	fs.DurationVar(&o.poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
-	fs.BoolVar(&o.noInotify, "no-inotify", false, "check the lock file by polling only")
-	fs.BoolVar(&o.cCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")
+	fs.StringVar(&o.LockFile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
+	o.DefaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
+	fs.StringVar(&o.PMIDs, "pmids", o.DefaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
+	fs.DurationVar(&o.Poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
+	fs.BoolVar(&o.NoInotify, "no-inotify", false, "check the lock file by polling only")
+	fs.BoolVar(&o.CCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.Usage = func() { usage(fs, stderr) }
 	if err := fs.Parse(args); err != nil {
@@ -117,10 +94,10 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	if o.domain != metrics.Domain {
 		return nil, fmt.Errorf("-d %d: perfevent's domain is %d (PERFEVENT in stdpmid); its PMNS and pmcd.conf line must use it", o.domain, metrics.Domain)
 	}
-	if o.poll < minPoll || o.poll > maxPoll {
+	if o.Poll < minPoll || o.Poll > maxPoll {
 		// Below this the poll alone keeps a core busy; above it, without
 		// inotify, perfalloc's release could go unnoticed for minutes.
-		return nil, fmt.Errorf("-poll %v: choose an interval from %v to %v", o.poll, minPoll, maxPoll)
+		return nil, fmt.Errorf("-poll %v: choose an interval from %v to %v", o.Poll, minPoll, maxPoll)
 	}
 	n := 0
 	for _, set := range []bool{o.pipe, o.socket != "", o.inet != 0, o.ipv6 != 0} {
@@ -131,6 +108,8 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	if n > 1 {
 		return nil, errors.New("choose one of -p, -u, -i and -6")
 	}
+	o.Debug = o.debug != ""
+	o.PCPUser = pcp.Get("PCP_USER")
 	return o, nil
 }
 
@@ -185,7 +164,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case o.listEvents:
 		return listEvents(pmu.Default(), o.listPMU, o.listMatch, !o.noProbe, stdout, stderr)
 	case o.check:
-		problems, err := agent.Check(o.agentOptions(pcp, nil), stdout)
+		problems, err := agent.Check(o.Options, stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 			return 1
@@ -196,17 +175,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return serve(o, pcp, stderr)
-}
-
-// agentOptions are what the supervisor is told; log is nil for --check.
-func (o *options) agentOptions(pcp *pcpconf.Config, log *pmda.Logger) agent.Options {
-	return agent.Options{
-		Config: o.config, PMIDs: o.pmids, DefaultPMIDs: o.defaultPMIDs,
-		LockFile: o.lockfile, Poll: o.poll, NoInotify: o.noInotify,
-		Compat: o.compat, Debug: o.debug != "", CCompatible: o.cCompatible,
-		User: o.user, PCPUser: pcp.Get("PCP_USER"),
-		Log: log,
-	}
 }
 
 // openLog opens the agent's log as libpcp does for an agent pmcd starts:
@@ -262,7 +230,8 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	if err := pcp.Err(); err != nil {
 		log.Warningf("pcp.conf: %v", err)
 	}
-	a := agent.New(o.agentOptions(pcp, log))
+	o.Log = log
+	a := agent.New(o.Options)
 	signal.Ignore(syscall.SIGPIPE)
 	if o.endpoint(pcp).Transport == pmda.Pipe {
 		exitOnHangup(func(s string) { log.Infof("%s", s) }, func() {
@@ -275,7 +244,7 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	if err != nil {
 		log.Warningf("raising the descriptor limit: %v", err)
 	}
-	log.Infof("perfevent version %s (maxfiles=%d of %d), config %s", version, soft, hard, o.config)
+	log.Infof("perfevent version %s (maxfiles=%d of %d), config %s", version, soft, hard, o.Config)
 
 	err = a.Start()
 	defer a.Close()
