@@ -2,111 +2,20 @@ package agent
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"perfevent/internal/counter"
-	"perfevent/internal/counter/countertest"
-	"perfevent/internal/cpuhotplug"
-	"perfevent/internal/pmda"
-	"perfevent/internal/pmu"
 	"perfevent/internal/reservation"
 )
-
-// syncBuffer is a log that the watcher's goroutine writes and the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// fakes are the countertest fakes of an agent, one per generation (a fake
-// refuses a second open of an event on a CPU, which a rebuild does before
-// it closes the old generation).
-type fakes struct {
-	mu  sync.Mutex
-	all []*countertest.Opener
-}
-
-func (f *fakes) open() counter.Opener {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o := countertest.New()
-	f.all = append(f.all, o)
-	return o
-}
-
-// AddAll counts on the newest generation's counters.
-func (f *fakes) AddAll(value, enabled, running uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.all[len(f.all)-1].AddAll(value, enabled, running)
-}
-
-// OpenNow is the number of counters open in every generation.
-func (f *fakes) OpenNow() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, o := range f.all {
-		n += o.OpenNow()
-	}
-	return n
-}
 
 // hotplugAgent is an agent in this process over the vm fixture's sysfs,
 // whose online list the test rewrites, and the countertest fake.
 func hotplugAgent(t *testing.T, online string) (*Agent, *fakes, string, *syncBuffer) {
 	t.Helper()
-	dir := t.TempDir()
-	sys := filepath.Join(dir, "sys")
-	if out, err := exec.Command("cp", "-r", filepath.Join("..", "pmu", "testdata", "vm", "sys"), sys).CombinedOutput(); err != nil {
-		t.Fatalf("copying the vm fixture: %v\n%s", err, out)
-	}
-	onlinePath := filepath.Join(sys, "devices", "system", "cpu", "online")
-	if err := os.WriteFile(onlinePath, []byte(online+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "perfevent.conf")
-	os.WriteFile(conf, []byte("[perf]\ncpu-clock\n"), 0o644)
-	log := &syncBuffer{}
-	fake := &fakes{}
-	a := New(Options{
-		Config:    conf,
-		PMIDs:     filepath.Join(dir, "pmids"),
-		FS:        &pmu.FS{Sys: sys, Proc: filepath.Join("..", "pmu", "testdata", "vm", "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
-		Log:       pmda.NewLogger(log, Program),
-		NewOpener: fake.open,
-	})
-	g, err := a.build(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.gen.Store(g)
-	a.watchCPUs(cpuhotplug.Options{Path: onlinePath, Poll: 10 * time.Millisecond, NoUevent: true})
-	t.Cleanup(func() {
-		a.cpus.Close()
-		if t.Failed() {
-			t.Logf("agent log:\n%s", log)
-		}
-	})
-	return a, fake, onlinePath, log
+	h := startAgent(t, online, "[perf]\ncpu-clock\n")
+	return h.a, h.fake, h.online, h.log
 }
 
 // instances is what the served generation offers for cpu-clock: the
