@@ -109,9 +109,7 @@ func startAgentWith(t *testing.T, online, conf string, before func(*Agent)) *tes
 		conf:   filepath.Join(dir, "perfevent.conf"),
 		lock:   filepath.Join(dir, "perflock"),
 		online: filepath.Join(sys, "devices", "system", "cpu", "online")}
-	if err := os.WriteFile(h.online, []byte(online+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeOnline(t, h.online, online)
 	if err := os.WriteFile(h.conf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -173,4 +171,17 @@ func (h *tester) values(t *testing.T, name string) map[int32]float64 {
 		t.Fatalf("fetching %s: %v", name, err)
 	}
 	return r.Sets[0].Map()
+}
+
+// writeOnline replaces the fixture's online list in one step, as the
+// kernel's changes: the watcher polling it must never read it half written.
+func writeOnline(t *testing.T, path, list string) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(list+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -82,7 +81,7 @@ func TestCPUComesBackAfterStartingWithoutIt(t *testing.T) {
 	fake.AddAll(100, 1, 1)
 	before, _ := value(a, 0)
 
-	os.WriteFile(online, []byte("0-1\n"), 0o644)
+	writeOnline(t, online, "0-1")
 	waitCPUs(t, a, []int{0, 1})
 	if _, names := instances(t, a); !slices.Equal(names, []string{"cpu0", "cpu1"}) {
 		t.Errorf("instances after cpu1 came back: %v", names)
@@ -108,7 +107,7 @@ func TestCPUOfflineAndBack(t *testing.T) {
 	waitCPUs(t, a, []int{0, 1})
 	fake.AddAll(50, 1, 1)
 	frozen, _ := value(a, 1)
-	os.WriteFile(online, []byte("0\n"), 0o644)
+	writeOnline(t, online, "0")
 	waitCPUs(t, a, []int{0})
 	// The new generation is served before the old one's counters close
 	// (a fetch in flight finishes with them), so wait for the close.
@@ -123,7 +122,7 @@ func TestCPUOfflineAndBack(t *testing.T) {
 	if n := fake.OpenNow(); n != 0 {
 		t.Fatalf("%d counters open while reserved", n)
 	}
-	os.WriteFile(online, []byte("0-1\n"), 0o644)
+	writeOnline(t, online, "0-1")
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(log.String(), "CPUs online now: 0-1; the counters follow when perfalloc releases them") {
 		if time.Now().After(deadline) {
