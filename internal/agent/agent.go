@@ -168,7 +168,9 @@ func (a *Agent) Close() {
 		a.cpus.Close()
 	}
 	a.stopReservation()
-	a.held.Close()
+	if a.held != nil {
+		a.held.Close()
+	}
 }
 
 // RemoveState removes the state file, for an exit that cannot wait for
