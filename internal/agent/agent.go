@@ -107,11 +107,14 @@ type Agent struct {
 	lock    *reservation.LockFile
 	watcher *reservation.Watcher
 	cpus    *cpuhotplug.Watcher // CPUs going offline and coming back
+	// cgroupIDs numbers cgroup instances for the agent's life, across
+	// reloads, so that an id never changes hands.
+	cgroupIDs *cgroup.IDs
 }
 
 // New returns an agent that has done nothing yet; Start starts it.
 func New(o Options) *Agent {
-	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep}
+	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs()}
 	a.fs = a.o.fs()
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	return a

@@ -12,10 +12,6 @@ import (
 	"perfevent/internal/setup"
 )
 
-// cgroupIDs numbers cgroup instances for the life of the process, across
-// reloads, so that an id never changes hands.
-var cgroupIDs = cgroup.NewIDs()
-
 // cgroupsConf is the per-cgroup configuration, beside perfevent.conf (a
 // file of its own: the C agent's parser would reject new lines there).
 func cgroupsConf(config string) string {
@@ -106,7 +102,7 @@ func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 		Max:       cfg.Max,
 		Events:    events,
 		CPUs:      cpus,
-		IDs:       cgroupIDs,
+		IDs:       a.cgroupIDs,
 		Infof:     a.log.Infof,
 		Debugf:    debugf,
 		Changed: func(in []cgroup.Instance) {
