@@ -96,7 +96,7 @@ func write(dirfd int, dir, name string, data []byte, o Options) error {
 		}
 		unix.Unlinkat(dirfd, tmp, 0)
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-			err = pe.Err // os.File's errors name the file already
+			err = pe.Err // the cause alone; os.File's error repeats the name
 		}
 		return &fs.PathError{Op: op, Path: shown(tmp), Err: err}
 	}
