@@ -146,4 +146,3 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 		return nil
 	})
 }
-
