@@ -22,6 +22,7 @@ import (
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
 	"perfevent/internal/reservation/reservationtest"
+	"perfevent/internal/testexec"
 )
 
 // binary is perfalloc built once for all CLI tests, in a directory every
@@ -42,15 +43,7 @@ func buildAndRun(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755)
 	binary = filepath.Join(dir, "perfalloc")
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = "/usr/local/go/bin/go"
-	}
-	if out, err := exec.Command(gobin, "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		return 2
-	}
-	if err := emulator.Wrap(binary); err != nil {
+	if err := testexec.Build(".", binary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}

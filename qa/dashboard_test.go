@@ -7,9 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
+
+	"perfevent/internal/testexec"
 )
 
 // The dashboard grafana-pcp users import: install/grafana/perfevent.json.
@@ -122,7 +123,7 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 		}
 	}
 	repo, stage := repoRoot(), t.TempDir()
-	cmd := exec.Command("make", "-s", "-C", repo, "install", "DESTDIR="+stage, "PCP_PMDAS_DIR=/pmdas", "PCP_SYSCONF_DIR=/sysconf", "GO="+goCommand())
+	cmd := exec.Command("make", "-s", "-C", repo, "install", "DESTDIR="+stage, "PCP_PMDAS_DIR=/pmdas", "PCP_SYSCONF_DIR=/sysconf", "GO="+testexec.Go())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
@@ -145,13 +146,3 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 		return nil
 	})
 }
-
-// goCommand is the go that runs this test, for make's build steps.
-func goCommand() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -28,7 +28,6 @@ package qa
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -36,12 +35,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"perfevent/internal/reservation"
 )
@@ -589,24 +585,19 @@ func startStopped(t testing.TB, cmd *exec.Cmd, out string) {
 	})
 }
 
-// ReadLock does what perfalloc does: it takes a read lock on byte 0 of
-// the lock file, from the test process, and returns the function that
-// lets go of it (also called when the test ends). POSIX record locks
-// belong to the process: closing any other descriptor of the lock file
-// in the test process would drop this lock too.
+// ReadLock does what perfalloc does, with perfalloc's own code
+// (reservation.Reserve): it takes a read lock on byte 0 of the lock file,
+// from the test process, and returns the function that lets go of it
+// (also called when the test ends). POSIX record locks belong to the
+// process: closing any other descriptor of the lock file in the test
+// process would drop this lock too.
 func (l *Lab) ReadLock(t testing.TB) (unlock func()) {
 	t.Helper()
-	f, err := os.Open(l.Lock)
+	r, err := reservation.Reserve(l.Lock)
 	if err != nil {
-		t.Fatalf("lock file: %v", err)
+		t.Fatal(err)
 	}
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: 0, Len: 1}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
-		f.Close()
-		t.Fatalf("read lock on %s: %v", l.Lock, err)
-	}
-	var once sync.Once
-	unlock = func() { once.Do(func() { f.Close() }) }
+	unlock = func() { r.Release() }
 	t.Cleanup(unlock)
 	return unlock
 }

@@ -443,14 +443,6 @@ func (e *Env) WaitForMetric(t testing.TB, name string, timeout time.Duration) st
 	return out
 }
 
-// WaitGone waits until pmcd no longer knows the name.
-func (e *Env) WaitGone(t testing.TB, name string, timeout time.Duration) {
-	t.Helper()
-	waitFor(t, timeout, name+" to disappear", func() bool {
-		return e.Try("pminfo", name).Err != nil
-	})
-}
-
 // Keep records which perfevent agent pmcd runs now, and how, and puts
 // that back when the test ends.
 func (e *Env) Keep(t testing.TB) {

@@ -12,6 +12,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/emulator"
 	"perfevent/internal/perf"
 )
@@ -93,7 +94,7 @@ func BenchmarkChurnFake(b *testing.B) {
 }
 
 // BenchmarkReadKernel is one fetch of 64 real cgroups × 4 software events
-// on every CPU of this machine. It needs root and a cgroup v2 hierarchy;
+// on every online CPU of this machine. It needs root and a cgroup v2 hierarchy;
 // the cgroups are made under it and removed afterwards.
 func BenchmarkReadKernel(b *testing.B) {
 	h := kernelHierarchy(b)
@@ -111,7 +112,7 @@ func BenchmarkReadKernel(b *testing.B) {
 		Hierarchy: h,
 		Patterns:  []string{"/" + filepath.Base(base) + "/*"},
 		Events:    benchEvents,
-		CPUs:      cpuIDs(runtime.NumCPU()),
+		CPUs:      onlineCPUs(b),
 		Rescan:    time.Hour,
 		NoNotify:  true,
 	})
@@ -153,6 +154,17 @@ func kernelHierarchy(tb testing.TB) Hierarchy {
 		tb.Skipf("needs a cgroup v2 hierarchy: %v", err)
 	}
 	return h
+}
+
+// onlineCPUs are the CPUs a system-wide counter can be opened on: all the
+// online ones, whatever CPUs this test may run on (taskset) and however
+// many there are.
+func onlineCPUs(tb testing.TB) []int {
+	cpus, err := cpuhotplug.Online(cpuhotplug.DefaultPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cpus
 }
 
 func removeTree(tb testing.TB, dir string) {

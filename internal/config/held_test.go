@@ -7,26 +7,21 @@ import (
 	"syscall"
 	"testing"
 
-	"perfevent/internal/emulator"
+	"perfevent/internal/testexec"
 )
 
 // The agent opens its configuration as root and reloads it as $PCP_USER:
 // a 0600 root config must still reload, an edit in place included, and a
 // replaced one must be refused with the reason and the remedy.
 func TestHeldConfigAfterThePrivilegeDrop(t *testing.T) {
-	if os.Getenv("CONFIG_HELD_CHILD") != "" {
+	if testexec.Rerunning(t) {
 		heldChild(t)
 		return
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to open a 0600 root file and then lose the right to")
 	}
-	cmd := emulator.Command(os.Args[0], "-test.run", "^TestHeldConfigAfterThePrivilegeDrop$", "-test.v")
-	cmd.Env = append(os.Environ(), "CONFIG_HELD_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	testexec.Rerun(t)
 }
 
 // heldChild runs in a process of its own: it changes its effective uid,

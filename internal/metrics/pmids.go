@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"perfevent/internal/atomicfile"
 )
 
 // Clusters remembers which PMID cluster each dynamic metric got, so that a
@@ -214,39 +216,16 @@ func (c *Clusters) Save() error {
 	if b.Len() > maxMapSize { // Cluster sees to it that this never happens
 		return fmt.Errorf("the PMID map %s would be %d bytes, more than the %d it may be read back with", c.path, b.Len(), maxMapSize)
 	}
-	if err := writeAtomic(c.path, []byte(b.String()), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
+		return err
+	}
+	// Synced, unlike the state file: after a crash an empty map would
+	// give every metric a new PMID.
+	if err := atomicfile.Write(c.path, []byte(b.String()), atomicfile.Options{Mode: 0o644, Sync: true}); err != nil {
 		return err
 	}
 	c.changed = false
 	return nil
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // PrepareMapDir creates the directory of the map at path if it is missing

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"perfevent/internal/emulator"
+	"perfevent/internal/testexec"
 )
 
 // TestDbpmda drives the example agent with PCP's own dbpmda, which encodes
@@ -23,15 +23,8 @@ func TestDbpmda(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary; skipped with -short")
 	}
-	dir := t.TempDir()
-	agent := filepath.Join(dir, "exampleagent")
-	build := exec.Command("go", "build", "-o", agent, "./internal/exampleagent")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := emulator.Wrap(agent); err != nil {
-		t.Fatal(err)
-	}
+	agent := testexec.BuildTemp(t, "./internal/exampleagent", "exampleagent")
+	dir := filepath.Dir(agent)
 	pmns, _ := filepath.Abs("testdata/example.pmns")
 	script := strings.Join([]string{
 		"open pipe " + agent + " -l " + filepath.Join(dir, "agent.log"),

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"perfevent/internal/emulator"
+	"perfevent/internal/testexec"
 )
 
 const pmcdBin = "/usr/lib/pcp/bin/pmcd"
@@ -35,15 +35,8 @@ func TestRealPMCD(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pmcd; skipped with -short")
 	}
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	agent := filepath.Join(dir, "exampleagent")
-	if out, err := exec.Command("go", "build", "-o", agent, "./internal/exampleagent").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := emulator.Wrap(agent); err != nil {
-		t.Fatal(err)
-	}
+	agent := testexec.BuildTemp(t, "./internal/exampleagent", "exampleagent")
+	dir := filepath.Dir(agent)
 	pmns, _ := os.ReadFile("testdata/example.pmns")
 	os.WriteFile(filepath.Join(dir, "root"), pmns, 0o644)
 	conf := "example 250 pipe binary " + agent + " -d 250 -l " + filepath.Join(dir, "agent.log") + "\n"

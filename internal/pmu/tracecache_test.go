@@ -4,53 +4,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
-	"perfevent/internal/emulator"
+	"perfevent/internal/testexec"
 )
 
 // A reload runs as the agent's user, who cannot read tracefs: the ids that
 // start-up resolved as root keep being served, and a tracepoint seen for
 // the first time is refused with the reason and the remedy.
 func TestTracepointsResolvedBeforeThePrivilegeDrop(t *testing.T) {
-	if os.Getenv("PMU_TRACEFS_DENIED") != "" {
-		tracefsDenied(t)
-		return
-	}
-	if os.Geteuid() != 0 {
-		tracefsDenied(t) // already an ordinary user
+	if testexec.Rerunning(t) || os.Geteuid() != 0 {
+		tracefsDenied(t) // as an ordinary user
 		return
 	}
 	// As root no mode keeps us out: run the check as nobody.
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		os.Chmod(d, 0o755) // t.TempDir makes them 0700
-	}
-	bin := filepath.Join(dir, "pmu.test")
-	data, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := emulator.Command(bin, "-test.run", "^TestTracepointsResolvedBeforeThePrivilegeDrop$", "-test.v")
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(tmp, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Env = append(os.Environ(), "PMU_TRACEFS_DENIED=1", "TMPDIR="+tmp)
-	wd, _ := os.Getwd()
-	cmd.Dir = wd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
+	testexec.RerunAs(t, 65534, 65534)
 }
 
 func tracefsDenied(t *testing.T) {

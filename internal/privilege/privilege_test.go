@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/emulator"
+	"perfevent/internal/testexec"
 )
 
 func TestReadStatusSelf(t *testing.T) {
@@ -59,20 +59,7 @@ func TestDrop(t *testing.T) {
 		t.Skip("needs perf_event support")
 	}
 	emulator.SkipWithoutPerfEvents(t)
-	dir := t.TempDir()
-	// nobody must be able to run it too.
-	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
-	}
-	bin := filepath.Join(dir, "dropcheck")
-	build := exec.Command("go", "build", "-o", bin, "./internal/dropcheck")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := emulator.Wrap(bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := testexec.BuildTemp(t, "./internal/dropcheck", "dropcheck") // nobody runs it too
 
 	c := CounterCapability()
 	out, err := exec.Command(bin, "nobody").CombinedOutput()

@@ -9,22 +9,20 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"perfevent/internal/emulator"
 	"perfevent/internal/reservation/reservationtest"
+	"perfevent/internal/testexec"
 )
 
 // POSIX locks belong to processes, and F_GETLK hides the caller's own, so
 // every lock in these tests is taken by the test binary re-executed as a
-// helper process: a plain holder (reservationtest), or one of the modes
+// helper process: a plain holder (reservationtest), or one of the roles
 // below for the watcher's finer cases.
-const helperEnv = "RESERVATION_TEST_HELPER"
-
 func TestMain(m *testing.M) {
 	// The holders' read lock is Reserve's, perfalloc's way to take it.
 	reservationtest.Main(map[string]reservationtest.Lock{
 		"read": func(path string) error { _, err := Reserve(path); return err },
 	})
-	switch os.Getenv(helperEnv) {
+	switch mode := testexec.Role(); mode {
 	case "":
 		os.Exit(m.Run())
 	case "spin":
@@ -36,7 +34,6 @@ func TestMain(m *testing.M) {
 	case "inherited":
 		helperLockOnCommand(3)
 	default:
-		mode := os.Getenv(helperEnv)
 		if kind, ok := strings.CutPrefix(mode, "attack-"); ok {
 			helperAttack(kind, os.Getenv("RESERVATION_TEST_LOCK"))
 		}
@@ -50,10 +47,7 @@ func TestMain(m *testing.M) {
 // helperCommand is the test binary run again as the helper in mode, on the
 // lock file at path. Its stderr is the test's.
 func helperCommand(mode, path string) *exec.Cmd {
-	cmd := emulator.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "RESERVATION_TEST_LOCK="+path)
-	cmd.Stderr = os.Stderr
-	return cmd
+	return testexec.Helper(mode, "RESERVATION_TEST_LOCK="+path)
 }
 
 // holder is a helper holding a read (or write) lock.

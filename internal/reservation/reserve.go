@@ -82,9 +82,6 @@ func Reserve(path string) (*Reservation, error) {
 	return &Reservation{path: path, fd: fd}, nil
 }
 
-// Path returns the lock file's path.
-func (r *Reservation) Path() string { return r.path }
-
 // Release drops the lock by closing the descriptor. It is safe to call more
 // than once.
 func (r *Reservation) Release() error {

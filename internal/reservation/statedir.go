@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/atomicfile"
 )
 
 // A Directory is the state file's directory, held open. Everything the
@@ -213,47 +214,17 @@ func flockDir(fd int, statePath string) error {
 
 // replace writes data to name in the directory atomically: a new file,
 // created exclusively and never through a link, made mode 0644 and renamed
-// over name.
+// over name. It does not fsync (see WriteState).
 func (d *Directory) replace(name string, data []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	path := filepath.Join(d.path, name)
 	dfd, err := d.current()
 	if err != nil {
 		return err
 	}
-	var tmp string
-	var fd int
-	for i := 0; ; i++ {
-		tmp = fmt.Sprintf(".%s.%d.%d", name, os.Getpid(), time.Now().UnixNano()+int64(i))
-		fd, err = unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-		if !errors.Is(err, unix.EEXIST) || i == 9 {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("state file %s: create temporary file %s: %w", path, tmp, err)
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	fail := func(what string, err error) error {
-		f.Close()
-		unix.Unlinkat(dfd, tmp, 0)
-		return fmt.Errorf("state file %s: %s %s: %w", path, what, tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail("write", err)
-	}
-	// Against the umask: the file must be readable by every perfalloc user.
-	if err := f.Chmod(0o644); err != nil {
-		return fail("chmod", err)
-	}
-	if err := f.Close(); err != nil {
-		unix.Unlinkat(dfd, tmp, 0)
-		return fmt.Errorf("state file %s: close %s: %w", path, tmp, err)
-	}
-	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
-		unix.Unlinkat(dfd, tmp, 0)
-		return fmt.Errorf("state file %s: rename %s: %w", path, tmp, err)
+	// 0644 against the umask: the file must be readable by every perfalloc user.
+	if err := atomicfile.WriteAt(dfd, name, data, atomicfile.Options{Mode: 0o644}); err != nil {
+		return fmt.Errorf("state file %s: %w", filepath.Join(d.path, name), err)
 	}
 	return nil
 }

@@ -16,11 +16,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"perfevent/internal/emulator"
+	"perfevent/internal/testexec"
 )
 
-// env tells a re-executed test binary to be a holder: "MODE:PATH".
-const env = "PERFEVENT_TEST_LOCK_HOLDER"
+// role is the testexec role of a holder; env tells it what to hold:
+// "MODE:PATH".
+const (
+	role = "lock-holder"
+	env  = "PERFEVENT_TEST_LOCK_HOLDER"
+)
 
 // A Lock takes a lock on the file at path, for the life of the process.
 type Lock func(path string) error
@@ -46,11 +50,10 @@ func lockByte0(path string, flags int, typ int16) error {
 // WriteLock) or one of extra, says "locked" and holds the lock until its
 // stdin ends, and exits.
 func Main(extra map[string]Lock) {
-	v, ok := os.LookupEnv(env)
-	if !ok {
+	if testexec.Role() != role {
 		return
 	}
-	mode, path, _ := strings.Cut(v, ":")
+	mode, path, _ := strings.Cut(os.Getenv(env), ":")
 	lock := extra[mode]
 	if lock == nil {
 		lock = map[string]Lock{"read": ReadLock, "write": WriteLock}[mode]
@@ -81,9 +84,7 @@ type Holder struct {
 // not been released before.
 func Start(t testing.TB, path, mode string) *Holder {
 	t.Helper()
-	cmd := emulator.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env+"="+mode+":"+path)
-	cmd.Stderr = os.Stderr
+	cmd := testexec.Helper(role, env+"="+mode+":"+path)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
