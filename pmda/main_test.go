@@ -15,6 +15,7 @@ import (
 	"perfevent/internal/pcpconf"
 	"perfevent/internal/pmu"
 	"perfevent/internal/release"
+	"perfevent/internal/testexec"
 )
 
 var built struct {
@@ -34,15 +35,7 @@ func agentBinary(t *testing.T) string {
 		}
 		os.Chmod(dir, 0o755)
 		built.bin = filepath.Join(dir, "pmdaperfevent")
-		// As the Makefile builds it: without cgo, so that dropping
-		// privileges reaches every thread.
-		cmd := exec.Command("go", "build", "-o", built.bin, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		} else {
-			built.err = emulator.Wrap(built.bin)
-		}
+		built.err = testexec.Build(".", built.bin)
 	})
 	if built.err != nil {
 		t.Fatal(built.err)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"perfevent/internal/emulator"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
 	"perfevent/internal/pmda/pmcdtest"
+	"perfevent/internal/testexec"
 )
 
 const dom = 251
@@ -137,13 +137,7 @@ func TestStartCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary; skipped with -short")
 	}
-	bin := filepath.Join(t.TempDir(), "exampleagent")
-	if out, err := exec.Command("go", "build", "-o", bin, "../internal/exampleagent").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := emulator.Wrap(bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := testexec.BuildTemp(t, "../internal/exampleagent", "exampleagent")
 	c, err := pmcdtest.StartCommand(exec.Command(bin, "-l", filepath.Join(t.TempDir(), "log")))
 	if err != nil {
 		t.Fatal(err)
