@@ -5,7 +5,10 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Log is what the framework needs from a logger. *Logger implements it;
@@ -85,3 +88,34 @@ type discard struct{}
 func (discard) Infof(string, ...any)    {}
 func (discard) Warningf(string, ...any) {}
 func (discard) Errorf(string, ...any)   {}
+
+// OpenLog opens the agent's log as libpcp does for an agent pmcd starts:
+// the previous log is kept as .prev. If the file cannot be opened the log
+// goes to stderr, which pmcd points at its own log.
+//
+// The log directory belongs to the pcp user while the agent is still root
+// here, so nothing at the path is followed or reused: whatever is there (a
+// symlink included) is renamed out of the way, and the new file must be
+// created by this open.
+func OpenLog(path string, stderr io.Writer) (io.Writer, func(), error) {
+	if path == "-" {
+		return stderr, func() {}, nil
+	}
+	if _, err := os.Lstat(path); err == nil {
+		if err := os.Rename(path, path+".prev"); err != nil {
+			return stderr, func() {}, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return stderr, func() {}, err
+	}
+	// Later panics and runtime errors land in the log too. Dup3, because
+	// dup2 has no system call on arm64, riscv64 and loong64; it refuses
+	// equal descriptors, which happen when the agent was started without
+	// a stderr, and then the log is fd 2 already.
+	if fd := int(f.Fd()); fd != 2 {
+		unix.Dup3(fd, 2, 0)
+	}
+	return f, func() { f.Close() }, nil
+}
