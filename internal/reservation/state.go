@@ -95,11 +95,18 @@ func (s *State) Alive() error {
 	if err := unix.Kill(s.PID, 0); err != nil && !errors.Is(err, unix.EPERM) {
 		return fmt.Errorf("%s (pid %d) is not running", name, s.PID)
 	}
-	if s.StartTicks != 0 {
-		ticks, err := ProcessStartTicks(s.PID)
-		if err == nil && ticks != s.StartTicks {
-			return fmt.Errorf("%s (pid %d) is not running (the pid now belongs to another process)", name, s.PID)
-		}
+	state, ticks, err := processStat(s.PID)
+	if err != nil {
+		return nil // kill said it runs; a /proc hidden from us (hidepid) cannot say more
+	}
+	if s.StartTicks != 0 && ticks != s.StartTicks {
+		return fmt.Errorf("%s (pid %d) is not running (the pid now belongs to another process)", name, s.PID)
+	}
+	// A writer that has exited but that its parent (pmcd) has not yet
+	// reaped still answers kill(pid, 0); its state must not be taken
+	// for a live agent's.
+	if state == 'Z' || state == 'X' {
+		return fmt.Errorf("%s (pid %d) is not running (it has exited, and its parent has not reaped it yet)", name, s.PID)
 	}
 	return nil
 }
@@ -123,26 +130,36 @@ func (s *State) Fresh(now time.Time) error {
 // time in clock ticks since boot, which together with the pid names one
 // process for the life of the system.
 func ProcessStartTicks(pid int) (uint64, error) {
+	_, ticks, err := processStat(pid)
+	return ticks, err
+}
+
+// processStat returns fields 3 (the state: R, S, Z...) and 22 (the start
+// time) of /proc/PID/stat.
+func processStat(pid int) (state byte, startTicks uint64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The command name (field 2) may hold spaces and parentheses; fields
 	// after it start at the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no ')' after the command name", pid)
+		return 0, 0, fmt.Errorf("/proc/%d/stat: no ')' after the command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	const field = 22 - 3 // f[0] is field 3
 	if len(f) <= field {
-		return 0, fmt.Errorf("/proc/%d/stat: only %d fields", pid, len(f)+2)
+		return 0, 0, fmt.Errorf("/proc/%d/stat: only %d fields", pid, len(f)+2)
+	}
+	if len(f[0]) != 1 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: state %q is not one letter", pid, f[0])
 	}
 	ticks, err := strconv.ParseUint(f[field], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: field 22 %q: %v", pid, f[field], err)
+		return 0, 0, fmt.Errorf("/proc/%d/stat: field 22 %q: %v", pid, f[field], err)
 	}
-	return ticks, nil
+	return f[0][0], ticks, nil
 }
 
 // WriteState replaces the state file atomically: it writes a new file in the

@@ -204,6 +204,29 @@ func TestStateLiveness(t *testing.T) {
 	if err := dead.Alive(); err == nil || err.Error() != "pmdaperfevent (pid "+itoa(dead.PID)+") is not running" {
 		t.Errorf("dead pid: %v", err)
 	}
+	// An exited writer that its parent has not reaped yet still answers
+	// kill(pid, 0): start one and leave it unreaped.
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Wait()
+	ticks, err := ProcessStartTicks(zombie.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st, _, _ := processStat(zombie.Process.Pid); st == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("true(1) did not exit within 10 s")
+		}
+	}
+	exited := &State{Program: "pmdaperfevent", PID: zombie.Process.Pid, StartTicks: ticks}
+	if err := exited.Alive(); err == nil || !strings.Contains(err.Error(), "it has exited, and its parent has not reaped it yet") {
+		t.Errorf("unreaped pid: %v", err)
+	}
 	reused := &State{PID: os.Getpid(), StartTicks: 1}
 	if err := reused.Alive(); err == nil || !strings.Contains(err.Error(), "the pid now belongs to another process") {
 		t.Errorf("recycled pid: %v", err)
