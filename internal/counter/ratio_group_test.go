@@ -108,7 +108,7 @@ func TestNamedGroupMemberThatCannotJoin(t *testing.T) {
 	if a, _ := fake.Attr("cycles", 1); a.Read_format != perf.ReadFormat {
 		t.Errorf("cycles on cpu1 read_format %#x, want a counter's own %#x", a.Read_format, perf.ReadFormat)
 	}
-	if !strings.Contains(log.String(), `"cycles" does not fit in the group ipc on cpu1`) {
+	if !strings.Contains(log.String(), `"cycles" does not fit in the group ipc on cpu1 (no space left on device)`) {
 		t.Errorf("log:\n%s", log)
 	}
 	ev, _ := s.Lookup("refs")
