@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/binary"
+	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"os/exec"
 	"os/user"
@@ -19,23 +17,22 @@ import (
 
 	"perfevent/internal/pdu"
 	"perfevent/internal/perf"
+	"perfevent/internal/pmda/pmcdtest"
 	"perfevent/internal/privilege"
 	"perfevent/internal/reservation"
 )
 
-// pmcd plays pmcd's side of a pipe to a real pmdaperfevent process.
+// pmcd is a fake pmcd (pmcdtest) on a real pmdaperfevent process, with
+// the files the agent was started with.
 type pmcd struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	r    *pdu.Reader
-	b    pdu.Builder
-	p    pdu.Parser
-	res  pdu.Result
-	dir  string
-	conf string
-	lock string
-	log  string
+	*pmcdtest.Client
+	t     *testing.T
+	cmd   *exec.Cmd
+	flags int32 // of the last RESULT
+	dir   string
+	conf  string
+	lock  string
+	log   string
 }
 
 func startPMDA(t *testing.T, conf string, args ...string) *pmcd {
@@ -65,121 +62,52 @@ func startPMDAIn(t *testing.T, dir, conf string, args ...string) *pmcd {
 	}
 	h.cmd = exec.Command(bin, append([]string{"-d", "127", "-c", h.conf, "-l", h.log, "--lockfile", h.lock, "--pmids", filepath.Join(dir, "var", "pmids")}, args...)...)
 	var err error
-	if h.in, err = h.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := h.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.cmd.Start(); err != nil {
+	if h.Client, err = pmcdtest.StartCommand(h.cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		h.in.Close()
-		done := make(chan error, 1)
-		go func() { done <- h.cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			h.cmd.Process.Kill()
-			t.Error("the agent did not exit within 5 s of pmcd closing its pipe")
+		// How it exited is the business of the tests that stop it; that
+		// it does exit is everyone's.
+		var exit *exec.ExitError
+		if err := h.Close(); err != nil && !errors.As(err, &exit) {
+			t.Errorf("when pmcd closed its pipe: %v", err)
 		}
 		if t.Failed() {
 			data, _ := os.ReadFile(h.log)
 			t.Logf("agent log:\n%s", data)
 		}
 	})
-	h.r = pdu.NewReader(out)
-	if hdr, _ := h.next(); hdr.Type != pdu.TypeCreds {
-		t.Fatalf("agent spoke %s first", hdr.Type)
-	}
-	h.send(h.b.Creds(1, pdu.VersionCred(0)))
 	return h
 }
 
-func (h *pmcd) send(msg []byte) {
-	h.t.Helper()
-	if _, err := h.in.Write(msg); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-func (h *pmcd) next() (pdu.Header, []byte) {
-	h.t.Helper()
-	type reply struct {
-		hdr pdu.Header
-		msg []byte
-		err error
-	}
-	c := make(chan reply, 1)
-	go func() {
-		hdr, msg, err := h.r.Next()
-		c <- reply{hdr, append([]byte(nil), msg...), err}
-	}()
-	select {
-	case r := <-c:
-		if r.err != nil {
-			h.t.Fatalf("reading from the agent: %v", r.err)
-		}
-		if _, err := h.p.Start(r.msg); err != nil {
-			h.t.Fatal(err)
-		}
-		return r.hdr, r.msg
-	case <-time.After(5 * time.Second):
-		h.t.Fatal("no reply within pmcd's 5 s timeout")
-	}
-	return pdu.Header{}, nil
-}
-
-// pmid asks the agent for a name's PMID, as pmcd does for dynamic names.
+// pmid asks the agent for a name's PMID, as pmcd does for dynamic names,
+// and returns the agent's error code, if any.
 func (h *pmcd) pmid(name string) (pdu.PMID, pdu.Err) {
 	h.t.Helper()
-	h.b.StartNames(0, false)
-	h.b.AddName(name, 0)
-	msg, err := h.b.Finish()
+	id, err := h.PMID(name)
 	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.send(msg)
-	hdr, _ := h.next()
-	if hdr.Type == pdu.TypeError {
-		code, _ := h.p.Error()
+		code, ok := err.(pdu.Err)
+		if !ok {
+			h.t.Fatalf("PMID of %s: %v", name, err)
+		}
 		return 0, code
 	}
-	_, ids, err := h.p.IDs(nil)
-	if err != nil || len(ids) != 1 {
-		h.t.Fatalf("PMNS_IDS reply: %v %v", ids, err)
-	}
-	return ids[0], 0
+	return id, 0
 }
 
-// fetch returns instance → value for one metric, decoding 32-bit, 64-bit
-// and double values, and the set's numval.
+// fetch returns instance → value for one metric, and the set's numval.
 func (h *pmcd) fetch(name string) (map[int32]float64, int32) {
 	h.t.Helper()
 	id, code := h.pmid(name)
 	if code != 0 {
 		h.t.Fatalf("pmid(%s): %v", name, code)
 	}
-	h.send(h.b.Fetch(0, 0, []pdu.PMID{id}))
-	h.next()
-	if err := h.p.Result(&h.res); err != nil {
+	r, err := h.Fetch(id)
+	if err != nil {
 		h.t.Fatal(err)
 	}
-	vs := h.res.Sets[0]
-	out := map[int32]float64{}
-	for _, v := range vs.Values {
-		switch {
-		case vs.ValFmt == pdu.ValInsitu:
-			out[v.Inst] = float64(int32(v.Insitu))
-		case v.VType == pdu.ValueDouble:
-			out[v.Inst] = math.Float64frombits(binary.BigEndian.Uint64(v.Block))
-		default:
-			out[v.Inst] = float64(int64(binary.BigEndian.Uint64(v.Block)))
-		}
-	}
-	return out, vs.NumVal
+	h.flags = r.Flags
+	return r.Sets[0].Map(), r.Sets[0].NumVal
 }
 
 func (h *pmcd) waitLog(t *testing.T, text string) {
@@ -248,10 +176,14 @@ func TestPipesArePolled(t *testing.T) {
 	for i := range pmids {
 		pmids[i] = id
 	}
-	h.send(h.b.Fetch(0, 0, pmids))
-	hdr, _ := h.next()
-	if err := h.p.Result(&h.res); err != nil || hdr.Len < 128<<10 || len(h.res.Sets) != len(pmids) {
-		t.Fatalf("RESULT of %d bytes with %d sets, %v; want %d sets in more than 128 KiB", hdr.Len, len(h.res.Sets), err, len(pmids))
+	var b pdu.Builder
+	var res pdu.Result
+	p, err := h.Ask(b.Fetch(0, 0, pmids), pdu.TypeResult)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Result(&res); err != nil || p.Header().Len < 128<<10 || len(res.Sets) != len(pmids) {
+		t.Fatalf("RESULT of %d bytes with %d sets, %v; want %d sets in more than 128 KiB", p.Header().Len, len(res.Sets), err, len(pmids))
 	}
 }
 
@@ -308,8 +240,8 @@ func TestReloadKeepsPMIDs(t *testing.T) {
 		t.Errorf("task_clock after reload: numval %d, %v", n, v)
 	}
 	// The names changed: the first RESULT after the reload says so.
-	if h.res.Flags&pdu.StateNamesChange == 0 {
-		t.Errorf("RESULT flags %#x lack PMCD_NAMES_CHANGE", h.res.Flags)
+	if h.flags&pdu.StateNamesChange == 0 {
+		t.Errorf("RESULT flags %#x lack PMCD_NAMES_CHANGE", h.flags)
 	}
 
 	// A reload of an unreadable file keeps the old configuration.
@@ -598,8 +530,7 @@ func TestReloadOfAFIFOBlocksNothing(t *testing.T) {
 // stop ends the agent as pmcd does, by closing its pipe.
 func (h *pmcd) stop() {
 	h.t.Helper()
-	h.in.Close()
-	if err := h.cmd.Wait(); err != nil {
+	if err := h.Close(); err != nil {
 		h.t.Errorf("the agent exited with %v", err)
 	}
 }

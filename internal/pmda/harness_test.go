@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"perfevent/internal/pdu"
+	"perfevent/internal/pmda/pmcdtest"
 )
 
 const dom = 127
@@ -97,43 +96,35 @@ func (f *exampleFetcher) Values(m *Metric, w *ValueWriter) error {
 	return nil
 }
 
-// fakePMCD plays pmcd's side of a connection to an agent.
-type fakePMCD struct {
+// harness is a fake pmcd (pmcdtest) on an in-process agent, failing the
+// test on whatever a request meets that it did not expect.
+type harness struct {
+	*pmcdtest.Client
+	b     pdu.Builder // for requests built by hand
 	t     *testing.T
-	conn  net.Conn
-	r     *pdu.Reader
-	b     pdu.Builder
-	p     pdu.Parser
-	done  chan error
 	agent *Agent
 	log   *bytes.Buffer
 }
 
-func startAgent(t *testing.T, f Fetcher, spec TableSpec, cfg Config) *fakePMCD {
+func startAgent(t *testing.T, f Fetcher, spec TableSpec, cfg Config) *harness {
 	t.Helper()
 	tab, err := NewTable(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, theirs := net.Pipe()
 	logbuf := &bytes.Buffer{}
 	lg := NewLogger(&lockedWriter{w: logbuf}, "pmdaexample")
 	cfg.Fetcher, cfg.Log = f, lg
 	a := New(cfg, tab)
-	h := &fakePMCD{t: t, conn: ours, r: pdu.NewReader(ours), done: make(chan error, 1), agent: a, log: logbuf}
-	go func() { h.done <- a.Serve(theirs); theirs.Close() }()
-	t.Cleanup(func() { ours.Close(); <-h.done })
-
-	hdr, msg := h.next()
-	if hdr.Type != pdu.TypeCreds {
-		t.Fatalf("agent spoke %s first, not CREDS", hdr.Type)
+	c, err := pmcdtest.Connect(a.Serve)
+	if err != nil {
+		t.Fatal(err)
 	}
-	creds, err := h.parse(msg).Creds(nil)
-	if err != nil || len(creds) != 1 || creds[0] != pdu.VersionCred(cfg.CredFlags) || hdr.Len != 20 {
-		t.Fatalf("agent CREDS = %+v, %v (len %d)", creds, err, hdr.Len)
+	t.Cleanup(func() { c.Close() })
+	if creds := c.AgentCreds(); len(creds) != 1 || creds[0] != pdu.VersionCred(cfg.CredFlags) {
+		t.Fatalf("agent CREDS = %+v", creds)
 	}
-	h.send(h.b.Creds(4242, pdu.VersionCred(0)))
-	return h
+	return &harness{Client: c, t: t, agent: a, log: logbuf}
 }
 
 type lockedWriter struct {
@@ -147,52 +138,24 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func (h *fakePMCD) send(msg []byte) {
+func (h *harness) send(msg []byte) {
 	h.t.Helper()
-	h.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := h.conn.Write(msg); err != nil {
-		h.t.Fatalf("writing to agent: %v", err)
-	}
-}
-
-func (h *fakePMCD) next() (pdu.Header, []byte) {
-	h.t.Helper()
-	h.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	hdr, msg, err := h.r.Next()
-	if err != nil {
-		h.t.Fatalf("reading from agent: %v", err)
-	}
-	return hdr, append([]byte(nil), msg...)
-}
-
-func (h *fakePMCD) parse(msg []byte) *pdu.Parser {
-	h.t.Helper()
-	var p pdu.Parser
-	if _, err := p.Start(msg); err != nil {
+	if err := h.Send(msg); err != nil {
 		h.t.Fatal(err)
 	}
-	return &p
 }
 
 // ask sends a request and returns the reply, which must be of type want.
-func (h *fakePMCD) ask(req []byte, want pdu.Type) *pdu.Parser {
+func (h *harness) ask(req []byte, want pdu.Type) *pdu.Parser {
 	h.t.Helper()
-	h.send(append([]byte(nil), req...))
-	hdr, msg := h.next()
-	if hdr.Type != want {
-		code := pdu.Err(0)
-		if hdr.Type == pdu.TypeError {
-			code, _ = h.parse(msg).Error()
-		}
-		h.t.Fatalf("reply is %s (%v), want %s", hdr.Type, code, want)
+	p, err := h.Ask(append([]byte(nil), req...), want)
+	if err != nil {
+		h.t.Fatalf("%s reply: %v", want, err)
 	}
-	if hdr.From != 0 {
-		h.t.Fatalf("reply from = %d, agents send 0", hdr.From)
-	}
-	return h.parse(msg)
+	return p
 }
 
-func (h *fakePMCD) askErr(req []byte, want pdu.Err) {
+func (h *harness) askErr(req []byte, want pdu.Err) {
 	h.t.Helper()
 	code, err := h.ask(req, pdu.TypeError).Error()
 	if err != nil || code != want {
@@ -200,40 +163,33 @@ func (h *fakePMCD) askErr(req []byte, want pdu.Err) {
 	}
 }
 
-func (h *fakePMCD) fetch(from int32, pmids ...pdu.PMID) *pdu.Result {
-	h.t.Helper()
-	var r pdu.Result
-	if err := h.ask(h.b.Fetch(from, 0, pmids), pdu.TypeResult).Result(&r); err != nil {
-		h.t.Fatal(err)
+// wantErr checks that err is the agent's ERROR reply want.
+func wantErr(t *testing.T, err error, want pdu.Err) {
+	t.Helper()
+	if code, ok := err.(pdu.Err); !ok || code != want {
+		t.Fatalf("error reply = %v; want %v (%d)", err, want, int32(want))
 	}
-	if len(r.Sets) != len(pmids) {
-		h.t.Fatalf("RESULT has %d sets for %d PMIDs", len(r.Sets), len(pmids))
-	}
-	for i := range pmids {
-		if r.Sets[i].PMID != pmids[i] {
-			h.t.Fatalf("set %d is %s, want %s", i, r.Sets[i].PMID, pmids[i])
-		}
-	}
-	return &r
 }
 
-func insts(vs pdu.ValueSet) []int32 {
-	var out []int32
-	for _, v := range vs.Values {
-		out = append(out, v.Inst)
+func (h *harness) fetch(from int32, pmids ...pdu.PMID) *pmcdtest.Result {
+	h.t.Helper()
+	r, err := h.Slot(from).Fetch(pmids...)
+	if err != nil {
+		h.t.Fatal(err)
 	}
-	return out
+	return r
 }
 
 func TestDescAndFetch(t *testing.T) {
 	f := &exampleFetcher{}
 	h := startAgent(t, f, exampleSpec(), Config{})
 
-	d, err := h.ask(h.b.DescReq(0, pmidCounter), pdu.TypeDesc).Desc()
+	d, err := h.Desc(pmidCounter)
 	if err != nil || d != (pdu.Desc{PMID: pmidCounter, Type: pdu.ValueUint64, InDom: indomCPU, Sem: pdu.SemCounter, Units: pdu.UnitsCount}) {
 		t.Fatalf("Desc = %+v %v", d, err)
 	}
-	h.askErr(h.b.DescReq(0, pmidUnknown), pdu.ErrPMID)
+	_, err = h.Desc(pmidUnknown)
+	wantErr(t, err, pdu.ErrPMID)
 
 	r := h.fetch(0, pmidVersion, pmidActive, pmidCounter, pmidDuty, pmidBytes, pmidUnknown, pmidBroken, pmidCounter)
 	if r.Flags != 0 {
@@ -267,7 +223,8 @@ func TestDescAndFetch(t *testing.T) {
 
 	// A whole-fetch failure is one ERROR PDU.
 	f.failAll = pdu.ErrAgain
-	h.askErr(h.b.Fetch(0, 0, []pdu.PMID{pmidActive}), pdu.ErrAgain)
+	_, err = h.Fetch(pmidActive)
+	wantErr(t, err, pdu.ErrAgain)
 }
 
 // panicky panics in Values for one metric, and in Prepare when asked to.
@@ -303,7 +260,8 @@ func TestFetcherPanicIsContained(t *testing.T) {
 		}
 	}
 	f.inPrepare = true
-	h.askErr(h.b.Fetch(0, 0, []pdu.PMID{pmidActive}), pdu.ErrGeneric)
+	_, err := h.Fetch(pmidActive)
+	wantErr(t, err, pdu.ErrGeneric)
 	f.inPrepare = false
 	if r := h.fetch(0, pmidActive); r.Sets[0].NumVal != 1 {
 		t.Errorf("after the panics: active numval %d", r.Sets[0].NumVal)
@@ -328,17 +286,19 @@ func TestFetcherPanicIsContained(t *testing.T) {
 func TestProfilesPerClient(t *testing.T) {
 	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
 	// Client 1 wants cpu1 only; client 2 excludes cpu0; client 0 sent none.
-	h.send(h.b.Profile(1, &pdu.Profile{GState: pdu.ProfileExclude, InDoms: []pdu.ProfileInDom{{InDom: indomCPU, State: pdu.ProfileExclude, Insts: []int32{1}}}}))
-	h.send(h.b.Profile(2, &pdu.Profile{InDoms: []pdu.ProfileInDom{{InDom: indomCPU, State: pdu.ProfileInclude, Insts: []int32{0}}}}))
+	h.Slot(1).Profile(&pdu.Profile{GState: pdu.ProfileExclude, InDoms: []pdu.ProfileInDom{{InDom: indomCPU, State: pdu.ProfileExclude, Insts: []int32{1}}}})
+	h.Slot(2).Profile(&pdu.Profile{InDoms: []pdu.ProfileInDom{{InDom: indomCPU, State: pdu.ProfileInclude, Insts: []int32{0}}}})
 	// Neither PROFILE may be answered: the next reply must be this DESC.
-	h.ask(h.b.DescReq(0, pmidActive), pdu.TypeDesc)
+	if _, err := h.Desc(pmidActive); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		from int32
 		want []int32
 	}{{0, []int32{0, 1, 3}}, {1, []int32{1}}, {2, []int32{1, 3}}} {
 		r := h.fetch(c.from, pmidCounter, pmidActive)
-		if got := insts(r.Sets[0]); !equal(got, c.want) {
+		if got := r.Sets[0].Insts(); !slices.Equal(got, c.want) {
 			t.Errorf("client %d: instances %v, want %v", c.from, got, c.want)
 		}
 		if r.Sets[1].NumVal != 1 {
@@ -346,7 +306,7 @@ func TestProfilesPerClient(t *testing.T) {
 		}
 	}
 	// Labels of instances follow the profile too.
-	_, _, sets, err := h.ask(h.b.LabelReq(1, uint32(indomCPU), pdu.LabelInstances), pdu.TypeLabel).Label(nil)
+	sets, err := h.Slot(1).Labels(uint32(indomCPU), pdu.LabelInstances)
 	if err != nil || len(sets) != 1 || sets[0].Inst != 1 || string(sets[0].JSON) != `{"cpu":1}` {
 		t.Fatalf("instance labels = %+v %v", sets, err)
 	}
@@ -354,54 +314,44 @@ func TestProfilesPerClient(t *testing.T) {
 	// End of context drops client 1's profile: back to everything.
 	ended := make(chan int32, 1)
 	h.agent.cfg.OnEndContext = func(c int32) { ended <- c }
-	h.send(h.b.Error(1, pdu.ErrNotConn))
+	h.Slot(1).EndContext()
 	if r := h.fetch(1, pmidCounter); len(r.Sets[0].Values) != 3 {
-		t.Errorf("after NOTCONN: %v", insts(r.Sets[0]))
+		t.Errorf("after NOTCONN: %v", r.Sets[0].Insts())
 	}
 	if c := <-ended; c != 1 {
 		t.Errorf("OnEndContext(%d)", c)
 	}
 	// A bad PROFILE is logged and the old one kept.
-	bad := h.b.Profile(2, &pdu.Profile{GState: 7})
-	h.send(bad)
-	if r := h.fetch(2, pmidCounter); !equal(insts(r.Sets[0]), []int32{1, 3}) {
-		t.Errorf("after a bad PROFILE: %v", insts(r.Sets[0]))
+	h.Slot(2).Profile(&pdu.Profile{GState: 7})
+	if r := h.fetch(2, pmidCounter); !slices.Equal(r.Sets[0].Insts(), []int32{1, 3}) {
+		t.Errorf("after a bad PROFILE: %v", r.Sets[0].Insts())
 	}
-}
-
-func equal(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestInstances(t *testing.T) {
 	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
 	// The profile never applies to INSTANCE requests.
-	h.send(h.b.Profile(0, &pdu.Profile{GState: pdu.ProfileExclude}))
-	_, list, err := h.ask(h.b.InstanceReq(0, indomCPU, pdu.InNull, ""), pdu.TypeInstance).Instance(nil)
+	h.Profile(&pdu.Profile{GState: pdu.ProfileExclude})
+	list, err := h.Instance(indomCPU, pdu.InNull, "")
 	if err != nil || len(list) != 3 || string(list[2].Name) != "cpu3 spare" || list[2].Inst != 3 {
 		t.Fatalf("all = %+v %v", list, err)
 	}
-	_, list, err = h.ask(h.b.InstanceReq(0, indomCPU, 1, ""), pdu.TypeInstance).Instance(nil)
+	list, err = h.Instance(indomCPU, 1, "")
 	if err != nil || len(list) != 1 || list[0].Inst != pdu.InNull || string(list[0].Name) != "cpu1" {
 		t.Fatalf("by id = %+v %v", list, err)
 	}
 	for _, name := range []string{"cpu0", "cpu3", "cpu3 spare"} {
-		_, list, err = h.ask(h.b.InstanceReq(0, indomCPU, pdu.InNull, name), pdu.TypeInstance).Instance(nil)
+		list, err = h.Instance(indomCPU, pdu.InNull, name)
 		if err != nil || len(list) != 1 || list[0].Name != nil {
 			t.Fatalf("by name %q = %+v %v", name, list, err)
 		}
 	}
-	h.askErr(h.b.InstanceReq(0, indomCPU, 2, ""), pdu.ErrInst)
-	h.askErr(h.b.InstanceReq(0, indomCPU, pdu.InNull, "cpu3 other"), pdu.ErrInst)
-	h.askErr(h.b.InstanceReq(0, indomUnknown, pdu.InNull, ""), pdu.ErrInDom)
+	_, err = h.Instance(indomCPU, 2, "")
+	wantErr(t, err, pdu.ErrInst)
+	_, err = h.Instance(indomCPU, pdu.InNull, "cpu3 other")
+	wantErr(t, err, pdu.ErrInst)
+	_, err = h.Instance(indomUnknown, pdu.InNull, "")
+	wantErr(t, err, pdu.ErrInDom)
 }
 
 func TestText(t *testing.T) {
@@ -415,92 +365,88 @@ func TestText(t *testing.T) {
 		{uint32(pmidVersion), pdu.TextHelp | pdu.TextPMID, "The version of the example agent."},
 		{uint32(indomCPU), pdu.TextOneLine | pdu.TextInDom, "per cpu"},
 	} {
-		_, text, err := h.ask(h.b.TextReq(0, c.ident, c.typ), pdu.TypeText).Text()
-		if err != nil || string(text) != c.want {
+		text, err := h.Text(c.ident, c.typ)
+		if err != nil || text != c.want {
 			t.Errorf("text %#x/%d = %q %v", c.ident, c.typ, text, err)
 		}
 	}
-	h.askErr(h.b.TextReq(0, uint32(pmidActive), pdu.TextOneLine|pdu.TextPMID), pdu.ErrText)
-	h.askErr(h.b.TextReq(0, uint32(pmidCounter), pdu.TextHelp|pdu.TextPMID), pdu.ErrText)
-	h.askErr(h.b.TextReq(0, uint32(pmidUnknown), pdu.TextOneLine|pdu.TextPMID), pdu.ErrText)
-	h.askErr(h.b.TextReq(0, uint32(indomUnknown), pdu.TextOneLine|pdu.TextInDom), pdu.ErrText)
+	for _, q := range [][2]uint32{
+		{uint32(pmidActive), pdu.TextOneLine | pdu.TextPMID},
+		{uint32(pmidCounter), pdu.TextHelp | pdu.TextPMID},
+		{uint32(pmidUnknown), pdu.TextOneLine | pdu.TextPMID},
+		{uint32(indomUnknown), pdu.TextOneLine | pdu.TextInDom},
+	} {
+		_, err := h.Text(q[0], int32(q[1]))
+		wantErr(t, err, pdu.ErrText)
+	}
 }
 
-func (h *fakePMCD) names(req []byte) ([]string, []int32) {
+func (h *harness) traverse(name string) []string {
 	h.t.Helper()
-	list, _, err := h.ask(req, pdu.TypePMNSNames).Names(nil)
+	ns, err := h.Traverse(name)
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("traverse %s: %v", name, err)
 	}
-	var ns []string
-	var st []int32
-	for _, n := range list {
-		ns = append(ns, string(n.Name))
-		st = append(st, n.Status)
-	}
-	return ns, st
-}
-
-func (h *fakePMCD) nameToPMID(name string) []byte {
-	h.b.StartNames(0, false)
-	h.b.AddName(name, 0)
-	msg, _ := h.b.Finish()
-	return msg
+	return ns
 }
 
 func TestNamespace(t *testing.T) {
 	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
 
-	_, ids, err := h.ask(h.nameToPMID("example.dyn.counter.value"), pdu.TypePMNSIDs).IDs(nil)
-	if err != nil || len(ids) != 1 || ids[0] != pmidCounter {
-		t.Fatalf("name→PMID = %v %v", ids, err)
+	if id, err := h.PMID("example.dyn.counter.value"); err != nil || id != pmidCounter {
+		t.Fatalf("name→PMID = %v %v", id, err)
 	}
 	for _, bad := range []string{"example.dyn.counter", "example.dyn", "example.nope", "other", "example.dyn."} {
-		h.askErr(h.nameToPMID(bad), pdu.ErrName)
+		_, err := h.PMID(bad)
+		wantErr(t, err, pdu.ErrName)
 	}
 
-	ns, _ := h.names(h.b.IDs(0, 0, pmidDuty))
-	if strings.Join(ns, ",") != "example.dyn.counter.dutycycle" {
-		t.Errorf("PMID→names = %v", ns)
+	ns, err := h.Names(pmidDuty)
+	if err != nil || strings.Join(ns, ",") != "example.dyn.counter.dutycycle" {
+		t.Errorf("PMID→names = %v %v", ns, err)
 	}
-	h.askErr(h.b.IDs(0, 0, pmidUnknown), pdu.ErrPMID)
+	_, err = h.Names(pmidUnknown)
+	wantErr(t, err, pdu.ErrPMID)
 
-	ns, st := h.names(h.b.NameReq(0, pdu.TypePMNSChild, 1, "example.dyn"))
-	if strings.Join(ns, ",") != "counter,bytes,broken" || !equal(st, []int32{1, 0, 0}) {
-		t.Errorf("children = %v %v", ns, st)
+	ns, st, err := h.Children("example.dyn")
+	if err != nil || strings.Join(ns, ",") != "counter,bytes,broken" || !slices.Equal(st, []int32{1, 0, 0}) {
+		t.Errorf("children = %v %v %v", ns, st, err)
 	}
-	ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSChild, 0, "example"))
-	if strings.Join(ns, ",") != "dyn,derived,version,active" {
-		t.Errorf("children of example = %v", ns)
+	// Without status words (subtype 0), as pmcd asks too.
+	list, status, err := h.ask(h.b.NameReq(0, pdu.TypePMNSChild, 0, "example"), pdu.TypePMNSNames).Names(nil)
+	if err != nil || status || len(list) != 4 || string(list[0].Name) != "dyn" || string(list[3].Name) != "active" {
+		t.Errorf("children of example = %q %v %v, want dyn,derived,version,active without status", list, status, err)
 	}
-	if ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSChild, 1, "example.version")); len(ns) != 0 {
+	if ns, _, _ = h.Children("example.version"); len(ns) != 0 {
 		t.Errorf("children of a leaf = %v", ns)
 	}
-	if ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSChild, 1, "example.derived")); len(ns) != 0 {
+	if ns, _, _ = h.Children("example.derived"); len(ns) != 0 {
 		t.Errorf("children of an empty subtree = %v", ns)
 	}
-	h.askErr(h.b.NameReq(0, pdu.TypePMNSChild, 0, "example.nope"), pdu.ErrName)
+	_, _, err = h.Children("example.nope")
+	wantErr(t, err, pdu.ErrName)
 
-	ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.dyn"))
+	ns = h.traverse("example.dyn")
 	if strings.Join(ns, ",") != "example.dyn.counter.value,example.dyn.counter.dutycycle,example.dyn.bytes,example.dyn.broken" {
 		t.Errorf("traverse = %v", ns)
 	}
-	if ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.dyn.bytes")); strings.Join(ns, ",") != "example.dyn.bytes" {
+	if ns = h.traverse("example.dyn.bytes"); strings.Join(ns, ",") != "example.dyn.bytes" {
 		t.Errorf("traverse of a leaf = %v", ns)
 	}
-	if ns, _ = h.names(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.derived")); len(ns) != 0 {
+	if ns = h.traverse("example.derived"); len(ns) != 0 {
 		t.Errorf("traverse of an empty subtree = %v", ns)
 	}
-	h.askErr(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.derived.x"), pdu.ErrName)
+	_, err = h.Traverse("example.derived.x")
+	wantErr(t, err, pdu.ErrName)
 }
 
 func TestLabels(t *testing.T) {
 	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
 	one := func(ident uint32, typ int32) []pdu.LabelSet {
 		t.Helper()
-		gi, gt, sets, err := h.ask(h.b.LabelReq(0, ident, typ), pdu.TypeLabel).Label(nil)
-		if err != nil || gi != ident || gt != typ {
-			t.Fatalf("label %#x/%d: echoed %#x/%d, %v", ident, typ, gi, gt, err)
+		sets, err := h.Labels(ident, typ) // which checks the echo of ident and typ
+		if err != nil {
+			t.Fatalf("label %#x/%d: %v", ident, typ, err)
 		}
 		return sets
 	}
@@ -524,9 +470,12 @@ func TestLabels(t *testing.T) {
 	if len(sets) != 3 || string(sets[2].JSON) != `{"cpu":3}` || sets[2].Inst != 3 || sets[2].Labels[0].Flags != pdu.LabelInstances {
 		t.Errorf("instances = %+v", sets)
 	}
-	h.askErr(h.b.LabelReq(0, uint32(pmidUnknown), pdu.LabelItem), pdu.ErrPMID)
-	h.askErr(h.b.LabelReq(0, uint32(indomUnknown), pdu.LabelInDom), pdu.ErrInDom)
-	h.askErr(h.b.LabelReq(0, 0, 0x40), pdu.ErrType)
+	_, err := h.Labels(uint32(pmidUnknown), pdu.LabelItem)
+	wantErr(t, err, pdu.ErrPMID)
+	_, err = h.Labels(uint32(indomUnknown), pdu.LabelInDom)
+	wantErr(t, err, pdu.ErrInDom)
+	_, err = h.Labels(0, 0x40)
+	wantErr(t, err, pdu.ErrType)
 }
 
 func TestStoreAttrAndStrays(t *testing.T) {
@@ -548,7 +497,7 @@ func TestStoreAttrAndStrays(t *testing.T) {
 	h.askErr(store, pdu.ErrIPC)
 
 	// None of these may be answered.
-	h.send(h.b.Attr(5, pdu.AttrProcessID, []byte("15082\x00")))
+	h.Slot(5).Attr(pdu.AttrProcessID, []byte("15082\x00"))
 	h.send(h.b.Error(5, pdu.ErrGeneric))
 	h.send(h.b.Creds(1, pdu.VersionCred(0)))
 	h.send([]byte{0, 0, 0, 12, 0, 0, 0x70, 0x0a, 0, 0, 0, 0})
@@ -559,11 +508,17 @@ func TestStoreAttrAndStrays(t *testing.T) {
 		t.Errorf("attr = %q", v)
 	}
 	// The TEXT_REQ without a body gets PM_ERR_IPC, and is the only reply.
-	code, err := h.parse(func() []byte { _, m := h.next(); return m }()).Error()
+	p, err := h.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := p.Error()
 	if err != nil || code != pdu.ErrIPC {
 		t.Fatalf("truncated TEXT_REQ: %v %v", code, err)
 	}
-	h.ask(h.b.DescReq(0, pmidActive), pdu.TypeDesc)
+	if _, err := h.Desc(pmidActive); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"unexpected ERROR PDU", "ignoring unexpected CREDS", "CONTROL_REQ", "HIGHRES_FETCH"} {
 		if !strings.Contains(h.log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, h.log.String())
@@ -596,35 +551,24 @@ func TestMalformedRequestsGetIPC(t *testing.T) {
 		})
 	}
 	h.t = t
-	h.ask(h.b.DescReq(0, pmidActive), pdu.TypeDesc)
+	if _, err := h.Desc(pmidActive); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestGarbageClosesCleanly(t *testing.T) {
 	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
 	h.send([]byte{0, 0, 0, 4, 0, 0, 0x70, 0x04, 0, 0, 0, 0}) // len below 12
-	select {
-	case err := <-h.done:
-		var fe *pdu.FrameError
-		if !errors.As(err, &fe) {
-			t.Fatalf("Serve = %v, want a framing error", err)
-		}
-		h.done <- err
-	case <-time.After(5 * time.Second):
-		t.Fatal("agent did not stop on a bad header")
+	var fe *pdu.FrameError
+	if err := h.Wait(); !errors.As(err, &fe) {
+		t.Fatalf("Serve = %v, want a framing error", err)
 	}
 }
 
 func TestEOFEndsServe(t *testing.T) {
 	h := startAgent(t, &exampleFetcher{}, exampleSpec(), Config{})
-	h.conn.Close()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatalf("Serve = %v, want nil at EOF", err)
-		}
-		h.done <- err
-	case <-time.After(5 * time.Second):
-		t.Fatal("agent did not stop at EOF")
+	if err := h.Close(); err != nil {
+		t.Fatalf("Serve = %v, want nil at EOF", err)
 	}
 }
 
@@ -640,7 +584,7 @@ func TestNamesChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.agent.SetTable(t2)
-	if ns, _ := h.names(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example.derived")); strings.Join(ns, ",") != "example.derived.sum" {
+	if ns := h.traverse("example.derived"); strings.Join(ns, ",") != "example.derived.sum" {
 		t.Errorf("after swap: %v", ns)
 	}
 	if r := h.fetch(0, pmidActive); r.Flags != pdu.StateNamesChange {
@@ -708,7 +652,7 @@ func TestConcurrentTableSwap(t *testing.T) {
 		if n := r.Sets[1].NumVal; n != 3 && n != int32(pdu.ErrPMID) {
 			t.Fatalf("counter: numval %d", n)
 		}
-		h.ask(h.b.NameReq(0, pdu.TypePMNSTraverse, 0, "example"), pdu.TypePMNSNames)
+		h.traverse("example")
 	}
 	close(stop)
 	<-swapped
@@ -725,7 +669,7 @@ func TestLiveInstances(t *testing.T) {
 	}
 	h := startAgent(t, &exampleFetcher{}, spec, Config{})
 	names := func() []string {
-		_, list, err := h.ask(h.b.InstanceReq(0, indomCPU, pdu.InNull, ""), pdu.TypeInstance).Instance(nil)
+		list, err := h.Instance(indomCPU, pdu.InNull, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -742,12 +686,13 @@ func TestLiveInstances(t *testing.T) {
 	if got := names(); !slices.Equal(got, []string{"1=/b", "2=/c"}) {
 		t.Errorf("instances after the change %q", got)
 	}
-	h.askErr(h.b.InstanceReq(0, indomCPU, 0, ""), pdu.ErrInst)
-	_, list, err := h.ask(h.b.InstanceReq(0, indomCPU, pdu.InNull, "/c"), pdu.TypeInstance).Instance(nil)
+	_, err := h.Instance(indomCPU, 0, "")
+	wantErr(t, err, pdu.ErrInst)
+	list, err := h.Instance(indomCPU, pdu.InNull, "/c")
 	if err != nil || len(list) != 1 || list[0].Inst != 2 {
 		t.Errorf("by name /c = %+v %v", list, err)
 	}
-	_, _, sets, err := h.ask(h.b.LabelReq(0, uint32(indomCPU), pdu.LabelInstances), pdu.TypeLabel).Label(nil)
+	sets, err := h.Labels(uint32(indomCPU), pdu.LabelInstances)
 	if err != nil || len(sets) != 2 || sets[1].Inst != 2 || string(sets[1].JSON) != `{"cgroup":"/c"}` {
 		t.Errorf("instance labels = %+v %v", sets, err)
 	}
