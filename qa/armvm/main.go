@@ -1,0 +1,158 @@
+// Command armvm stands in for pmcd inside the emulated arm64 machine of
+// qa's TestARMVM tests, where there is no PCP: it starts pmdaperfevent as
+// pmcd starts a pipe agent, fetches every metric below the given names at
+// the given times, and prints what it got as one JSON line, prefixed
+// "armvm: ", for the test on the host to check.
+//
+//	armvm -dir /s/fits -at 100ms,1.1s perfevent.hwcounters perfevent.ratio
+//
+// The directory holds the agent's perfevent.conf (and ratios.conf, if any);
+// the agent's log, PMID map and lock file go there too, and the log is part
+// of the output. Times are counted from the handshake.
+//
+// Meanwhile one goroutine keeps a CPU busy. Under QEMU's -icount the
+// emulated clock (and with it the cycle counter) is the instruction count
+// scaled, but when every CPU is idle QEMU moves the clock on without
+// instructions; the busy CPU keeps the two in step, so that instructions
+// per cycle is the emulator's fixed ratio.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"perfevent/internal/pdu"
+	"perfevent/internal/pmda/pmcdtest"
+)
+
+// Report is the JSON line; qa's test decodes it.
+type Report struct {
+	Dir     string
+	Fetches []Fetch
+	Log     string // the agent's log
+	Error   string // why the run stopped early, if it did
+}
+
+// Fetch is one FETCH of every metric.
+type Fetch struct {
+	At     time.Duration // since the handshake
+	Values map[string]map[int32]float64
+	Errors map[string]string // metrics whose set failed
+}
+
+func main() {
+	agent := flag.String("agent", "/bin/pmdaperfevent", "the agent `binary`")
+	dir := flag.String("dir", "", "the agent's `directory`: perfevent.conf, ratios.conf, its log")
+	at := flag.String("at", "100ms,1.1s", "fetch at these `times` after the handshake, comma-separated")
+	flag.Parse()
+	r := Report{Dir: *dir}
+	if err := run(&r, *agent, *at, flag.Args()); err != nil {
+		r.Error = err.Error()
+	}
+	log, _ := os.ReadFile(filepath.Join(*dir, "perfevent.log"))
+	r.Log = string(log)
+	out, err := json.Marshal(r)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "armvm:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("armvm: %s\n", out)
+}
+
+func run(r *Report, agent, at string, subtrees []string) error {
+	var times []time.Duration
+	for _, s := range strings.Split(at, ",") {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("-at: %v", err)
+		}
+		times = append(times, d)
+	}
+	if len(subtrees) == 0 {
+		return errors.New("name the metrics to fetch (subtrees such as perfevent.hwcounters)")
+	}
+
+	var stop atomic.Bool
+	defer stop.Store(true)
+	go spin(&stop)
+
+	c, err := pmcdtest.StartCommand(exec.Command(agent, "-d", "127", "-U", "root",
+		"-c", filepath.Join(r.Dir, "perfevent.conf"), "-l", filepath.Join(r.Dir, "perfevent.log"),
+		"--pmids", filepath.Join(r.Dir, "pmids"), "--lockfile", filepath.Join(r.Dir, "perflock")))
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := fetchAll(r, c, start, times, subtrees); err != nil {
+		c.Close()
+		return err
+	}
+	return c.Close()
+}
+
+// fetchAll fetches every metric below subtrees at each of times.
+func fetchAll(r *Report, c *pmcdtest.Client, start time.Time, times []time.Duration, subtrees []string) error {
+
+	var names []string
+	var ids []pdu.PMID
+	for _, sub := range subtrees {
+		below, err := c.Traverse(sub)
+		if err != nil {
+			return fmt.Errorf("traversing %s: %v", sub, err)
+		}
+		for _, n := range below {
+			id, err := c.PMID(n)
+			if err != nil {
+				return fmt.Errorf("PMID of %s: %v", n, err)
+			}
+			names, ids = append(names, n), append(ids, id)
+		}
+	}
+	for _, t := range times {
+		time.Sleep(time.Until(start.Add(t)))
+		res, err := c.Fetch(ids...)
+		if err != nil {
+			return fmt.Errorf("fetch at %v: %v", t, err)
+		}
+		f := Fetch{At: time.Since(start), Values: map[string]map[int32]float64{}, Errors: map[string]string{}}
+		for i, set := range res.Sets {
+			if err := set.Err(); err != nil {
+				f.Errors[names[i]] = err.Error()
+				continue
+			}
+			vals := map[int32]float64{}
+			for _, v := range set.Values {
+				if x := v.Float64(); !math.IsNaN(x) && !math.IsInf(x, 0) {
+					vals[v.Inst] = x
+				}
+			}
+			f.Values[names[i]] = vals
+		}
+		r.Fetches = append(r.Fetches, f)
+	}
+	return nil
+}
+
+// spin keeps one CPU executing instructions until stop is set.
+func spin(stop *atomic.Bool) {
+	runtime.LockOSThread()
+	x := uint64(1)
+	for !stop.Load() {
+		for range 1000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	sink = x
+}
+
+var sink uint64
