@@ -186,23 +186,40 @@ type armScenario struct {
 	conf   string
 	ratios string
 	at     string
+	kernel bool // qa/armvm -kernel: no agent, the kernel's own counts
 }
 
 var armScenarios = []armScenario{
 	// cycles and instructions, the operands of ipc and cpi: one group per
 	// CPU, which fits (a general counter and the cycle counter).
-	{name: "fits", conf: instConf("instructions", "cycles"), at: "100ms,2100ms"},
+	{name: "fits", conf: instConf("instructions", "cycles"), at: "100ms,1100ms"},
 	// Eight copies of INST_RETIRED in one group: the kernel takes seven
 	// (a leader opened disabled is not counted against the PMU's six
 	// counters) and refuses the eighth with EINVAL; the seven never run.
 	// The agent counts the eighth on its own at once, and the seven once
 	// a fetch has seen them starve for a second (the first fetch); the
 	// second fetch, well after that split, starts the interval measured.
-	{name: "group", conf: instConf(chained...), ratios: chainRatios(), at: "1200ms,1700ms,3700ms"},
+	{name: "group", conf: instConf(chained...), ratios: chainRatios(), at: "1200ms,1500ms,3500ms"},
 	// Eight independent events for the six general counters and the
 	// cycle counter: they take turns, each scaled by its own times.
-	{name: "mux", conf: instConf(append(slices.Clone(instCopies), "CPU_CYCLES")...), at: "100ms,2100ms"},
+	{name: "mux", conf: instConf(muxed()...), at: "100ms,2100ms"},
+	// The same events opened by qa/armvm itself, as perf stat -a would:
+	// what the kernel counts and for how long, to scale by hand.
+	{name: "kernel", conf: instConf(muxed()...), at: "100ms,2100ms", kernel: true},
 }
+
+// muxed are the events of the mux scenario: INST_RETIRED seven times and
+// CPU_CYCLES, which the cycle counter can take.
+func muxed() []string { return append(slices.Clone(instCopies), "CPU_CYCLES") }
+
+// muxInterval sets how often the kernel rotates the events that take
+// turns on the PMU: every 40 ms rather than the default 4. The PMU is
+// stopped while the kernel rotates, and that time is counted as running;
+// emulated, a rotation takes about 90 µs, so at 4 ms every multiplexed
+// count, scaled, came out 2.2 % short (the kernel's own counts scaled by
+// hand as much as the agent's), at 40 ms 0.2 % and at 1 ms 8.7 %. On
+// hardware a rotation takes a few µs.
+const muxInterval = "echo 40 > /sys/bus/event_source/devices/armv8_pmuv3/perf_event_mux_interval_ms\n"
 
 // vmReport is what qa/armvm prints for one scenario (its Report).
 type vmReport struct {
@@ -211,6 +228,7 @@ type vmReport struct {
 		At     time.Duration
 		Values map[string]map[int32]float64
 		Errors map[string]string
+		Counts map[string]map[int32]struct{ Value, Enabled, Running float64 }
 	}
 	Log   string
 	Error string
@@ -234,7 +252,7 @@ func TestARMVMAgent(t *testing.T) {
 	buildARM64(t, "build", "-o", agent, "./pmda")
 	buildARM64(t, "build", "-o", driver, "./qa/armvm")
 
-	init := vmPrelude
+	init := vmPrelude + muxInterval
 	texts := map[string]string{}
 	for _, s := range armScenarios {
 		dir := "/s/" + s.name
@@ -242,7 +260,11 @@ func TestARMVMAgent(t *testing.T) {
 		if s.ratios != "" {
 			texts[dir[1:]+"/ratios.conf"] = s.ratios
 		}
-		init += fmt.Sprintf("/bin/armvm -dir %s -at %s perfevent.hwcounters perfevent.ratio || rc=1\n", dir, s.at)
+		mode := "perfevent.hwcounters perfevent.ratio"
+		if s.kernel {
+			mode = "-kernel"
+		}
+		init += fmt.Sprintf("/bin/armvm -dir %s -at %s %s || rc=1\n", dir, s.at, mode)
 	}
 	init += "echo \"=== exit ${rc:-0}\"\npoweroff -f\n"
 	initrd := filepath.Join(work, "initrd.gz")
@@ -275,7 +297,7 @@ func TestARMVMAgent(t *testing.T) {
 	}
 	t.Run("fits", func(t *testing.T) { checkFits(t, reports["fits"]) })
 	t.Run("group", func(t *testing.T) { checkGroup(t, reports["group"]) })
-	t.Run("mux", func(t *testing.T) { checkMux(t, reports["mux"]) })
+	t.Run("mux", func(t *testing.T) { checkMux(t, reports["mux"], reports["kernel"]) })
 }
 
 // vmCPUs are the emulated machine's CPUs, the instances of every counter.
@@ -317,6 +339,13 @@ func near(t *testing.T, what string, got, want, tol float64) {
 
 // perCycle is instructions per cycle under -icount shift=armShift.
 const perCycle = 1.0 / (1 << armShift)
+
+// scaledTolerance bounds the error of a multiplexed count, scaled, against
+// the instructions or cycles of the whole interval: 0.2 % for the rotation
+// (see muxInterval), and the few emulated ms between reading the counters
+// and reading cpu-clock. A count left unscaled, on the PMU 90 % of the
+// time or less, would be at least 10 % short.
+const scaledTolerance = 0.02
 
 func checkFits(t *testing.T, r *vmReport) {
 	if strings.Contains(r.Log, "does not fit") || strings.Contains(r.Log, "has not run") {
@@ -375,6 +404,12 @@ func checkGroup(t *testing.T, r *vmReport) {
 				t.Errorf("%s on cpu%d in the starved group: value %v, dutycycle %v; want 0 and 0", ev, cpu, v, d)
 			}
 		}
+		// The eighth, on its own meanwhile, ran only part of the time:
+		// the kernel stops filling the PMU at the first group that does
+		// not fit, and the starved group came before it in every other
+		// rotation.
+		m := "perfevent.hwcounters." + names.Metric(last, false) + ".dutycycle"
+		t.Logf("%s on cpu%d, beside the starved group: dutycycle %.3f", last, cpu, r.inst(t, 0, m, cpu))
 		// Then all eight count on their own: six counters for eight
 		// events, each scaled to the instructions of the whole interval.
 		truth := r.counted(t, "cpu-clock", cpu) * perCycle
@@ -382,32 +417,53 @@ func checkGroup(t *testing.T, r *vmReport) {
 			if d := r.duty(t, ev, cpu); d <= 0 || d > 0.9 {
 				t.Errorf("%s dutycycle on cpu%d = %v; want it counting, multiplexed", ev, cpu, d)
 			}
-			near(t, fmt.Sprintf("Δ%s on cpu%d", ev, cpu), r.counted(t, ev, cpu), truth, 0.05)
+			near(t, fmt.Sprintf("Δ%s on cpu%d", ev, cpu), r.counted(t, ev, cpu), truth, scaledTolerance)
 		}
 		for _, g := range group {
-			near(t, fmt.Sprintf("ratio.%s[cpu%d]", g, cpu), r.inst(t, 2, "perfevent.ratio."+g, cpu), 1, 0.05)
+			near(t, fmt.Sprintf("ratio.%s[cpu%d]", g, cpu), r.inst(t, 2, "perfevent.ratio."+g, cpu), 1, scaledTolerance)
 		}
 	}
 }
 
-func checkMux(t *testing.T, r *vmReport) {
-	events := append(slices.Clone(instCopies), "CPU_CYCLES")
+// rate is what the kernel says of event on cpu between the last two
+// reads of r (a -kernel report): its count per ns on the PMU, which is
+// also its count scaled by enabled/running, as perf stat does, per ns
+// enabled; and the share of the time it was on the PMU. Each read gives
+// the times with the count, so there is no other clock to read apart.
+func (r *vmReport) rate(t *testing.T, event string, cpu int32) (perNS, duty float64) {
+	t.Helper()
+	n := len(r.Fetches)
+	a, aok := r.Fetches[n-2].Counts[event][cpu]
+	b, bok := r.Fetches[n-1].Counts[event][cpu]
+	if !aok || !bok || b.Running == a.Running {
+		t.Fatalf("the kernel's readings of %s on cpu%d: %+v then %+v", event, cpu, a, b)
+	}
+	return (b.Value - a.Value) / (b.Running - a.Running), (b.Running - a.Running) / (b.Enabled - a.Enabled)
+}
+
+func checkMux(t *testing.T, r, k *vmReport) {
 	for _, cpu := range vmCPUs {
 		clock := r.counted(t, "cpu-clock", cpu)
 		sum := 0.0
-		for _, ev := range events {
+		for _, ev := range muxed() {
 			d := r.duty(t, ev, cpu)
 			sum += d
-			// Below 0.9, a count left unscaled would be more than 10 %
-			// short, which the 5 % below would catch.
 			if d <= 0.5 || d > 0.9 {
 				t.Errorf("%s dutycycle on cpu%d = %v; want it multiplexed, about 7/8", ev, cpu, d)
 			}
-			want := clock * perCycle
+			perNS := perCycle
 			if ev == "CPU_CYCLES" {
-				want = clock
+				perNS = 1
 			}
-			near(t, fmt.Sprintf("Δ%s on cpu%d (dutycycle %.3f)", ev, cpu, d), r.counted(t, ev, cpu), want, 0.05)
+			got := r.counted(t, ev, cpu)
+			near(t, fmt.Sprintf("Δ%s on cpu%d (dutycycle %.3f)", ev, cpu, d), got, clock*perNS, scaledTolerance)
+			// What the kernel says of the same events without the agent,
+			// scaled by hand: the same rate, and the same share of time.
+			kr, kd := k.rate(t, ev, cpu)
+			near(t, fmt.Sprintf("Δ%s per cpu-clock ns on cpu%d, the agent's against the kernel's alone", ev, cpu), got/clock, kr, scaledTolerance)
+			if math.Abs(d-kd) > 0.05 {
+				t.Errorf("%s dutycycle on cpu%d = %.3f, but alone the kernel ran it %.3f of the time", ev, cpu, d, kd)
+			}
 		}
 		// Seven counters for eight events: between six and seven of them
 		// on the PMU at any time.

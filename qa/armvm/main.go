@@ -10,6 +10,12 @@
 // the agent's log, PMID map and lock file go there too, and the log is part
 // of the output. Times are counted from the handshake.
 //
+// With -kernel there is no agent: armvm opens the events of the
+// perfevent.conf itself, each on its own on every CPU, as perf stat -a
+// would, and reports at each time what the kernel says: the raw count and
+// the enabled and running times. The test compares the agent's scaling with
+// that.
+//
 // Meanwhile one goroutine keeps a CPU busy. Under QEMU's -icount the
 // emulated clock (and with it the cycle counter) is the instruction count
 // scaled, but when every CPU is idle QEMU moves the clock on without
@@ -31,8 +37,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/config"
 	"perfevent/internal/pdu"
+	"perfevent/internal/perf"
 	"perfevent/internal/pmda/pmcdtest"
+	"perfevent/internal/pmu"
+	"perfevent/internal/setup"
 )
 
 // Report is the JSON line; qa's test decodes it.
@@ -43,24 +55,40 @@ type Report struct {
 	Error   string // why the run stopped early, if it did
 }
 
-// Fetch is one FETCH of every metric.
+// Fetch is one FETCH of every metric, or with -kernel one read of every
+// event.
 type Fetch struct {
-	At     time.Duration // since the handshake
-	Values map[string]map[int32]float64
-	Errors map[string]string // metrics whose set failed
+	At     time.Duration                   // since the start
+	Values map[string]map[int32]float64    // metric → instance → value
+	Errors map[string]string               // metrics whose set failed
+	Counts map[string]map[int32]perf.Count `json:",omitempty"` // -kernel: event → CPU → reading
 }
 
 func main() {
 	agent := flag.String("agent", "/bin/pmdaperfevent", "the agent `binary`")
 	dir := flag.String("dir", "", "the agent's `directory`: perfevent.conf, ratios.conf, its log")
-	at := flag.String("at", "100ms,1.1s", "fetch at these `times` after the handshake, comma-separated")
+	at := flag.String("at", "100ms,1.1s", "fetch at these `times` after the start, comma-separated")
+	kernel := flag.Bool("kernel", false, "open perfevent.conf's events directly instead of running the agent")
 	flag.Parse()
 	r := Report{Dir: *dir}
-	if err := run(&r, *agent, *at, flag.Args()); err != nil {
+	times, err := parseTimes(*at)
+	if err == nil {
+		var stop atomic.Bool
+		go spin(&stop)
+		if *kernel {
+			err = readKernel(&r, times)
+		} else {
+			err = runAgent(&r, *agent, times, flag.Args())
+		}
+		stop.Store(true)
+	}
+	if err != nil {
 		r.Error = err.Error()
 	}
-	log, _ := os.ReadFile(filepath.Join(*dir, "perfevent.log"))
-	r.Log = string(log)
+	if !*kernel {
+		log, _ := os.ReadFile(filepath.Join(*dir, "perfevent.log"))
+		r.Log = string(log)
+	}
 	out, err := json.Marshal(r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "armvm:", err)
@@ -69,23 +97,22 @@ func main() {
 	fmt.Printf("armvm: %s\n", out)
 }
 
-func run(r *Report, agent, at string, subtrees []string) error {
+func parseTimes(at string) ([]time.Duration, error) {
 	var times []time.Duration
 	for _, s := range strings.Split(at, ",") {
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("-at: %v", err)
+			return nil, fmt.Errorf("-at: %v", err)
 		}
 		times = append(times, d)
 	}
+	return times, nil
+}
+
+func runAgent(r *Report, agent string, times []time.Duration, subtrees []string) error {
 	if len(subtrees) == 0 {
 		return errors.New("name the metrics to fetch (subtrees such as perfevent.hwcounters)")
 	}
-
-	var stop atomic.Bool
-	defer stop.Store(true)
-	go spin(&stop)
-
 	c, err := pmcdtest.StartCommand(exec.Command(agent, "-d", "127", "-U", "root",
 		"-c", filepath.Join(r.Dir, "perfevent.conf"), "-l", filepath.Join(r.Dir, "perfevent.log"),
 		"--pmids", filepath.Join(r.Dir, "pmids"), "--lockfile", filepath.Join(r.Dir, "perflock")))
@@ -102,7 +129,6 @@ func run(r *Report, agent, at string, subtrees []string) error {
 
 // fetchAll fetches every metric below subtrees at each of times.
 func fetchAll(r *Report, c *pmcdtest.Client, start time.Time, times []time.Duration, subtrees []string) error {
-
 	var names []string
 	var ids []pdu.PMID
 	for _, sub := range subtrees {
@@ -137,6 +163,61 @@ func fetchAll(r *Report, c *pmcdtest.Client, start time.Time, times []time.Durat
 				}
 			}
 			f.Values[names[i]] = vals
+		}
+		r.Fetches = append(r.Fetches, f)
+	}
+	return nil
+}
+
+// readKernel opens the events of the directory's perfevent.conf, as the
+// agent's planner resolves them, each on its own descriptor per CPU, and
+// reads them all at each of times.
+func readKernel(r *Report, times []time.Duration) error {
+	f, perr := config.ParseFile(filepath.Join(r.Dir, "perfevent.conf"))
+	if f == nil {
+		return perr
+	}
+	m, err := setup.ReadMachine(pmu.Default())
+	if err != nil {
+		return err
+	}
+	type counter struct {
+		event string
+		cpu   int
+		fd    *perf.FD
+	}
+	var open []counter
+	defer func() {
+		for _, c := range open {
+			c.fd.Close()
+		}
+	}()
+	for _, sp := range setup.Make(f, perr, m, false).Specs() {
+		attr := sp.Attr
+		attr.Size = perf.AttrSize
+		attr.Read_format = perf.ReadFormat
+		attr.Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
+		for _, cpu := range sp.CPUs {
+			fd, err := perf.OpenCPU(&attr, cpu)
+			if err != nil {
+				return fmt.Errorf("opening %s on cpu%d: %v", sp.Name, cpu, err)
+			}
+			open = append(open, counter{sp.Name, cpu, fd})
+		}
+	}
+	start := time.Now()
+	for _, t := range times {
+		time.Sleep(time.Until(start.Add(t)))
+		f := Fetch{At: time.Since(start), Counts: map[string]map[int32]perf.Count{}}
+		for _, c := range open {
+			n, err := c.fd.Read()
+			if err != nil {
+				return fmt.Errorf("reading %s on cpu%d: %v", c.event, c.cpu, err)
+			}
+			if f.Counts[c.event] == nil {
+				f.Counts[c.event] = map[int32]perf.Count{}
+			}
+			f.Counts[c.event][int32(c.cpu)] = n
 		}
 		r.Fetches = append(r.Fetches, f)
 	}
