@@ -2,7 +2,6 @@ package qa
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,7 +75,7 @@ func (vm armVM) boot(t *testing.T, initrd string, shift int) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, vm.qemu, "-M", "virt", "-cpu", "neoverse-n1", "-smp", "2", "-m", "1024",
+	cmd := exec.CommandContext(ctx, vm.qemu, "-M", "virt", "-cpu", "neoverse-n1", "-smp", "2", "-m", "256",
 		"-nographic", "-no-reboot", "-nic", "none", "-icount", fmt.Sprintf("shift=%d", shift),
 		"-kernel", vm.kernel, "-initrd", initrd, "-append", "console=ttyAMA0 panic=-1 quiet")
 	out, err := cmd.CombinedOutput()
@@ -97,7 +96,7 @@ func TestARMVMKernelAcceptsCatalog(t *testing.T) {
 	work := t.TempDir()
 	test := filepath.Join(work, "pfm.test")
 	buildARM64(t, "test", "-c", "-o", test, "./internal/pfm")
-	initrd := filepath.Join(work, "initrd.gz")
+	initrd := filepath.Join(work, "initrd.cpio")
 	if err := writeInitramfs(initrd, catalogInit, map[string]string{"bin/busybox": vm.busybox, "bin/pfm.test": test}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +266,7 @@ func TestARMVMAgent(t *testing.T) {
 		init += fmt.Sprintf("/bin/armvm -dir %s -at %s %s || rc=1\n", dir, s.at, mode)
 	}
 	init += "echo \"=== exit ${rc:-0}\"\npoweroff -f\n"
-	initrd := filepath.Join(work, "initrd.gz")
+	initrd := filepath.Join(work, "initrd.cpio")
 	bins := map[string]string{"bin/busybox": vm.busybox, "bin/pmdaperfevent": agent, "bin/armvm": driver}
 	if err := writeInitramfs(initrd, init, bins, texts); err != nil {
 		t.Fatal(err)
@@ -343,8 +342,8 @@ const perCycle = 1.0 / (1 << armShift)
 // scaledTolerance bounds the error of a multiplexed count, scaled, against
 // the instructions or cycles of the whole interval: 0.2 % for the rotation
 // (see muxInterval), and the few emulated ms between reading the counters
-// and reading cpu-clock. A count left unscaled, on the PMU 90 % of the
-// time or less, would be at least 10 % short.
+// and reading cpu-clock. A count left unscaled, on the PMU 95 % of the
+// time or less, would be at least 5 % short.
 const scaledTolerance = 0.02
 
 func checkFits(t *testing.T, r *vmReport) {
@@ -414,7 +413,7 @@ func checkGroup(t *testing.T, r *vmReport) {
 		// events, each scaled to the instructions of the whole interval.
 		truth := r.counted(t, "cpu-clock", cpu) * perCycle
 		for _, ev := range chained {
-			if d := r.duty(t, ev, cpu); d <= 0 || d > 0.9 {
+			if d := r.duty(t, ev, cpu); d <= 0 || d > 0.95 {
 				t.Errorf("%s dutycycle on cpu%d = %v; want it counting, multiplexed", ev, cpu, d)
 			}
 			near(t, fmt.Sprintf("Δ%s on cpu%d", ev, cpu), r.counted(t, ev, cpu), truth, scaledTolerance)
@@ -448,7 +447,7 @@ func checkMux(t *testing.T, r, k *vmReport) {
 		for _, ev := range muxed() {
 			d := r.duty(t, ev, cpu)
 			sum += d
-			if d <= 0.5 || d > 0.9 {
+			if d <= 0.5 || d > 0.95 {
 				t.Errorf("%s dutycycle on cpu%d = %v; want it multiplexed, about 7/8", ev, cpu, d)
 			}
 			perNS := perCycle
@@ -473,22 +472,23 @@ func checkMux(t *testing.T, r, k *vmReport) {
 	}
 }
 
-// writeInitramfs writes a gzipped newc cpio archive (the kernel's
-// initramfs format) holding /init, the binaries given (archive path to
+// writeInitramfs writes a newc cpio archive (the kernel's initramfs
+// format), uncompressed: gunzip on the emulated CPU took longer than
+// QEMU takes to load the larger file. It holds /init, the binaries given (archive path to
 // host path), the text files given (archive path to contents), the
 // directories they are in and those the init needs.
 func writeInitramfs(path, init string, bins, texts map[string]string) error {
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	w := &buf
 	ino := 0
 	add := func(name string, mode uint32, data []byte) {
 		ino++
-		fmt.Fprintf(zw, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+		fmt.Fprintf(w, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
 			ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name)+1, 0)
-		io.WriteString(zw, name+"\x00")
-		zw.Write(make([]byte, pad4(110+len(name)+1)))
-		zw.Write(data)
-		zw.Write(make([]byte, pad4(len(data))))
+		io.WriteString(w, name+"\x00")
+		w.Write(make([]byte, pad4(110+len(name)+1)))
+		w.Write(data)
+		w.Write(make([]byte, pad4(len(data))))
 	}
 	// The kernel makes no parent directories: they come first.
 	dirs := map[string]bool{"bin": true, "proc": true, "sys": true, "dev": true, "tmp": true}
@@ -514,9 +514,6 @@ func writeInitramfs(path, init string, bins, texts map[string]string) error {
 		add(name, 0o100644, []byte(texts[name]))
 	}
 	add("TRAILER!!!", 0, nil)
-	if err := zw.Close(); err != nil {
-		return err
-	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
