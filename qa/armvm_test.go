@@ -329,7 +329,7 @@ func (r *vmReport) duty(t *testing.T, event string, cpu int32) float64 {
 // near fails unless got is within tol (a fraction) of want.
 func near(t *testing.T, what string, got, want, tol float64) {
 	t.Helper()
-	if math.Abs(got/want-1) > tol {
+	if !(math.Abs(got/want-1) <= tol) { // NaN, from 0/0, fails too
 		t.Errorf("%s = %.6g, want %.6g within %g %%", what, got, want, 100*tol)
 	} else {
 		t.Logf("%s = %.6g (%.6g expected)", what, got, want)
