@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,9 @@ func buildARM64(t *testing.T, args ...string) {
 	}
 }
 
+// vmSMP is how many CPUs the emulated machine has.
+const vmSMP = 2
+
 // boot runs the machine on initrd until its init powers it off, with
 // QEMU's -icount shift=shift: instructions count only with a fixed
 // icount, and each then takes 2^shift ns of emulated time. It returns the
@@ -75,7 +79,7 @@ func (vm armVM) boot(t *testing.T, initrd string, shift int) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, vm.qemu, "-M", "virt", "-cpu", "neoverse-n1", "-smp", "2", "-m", "256",
+	cmd := exec.CommandContext(ctx, vm.qemu, "-M", "virt", "-cpu", "neoverse-n1", "-smp", strconv.Itoa(vmSMP), "-m", "256",
 		"-nographic", "-no-reboot", "-nic", "none", "-icount", fmt.Sprintf("shift=%d", shift),
 		"-kernel", vm.kernel, "-initrd", initrd, "-append", "console=ttyAMA0 panic=-1 quiet")
 	out, err := cmd.CombinedOutput()
@@ -129,8 +133,10 @@ poweroff -f
 // armShift is the -icount shift of TestARMVMAgent: each instruction takes
 // 2^3 ns of emulated time, and QEMU's cycle counter counts emulated ns at
 // 1 GHz, so cycles = 8 × instructions whenever some CPU is busy. The guest
-// then runs at 125 M instructions per emulated second, about what QEMU
-// manages here per real second, so emulated and real time keep pace.
+// then runs at 125 M instructions per emulated second, roughly what QEMU
+// manages here per real second, so emulated and real time keep pace. A
+// larger shift slows the agent's start-up in emulated time: at 7 it
+// outlasts the 5 s that qa/armvm, like pmcd, waits for the handshake.
 const armShift = 3
 
 // instCopies spell INST_RETIRED (event 0x08) in seven ways the agent
@@ -299,8 +305,15 @@ func TestARMVMAgent(t *testing.T) {
 	t.Run("mux", func(t *testing.T) { checkMux(t, reports["mux"], reports["kernel"]) })
 }
 
-// vmCPUs are the emulated machine's CPUs, the instances of every counter.
-var vmCPUs = []int32{0, 1}
+// vmCPUs are the emulated machine's CPUs (vmSMP of them), the instances
+// of every counter.
+var vmCPUs = func() []int32 {
+	var cpus []int32
+	for c := range int32(vmSMP) {
+		cpus = append(cpus, c)
+	}
+	return cpus
+}()
 
 // inst is the value of a metric's instance in fetch i of r.
 func (r *vmReport) inst(t *testing.T, i int, metric string, cpu int32) float64 {
@@ -473,10 +486,10 @@ func checkMux(t *testing.T, r, k *vmReport) {
 }
 
 // writeInitramfs writes a newc cpio archive (the kernel's initramfs
-// format), uncompressed: gunzip on the emulated CPU took longer than
-// QEMU takes to load the larger file. It holds /init, the binaries given (archive path to
-// host path), the text files given (archive path to contents), the
-// directories they are in and those the init needs.
+// format) holding /init, the binaries given (archive path to host path),
+// the text files given (archive path to contents), the directories they
+// are in and those the init needs. It is not compressed: gunzip on the
+// emulated CPU took longer than QEMU takes to load the larger file.
 func writeInitramfs(path, init string, bins, texts map[string]string) error {
 	var buf bytes.Buffer
 	w := &buf
