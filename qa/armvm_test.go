@@ -352,12 +352,19 @@ func near(t *testing.T, what string, got, want, tol float64) {
 // perCycle is instructions per cycle under -icount shift=armShift.
 const perCycle = 1.0 / (1 << armShift)
 
-// scaledTolerance bounds the error of a multiplexed count, scaled, against
-// the instructions or cycles of the whole interval: 0.2 % for the rotation
-// (see muxInterval), and the few emulated ms between reading the counters
-// and reading cpu-clock. A count left unscaled, on the PMU 95 % of the
-// time or less, would be at least 5 % short.
-const scaledTolerance = 0.02
+// scaledTolerance bounds the error of the agent's count of a multiplexed
+// event over an interval, scaled, against the instructions or cycles of
+// that interval by cpu-clock: 0.2 % for the rotation (see muxInterval),
+// the rest for the time between the reads of one fetch. A read on another
+// CPU waits for QEMU to run that CPU, so cpu-clock may be read up to about
+// 50 emulated ms after a counter, or before it, by a different amount in
+// each fetch. A count left unscaled, on the PMU at most 92 % of the time,
+// would be at least 8 % short.
+const scaledTolerance = 0.05
+
+// kernelTolerance bounds the error of the kernel's own counts: each read
+// gives the count with its times, so only the rotation's 0.2 % remains.
+const kernelTolerance = 0.005
 
 func checkFits(t *testing.T, r *vmReport) {
 	if strings.Contains(r.Log, "does not fit") || strings.Contains(r.Log, "has not run") {
@@ -378,10 +385,6 @@ func checkFits(t *testing.T, r *vmReport) {
 		near(t, fmt.Sprintf("ratio.ipc[cpu%d]", cpu), r.inst(t, 1, "perfevent.ratio.ipc", cpu), perCycle, 1e-4)
 		near(t, fmt.Sprintf("ratio.cpi[cpu%d]", cpu), r.inst(t, 1, "perfevent.ratio.cpi", cpu), 1/perCycle, 1e-4)
 		near(t, fmt.Sprintf("Δinstructions/Δcycles on cpu%d", cpu), ins/cyc, perCycle, 1e-4)
-		// The cycle counter counts emulated ns, as cpu-clock does; the
-		// two are read a few emulated ms apart (a read on another CPU
-		// waits for QEMU to run that CPU).
-		near(t, fmt.Sprintf("Δcycles/Δcpu-clock on cpu%d", cpu), cyc/r.counted(t, "cpu-clock", cpu), 1, 0.03)
 	}
 	near(t, "ratio.all.ipc", r.inst(t, 1, "perfevent.ratio.all.ipc", -1), perCycle, 1e-4)
 	if _, ok := r.Fetches[0].Values["perfevent.ratio.ipc"][0]; ok {
@@ -425,11 +428,22 @@ func checkGroup(t *testing.T, r *vmReport) {
 		// Then all eight count on their own: six counters for eight
 		// events, each scaled to the instructions of the whole interval.
 		truth := r.counted(t, "cpu-clock", cpu) * perCycle
-		for _, ev := range chained {
-			if d := r.duty(t, ev, cpu); d <= 0 || d > 0.95 {
+		split := 0.0 // the dutycycles of the seven, since the split
+		for i, ev := range chained {
+			d := r.duty(t, ev, cpu)
+			if i < len(chained)-1 {
+				split += d / float64(len(chained)-1)
+			}
+			if d <= 0 || d > 0.92 {
 				t.Errorf("%s dutycycle on cpu%d = %v; want it counting, multiplexed", ev, cpu, d)
 			}
-			near(t, fmt.Sprintf("Δ%s on cpu%d", ev, cpu), r.counted(t, ev, cpu), truth, scaledTolerance)
+			near(t, fmt.Sprintf("Δ%s on cpu%d (dutycycle %.3f)", ev, cpu, d), r.counted(t, ev, cpu), truth, scaledTolerance)
+		}
+		// Eight events take turns on six general counters, 6/8 of the
+		// time each. A descriptor that the split left behind, still
+		// taking its turn, would make it 6/9.
+		if math.Abs(split-6.0/8) > 0.02 {
+			t.Errorf("the seven split on cpu%d ran %.3f of the time on average, want 6/8: eight events on six counters", cpu, split)
 		}
 		for _, g := range group {
 			near(t, fmt.Sprintf("ratio.%s[cpu%d]", g, cpu), r.inst(t, 2, "perfevent.ratio."+g, cpu), 1, scaledTolerance)
@@ -460,7 +474,7 @@ func checkMux(t *testing.T, r, k *vmReport) {
 		for _, ev := range muxed() {
 			d := r.duty(t, ev, cpu)
 			sum += d
-			if d <= 0.5 || d > 0.95 {
+			if d <= 0.5 || d > 0.92 {
 				t.Errorf("%s dutycycle on cpu%d = %v; want it multiplexed, about 7/8", ev, cpu, d)
 			}
 			perNS := perCycle
@@ -469,9 +483,12 @@ func checkMux(t *testing.T, r, k *vmReport) {
 			}
 			got := r.counted(t, ev, cpu)
 			near(t, fmt.Sprintf("Δ%s on cpu%d (dutycycle %.3f)", ev, cpu, d), got, clock*perNS, scaledTolerance)
-			// What the kernel says of the same events without the agent,
-			// scaled by hand: the same rate, and the same share of time.
+			// What the kernel says of the same events without the agent:
+			// counts per ns on the PMU, which is what scaling assumes, at
+			// the emulator's rates; the agent's at the same rate, and the
+			// same share of time on the PMU.
 			kr, kd := k.rate(t, ev, cpu)
+			near(t, fmt.Sprintf("the kernel's Δ%s per ns running on cpu%d", ev, cpu), kr, perNS, kernelTolerance)
 			near(t, fmt.Sprintf("Δ%s per cpu-clock ns on cpu%d, the agent's against the kernel's alone", ev, cpu), got/clock, kr, scaledTolerance)
 			if math.Abs(d-kd) > 0.05 {
 				t.Errorf("%s dutycycle on cpu%d = %.3f, but alone the kernel ran it %.3f of the time", ev, cpu, d, kd)

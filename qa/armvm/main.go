@@ -16,7 +16,7 @@
 // the enabled and running times. The test compares the agent's scaling with
 // that.
 //
-// Meanwhile one goroutine keeps a CPU busy. Under QEMU's -icount the
+// Meanwhile one goroutine keeps a CPU busy, at the lowest priority. Under QEMU's -icount the
 // emulated clock (and with it the cycle counter) is the instruction count
 // scaled, but when every CPU is idle QEMU moves the clock on without
 // instructions; the busy CPU keeps the two in step, so that instructions
@@ -224,9 +224,12 @@ func readKernel(r *Report, times []time.Duration) error {
 	return nil
 }
 
-// spin keeps one CPU executing instructions until stop is set.
+// spin keeps one CPU executing instructions until stop is set. It runs
+// as SCHED_IDLE, so that it never keeps the agent waiting: reads that the
+// guest's scheduler put off would be taken tens of emulated ms apart.
 func spin(stop *atomic.Bool) {
 	runtime.LockOSThread()
+	unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0) // best effort
 	x := uint64(1)
 	for !stop.Load() {
 		for range 1000 {
