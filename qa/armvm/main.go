@@ -16,11 +16,14 @@
 // the enabled and running times. The test compares the agent's scaling with
 // that.
 //
-// Meanwhile one goroutine keeps a CPU busy, at the lowest priority. Under QEMU's -icount the
-// emulated clock (and with it the cycle counter) is the instruction count
-// scaled, but when every CPU is idle QEMU moves the clock on without
-// instructions; the busy CPU keeps the two in step, so that instructions
-// per cycle is the emulator's fixed ratio.
+// Meanwhile one goroutine keeps a CPU busy, at the lowest priority. Under
+// QEMU's -icount the emulated clock (and with it the cycle counter) is the
+// instruction count scaled, but when every CPU is idle QEMU moves the clock
+// on without instructions; the busy CPU keeps the two in step, so that
+// instructions per cycle is the emulator's fixed ratio.
+//
+// armvm exits 0 when it has printed its report, which says what went
+// wrong if anything did.
 package main
 
 import (
