@@ -2,4 +2,7 @@ module perfevent
 
 go 1.26.0
 
-require golang.org/x/sys v0.50.0
+require (
+	golang.org/x/sys v0.50.0
+	golang.org/x/time v0.16.0
+)

@@ -1,12 +1,16 @@
 package main
 
-import rtmetrics "runtime/metrics"
+import (
+	rtmetrics "runtime/metrics"
+
+	"perfevent/internal/pmda"
+)
 
 // logRuntime writes one line about the Go runtime (SIGUSR1). It lets a
 // soak test, or an administrator who suspects a leak, tell a live heap
 // that grows from one that is only settling, without a debugger: RSS alone
 // also moves with the garbage collector and the scavenger.
-func (a *agent) logRuntime() {
+func logRuntime(log *pmda.Logger) {
 	s := []rtmetrics.Sample{
 		{Name: "/sched/goroutines:goroutines"},
 		{Name: "/memory/classes/heap/objects:bytes"},
@@ -21,6 +25,6 @@ func (a *agent) logRuntime() {
 			v[i] = s[i].Value.Uint64()
 		}
 	}
-	a.log.Infof("runtime: %d goroutines, heap %d kB (%d kB live at the last GC), %d kB mapped, %d GC cycles",
+	log.Infof("runtime: %d goroutines, heap %d kB (%d kB live at the last GC), %d kB mapped, %d GC cycles",
 		v[0], v[1]>>10, v[2]>>10, v[3]>>10, v[4])
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"perfevent/internal/pmda"
@@ -149,6 +150,43 @@ func TestClustersUnreadableIsNotEmpty(t *testing.T) {
 	c, errs := LoadClusters(path)
 	if c != nil || len(errs) != 1 || !strings.Contains(errs[0].Error(), "reading the PMID map "+path) {
 		t.Errorf("LoadClusters = %v, %v; want nil and the read error", c, errs)
+	}
+}
+
+// A map that belongs to another user is read only if the caller trusts
+// that user, and so is its directory given away; root's always is.
+func TestClustersTrustsTheOwnersItIsGiven(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give the map to another user")
+	}
+	const other = 65534 // nobody's uid on Debian; any uid but root's does
+	dir := filepath.Join(t.TempDir(), "perfevent")
+	os.Mkdir(dir, 0o755)
+	path := filepath.Join(dir, "pmids")
+	os.WriteFile(path, []byte("7 hwcounters.cpu_clock\n"), 0o644)
+	if err := os.Chown(path, other, other); err != nil {
+		t.Fatal(err)
+	}
+	if c, errs := LoadClusters(path); c != nil || len(errs) != 1 || !strings.Contains(errs[0].Error(), "it belongs to uid 65534, not to root or the agent's user") {
+		t.Errorf("a map of an untrusted uid: %v, %v", c, errs)
+	}
+	c, errs := LoadClusters(path, 1000, other)
+	if c == nil || len(errs) != 0 {
+		t.Fatalf("a map of a trusted uid: %v", errs)
+	}
+	if n, _ := c.Cluster("hwcounters.cpu_clock"); n != 7 {
+		t.Errorf("cpu_clock's cluster %d, want 7 from the map", n)
+	}
+
+	os.Chown(dir, other, other)
+	if err := PrepareMapDir(path, 1000, 1000, true); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Errorf("giving away a directory of an untrusted uid: %v", err)
+	}
+	if err := PrepareMapDir(path, 1000, 1000, true, other); err != nil {
+		t.Errorf("giving away a directory of a trusted uid: %v", err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 1000 {
+		t.Errorf("the directory after PrepareMapDir: %v, %v; want uid 1000's", fi, err)
 	}
 }
 

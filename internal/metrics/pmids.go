@@ -53,10 +53,14 @@ func NewClusters() *Clusters {
 // another matter: numbering metrics without it would put new data under old
 // PMIDs in existing archives, and saving would overwrite it. LoadClusters
 // then returns a nil map and the error alone.
-func LoadClusters(path string) (*Clusters, []error) {
+//
+// The map must belong to root, to the user the agent runs as, or to one of
+// trusted: the users an earlier agent ran as (a change of -U must not lose
+// the numbers it saved).
+func LoadClusters(path string, trusted ...int) (*Clusters, []error) {
 	c := NewClusters()
 	c.path = path
-	data, err := readMap(path)
+	data, err := readMap(path, trusted)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -119,10 +123,11 @@ func (c *Clusters) add(key string, n int) {
 }
 
 // readMap reads the map without following a symbolic link, and only if it
-// is a regular file of root's or of the user the agent runs as. The root
-// agent reads it, and its directory may belong to that user: a link there
-// must not let the user have root copy some other file into the log.
-func readMap(path string) ([]byte, error) {
+// is a regular file of root's, of the user the agent runs as, or of a
+// trusted uid. The root agent reads it, and its directory may belong to
+// that user: a link there must not let the user have root copy some other
+// file into the log.
+func readMap(path string, trusted []int) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
@@ -138,7 +143,7 @@ func readMap(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("it is not a regular file (%v)", fi.Mode().Type())
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() && !slices.Contains(owners, int(st.Uid)) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() && !slices.Contains(trusted, int(st.Uid)) {
 		return nil, fmt.Errorf("it belongs to uid %d, not to root or the agent's user", st.Uid)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxMapSize+1))
@@ -147,14 +152,6 @@ func readMap(path string) ([]byte, error) {
 	}
 	return data, err
 }
-
-// owners are the uids that may own the map besides root (TrustOwners).
-var owners []int
-
-// TrustOwners names the users, besides root, whose PMID map the agent
-// trusts: the one it runs as after start-up, and the one an earlier agent
-// ran as (a change of -U must not lose the numbers it saved).
-func TrustOwners(uids ...int) { owners = slices.Clone(uids) }
 
 // clip quotes at most the start of a bad line: the log is world-readable.
 func clip(s string) string {
@@ -255,11 +252,11 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 // PrepareMapDir creates the directory of the map at path if it is missing
 // and, when adopt is true, gives it to uid:gid so that an agent running as
 // that user can replace the map after a reload. Only a real directory (no
-// link is followed) owned by root or by a trusted user (TrustOwners) is
+// link is followed) owned by root or by one of trusted (as LoadClusters) is
 // given away: the agent hands over what it or an earlier agent made, never
 // something planted there. The map itself is not touched: a rename in the
 // directory replaces it whoever owns it.
-func PrepareMapDir(path string, uid, gid int, adopt bool) error {
+func PrepareMapDir(path string, uid, gid int, adopt bool, trusted ...int) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -279,7 +276,7 @@ func PrepareMapDir(path string, uid, gid int, adopt bool) error {
 	switch {
 	case int(st.Uid) == uid && int(st.Gid) == gid:
 		return nil
-	case st.Uid != 0 && !slices.Contains(owners, int(st.Uid)):
+	case st.Uid != 0 && !slices.Contains(trusted, int(st.Uid)):
 		return fmt.Errorf("PMID map directory %s belongs to uid %d, not to root or the agent's user; leaving it as it is", dir, st.Uid)
 	case st.Mode&0o022 != 0:
 		return fmt.Errorf("PMID map directory %s is writable by group or others (mode %#o); leaving it as it is", dir, st.Mode&0o7777)

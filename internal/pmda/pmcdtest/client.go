@@ -25,9 +25,7 @@ type Client struct {
 
 // link is what the Clients of every slot of one connection share.
 type link struct {
-	// Timeout bounds the wait for each reply, and for the agent to end
-	// after Close. Zero means DefaultTimeout.
-	Timeout time.Duration
+	limit time.Duration // SetTimeout's; zero means DefaultTimeout
 
 	r     *pdu.Reader
 	rd    io.Reader
@@ -36,7 +34,7 @@ type link struct {
 	creds []pdu.Cred
 
 	wait     func() error // waits for the agent to end
-	kill     func()       // ends an agent that outstays Timeout, if it can
+	kill     func()       // ends an agent that outstays the timeout, if it can
 	waitOnce sync.Once
 	ended    chan struct{}
 	endErr   error
@@ -126,9 +124,13 @@ func (c *Client) Slot(n int32) *Client { return &Client{link: c.link, from: n} }
 // AgentCreds returns the credentials the agent sent in its handshake.
 func (c *Client) AgentCreds() []pdu.Cred { return c.creds }
 
+// SetTimeout sets how long each reply may take, and the agent's exit after
+// Close, for every slot of the connection; zero restores DefaultTimeout.
+func (c *Client) SetTimeout(d time.Duration) { c.limit = d }
+
 func (l *link) timeout() time.Duration {
-	if l.Timeout > 0 {
-		return l.Timeout
+	if l.limit > 0 {
+		return l.limit
 	}
 	return DefaultTimeout
 }
@@ -316,9 +318,9 @@ func (c *Client) names(req []byte) ([]string, []int32, error) {
 	return names, status, nil
 }
 
-// Wait waits, at most Timeout, for the agent to end without closing the
-// connection (after sending it something it must stop on), and returns
-// what Close would.
+// Wait waits, at most the timeout (SetTimeout), for the agent to end
+// without closing the connection (after sending it something it must stop
+// on), and returns what Close would.
 func (c *Client) Wait() error {
 	c.waitOnce.Do(func() {
 		go func() {
@@ -337,7 +339,7 @@ func (c *Client) Wait() error {
 // Close ends the agent as pmcd does, by closing pmcd's end of the
 // connection, and waits for it (see Wait). It returns the agent's error:
 // a command's exit status, or the serve function's error. An agent binary
-// still running after Timeout is killed.
+// still running after the timeout is killed.
 func (c *Client) Close() error {
 	c.w.Close()
 	err := c.Wait()

@@ -113,7 +113,7 @@ func TestFetchDecodesEveryType(t *testing.T) {
 	}
 }
 
-// An agent that never answers costs Timeout, not the test.
+// An agent that never answers costs the timeout, not the test.
 func TestTimeout(t *testing.T) {
 	var b pdu.Builder
 	c, err := pmcdtest.Connect(func(conn io.ReadWriter) error {
@@ -125,7 +125,7 @@ func TestTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.Timeout = 50 * time.Millisecond
+	c.SetTimeout(50 * time.Millisecond)
 	start := time.Now()
 	if _, err := c.Desc(pdu.NewPMID(dom, 0, 0)); err == nil || time.Since(start) > 5*time.Second {
 		t.Errorf("Desc of a silent agent: %v after %v", err, time.Since(start))

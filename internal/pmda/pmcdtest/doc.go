@@ -41,9 +41,10 @@
 // therefore found by name without reading any pmns file:
 // c.PMID("perfevent.active").
 //
-// Replies. Every request waits at most Client.Timeout (5 s, pmcd's default
-// for agents) for the reply. When the agent answers with an ERROR PDU, the
-// error returned is its pdu.Err itself, so callers compare it directly:
+// Replies. Every request waits at most 5 s (pmcd's default for agents;
+// SetTimeout changes it) for the reply. When the agent answers with an
+// ERROR PDU, the error returned is its pdu.Err itself, so callers compare
+// it directly:
 //
 //	if _, err := c.Desc(id); err == pdu.ErrPMID { ... }
 //

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"path/filepath"
@@ -14,7 +14,7 @@ import (
 // closed and its cpuN instances leave the instance domains, and a CPU that
 // came back gets counters and instances again. Values continue
 // (counter.Set.Carry) on every CPU that stayed.
-func (a *agent) watchCPUs(opts cpuhotplug.Options) {
+func (a *Agent) watchCPUs(opts cpuhotplug.Options) {
 	if opts.Path == "" {
 		opts.Path = filepath.Join(a.fs.Sys, "devices", "system", "cpu", "online")
 		if a.fs.Sys == "" {
@@ -35,7 +35,7 @@ func (a *agent) watchCPUs(opts cpuhotplug.Options) {
 
 // checkCPUs is called when a counter's read starts failing: a CPU that went
 // offline is one reason. It never blocks (it runs inside a fetch).
-func (a *agent) checkCPUs() {
+func (a *Agent) checkCPUs() {
 	if w := a.cpus; w != nil {
 		w.Check()
 	}
@@ -45,7 +45,7 @@ func (a *agent) checkCPUs() {
 // waits while perfalloc holds the counters (the holder was promised the
 // PMU), and it takes its turn in the reopen pacing, so that a CPU flapping
 // on and off costs at most one rebuild per minReopen.
-func (a *agent) cpusChanged(online []int) {
+func (a *Agent) cpusChanged(online []int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.reserved {

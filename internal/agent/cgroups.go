@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"fmt"
@@ -11,10 +11,6 @@ import (
 	"perfevent/internal/pmda"
 	"perfevent/internal/setup"
 )
-
-// cgroupIDs numbers cgroup instances for the life of the process, across
-// reloads, so that an id never changes hands.
-var cgroupIDs = cgroup.NewIDs()
 
 // cgroupsConf is the per-cgroup configuration, beside perfevent.conf (a
 // file of its own: the C agent's parser would reject new lines there).
@@ -75,10 +71,10 @@ func planCgroups(config string, plan *setup.Plan) cgroupPlan {
 // startCgroups starts counting per cgroup what cgroups.conf asks for,
 // with the events of the plan, and returns the tracker (nil if nothing is
 // counted) and what the table needs to serve it.
-func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroups) {
-	p := planCgroups(a.o.config, plan)
+func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroups) {
+	p := planCgroups(a.o.Config, plan)
 	if p.missing {
-		a.log.Infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.config))
+		a.log.Infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
 	}
 	for _, n := range p.notes {
 		a.logNote(n)
@@ -97,7 +93,7 @@ func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 		return nil, nil
 	}
 	debugf := func(string, ...any) {}
-	if a.o.debug != "" {
+	if a.o.Debug {
 		debugf = a.log.Infof
 	}
 	t := cgroup.New(cgroup.Options{
@@ -106,7 +102,7 @@ func (a *agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 		Max:       cfg.Max,
 		Events:    events,
 		CPUs:      cpus,
-		IDs:       cgroupIDs,
+		IDs:       a.cgroupIDs,
 		Infof:     a.log.Infof,
 		Debugf:    debugf,
 		Changed: func(in []cgroup.Instance) {

@@ -1,116 +1,25 @@
-package main
+package agent
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"perfevent/internal/counter"
-	"perfevent/internal/counter/countertest"
-	"perfevent/internal/cpuhotplug"
-	"perfevent/internal/pmda"
-	"perfevent/internal/pmu"
 	"perfevent/internal/reservation"
 )
 
-// syncBuffer is a log that the watcher's goroutine writes and the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// fakes are the countertest fakes of an agent, one per generation (a fake
-// refuses a second open of an event on a CPU, which a rebuild does before
-// it closes the old generation).
-type fakes struct {
-	mu  sync.Mutex
-	all []*countertest.Opener
-}
-
-func (f *fakes) open() counter.Opener {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o := countertest.New()
-	f.all = append(f.all, o)
-	return o
-}
-
-// AddAll counts on the newest generation's counters.
-func (f *fakes) AddAll(value, enabled, running uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.all[len(f.all)-1].AddAll(value, enabled, running)
-}
-
-// OpenNow is the number of counters open in every generation.
-func (f *fakes) OpenNow() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, o := range f.all {
-		n += o.OpenNow()
-	}
-	return n
-}
-
 // hotplugAgent is an agent in this process over the vm fixture's sysfs,
 // whose online list the test rewrites, and the countertest fake.
-func hotplugAgent(t *testing.T, online string) (*agent, *fakes, string, *syncBuffer) {
+func hotplugAgent(t *testing.T, online string) (*Agent, *fakes, string, *syncBuffer) {
 	t.Helper()
-	dir := t.TempDir()
-	sys := filepath.Join(dir, "sys")
-	if out, err := exec.Command("cp", "-r", filepath.Join("..", "internal", "pmu", "testdata", "vm", "sys"), sys).CombinedOutput(); err != nil {
-		t.Fatalf("copying the vm fixture: %v\n%s", err, out)
-	}
-	onlinePath := filepath.Join(sys, "devices", "system", "cpu", "online")
-	if err := os.WriteFile(onlinePath, []byte(online+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "perfevent.conf")
-	os.WriteFile(conf, []byte("[perf]\ncpu-clock\n"), 0o644)
-	log := &syncBuffer{}
-	fake := &fakes{}
-	a := &agent{
-		o:      &options{config: conf, pmids: filepath.Join(dir, "pmids")},
-		fs:     &pmu.FS{Sys: sys, Proc: filepath.Join("..", "internal", "pmu", "testdata", "vm", "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
-		log:    pmda.NewLogger(log, prog),
-		opener: fake.open,
-	}
-	g, err := a.build(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.gen.Store(g)
-	a.watchCPUs(cpuhotplug.Options{Path: onlinePath, Poll: 10 * time.Millisecond, NoUevent: true})
-	t.Cleanup(func() {
-		a.cpus.Close()
-		if t.Failed() {
-			t.Logf("agent log:\n%s", log)
-		}
-	})
-	return a, fake, onlinePath, log
+	h := startAgent(t, online, "[perf]\ncpu-clock\n")
+	return h.a, h.fake, h.online, h.log
 }
 
 // instances is what the served generation offers for cpu-clock: the
 // counter's CPUs and its indom's instance names.
-func instances(t *testing.T, a *agent) ([]int, []string) {
+func instances(t *testing.T, a *Agent) ([]int, []string) {
 	t.Helper()
 	g := a.gen.Load()
 	ev, ok := g.set.Lookup("cpu-clock")
@@ -132,7 +41,7 @@ func instances(t *testing.T, a *agent) ([]int, []string) {
 	return g.set.CPUs(ev), names
 }
 
-func waitCPUs(t *testing.T, a *agent, want []int) {
+func waitCPUs(t *testing.T, a *Agent, want []int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -146,7 +55,7 @@ func waitCPUs(t *testing.T, a *agent, want []int) {
 }
 
 // value reads cpu-clock on one CPU through the served generation.
-func value(a *agent, cpu int) (uint64, bool) {
+func value(a *Agent, cpu int) (uint64, bool) {
 	set := a.gen.Load().set
 	ev, _ := set.Lookup("cpu-clock")
 	f := set.Begin()
@@ -172,7 +81,7 @@ func TestCPUComesBackAfterStartingWithoutIt(t *testing.T) {
 	fake.AddAll(100, 1, 1)
 	before, _ := value(a, 0)
 
-	os.WriteFile(online, []byte("0-1\n"), 0o644)
+	writeOnline(t, online, "0-1")
 	waitCPUs(t, a, []int{0, 1})
 	if _, names := instances(t, a); !slices.Equal(names, []string{"cpu0", "cpu1"}) {
 		t.Errorf("instances after cpu1 came back: %v", names)
@@ -198,7 +107,7 @@ func TestCPUOfflineAndBack(t *testing.T) {
 	waitCPUs(t, a, []int{0, 1})
 	fake.AddAll(50, 1, 1)
 	frozen, _ := value(a, 1)
-	os.WriteFile(online, []byte("0\n"), 0o644)
+	writeOnline(t, online, "0")
 	waitCPUs(t, a, []int{0})
 	// The new generation is served before the old one's counters close
 	// (a fetch in flight finishes with them), so wait for the close.
@@ -213,7 +122,7 @@ func TestCPUOfflineAndBack(t *testing.T) {
 	if n := fake.OpenNow(); n != 0 {
 		t.Fatalf("%d counters open while reserved", n)
 	}
-	os.WriteFile(online, []byte("0-1\n"), 0o644)
+	writeOnline(t, online, "0-1")
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(log.String(), "CPUs online now: 0-1; the counters follow when perfalloc releases them") {
 		if time.Now().After(deadline) {

@@ -1,0 +1,397 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"perfevent/internal/cgroup"
+	"perfevent/internal/config"
+	"perfevent/internal/counter"
+	"perfevent/internal/cpuhotplug"
+	"perfevent/internal/metrics"
+	"perfevent/internal/pdu"
+	"perfevent/internal/pmda"
+	"perfevent/internal/pmu"
+	"perfevent/internal/release"
+	"perfevent/internal/reservation"
+	"perfevent/internal/setup"
+)
+
+// Program is the agent's name in its log and state file.
+const Program = "pmdaperfevent"
+
+// version is what perfevent.version reports. The C agent says "1.0.1".
+const version = release.Version
+
+// Options are what the command line tells the supervisor.
+type Options struct {
+	Config string // perfevent.conf (-c)
+	// PMIDs is the PMID map (--pmids); DefaultPMIDs is where it lives
+	// unless --pmids says otherwise, the agent's own directory.
+	PMIDs, DefaultPMIDs string
+	LockFile            string        // perfalloc's lock file (--lockfile)
+	Poll                time.Duration // the lock file's poll (--poll)
+	NoInotify           bool          // poll the lock file only (--no-inotify)
+	Compat              bool          // -C: the pre-3.10.8 metric names
+	Debug               bool          // -D: log each start-up step in detail
+	CCompatible         bool          // --check --c-compatible
+	// User is the user to run as after start-up (-U), PCPUser
+	// $PCP_USER; "" or "root" stays root.
+	User, PCPUser string
+
+	Log *pmda.Logger // nil: Check only
+	FS  *pmu.FS      // sysfs, procfs, tracefs; nil: the host's
+
+	// NewOpener, if set, gives each generation's counter opener (tests:
+	// countertest); nil opens the kernel's counters.
+	NewOpener func() counter.Opener
+	// Hotplug tunes the watch on the online CPUs (tests: a fixture's
+	// file, a fast poll); zero watches the FS's list.
+	Hotplug cpuhotplug.Options
+}
+
+func (o *Options) fs() *pmu.FS {
+	if o.FS == nil {
+		o.FS = pmu.Default()
+	}
+	return o.FS
+}
+
+// generation is everything one reading of the configuration produced: a
+// SIGHUP builds a new one and swaps it in whole.
+type generation struct {
+	plan  *setup.Plan
+	set   *counter.Set
+	table *pmda.Table
+	src   *metrics.Source
+	cg    *cgroup.Tracker // per-cgroup counters; nil when none
+}
+
+// Agent is the running perfevent agent. It is the pmda.Fetcher: each fetch
+// is answered by the generation whose table pmcd's request was served from.
+type Agent struct {
+	o   Options
+	fs  *pmu.FS
+	log *pmda.Logger
+	pm  *pmda.Agent
+
+	// held is the configuration as opened at start-up, for reloads after
+	// the privilege drop.
+	held *config.Held
+
+	gen  atomic.Pointer[generation]
+	prev atomic.Pointer[generation] // the one before a reload, for a fetch in flight
+	cur  *generation                // the fetch being answered; Serve's goroutine only
+
+	// mu serialises reloads and reservation changes; reserved is what the
+	// lock file said last. reopens paces reopens and told quietens them.
+	mu        sync.Mutex
+	reserved  bool
+	reloadDue bool             // a SIGHUP came while reserved
+	reopens   *rate.Limiter    // reopens after perfalloc (pace)
+	now       func() time.Time // the pace's clock
+	sleep     func(time.Duration)
+	told      map[string]bool // failure lines already in the log
+	state     *reservation.StateFile
+	stateDir  *reservation.Directory
+	published atomic.Pointer[reservation.StateFile] // state, for RemoveState
+
+	trusted []int             // uids whose files in the agent's directories it adopts (agentUsers)
+	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
+	lock    *reservation.LockFile
+	watcher *reservation.Watcher
+	cpus    *cpuhotplug.Watcher // CPUs going offline and coming back
+	// cgroupIDs numbers cgroup instances for the agent's life, across
+	// reloads, so that an id never changes hands.
+	cgroupIDs *cgroup.IDs
+}
+
+// New returns an agent that has done nothing yet; Start starts it.
+func New(o Options) *Agent {
+	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs()}
+	a.fs = a.o.fs()
+	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
+	return a
+}
+
+// Start does what comes before serving pmcd, in the order the privilege
+// drop needs: the user to run as, the lock file and state directory, the
+// first generation, the lock watcher and state file, the drop itself, and
+// the watch on the online CPUs. Only an agent that cannot serve even its
+// static metrics is an error: an unreadable configuration is logged, and
+// perfevent.version and perfevent.active are served until a reload.
+func (a *Agent) Start() error {
+	// What needs a descriptor or root besides the counters comes first:
+	// the counters may use up the descriptor limit. The state file's and
+	// PMID map's directories are given to the user the agent will run as.
+	a.held = config.Hold(a.o.Config)
+	uid, gid, drop := a.runAs()
+	if err := a.openLock(uid, gid); err != nil {
+		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+	}
+
+	g, err := a.build(false)
+	if err != nil {
+		// An unreadable configuration: serve the static metrics and say
+		// why, rather than leave pmcd without an agent (the C agent exits).
+		a.log.Errorf("%v; serving perfevent.version and perfevent.active only until this is fixed and the agent gets SIGHUP", err)
+		if g, err = a.empty(); err != nil {
+			return err
+		}
+	}
+	a.gen.Store(g)
+
+	if a.lock != nil {
+		if err := a.watchLock(); err != nil {
+			a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+		}
+	}
+	if drop {
+		a.dropPrivileges(uid, gid)
+	}
+	a.mu.Lock()
+	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)
+	a.mu.Unlock()
+	a.watchCPUs(a.o.Hotplug) // a change from now on swaps the table
+	return nil
+}
+
+// Serve answers pmcd on conn until it closes it (pmda.Agent.Serve).
+func (a *Agent) Serve(conn io.ReadWriter) error { return a.pm.Serve(conn) }
+
+// Close stops the watchers and removes the state file: no agent, no state.
+func (a *Agent) Close() {
+	if a.cpus != nil {
+		a.cpus.Close()
+	}
+	a.stopReservation()
+	if a.held != nil {
+		a.held.Close()
+	}
+}
+
+// RemoveState removes the state file, for an exit that cannot wait for
+// Close (pmcd gone while the agent is busy); safe from any goroutine.
+func (a *Agent) RemoveState() {
+	if st := a.published.Load(); st != nil {
+		st.Close()
+	}
+}
+
+// Prepare implements pmda.Fetcher.
+func (a *Agent) Prepare(req *pmda.FetchRequest) error {
+	g := a.gen.Load()
+	if g.table != req.Table {
+		if p := a.prev.Load(); p != nil && p.table == req.Table {
+			g = p
+		} else {
+			return pdu.ErrAgain
+		}
+	}
+	a.cur = g
+	return g.src.Prepare(req)
+}
+
+// endContext forgets a client that went away; it runs on Serve's goroutine,
+// as Prepare does.
+func (a *Agent) endContext(client int32) {
+	for _, g := range [2]*generation{a.gen.Load(), a.prev.Load()} {
+		if g != nil {
+			g.src.Forget(client)
+		}
+	}
+}
+
+// Values implements pmda.Fetcher.
+func (a *Agent) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
+	return a.cur.src.Values(m, w)
+}
+
+func (a *Agent) logNote(n setup.Note) {
+	if n.Severity == setup.Problem {
+		a.log.Warningf("%s", n)
+	} else {
+		a.log.Infof("%s", n)
+	}
+}
+
+// build reads the configuration and turns it into open counters and the
+// table that serves them. Problems with single lines are logged and
+// skipped; only a configuration that cannot be read at all is an error.
+// seamless is for a reload with no reservation between the old counters
+// and these: their first fetch counts in perfevent.active.
+func (a *Agent) build(seamless bool) (*generation, error) {
+	// Counters take descriptors until the limit; keep a few back for the
+	// state file, inotify and the PMID map, which come after.
+	defer releaseFDs(holdFDs(spareFDs))
+
+	// The PMID map first: counters can take every descriptor there is,
+	// and without the map names would get other PMIDs than they had.
+	clusters, cerrs := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
+	for _, e := range cerrs {
+		a.log.Warningf("%v", e)
+	}
+	if clusters == nil {
+		// Numbers that differ from the archives' beat serving nothing.
+		// They are not saved over the map, so that fixing it and
+		// restarting brings the old numbers back.
+		if a.fresh == nil {
+			a.fresh = metrics.NewClusters()
+		}
+		clusters = a.fresh
+		a.log.Errorf("the PMID map %s cannot be used: metrics get fresh PMIDs for this run, unlike those in existing archives; fix or remove the map and restart the agent", a.o.PMIDs)
+	}
+	var opener counter.Opener
+	if a.o.NewOpener != nil {
+		opener = a.o.NewOpener()
+	}
+	c, err := count(&a.o, a.held, counter.Config{
+		Opener:         opener,
+		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
+		ReadFailed:     a.checkCPUs,
+		CountFirstRead: seamless,
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan, set := c.plan, c.set
+	// The plan's notes report these failures; a reopen repeats only new ones.
+	a.told = map[string]bool{}
+	for _, line := range c.sum.FailureLines() {
+		a.told[line] = true
+	}
+	cg, cgSpec := a.startCgroups(plan)
+	table, src, err := buildTable(&a.o, c, clusters, cgSpec)
+	if err != nil {
+		set.Close()
+		if cg != nil {
+			cg.Stop()
+		}
+		return nil, err
+	}
+	for _, e := range src.Skipped() {
+		a.log.Warningf("%v; not served", e)
+	}
+	if err := clusters.Save(); err != nil {
+		a.log.Warningf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)
+	}
+	for _, n := range plan.Notes {
+		a.logNote(n)
+	}
+	a.log.Infof("serving %d counters on %d descriptors and %d derived metrics", len(plan.Counters), c.sum.FDs, len(c.derived))
+	if len(plan.Counters) == 0 {
+		a.log.Warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", Program)
+	}
+	return &generation{plan: plan, set: set, table: table, src: src, cg: cg}, nil
+}
+
+// empty is a generation with no counters.
+func (a *Agent) empty() (*generation, error) {
+	set, err := counter.New(nil, counter.Config{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := set.Open(); err != nil {
+		return nil, err
+	}
+	clusters, _ := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
+	table, src, err := metrics.Build(metrics.Spec{Version: version, Set: set, Clusters: clusters})
+	if err != nil {
+		return nil, err
+	}
+	return &generation{plan: &setup.Plan{}, set: set, table: table, src: src}, nil
+}
+
+// Reload rereads the configuration (SIGHUP). If it cannot be read at all,
+// the agent keeps serving the old one. While perfalloc holds the counters
+// the reload waits for their release: building opens counters, and the
+// holder was promised the PMU to itself.
+func (a *Agent) Reload() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reserved {
+		a.reloadDue = true
+		a.log.Infof("reload of %s deferred: perfalloc holds the counters; it happens when they are released", a.o.Config)
+		return
+	}
+	a.reloadLocked(false)
+}
+
+// reloadLocked does the reload and says whether the new configuration is
+// served; the caller holds a.mu and the counters are not reserved.
+// afterRelease says that perfalloc has just let go of the old counters.
+func (a *Agent) reloadLocked(afterRelease bool) bool {
+	a.reloadDue = false
+	a.log.Infof("reloading %s", a.o.Config)
+	g, err := a.build(!afterRelease)
+	if err != nil {
+		a.log.Errorf("reload: %v; still serving the previous configuration", err)
+		return false
+	}
+	old := a.gen.Load()
+	g.set.Carry(old.set)
+	a.prev.Store(old)
+	a.gen.Store(g)
+	if a.pm != nil {
+		a.pm.SetTable(g.table)
+	}
+	if err := old.set.Close(); err != nil {
+		a.log.Warningf("closing the previous counters: %v", err)
+	}
+	old.stopCgroups()
+	a.updateState(nil)
+	a.log.Infof("reload done: the new configuration is served")
+	return true
+}
+
+// Reopens of the counters after perfalloc: reopenBurst in a row, then one
+// per minReopen.
+const (
+	minReopen   = 100 * time.Millisecond
+	reopenBurst = 3
+)
+
+// pace waits, if need be, until a reopen is allowed: a token bucket
+// holding reopenBurst tokens, refilled at one per minReopen.
+func (a *Agent) pace() {
+	now := a.now()
+	if d := a.reopens.ReserveN(now, 1).DelayFrom(now); d > 0 {
+		a.sleep(d)
+	}
+}
+
+// spareFDs is how many descriptors build keeps back from the counters.
+const spareFDs = 8
+
+// holdFDs opens up to n descriptors of /dev/null to keep them from the
+// counters; releaseFDs gives them back.
+func holdFDs(n int) []*os.File {
+	var held []*os.File
+	for range n {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		held = append(held, f)
+	}
+	return held
+}
+
+func releaseFDs(held []*os.File) {
+	for _, f := range held {
+		f.Close()
+	}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

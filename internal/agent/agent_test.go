@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/counter/countertest"
+	"perfevent/internal/cpuhotplug"
+	"perfevent/internal/pmda"
+	"perfevent/internal/pmda/pmcdtest"
+	"perfevent/internal/pmu"
+	"perfevent/internal/reservation/reservationtest"
+)
+
+func TestMain(m *testing.M) {
+	reservationtest.Main(nil) // the lock holders of the reservation tests
+	os.Exit(m.Run())
+}
+
+// syncBuffer is a log that the watchers' goroutines write and the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakes are the countertest fakes of an agent, one per generation (a fake
+// refuses a second open of an event on a CPU, which a rebuild does before
+// it closes the old generation).
+type fakes struct {
+	mu  sync.Mutex
+	all []*countertest.Opener
+}
+
+func (f *fakes) open() counter.Opener {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := countertest.New()
+	f.all = append(f.all, o)
+	return o
+}
+
+// AddAll counts on every counter open now, whichever generation holds it.
+func (f *fakes) AddAll(value, enabled, running uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, o := range f.all {
+		o.AddAll(value, enabled, running)
+	}
+}
+
+// OpenNow is the number of counters open in every generation.
+func (f *fakes) OpenNow() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, o := range f.all {
+		n += o.OpenNow()
+	}
+	return n
+}
+
+// tester is an Agent started in this process as pmdaperfevent starts it,
+// with its files in a directory of the test's, over the vm fixture's sysfs
+// (whose online list the test may rewrite) and the countertest fake, and a
+// fake pmcd talking to it.
+type tester struct {
+	a      *Agent
+	c      *pmcdtest.Client
+	fake   *fakes
+	log    *syncBuffer
+	dir    string
+	conf   string // perfevent.conf
+	lock   string // perfalloc's lock file
+	online string // the fixture's list of online CPUs
+}
+
+func startAgent(t *testing.T, online, conf string) *tester {
+	t.Helper()
+	return startAgentWith(t, online, conf, nil)
+}
+
+// startAgentWith lets the test change the agent before it starts.
+func startAgentWith(t *testing.T, online, conf string, before func(*Agent)) *tester {
+	t.Helper()
+	dir := t.TempDir()
+	sys := filepath.Join(dir, "sys")
+	if out, err := exec.Command("cp", "-r", filepath.Join("..", "pmu", "testdata", "vm", "sys"), sys).CombinedOutput(); err != nil {
+		t.Fatalf("copying the vm fixture: %v\n%s", err, out)
+	}
+	h := &tester{fake: &fakes{}, log: &syncBuffer{}, dir: dir,
+		conf:   filepath.Join(dir, "perfevent.conf"),
+		lock:   filepath.Join(dir, "perflock"),
+		online: filepath.Join(sys, "devices", "system", "cpu", "online")}
+	writeOnline(t, h.online, online)
+	if err := os.WriteFile(h.conf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.a = New(Options{
+		Config:    h.conf,
+		PMIDs:     filepath.Join(dir, "pmids"),
+		LockFile:  h.lock,
+		Poll:      10 * time.Millisecond,
+		FS:        &pmu.FS{Sys: sys, Proc: filepath.Join("..", "pmu", "testdata", "vm", "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
+		Log:       pmda.NewLogger(h.log, Program),
+		NewOpener: h.fake.open,
+		Hotplug:   cpuhotplug.Options{Path: h.online, Poll: 10 * time.Millisecond, NoUevent: true},
+	})
+	if before != nil {
+		before(h.a)
+	}
+	if err := h.a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pmcdtest.Connect(h.a.Serve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c = c
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		h.a.Close()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", h.log)
+		}
+	})
+	return h
+}
+
+// waitLog waits for the log to say text.
+func (h *tester) waitLog(t *testing.T, text string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(h.log.String(), text); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never said %q", text)
+		}
+	}
+}
+
+// values fetches a metric by name, through the fake pmcd: instance → value.
+func (h *tester) values(t *testing.T, name string) map[int32]float64 {
+	t.Helper()
+	id, err := h.c.PMID(name)
+	if err != nil {
+		t.Fatalf("PMID of %s: %v", name, err)
+	}
+	r, err := h.c.Fetch(id)
+	if err != nil {
+		t.Fatalf("fetching %s: %v", name, err)
+	}
+	if err := r.Sets[0].Err(); err != nil {
+		t.Fatalf("fetching %s: %v", name, err)
+	}
+	return r.Sets[0].Map()
+}
+
+// writeOnline replaces the fixture's online list in one step, as the
+// kernel's changes: the watcher polling it must never read it half written.
+func writeOnline(t *testing.T, path, list string) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(list+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+
+	"perfevent/internal/config"
+	"perfevent/internal/counter"
+	"perfevent/internal/metrics"
+	"perfevent/internal/setup"
+)
+
+// Check is pmdaperfevent --check: it explains what the configuration means
+// on this machine, one note a line in file order, then a summary line, and
+// returns the number of problems. It opens the counters and builds the
+// table as the agent would, then closes them. Only a configuration that
+// cannot be read at all is an error.
+func Check(o Options, w io.Writer) (problems int, err error) {
+	c, err := count(&o, nil, counter.Config{})
+	if err != nil {
+		return 0, err
+	}
+	plan := c.plan
+	// The table too, with the PMIDs of a fresh map (the real one is the
+	// agent's): whatever it refuses, the agent would not serve.
+	_, src, err := buildTable(&o, c, metrics.NewClusters(), nil)
+	c.set.Close()
+	if err != nil {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: "the metric table: " + err.Error()})
+	} else {
+		for _, e := range src.Skipped() {
+			plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error() + "; not served"})
+		}
+	}
+
+	plan.Notes = append(plan.Notes, cNotes(&o, plan.Config)...)
+	plan.Notes = append(plan.Notes, planCgroups(o.Config, plan).notes...)
+	for _, n := range sortedNotes(plan.Notes) {
+		mark := "  "
+		if n.Severity == setup.Problem {
+			mark = "! "
+		}
+		fmt.Fprintln(w, mark+n.String())
+	}
+	fmt.Fprintf(w, "\n%s: %s served on %s, %s; %s\n", o.Config,
+		plural(c.sum.Served, "event"), plural(c.sum.FDs, "counter"), plural(len(c.derived), "derived metric"), plural(plan.Problems(), "problem"))
+	return plan.Problems(), nil
+}
+
+// sortedNotes orders notes by line, keeping the order of notes about the
+// same line (what the line resolved to, then whether it opened); notes
+// about the whole file come last.
+func sortedNotes(notes []setup.Note) []setup.Note {
+	out := slices.Clone(notes)
+	key := func(n setup.Note) int {
+		if n.Pos.Line == 0 {
+			return math.MaxInt
+		}
+		return n.Pos.Line
+	}
+	slices.SortStableFunc(out, func(a, b setup.Note) int { return cmp.Compare(key(a), key(b)) })
+	return out
+}
+
+// cNotes are --check's notes about what the C agent would make of the file:
+// with --c-compatible, problems; without, only the warning about a file
+// with no events, which neither agent can count anything from.
+func cNotes(o *Options, f *config.File) []setup.Note {
+	if f == nil {
+		return nil
+	}
+	src, err := os.ReadFile(o.Config)
+	if err != nil {
+		return []setup.Note{{Severity: setup.Problem, Text: err.Error()}}
+	}
+	names, _ := o.fs().PMUNames()
+	present := func(name string) bool { return name == "software" || slices.Contains(names, name) }
+	var notes []setup.Note
+	for _, e := range config.CCompat(f, src, present) {
+		n := setup.Note{Pos: e.Pos, Severity: setup.Problem, Text: e.Msg}
+		if e.Pos.Line == 0 {
+			n.Pos = config.Pos{}
+			if !o.CCompatible {
+				n.Severity, n.Text = setup.Info, "warning: "+e.Msg
+			}
+		} else if !o.CCompatible {
+			continue
+		}
+		notes = append(notes, n)
+	}
+	return notes
+}

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"perfevent/internal/config"
+	"perfevent/internal/counter"
+	"perfevent/internal/metrics"
+	"perfevent/internal/pmda"
+	"perfevent/internal/ratio"
+	"perfevent/internal/setup"
+)
+
+// counted is what count made of the configuration.
+type counted struct {
+	plan    *setup.Plan     // what each line means here, with its notes
+	set     *counter.Set    // the plan's counters, opened
+	sum     counter.Summary // what opening them gave
+	derived []setup.Derived // the derived metrics the open counters allow
+}
+
+// count reads the configuration (through held, if not nil: see
+// parseConfig), plans it for this machine and opens the counters: the
+// steps --check and the agent share. Only a configuration that cannot be
+// read at all is an error; everything else is in the notes.
+func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) {
+	f, perr := parseConfig(o.Config, held)
+	if f == nil && perr != nil {
+		return nil, perr
+	}
+	fs := o.fs()
+	m, err := setup.ReadMachine(fs)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CPU topology: %w", err)
+	}
+	plan := setup.Make(f, perr, m, o.Compat)
+	specs := plan.Specs()
+	defs, _, _ := ratio.Defs(ratiosPath(o)) // chooseRatios notes the file's errors
+	ratio.Group(specs, defs)
+	set, err := counter.New(specs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := set.Open()
+	if err != nil {
+		return nil, err
+	}
+	plan.Opened(set, sum)
+	return &counted{plan: plan, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
+}
+
+// parseConfig reads the configuration: through the descriptor start-up
+// opened when there is one, so that a reload as the agent's user can read
+// a file only root may open (see config.Held).
+func parseConfig(path string, held *config.Held) (*config.File, error) {
+	if held != nil {
+		return held.Parse()
+	}
+	return config.ParseFile(path)
+}
+
+// buildTable is the table that serves what the plan kept: the last step
+// that --check and the agent share.
+func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups) (*pmda.Table, *metrics.Source, error) {
+	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups}
+	for _, pc := range c.plan.Counters {
+		ev, _ := c.set.Lookup(pc.Event.Name)
+		spec.Counters = append(spec.Counters, metrics.Counter{
+			Event:  ev,
+			Metric: pc.Metric,
+			About:  fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source),
+		})
+	}
+	for i, d := range c.derived {
+		spec.Derived = append(spec.Derived, metrics.Derived{
+			Derived: i,
+			Metric:  d.Metric,
+			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
+		})
+	}
+	spec.Ratios = chooseRatios(ratiosPath(o), c.plan, c.set)
+	return metrics.Build(spec)
+}
+
+// ratiosPath is the user's ratios file, beside perfevent.conf.
+func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config), "ratios.conf") }
+
+// chooseRatios are the ratios served (ratio.Choose), with notes for the log
+// and --check.
+func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
+	chosen, problems, info := ratio.Choose(path, set)
+	for _, e := range problems {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
+	}
+	for _, line := range info {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: line})
+	}
+	return chosen
+}

@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+
+	"perfevent/internal/metrics"
+	"perfevent/internal/privilege"
+)
+
+// runAs says which user the agent will run as after start-up: -U, by
+// default $PCP_USER. drop is false when it stays as it is: already not
+// root, told to stay root, or the user does not exist.
+func (a *Agent) runAs() (uid, gid int, drop bool) {
+	uid, gid = os.Geteuid(), os.Getegid()
+	a.trusted = a.agentUsers()
+	if uid != 0 || a.o.User == "" || a.o.User == "root" {
+		return uid, gid, false
+	}
+	u, g, _, err := privilege.Lookup(a.o.User)
+	if err != nil {
+		a.log.Warningf("-U %s: %v; staying root", a.o.User, err)
+		return uid, gid, false
+	}
+	a.trusted = append(a.trusted, u)
+	// The PMID map is rewritten when a reload adds names, as that user:
+	// its directory becomes the user's if it is the agent's own (the
+	// default one, or one it makes now), never some existing directory
+	// that --pmids happens to name.
+	dir := filepath.Dir(a.o.PMIDs)
+	_, statErr := os.Stat(dir)
+	if err := metrics.PrepareMapDir(a.o.PMIDs, u, g, statErr != nil || dir == filepath.Dir(a.o.DefaultPMIDs), a.trusted...); err != nil {
+		a.log.Warningf("%v; the agent may not be able to save new PMIDs after a reload", err)
+	}
+	return u, g, true
+}
+
+// agentUsers are the uids that an earlier run of the agent may have left
+// its files to: $PCP_USER's and the -U user's. Root adopts what they own in
+// the agent's own directories, so that a change of -U in pmcd.conf (to
+// root, or to another user) keeps the PMIDs and the state directory.
+func (a *Agent) agentUsers() []int {
+	var uids []int
+	for _, name := range []string{a.o.PCPUser, a.o.User} {
+		if name == "" || name == "root" {
+			continue
+		}
+		if u, _, _, err := privilege.Lookup(name); err == nil && u != 0 {
+			uids = append(uids, u)
+		}
+	}
+	return uids
+}
+
+// dropPrivileges makes the agent run as the -U user with only the
+// capability it needs to reopen counters, as a modern kernel allows; the C
+// agent gives up everything and can never reopen them. If that cannot be
+// done the agent stays root and says why.
+func (a *Agent) dropPrivileges(uid, gid int) {
+	c := privilege.CounterCapability()
+	id, err := privilege.Drop(a.o.User, c)
+	if err != nil {
+		if os.Geteuid() == 0 {
+			a.log.Warningf("cannot run as %s with %s: %v; staying root", a.o.User, privilege.Name(c), err)
+		} else {
+			a.log.Errorf("dropping privileges failed part way: %v; counters may not reopen after perfalloc", err)
+		}
+		return
+	}
+	st, err := privilege.ReadStatus(0)
+	if err != nil || !st.Only(uid, c) {
+		a.log.Warningf("after dropping privileges /proc/self/status shows uids %v CapEff %#x CapPrm %#x (err %v)", st.UIDs, st.CapEff, st.CapPrm, err)
+		return
+	}
+	a.log.Infof("running as %s (uid %d, gid %d) with %s only", id.User, uid, gid, privilege.Name(c))
+}

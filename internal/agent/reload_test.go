@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"perfevent/internal/pdu"
+	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/reservationtest"
+)
+
+// waitState waits for the state file to satisfy done.
+func (h *tester) waitState(t *testing.T, what string, done func(*reservation.State) bool) *reservation.State {
+	t.Helper()
+	st, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), time.Millisecond, done)
+	if err != nil {
+		t.Fatalf("the state file never showed %s: %v", what, err)
+	}
+	return st
+}
+
+// A SIGHUP while perfalloc holds the counters opens none: the reload waits
+// for the release, then serves the new configuration, and the old
+// counters are not reopened on the way.
+func TestReloadDuringAReservation(t *testing.T) {
+	h := startAgent(t, "0-1", "[perf]\ncpu-clock\n")
+	h.fake.AddAll(100, 1, 1)
+	if v := h.values(t, "perfevent.hwcounters.cpu_clock.value"); v[0] != 100 || v[1] != 100 {
+		t.Fatalf("cpu_clock before the reservation: %v, want 100 on cpu0 and cpu1", v)
+	}
+
+	holder := reservationtest.Start(t, h.lock, "read")
+	h.waitState(t, "the release", func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersReleased && s.HeldBy(holder.PID())
+	})
+	if n := h.fake.OpenNow(); n != 0 {
+		t.Fatalf("%d counters open while perfalloc holds them", n)
+	}
+
+	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\ntask-clock\n"), 0o644)
+	h.a.Reload()
+	h.waitLog(t, "reload of "+h.conf+" deferred: perfalloc holds the counters")
+	if n := h.fake.OpenNow(); n != 0 {
+		t.Errorf("%d counters opened by a reload during the reservation", n)
+	}
+	if _, err := h.c.PMID("perfevent.hwcounters.task_clock.value"); err != pdu.ErrName {
+		t.Errorf("task_clock during the reservation: %v, want PM_ERR_NAME until the release", err)
+	}
+	// The old generation still answers, frozen.
+	if v := h.values(t, "perfevent.hwcounters.cpu_clock.value"); v[0] != 100 {
+		t.Errorf("cpu_clock during the reservation: %v, want 100 kept", v)
+	}
+
+	holder.Release(t)
+	h.waitState(t, "the new configuration counting", func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersOpen && len(s.Events) == 2
+	})
+	h.waitLog(t, "reload done: the new configuration is served")
+	if n := h.fake.OpenNow(); n != 4 {
+		t.Errorf("%d counters open after the release, want 4 (2 events on 2 CPUs)", n)
+	}
+	h.fake.AddAll(5, 1, 1)
+	if v := h.values(t, "perfevent.hwcounters.task_clock.value"); v[0] != 5 || v[1] != 5 {
+		t.Errorf("task_clock after the release: %v, want 5 on cpu0 and cpu1", v)
+	}
+	// cpu-clock carries on from where the reservation froze it.
+	if v := h.values(t, "perfevent.hwcounters.cpu_clock.value"); v[0] != 105 {
+		t.Errorf("cpu_clock after the release: %v, want 105", v)
+	}
+	if strings.Contains(h.log.String(), "counters reopened") {
+		t.Errorf("the old counters were reopened as well as the new ones built")
+	}
+	if len(h.fake.all) != 2 {
+		t.Errorf("%d generations opened counters, want 2 (start-up and the one reload)", len(h.fake.all))
+	}
+}
+
+// A reload of a file that cannot be read keeps the previous generation,
+// counters and all; a file with a bad line is served without that line,
+// which the log names by file and line.
+func TestReloadFailureKeepsServing(t *testing.T) {
+	h := startAgent(t, "0-1", "[perf]\ncpu-clock\n")
+	h.fake.AddAll(10, 1, 1)
+	h.values(t, "perfevent.hwcounters.cpu_clock.value")
+
+	if err := os.Remove(h.conf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(h.conf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.a.Reload()
+	h.waitLog(t, "reload: "+h.conf+" is a directory, not a regular file; still serving the previous configuration")
+	h.fake.AddAll(1, 1, 1)
+	if v := h.values(t, "perfevent.hwcounters.cpu_clock.value"); v[0] != 11 || v[1] != 11 {
+		t.Errorf("cpu_clock after a failed reload: %v, want 11: the old counters, still counting", v)
+	}
+	if n := h.fake.OpenNow(); n != 2 {
+		t.Errorf("%d counters open after a failed reload, want the old generation's 2", n)
+	}
+
+	os.Remove(h.conf)
+	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\nno-such-event\npage-faults\n"), 0o644)
+	h.a.Reload()
+	h.waitLog(t, "reload done")
+	if !strings.Contains(h.log.String(), "Warning: "+h.conf+":3: event \"no-such-event\"") {
+		t.Errorf("the log does not name %s:3 for the bad line", h.conf)
+	}
+	h.fake.AddAll(2, 1, 1)
+	if v := h.values(t, "perfevent.hwcounters.page_faults.value"); v[0] != 2 {
+		t.Errorf("page_faults, the line after the bad one: %v, want 2", v)
+	}
+	if v := h.values(t, "perfevent.hwcounters.cpu_clock.value"); v[0] != 13 {
+		t.Errorf("cpu_clock after the reload: %v, want 13 (carried on)", v)
+	}
+}

@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/reservation"
+)
+
+// openLock opens (or creates) the lock file and prepares the directory of
+// the state file for the user the agent will run as.
+func (a *Agent) openLock(uid, gid int) error {
+	lf, err := reservation.Open(a.o.LockFile)
+	if err != nil {
+		return err
+	}
+	a.lock = lf
+	if err := reservation.CheckLockDir(a.o.LockFile); err != nil {
+		a.log.Warningf("%v", err)
+	}
+	// A refused directory is never written: without it there is no state
+	// file at all.
+	d, err := reservation.PrepareStateDir(a.o.LockFile, uid, gid, a.trusted...)
+	if err != nil {
+		a.log.Warningf("%v; perfalloc will not be able to confirm releases", err)
+	}
+	a.stateDir = d
+	return nil
+}
+
+// watchLock starts watching the lock file: counters are closed while
+// someone holds a read lock on it and reopened when the last holder lets
+// go. The state file beside it tells perfalloc when that has happened.
+func (a *Agent) watchLock() error {
+	lf := a.lock
+	if a.stateDir != nil {
+		st, err := reservation.NewStateFileIn(a.stateDir, reservation.State{
+			Program:  Program,
+			Config:   a.o.Config,
+			LockFile: a.o.LockFile,
+			Counters: reservation.CountersOpen,
+			Since:    time.Now(),
+			Holders:  []int{},
+			Events:   a.events(),
+		}, 0)
+		switch {
+		case errors.Is(err, reservation.ErrStateOwned):
+			a.log.Warningf("%v; this agent leaves it alone and perfalloc cannot confirm its releases", err)
+		case err != nil:
+			a.log.Warningf("state file: %v; perfalloc will not be able to confirm releases", err)
+		default:
+			a.state = st
+			a.published.Store(st)
+		}
+	}
+	w, err := reservation.Watch(lf, reservation.Options{
+		Poll:     a.o.Poll,
+		NoNotify: a.o.NoInotify,
+		Logf:     func(format string, args ...any) { a.log.Warningf(format, args...) },
+	}, a.reservationChanged)
+	if err != nil {
+		return err
+	}
+	a.watcher = w
+	return nil
+}
+
+func (a *Agent) stopReservation() {
+	if a.watcher != nil {
+		a.watcher.Close()
+	}
+	if a.state != nil {
+		a.state.Close() // removes the file: no agent, no state
+	}
+	if a.stateDir != nil {
+		a.stateDir.Close()
+	}
+	if a.lock != nil {
+		a.lock.Close()
+	}
+}
+
+// reservationChanged runs on the watcher's goroutine.
+func (a *Agent) reservationChanged(s reservation.Status) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g := a.gen.Load()
+	set := g.set
+	switch {
+	case s.Reserved && !a.reserved:
+		start := time.Now()
+		if err := set.Close(); err != nil {
+			a.log.Warningf("closing counters for perfalloc: %v", err)
+		}
+		g.closeCgroups()
+		a.log.Infof("counters released for perfalloc (holders %s) in %v", pids(s.Holders), time.Since(start).Round(time.Microsecond))
+	case !s.Reserved && a.reserved:
+		// A user who takes and drops the lock in a loop must not make the
+		// agent reopen every counter (events × CPUs system calls) and log
+		// it hundreds of times a second. A few reopens in a row are
+		// immediate; beyond that, one per minReopen, the pace of the C
+		// agent's poll.
+		a.pace()
+		a.reserved = false
+		if a.reloadDue && a.reloadLocked(true) {
+			break // the new configuration's counters are open instead
+		}
+		a.reopenLocked(set)
+		g.reopenCgroups()
+	}
+	a.reserved = s.Reserved
+	a.updateState(&s)
+}
+
+// reopenLocked reopens the counters after a reservation; the caller holds a.mu.
+// Failures already in the log (the events this machine could not count at
+// start-up, or that failed the same way at an earlier reopen) are counted
+// in the one Info line, not listed again: a perfalloc run every minute must
+// not fill the log with them.
+func (a *Agent) reopenLocked(set *counter.Set) {
+	start := time.Now()
+	sum, err := set.Reopen()
+	if err != nil {
+		a.log.Warningf("reopening counters: %v", err)
+	}
+	var fresh []string
+	known := 0
+	for _, line := range sum.FailureLines() {
+		if a.told[line] {
+			known++
+			continue
+		}
+		fresh = append(fresh, line)
+		a.told[line] = true
+	}
+	msg := fmt.Sprintf("counters reopened after perfalloc in %v: %d of %d events served on %d descriptors",
+		time.Since(start).Round(time.Microsecond), sum.Served, sum.Events, sum.FDs)
+	if known > 0 {
+		msg += "; still failing as logged before: " + plural(known, "event")
+	}
+	if len(fresh) > 0 {
+		msg += "; failing anew: " + plural(len(fresh), "event") + ", below"
+	}
+	a.log.Infof("%s", msg)
+	for _, line := range fresh {
+		a.log.Warningf("%s", line)
+	}
+}
+
+// updateState writes the state file; s is nil when only the events changed.
+// The caller holds a.mu.
+func (a *Agent) updateState(s *reservation.Status) {
+	if a.state == nil {
+		return
+	}
+	events := a.events()
+	err := a.state.Update(func(st *reservation.State) {
+		if s != nil {
+			counters := reservation.CountersOpen
+			if s.Reserved {
+				counters = reservation.CountersReleased
+			}
+			if st.Counters != counters {
+				st.Since = time.Now()
+			}
+			st.Counters = counters
+			st.Holders = append(st.Holders[:0], s.Holders...)
+		}
+		st.Events = events
+	})
+	if err != nil {
+		a.log.Warningf("state file: %v", err)
+	}
+}
+
+// events describes every configured event for the state file.
+func (a *Agent) events() []reservation.EventState {
+	set := a.gen.Load().set
+	out := make([]reservation.EventState, 0, set.NumEvents())
+	for ev := range set.NumEvents() {
+		e := reservation.EventState{Name: set.Name(ev), State: reservation.EventFailed}
+		var why error
+		for _, c := range set.Status(ev) {
+			if c.Open {
+				e.CPUs++
+			}
+			if why == nil && c.OpenErr != nil {
+				why = c.OpenErr
+			}
+			if why == nil && c.ReadErr != nil {
+				why = c.ReadErr
+			}
+		}
+		switch {
+		case e.CPUs > 0:
+			e.State = reservation.EventCounting
+		case len(set.CPUs(ev)) > 0 && set.Reserved():
+			e.State = reservation.EventReleased
+		}
+		if why != nil {
+			e.Error = why.Error()
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func pids(p []int) string {
+	if len(p) == 0 {
+		return "unknown"
+	}
+	s := ""
+	for i, pid := range p {
+		if i > 0 {
+			s += ","
+		}
+		s += strconv.Itoa(pid)
+	}
+	return s
+}
