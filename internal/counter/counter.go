@@ -472,10 +472,12 @@ func (s *Set) openAll(onlyServed bool) opened {
 		var leader Source
 		for _, r := range s.groups[g].refs {
 			src := try(r, leader)
-			if src == nil && leader != nil && s.groups[g].name != "" && doesNotFit(o.errs[r.ev][r.k]) {
+			if joinErr := o.errs[r.ev][r.k]; src == nil && leader != nil && s.groups[g].name != "" && doesNotFit(joinErr) {
+				// openSolo clears the slot's error when it opens, so
+				// the reason the join failed is kept for the log.
 				s.openSolo(&o, r, onlyServed)
 				if o.srcs[r.ev][r.k] != nil && s.logf != nil {
-					s.logf("%q does not fit in the group %s on cpu%d (%v); it is counted on its own, so its ratios mix intervals", s.events[r.ev].name, s.groups[g].name, s.groups[g].cpu, o.errs[r.ev][r.k])
+					s.logf("%q does not fit in the group %s on cpu%d (%v); it is counted on its own, so its ratios mix intervals", s.events[r.ev].name, s.groups[g].name, s.groups[g].cpu, joinErr.Errno)
 				}
 				continue
 			}

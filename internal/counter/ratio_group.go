@@ -92,12 +92,16 @@ func (s *Set) splitStarved() {
 		s.mu.Unlock() // Reopen opens them on their own
 		return
 	}
+	// Only the group's open members move: one that could not join is on
+	// its own already, and opening it again would leave its descriptor
+	// behind, counting on the PMU for nobody.
 	var closing []Source // members first, the leader last
+	var moved []ref
 	for _, g := range todo {
 		grp := &s.groups[g]
+		moved = append(moved, grp.open...)
 		for j := len(grp.open) - 1; j >= 0; j-- {
-			r := grp.open[j]
-			sl := &s.events[r.ev].slots[r.k]
+			sl := &s.events[grp.open[j].ev].slots[grp.open[j].k]
 			closing = append(closing, sl.src)
 			sl.src = nil
 			if sl.ok {
@@ -113,24 +117,17 @@ func (s *Set) splitStarved() {
 		src.Close() // nothing to do about an error: the descriptor is gone
 	}
 	o := s.newOpened()
-	for _, g := range todo {
-		for _, r := range s.groups[g].refs {
-			s.openSolo(&o, r, true)
-		}
+	for _, r := range moved {
+		s.openSolo(&o, r, true)
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, g := range todo {
-		for _, r := range s.groups[g].refs {
-			sl := &s.events[r.ev].slots[r.k]
-			if !sl.served {
-				continue
-			}
-			sl.src, sl.openErr, sl.readErr = o.srcs[r.ev][r.k], o.errs[r.ev][r.k], nil
-			sl.last = perf.Count{}
-			sl.grp = -1
-		}
+	for _, r := range moved {
+		sl := &s.events[r.ev].slots[r.k]
+		sl.src, sl.openErr, sl.readErr = o.srcs[r.ev][r.k], o.errs[r.ev][r.k], nil
+		sl.last = perf.Count{}
+		sl.grp = -1
 	}
 }
 

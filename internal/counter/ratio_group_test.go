@@ -108,7 +108,7 @@ func TestNamedGroupMemberThatCannotJoin(t *testing.T) {
 	if a, _ := fake.Attr("cycles", 1); a.Read_format != perf.ReadFormat {
 		t.Errorf("cycles on cpu1 read_format %#x, want a counter's own %#x", a.Read_format, perf.ReadFormat)
 	}
-	if !strings.Contains(log.String(), `"cycles" does not fit in the group ipc on cpu1`) {
+	if !strings.Contains(log.String(), `"cycles" does not fit in the group ipc on cpu1 (no space left on device)`) {
 		t.Errorf("log:\n%s", log)
 	}
 	ev, _ := s.Lookup("refs")
@@ -205,5 +205,42 @@ func TestKernelNamedGroup(t *testing.T) {
 		if v2[1][i] <= v1[1][i] {
 			t.Errorf("context-switches on cpu%d did not move: %d then %d", cpu, v1[1][i], v2[1][i])
 		}
+	}
+}
+
+// A group whose last member could not join, and whose other members then
+// never run (as on an Arm PMU, which does not count a leader still
+// disabled against its counters, so a group one too large is accepted but
+// never scheduled, and the next member is refused with EINVAL): the split
+// reopens the starved members only. The member already on its own keeps
+// its one descriptor and its count.
+func TestNamedGroupSplitAfterAMemberCouldNotJoin(t *testing.T) {
+	fake := countertest.New()
+	specs := ipcSpecs()
+	third := hw("refs", 7, 0, 1)
+	third.Group = "ipc"
+	fake.FailJoin("refs", 0, unix.EINVAL)
+	s, log := logSet(t, fake, append(specs, third)...)
+	wantGroup(t, fake, "refs", 0) // on its own from the start
+	if fake.OpenNow() != 8 {
+		t.Fatalf("%d open, want 8: both groups, refs alone on cpu0 and branches", fake.OpenNow())
+	}
+	fake.Add("instructions", 0, 0, 2e9, 0) // cpu0's group never ran
+	fake.Add("refs", 0, 50, 2e9, 1e9)      // refs ran half the time: 100
+	fake.Add("instructions", 1, 30, 2e9, 2e9)
+	ins, _ := s.Lookup("instructions")
+	ref, _ := s.Lookup("refs")
+	fetch(s, ins, ref)
+	s.WaitSplit()
+	if !strings.Contains(log.String(), `the group ipc of "instructions", "cycles" on cpu0 has not run`) {
+		t.Errorf("log:\n%s", log)
+	}
+	if n := fake.OpenNow(); n != 8 {
+		t.Errorf("%d open after the split, want 8: three on their own on cpu0, the group of three on cpu1 and branches", n)
+	}
+	fake.Add("refs", 0, 20, 10, 10)
+	vals, _ := fetch(s, ref)
+	if vals[0][0] != 120 {
+		t.Errorf("refs on cpu0 = %d after the split, want 120: its own descriptor goes on counting", vals[0][0])
 	}
 }
