@@ -457,7 +457,7 @@ class Slot:
         want = os.path.realpath(self.exe)
         last = None
         if timing:
-            t_fork, t_answer = self.time_first_answer(deadline, want)
+            t_fork, t_answer, cpu = self.time_first_answer(deadline, want)
         while time.monotonic() < deadline:
             if self.pmcd.poll() is not None:
                 raise BenchError("%s: pmcd exited with %s\n--- %s\n%s--- %s\n%s" % (
@@ -484,11 +484,15 @@ class Slot:
                 self.pmcdlog, tail(self.pmcdlog), self.agentlog, tail(self.agentlog)))
         self.lock = self.find_lock() or self.lock
         if timing:
-            return t_answer - t_fork, t_answer - t_pmcd
+            return t_answer - t_fork, t_answer - t_pmcd, cpu
 
     def time_first_answer(self, deadline, want):
         """Watch pmcd fork its agent (pmcd forks nothing else here), then
-        fetch ONE_METRIC as fast as possible until it has a value."""
+        fetch ONE_METRIC as fast as possible until it has a value. Returns
+        the fork's time, the answer's, and the agent's CPU time (all its
+        threads, seconds) at the answer: on a shared machine the CPU time
+        says what the start-up costs where the wall time says how long the
+        agent waited for a CPU."""
         t_fork = None
         ctx = ids = None
         while time.monotonic() < deadline:
@@ -515,7 +519,15 @@ class Slot:
                 finally:
                     ctx.pmFreeResult(r)
                 if ok:
-                    return t_fork, time.perf_counter()
+                    t = time.perf_counter()
+                    cpu = None
+                    for k in children(self.pmcd.pid):
+                        if exe_of(k) == want:
+                            try:
+                                cpu = proc_cpu_ns(k) / 1e9
+                            except BenchError:
+                                pass
+                    return t_fork, t, cpu
             except pmapi.pmErr:
                 ctx = None
             time.sleep(0.0005)
@@ -815,7 +827,7 @@ def measure_startup(o, go_agent, go_args, c_args, base, conf, rounds, restart=Fa
     that agent's exit. With restart, each timed start instead follows a
     stop of the same agent at once, as when pmcd is restarted: it runs
     during its own predecessor's teardown.
-    Returns {label: [(fork→answer, pmcd start→answer)], "teardown_"+label:
+    Returns {label: [(fork→answer, pmcd start→answer, agent CPU)], "teardown_"+label:
     [seconds from stop to all descriptors closed]}."""
     out = {"go": [], "c": [], "teardown_go": [], "teardown_c": []}
     wrap = []
@@ -1447,13 +1459,17 @@ def main():
                 r = measure_startup(o, go_agent, go_args, c_args, os.path.join(out, measure + "-" + cname), conf, start_rounds, restart)
                 bg = bg.done()
                 for label in ("go", "c"):
-                    log("%-3s fork→answer: %s   pmcd start→answer: %s   teardown: %s   (%s leaves)" % (
-                        label, " ".join("%.0f" % (a * 1000) for a, _ in r[label]),
-                        " ".join("%.0f" % (b * 1000) for _, b in r[label]),
+                    log("%-3s fork→answer: %s   pmcd start→answer: %s   CPU: %s   teardown: %s   (%s leaves)" % (
+                        label, " ".join("%.0f" % (x[0] * 1000) for x in r[label]),
+                        " ".join("%.0f" % (x[1] * 1000) for x in r[label]),
+                        " ".join("%.1f" % (x[2] * 1000) if x[2] is not None else "?" for x in r[label]),
                         " ".join("%.0f" % (t * 1000) for t in r["teardown_" + label]), r.get("leaves_" + label)))
                 results[measure + "_" + cname] = r
-                lines.append(rounds_line("%s_%s_ms" % (measure, cname), [a * 1000 for a, _ in r["go"]],
-                                         [a * 1000 for a, _ in r["c"]], bg))
+                lines.append(rounds_line("%s_%s_ms" % (measure, cname), [x[0] * 1000 for x in r["go"]],
+                                         [x[0] * 1000 for x in r["c"]], bg))
+                cpus = [[x[2] * 1000 for x in r[label] if x[2] is not None] for label in ("go", "c")]
+                if all(cpus) and len(cpus[0]) == len(cpus[1]):
+                    lines.append(rounds_line("%s_cpu_%s_ms" % (measure, cname), cpus[0], cpus[1]))
                 if not restart and r["teardown_go"] and r["teardown_c"]:
                     lines.append(rounds_line("teardown_%s_ms" % cname, [t * 1000 for t in r["teardown_go"]],
                                              [t * 1000 for t in r["teardown_c"]]))
