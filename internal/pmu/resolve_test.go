@@ -1,6 +1,7 @@
 package pmu
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -176,6 +177,24 @@ func TestResolveTracepoints(t *testing.T) {
 	check(t, "vm", "sched:sched_switch", Options{}, want{pmu: "perf", typ: tp, config: 312, bits: dflNoCore, source: "tracepoint sched/sched_switch id 312"})
 	check(t, "vm", "perf::sched:sched_wakeup", Options{}, want{pmu: "perf", typ: tp, config: 318, bits: dflNoCore})
 	check(t, "vm", "irq:irq_handler_entry:k", Options{}, want{pmu: "perf", typ: tp, config: 130, bits: exUser | exHv | exGuest})
+}
+
+// The tracepoint PMU's type comes from its sysfs type file when there is one.
+func TestResolveTracepointTypeFromSysfs(t *testing.T) {
+	sys := t.TempDir()
+	dev := filepath.Join(sys, "bus", "event_source", "devices", "tracepoint")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dev, "type"), []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := testFS("vm")
+	fs.Sys = sys
+	ev, err := fs.Resolve("sched:sched_switch")
+	if err != nil || ev.Attr.Type != 7 || ev.Attr.Config != 312 {
+		t.Errorf("sched:sched_switch with tracepoint/type 7: type %d config %d, %v; want type 7 config 312", ev.Attr.Type, ev.Attr.Config, err)
+	}
 }
 
 func TestResolveRaw(t *testing.T) {
