@@ -396,3 +396,42 @@ func TestResolveLibpfmAMD(t *testing.T) {
 	check(t, "zen3", "amd64_rapl::RAPL_ENERGY_PKG", Options{}, want{pmu: "amd64_rapl", typ: 13, config: 2, scale: joule, unit: "Joules",
 		cpus: []int{0}, source: "libpfm4 amd64_rapl::RAPL_ENERGY_PKG:u=1:k=1:excl=0:mg=1:mh=1"})
 }
+
+// The tracefs root found for one tracepoint is used for the next, but not
+// once it is gone: a tracefs mounted elsewhere since is then found again.
+func TestTracingRootFollowsTheMounts(t *testing.T) {
+	dir := t.TempDir()
+	proc := filepath.Join(dir, "proc")
+	mounts := filepath.Join(proc, "mounts")
+	tracefs := func(name, id string) string {
+		root := filepath.Join(dir, name)
+		ev := filepath.Join(root, "events", "sched", "sched_switch")
+		if err := os.MkdirAll(ev, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ev, "id"), []byte(id+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(proc, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(mounts, []byte("nodev "+root+" tracefs rw 0 0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+	fs := &FS{Sys: filepath.Join(dir, "sys"), Proc: proc}
+	first := tracefs("a", "312")
+	for range 2 {
+		if ev, err := fs.Resolve("sched:sched_switch"); err != nil || ev.Attr.Config != 312 {
+			t.Fatalf("tracefs at %s: config %d, %v; want 312", first, ev.Attr.Config, err)
+		}
+	}
+	if err := os.RemoveAll(first); err != nil {
+		t.Fatal(err)
+	}
+	second := tracefs("b", "313")
+	if ev, err := fs.Resolve("sched:sched_switch"); err != nil || ev.Attr.Config != 313 {
+		t.Errorf("tracefs moved to %s: config %d, %v; want 313", second, ev.Attr.Config, err)
+	}
+}
