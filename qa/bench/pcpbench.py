@@ -419,7 +419,10 @@ class Slot:
         bindir = os.path.join(self.dir, "bin")
         os.makedirs(bindir, mode=0o755, exist_ok=True)
         self.exe = os.path.join(bindir, "pmdaperfevent-" + self.label)
-        shutil.copy2(self.agent, self.exe)
+        # By rename: the agent of the same slot stopped just before may
+        # still be exiting from the old copy (the restart measure).
+        shutil.copy2(self.agent, self.exe + ".new")
+        os.replace(self.exe + ".new", self.exe)
         self.argv = [self.exe] + [self.expand(a) for a in self.args]
         for a in self.argv:
             if re.search(r'[\s"#\\]', a):
