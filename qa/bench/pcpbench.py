@@ -830,8 +830,9 @@ def measure_startup(o, go_agent, go_args, c_args, base, conf, rounds, restart=Fa
     that agent's exit. With restart, each timed start instead follows a
     stop of the same agent at once, as when pmcd is restarted: it runs
     during its own predecessor's teardown.
-    Returns {label: [(fork→answer, pmcd start→answer, agent CPU)], "teardown_"+label:
-    [seconds from stop to all descriptors closed]}."""
+    Returns {label: [(fork→answer, pmcd start→answer, agent CPU) or None
+    for a failed start, per round], "teardown_"+label: [seconds from stop to
+    all descriptors closed, per round], "failed_"+label: [rounds]}."""
     out = {"go": [], "c": [], "teardown_go": [], "teardown_c": []}
     wrap = []
     if conf.count("\n") > 20 and not os.path.isdir(TRACEFS[1]) and shutil.which("unshare"):
@@ -849,26 +850,34 @@ def measure_startup(o, go_agent, go_args, c_args, base, conf, rounds, restart=Fa
                 s.wrap = wrap
                 dirs.append(s.dir)
                 before = None
-                if restart and r > 0:
-                    before = s
-                    try:
-                        s.start()
-                    finally:
-                        s.stop(wait=False)
-                    s = Slot(label, agent, args, base, o.transport)
-                    s.perfconf = conf
-                    s.wrap = wrap
+                t = None
                 try:
+                    if restart and r > 0:
+                        before = s
+                        try:
+                            s.start()
+                        finally:
+                            s.stop(wait=False)
+                        s = Slot(label, agent, args, base, o.transport)
+                        s.perfconf = conf
+                        s.wrap = wrap
                     t = s.start(timing=True)
-                    if r > 0:
-                        out[label].append(t)
                     out["leaves_" + label] = len(s.client.names)
+                except BenchError as e:
+                    # pmcd gives up on an agent that sends nothing for a
+                    # few seconds, which another process's tracepoint
+                    # teardown can cause: a failed start is a result of
+                    # this round, not the end of the run.
+                    log("note: %s start failed in round %d: %s" % (label, r, str(e).splitlines()[0]))
+                    out.setdefault("failed_" + label, []).append(r)
                 finally:
                     s.stop()
                     if before is not None:
                         before.wait_torn_down()
-                if r > 0 and s.teardown is not None:
-                    out["teardown_" + label].append(s.teardown)
+                if r > 0:
+                    # None for a failed start; the summary pairs rounds.
+                    out[label].append(t)
+                    out["teardown_" + label].append(s.teardown if t else None)
     finally:
         if not o.keep:
             shutil.rmtree(base, ignore_errors=True)
@@ -1461,21 +1470,36 @@ def main():
                 bg = Background(ours)
                 r = measure_startup(o, go_agent, go_args, c_args, os.path.join(out, measure + "-" + cname), conf, start_rounds, restart)
                 bg = bg.done()
+                def ms(v, f="%.0f", none="failed"):
+                    return none if v is None else f % (v * 1000)
                 for label in ("go", "c"):
                     log("%-3s fork→answer: %s   pmcd start→answer: %s   CPU: %s   teardown: %s   (%s leaves)" % (
-                        label, " ".join("%.0f" % (x[0] * 1000) for x in r[label]),
-                        " ".join("%.0f" % (x[1] * 1000) for x in r[label]),
-                        " ".join("%.1f" % (x[2] * 1000) if x[2] is not None else "?" for x in r[label]),
-                        " ".join("%.0f" % (t * 1000) for t in r["teardown_" + label]), r.get("leaves_" + label)))
+                        label, " ".join(ms(x and x[0]) for x in r[label]),
+                        " ".join(ms(x and x[1]) for x in r[label]),
+                        " ".join("failed" if x is None else ms(x[2], "%.1f", "?") for x in r[label]),
+                        " ".join(ms(t) for t in r["teardown_" + label]), r.get("leaves_" + label)))
                 results[measure + "_" + cname] = r
-                lines.append(rounds_line("%s_%s_ms" % (measure, cname), [x[0] * 1000 for x in r["go"]],
-                                         [x[0] * 1000 for x in r["c"]], bg))
-                cpus = [[x[2] * 1000 for x in r[label] if x[2] is not None] for label in ("go", "c")]
-                if all(cpus) and len(cpus[0]) == len(cpus[1]):
-                    lines.append(rounds_line("%s_cpu_%s_ms" % (measure, cname), cpus[0], cpus[1]))
-                if not restart and r["teardown_go"] and r["teardown_c"]:
-                    lines.append(rounds_line("teardown_%s_ms" % cname, [t * 1000 for t in r["teardown_go"]],
-                                             [t * 1000 for t in r["teardown_c"]]))
+
+                def paired(key, i=None):
+                    """Per-round go and c values in ms, rounds where both have one."""
+                    pick = (lambda x: x) if i is None else (lambda x: x and x[i])
+                    pairs = [(pick(g), pick(c)) for g, c in zip(r[key % "go"], r[key % "c"])]
+                    pairs = [(g * 1000, c * 1000) for g, c in pairs if g is not None and c is not None]
+                    return [g for g, _ in pairs], [c for _, c in pairs]
+                failed = ["%s failed in rounds %s" % (label, ",".join(str(x) for x in r["failed_" + label]))
+                          for label in ("go", "c") if r.get("failed_" + label)]
+                go_ms, c_ms = paired("%s", 0)
+                if go_ms:
+                    line = rounds_line("%s_%s_ms" % (measure, cname), go_ms, c_ms, bg)
+                    lines.append(line + ("" if not failed else " (" + "; ".join(failed) + ")"))
+                else:
+                    lines.append("%s_%s_ms no round where both agents answered (%s)" % (measure, cname, "; ".join(failed)))
+                go_cpu, c_cpu = paired("%s", 2)
+                if go_cpu:
+                    lines.append(rounds_line("%s_cpu_%s_ms" % (measure, cname), go_cpu, c_cpu))
+                go_td, c_td = paired("teardown_%s")
+                if not restart and go_td:
+                    lines.append(rounds_line("teardown_%s_ms" % cname, go_td, c_td))
 
         if o.profile:
             log("\n== where the time goes, flat out, %.0f s per agent per tool (strace slows the agent: counts, not times)" % o.profile)
