@@ -37,8 +37,9 @@ type FS struct {
 	// start-up and again, as its own user, at each reload; tracefs is
 	// normally root's alone (0700), so a reload can only get the ids
 	// that start-up saw from here. See resolveTracepoint.
-	tpMu  sync.Mutex
-	tpIDs map[string]uint64
+	tpMu   sync.Mutex
+	tpIDs  map[string]uint64
+	tpRoot string // the tracefs root last found; see tracingRoot
 
 	once sync.Once
 	plm  plm // privilege levels the core PMU can filter; see supportedPLM
@@ -122,13 +123,29 @@ func (fs *FS) tracingCandidates() []string {
 }
 
 // tracingRoot returns the first candidate that holds an events directory.
+// The last root found is tried first: this runs for every tracepoint
+// configured, and finding the candidates means reading the mount table.
 func (fs *FS) tracingRoot() (string, bool) {
+	fs.tpMu.Lock()
+	last := fs.tpRoot
+	fs.tpMu.Unlock()
+	if last != "" && hasEvents(last) {
+		return last, true
+	}
 	for _, d := range fs.tracingCandidates() {
-		if st, err := os.Stat(filepath.Join(d, "events")); err == nil && st.IsDir() {
+		if hasEvents(d) {
+			fs.tpMu.Lock()
+			fs.tpRoot = d
+			fs.tpMu.Unlock()
 			return d, true
 		}
 	}
 	return "", false
+}
+
+func hasEvents(root string) bool {
+	st, err := os.Stat(filepath.Join(root, "events"))
+	return err == nil && st.IsDir()
 }
 
 // tracingDenied names the first candidate that exists but that this

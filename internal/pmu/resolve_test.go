@@ -1,6 +1,7 @@
 package pmu
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -176,6 +177,24 @@ func TestResolveTracepoints(t *testing.T) {
 	check(t, "vm", "sched:sched_switch", Options{}, want{pmu: "perf", typ: tp, config: 312, bits: dflNoCore, source: "tracepoint sched/sched_switch id 312"})
 	check(t, "vm", "perf::sched:sched_wakeup", Options{}, want{pmu: "perf", typ: tp, config: 318, bits: dflNoCore})
 	check(t, "vm", "irq:irq_handler_entry:k", Options{}, want{pmu: "perf", typ: tp, config: 130, bits: exUser | exHv | exGuest})
+}
+
+// The tracepoint PMU's type comes from its sysfs type file when there is one.
+func TestResolveTracepointTypeFromSysfs(t *testing.T) {
+	sys := t.TempDir()
+	dev := filepath.Join(sys, "bus", "event_source", "devices", "tracepoint")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dev, "type"), []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := testFS("vm")
+	fs.Sys = sys
+	ev, err := fs.Resolve("sched:sched_switch")
+	if err != nil || ev.Attr.Type != 7 || ev.Attr.Config != 312 {
+		t.Errorf("sched:sched_switch with tracepoint/type 7: type %d config %d, %v; want type 7 config 312", ev.Attr.Type, ev.Attr.Config, err)
+	}
 }
 
 func TestResolveRaw(t *testing.T) {
@@ -376,4 +395,43 @@ func TestResolveLibpfmAMD(t *testing.T) {
 		cpus: []int{0, 8, 16, 24, 32, 40, 48, 56}, source: "libpfm4 amd64_fam19h_zen3_l3::UNC_L3_REQUESTS:ALL:u=1:k=1:excl=0:mg=1:mh=1"})
 	check(t, "zen3", "amd64_rapl::RAPL_ENERGY_PKG", Options{}, want{pmu: "amd64_rapl", typ: 13, config: 2, scale: joule, unit: "Joules",
 		cpus: []int{0}, source: "libpfm4 amd64_rapl::RAPL_ENERGY_PKG:u=1:k=1:excl=0:mg=1:mh=1"})
+}
+
+// The tracefs root found for one tracepoint is used for the next, but not
+// once it is gone: a tracefs mounted elsewhere since is then found again.
+func TestTracingRootFollowsTheMounts(t *testing.T) {
+	dir := t.TempDir()
+	proc := filepath.Join(dir, "proc")
+	mounts := filepath.Join(proc, "mounts")
+	tracefs := func(name, id string) string {
+		root := filepath.Join(dir, name)
+		ev := filepath.Join(root, "events", "sched", "sched_switch")
+		if err := os.MkdirAll(ev, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ev, "id"), []byte(id+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(proc, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(mounts, []byte("nodev "+root+" tracefs rw 0 0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+	fs := &FS{Sys: filepath.Join(dir, "sys"), Proc: proc}
+	first := tracefs("a", "312")
+	for range 2 {
+		if ev, err := fs.Resolve("sched:sched_switch"); err != nil || ev.Attr.Config != 312 {
+			t.Fatalf("tracefs at %s: config %d, %v; want 312", first, ev.Attr.Config, err)
+		}
+	}
+	if err := os.RemoveAll(first); err != nil {
+		t.Fatal(err)
+	}
+	second := tracefs("b", "313")
+	if ev, err := fs.Resolve("sched:sched_switch"); err != nil || ev.Attr.Config != 313 {
+		t.Errorf("tracefs moved to %s: config %d, %v; want 313", second, ev.Attr.Config, err)
+	}
 }

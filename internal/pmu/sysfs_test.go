@@ -448,3 +448,26 @@ func TestListedEventCounts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScaleFor is the lookup the agent makes for every event libpfm4
+// encodes, on the skylake tree (eight PMUs): an Intel core event, found on
+// the cpu PMU, and a software event, which no PMU directory describes.
+func BenchmarkScaleFor(b *testing.B) {
+	fs := testFS("skylake")
+	for _, bb := range []struct {
+		name  string
+		ev    Event
+		scale float64
+	}{
+		{"raw", Event{Attr: attr(4, 0x8000, 0)}, 2},
+		{"software", Event{Attr: attr(1, 0, 0)}, 0},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			for b.Loop() {
+				if s, _, _ := fs.ScaleFor(bb.ev); s != bb.scale {
+					b.Fatalf("ScaleFor = %g, want %g", s, bb.scale)
+				}
+			}
+		})
+	}
+}

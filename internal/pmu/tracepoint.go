@@ -59,9 +59,12 @@ func (fs *FS) cachedTracepoint(subsys, event string) (uint64, bool) {
 
 // tracepointType is the tracepoint PMU's type: fixed by the kernel ABI,
 // but read from sysfs when there so that tests and odd kernels agree.
+// Only the type file: this runs for every tracepoint configured.
 func (fs *FS) tracepointType() uint32 {
-	if p, err := fs.PMU("tracepoint"); err == nil {
-		return p.Type
+	if s, err := readTrimmed(filepath.Join(fs.devicesDir(), "tracepoint", "type")); err == nil {
+		if t, err := strconv.ParseUint(s, 0, 32); err == nil {
+			return uint32(t)
+		}
 	}
 	return unix.PERF_TYPE_TRACEPOINT
 }

@@ -293,6 +293,35 @@ def alive(pid):
         return True
 
 
+def start_time(pid):
+    """The process's start time in clock ticks since boot (/proc/PID/stat
+    field 22): with the pid, it names one process even after pid reuse."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def torn_down(pid, started):
+    """Whether the process that was pid has released everything it held.
+    A process stops being "running" for the harness (its exe link goes)
+    before the kernel closes its descriptors, and the last thread out does
+    that: for a multi-threaded agent the leader sits as a zombie while
+    another thread closes its perf events. With tracepoints that close
+    takes seconds (see BENCHMARKS.md), and holds the lock every tracepoint
+    open takes. So: gone, reused, or a zombie with no other thread left."""
+    if start_time(pid) != started:
+        return True
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X") and tasks == [str(pid)]
+
+
 def parse_cpus(spec):
     cpus = set()
     for part in spec.split(","):
@@ -362,6 +391,8 @@ class Slot:
         self.port = None
         self.pmcd = None
         self.pid = None
+        self.pid_start = None  # with pid, names the agent process (start_time)
+        self.teardown = None  # seconds from stop() to the agent's descriptors all closed
         self.client = None
         self.argv = None
         self.exe = None
@@ -388,7 +419,10 @@ class Slot:
         bindir = os.path.join(self.dir, "bin")
         os.makedirs(bindir, mode=0o755, exist_ok=True)
         self.exe = os.path.join(bindir, "pmdaperfevent-" + self.label)
-        shutil.copy2(self.agent, self.exe)
+        # By rename: the agent of the same slot stopped just before may
+        # still be exiting from the old copy (the restart measure).
+        shutil.copy2(self.agent, self.exe + ".new")
+        os.replace(self.exe + ".new", self.exe)
         self.argv = [self.exe] + [self.expand(a) for a in self.args]
         for a in self.argv:
             if re.search(r'[\s"#\\]', a):
@@ -426,7 +460,7 @@ class Slot:
         want = os.path.realpath(self.exe)
         last = None
         if timing:
-            t_fork, t_answer = self.time_first_answer(deadline, want)
+            t_fork, t_answer, cpu = self.time_first_answer(deadline, want)
         while time.monotonic() < deadline:
             if self.pmcd.poll() is not None:
                 raise BenchError("%s: pmcd exited with %s\n--- %s\n%s--- %s\n%s" % (
@@ -435,7 +469,7 @@ class Slot:
             if self.pid is None:
                 for k in children(self.pmcd.pid):
                     if exe_of(k) == want:
-                        self.pid = k
+                        self.pid, self.pid_start = k, start_time(k)
             if self.pid is not None and os.path.exists(self.sock):
                 try:
                     self.client = Client(self.spec())
@@ -453,11 +487,15 @@ class Slot:
                 self.pmcdlog, tail(self.pmcdlog), self.agentlog, tail(self.agentlog)))
         self.lock = self.find_lock() or self.lock
         if timing:
-            return t_answer - t_fork, t_answer - t_pmcd
+            return t_answer - t_fork, t_answer - t_pmcd, cpu
 
     def time_first_answer(self, deadline, want):
         """Watch pmcd fork its agent (pmcd forks nothing else here), then
-        fetch ONE_METRIC as fast as possible until it has a value."""
+        fetch ONE_METRIC as fast as possible until it has a value. Returns
+        the fork's time, the answer's, and the agent's CPU time (all its
+        threads, seconds) at the answer: on a shared machine the CPU time
+        says what the start-up costs where the wall time says how long the
+        agent waited for a CPU."""
         t_fork = None
         ctx = ids = None
         while time.monotonic() < deadline:
@@ -484,7 +522,15 @@ class Slot:
                 finally:
                     ctx.pmFreeResult(r)
                 if ok:
-                    return t_fork, time.perf_counter()
+                    t = time.perf_counter()
+                    cpu = None
+                    for k in children(self.pmcd.pid):
+                        if exe_of(k) == want:
+                            try:
+                                cpu = proc_cpu_ns(k) / 1e9
+                            except BenchError:
+                                pass
+                    return t_fork, t, cpu
             except pmapi.pmErr:
                 ctx = None
             time.sleep(0.0005)
@@ -510,12 +556,18 @@ class Slot:
             pass
         return None
 
-    def stop(self):
+    def stop(self, wait=True, timeout=120.0):
+        """Stop pmcd and the agent. With wait, return only when the kernel
+        has closed all the agent's descriptors (torn_down), so that the next
+        agent started does not pay for this one's teardown; self.teardown is
+        then the time that took, from here."""
         if self.client is not None:
             self.client.close()
             self.client = None
         if self.pmcd is None:
             return
+        t0 = time.perf_counter()
+        self.teardown = None
         if self.pmcd.poll() is None:
             self.pmcd.send_signal(signal.SIGTERM)
             try:
@@ -536,6 +588,21 @@ class Slot:
                 except ProcessLookupError:
                     break
         self.pmcd = None
+        if wait and self.wait_torn_down(timeout):
+            self.teardown = time.perf_counter() - t0
+
+    def wait_torn_down(self, timeout=120.0):
+        """Wait until the kernel has closed all the stopped agent's
+        descriptors; False (and a note) if that takes longer than timeout."""
+        if self.pid is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while not torn_down(self.pid, self.pid_start):
+            if time.monotonic() > deadline:
+                log("note: %s agent (pid %d) still closing its descriptors %.0f s after stop" % (self.label, self.pid, timeout))
+                return False
+            time.sleep(0.002)
+        return True
 
     def running(self):
         return self.pid is not None and alive(self.pid) and exe_of(self.pid) == os.path.realpath(self.exe)
@@ -554,7 +621,7 @@ class Slot:
                         if (client.probe()[0] or 0) > 0:
                             if self.client is not None:
                                 client.use_names(self.client.names)
-                            self.pid, self.client = k, client
+                            self.pid, self.pid_start, self.client = k, start_time(k), client
                             return
                     except pmapi.pmErr:
                         pass
@@ -748,15 +815,25 @@ def many_events_conf(n):
     return "[perf]\n" + "\n".join(evs[:n]) + "\n", len(evs[:n])
 
 
-def measure_startup(o, go_agent, go_args, c_args, base, conf, rounds):
+def measure_startup(o, go_agent, go_args, c_args, base, conf, rounds, restart=False):
     """Time from pmcd forking the agent to the agent's first answered fetch
     (a value of ONE_METRIC), a fresh pmcd each time, go and c alternating.
     Each agent keeps its directory from one start to the next, as across
     restarts on a real host (our agent writes its PMID map, with an fsync,
     only the first time), and one untimed start comes first, so that
     neither agent's first start reads its binary and libraries from disk.
-    Returns {label: [(fork→answer, pmcd start→answer)]}."""
-    out = {"go": [], "c": []}
+
+    Every start waits until the agent before it, of either kind, has had
+    all its descriptors closed by the kernel: a tracepoint's last close
+    waits for an RCU grace period holding the lock that every tracepoint
+    open takes, so a start during the other agent's teardown would time
+    that agent's exit. With restart, each timed start instead follows a
+    stop of the same agent at once, as when pmcd is restarted: it runs
+    during its own predecessor's teardown.
+    Returns {label: [(fork→answer, pmcd start→answer, agent CPU) or None
+    for a failed start, per round], "teardown_"+label: [seconds from stop to
+    all descriptors closed, per round], "failed_"+label: [rounds]}."""
+    out = {"go": [], "c": [], "teardown_go": [], "teardown_c": []}
     wrap = []
     if conf.count("\n") > 20 and not os.path.isdir(TRACEFS[1]) and shutil.which("unshare"):
         # libpfm4 (the C agent) finds tracepoints only under debugfs: give
@@ -772,13 +849,35 @@ def measure_startup(o, go_agent, go_args, c_args, base, conf, rounds):
                 s.perfconf = conf
                 s.wrap = wrap
                 dirs.append(s.dir)
+                before = None
+                t = None
                 try:
+                    if restart and r > 0:
+                        before = s
+                        try:
+                            s.start()
+                        finally:
+                            s.stop(wait=False)
+                        s = Slot(label, agent, args, base, o.transport)
+                        s.perfconf = conf
+                        s.wrap = wrap
                     t = s.start(timing=True)
-                    if r > 0:
-                        out[label].append(t)
                     out["leaves_" + label] = len(s.client.names)
+                except BenchError as e:
+                    # pmcd gives up on an agent that sends nothing for a
+                    # few seconds, which another process's tracepoint
+                    # teardown can cause: a failed start is a result of
+                    # this round, not the end of the run.
+                    log("note: %s start failed in round %d: %s" % (label, r, str(e).splitlines()[0]))
+                    out.setdefault("failed_" + label, []).append(r)
                 finally:
                     s.stop()
+                    if before is not None:
+                        before.wait_torn_down()
+                if r > 0:
+                    # None for a failed start; the summary pairs rounds.
+                    out[label].append(t)
+                    out["teardown_" + label].append(s.teardown if t else None)
     finally:
         if not o.keep:
             shutil.rmtree(base, ignore_errors=True)
@@ -1108,7 +1207,7 @@ def main():
                     help="after the measures, profile each agent flat out for this many seconds with strace -c "
                          "and perf record (BENCH_PROFILE=3; default off)")
     ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc,startup"),
-                    help="comma list of fetch,flat,rate,idle,rss,perfalloc,perfalloc-busy,startup (BENCH_MEASURES; perfalloc-busy is not in the default)")
+                    help="comma list of fetch,flat,rate,idle,rss,perfalloc,perfalloc-busy,startup,restart (BENCH_MEASURES; perfalloc-busy and restart are not in the default)")
     ap.add_argument("--out", default=os.environ.get("BENCH_OUT"),
                     help="directory for results.json, summary.txt and the logs (BENCH_OUT; default a new /tmp dir)")
     ap.add_argument("--keep", action="store_true", default=bool(os.environ.get("BENCH_KEEP")),
@@ -1136,7 +1235,7 @@ def main():
     warm = env_num("BENCH_RSS_WARMUP", 1000, 1000, q, int)
     measures = [m.strip() for m in o.measures.split(",") if m.strip()]
     for m in measures:
-        if m not in ("fetch", "flat", "rate", "idle", "rss", "perfalloc", "perfalloc-busy", "startup"):
+        if m not in ("fetch", "flat", "rate", "idle", "rss", "perfalloc", "perfalloc-busy", "startup", "restart"):
             raise BenchError("--measures: unknown measure %r" % m)
 
     repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -1357,22 +1456,50 @@ def main():
                     if r["go"]["timeouts"][k]:
                         go = float("inf")
                     lines.append(summary_line("perfalloc_%s_%s_ms%s" % (k, m, suffix), go, c))
-        if "startup" in measures:
+        for measure in ("startup", "restart"):
+            if measure not in measures:
+                continue
+            restart = measure == "restart"
             confs = [("default", PERFEVENT_CONF)]
             conf100, got = many_events_conf(many)
             confs.append(("%devents" % got, conf100))
             for cname, conf in confs:
-                log("\n== 6. start-up, %s config: pmcd forks the agent → first answered fetch of %s, %d rounds, ms" % (cname, ONE_METRIC, start_rounds))
+                log("\n== 6%s. %s, %s config: pmcd forks the agent → first answered fetch of %s, %d rounds, ms" % (
+                    "b" if restart else "", "restart (each start right after a stop of the same agent)" if restart else "start-up",
+                    cname, ONE_METRIC, start_rounds))
                 bg = Background(ours)
-                r = measure_startup(o, go_agent, go_args, c_args, os.path.join(out, "startup-" + cname), conf, start_rounds)
+                r = measure_startup(o, go_agent, go_args, c_args, os.path.join(out, measure + "-" + cname), conf, start_rounds, restart)
                 bg = bg.done()
+                def ms(v, f="%.0f", none="failed"):
+                    return none if v is None else f % (v * 1000)
                 for label in ("go", "c"):
-                    log("%-3s fork→answer: %s   pmcd start→answer: %s   (%s leaves)" % (
-                        label, " ".join("%.0f" % (a * 1000) for a, _ in r[label]),
-                        " ".join("%.0f" % (b * 1000) for _, b in r[label]), r.get("leaves_" + label)))
-                results["startup_" + cname] = r
-                lines.append(rounds_line("startup_%s_ms" % cname, [a * 1000 for a, _ in r["go"]],
-                                         [a * 1000 for a, _ in r["c"]], bg))
+                    log("%-3s fork→answer: %s   pmcd start→answer: %s   CPU: %s   teardown: %s   (%s leaves)" % (
+                        label, " ".join(ms(x and x[0]) for x in r[label]),
+                        " ".join(ms(x and x[1]) for x in r[label]),
+                        " ".join("failed" if x is None else ms(x[2], "%.1f", "?") for x in r[label]),
+                        " ".join(ms(t) for t in r["teardown_" + label]), r.get("leaves_" + label)))
+                results[measure + "_" + cname] = r
+
+                def paired(key, i=None):
+                    """Per-round go and c values in ms, rounds where both have one."""
+                    pick = (lambda x: x) if i is None else (lambda x: x and x[i])
+                    pairs = [(pick(g), pick(c)) for g, c in zip(r[key % "go"], r[key % "c"])]
+                    pairs = [(g * 1000, c * 1000) for g, c in pairs if g is not None and c is not None]
+                    return [g for g, _ in pairs], [c for _, c in pairs]
+                failed = ["%s failed in rounds %s" % (label, ",".join(str(x) for x in r["failed_" + label]))
+                          for label in ("go", "c") if r.get("failed_" + label)]
+                go_ms, c_ms = paired("%s", 0)
+                if go_ms:
+                    line = rounds_line("%s_%s_ms" % (measure, cname), go_ms, c_ms, bg)
+                    lines.append(line + ("" if not failed else " (" + "; ".join(failed) + ")"))
+                else:
+                    lines.append("%s_%s_ms no round where both agents answered (%s)" % (measure, cname, "; ".join(failed)))
+                go_cpu, c_cpu = paired("%s", 2)
+                if go_cpu:
+                    lines.append(rounds_line("%s_cpu_%s_ms" % (measure, cname), go_cpu, c_cpu))
+                go_td, c_td = paired("teardown_%s")
+                if not restart and go_td:
+                    lines.append(rounds_line("teardown_%s_ms" % cname, go_td, c_td))
 
         if o.profile:
             log("\n== where the time goes, flat out, %.0f s per agent per tool (strace slows the agent: counts, not times)" % o.profile)
