@@ -516,3 +516,17 @@ func TestReaderGrowsWithTheBody(t *testing.T) {
 		t.Fatalf("Next = %+v, %d bytes, %v; want the %d-byte FETCH back", h, len(msg), err, len(big))
 	}
 }
+
+// Framing a request allocates nothing once the buffer has grown.
+func TestReaderSteadyStateAllocs(t *testing.T) {
+	var b Builder
+	req := append([]byte(nil), b.Fetch(3, 1, []PMID{NewPMID(127, 0, 1), NewPMID(127, 2, 0)})...)
+	r := NewReader(readerFunc(func(p []byte) (int, error) { return copy(p, req), nil }))
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, msg, err := r.Next(); err != nil || len(msg) != len(req) {
+			t.Fatalf("Next = %d bytes, %v", len(msg), err)
+		}
+	}); allocs != 0 {
+		t.Errorf("Next: %v allocations per request, want 0", allocs)
+	}
+}
