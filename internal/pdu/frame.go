@@ -64,9 +64,16 @@ func checkHeader(h Header, max int) error {
 }
 
 // Reader reads whole PDUs from a stream into one reusable buffer.
+//
+// It reads as much as the stream has ready, up to the buffer's capacity,
+// rather than a header and then a body: a request is then one read(2),
+// not two, and PDUs that arrive together (a PROFILE and the FETCH behind
+// it) cost one read between them. Bytes past the PDU returned stay in the
+// buffer for the next call, so a Reader must be the stream's only reader.
 type Reader struct {
 	r      io.Reader
-	buf    []byte
+	buf    []byte // buf[:len(buf)] has been read; buf[:next] was returned
+	next   int
 	MaxLen int // PDUs longer than this are rejected; 0 means DefaultMaxLen
 }
 
@@ -88,13 +95,17 @@ func (r *Reader) Next() (Header, []byte, error) {
 	if max <= 0 {
 		max = DefaultMaxLen
 	}
-	r.buf = r.buf[:HeaderLen]
-	if n, err := io.ReadFull(r.r, r.buf); err != nil {
+	// Move what follows the previous PDU to the front; usually nothing.
+	if r.next > 0 {
+		r.buf = r.buf[:copy(r.buf, r.buf[r.next:])]
+		r.next = 0
+	}
+	if err := r.fill(HeaderLen); err != nil {
 		if err == io.EOF {
-			return Header{}, nil, io.EOF
-		}
-		if err == io.ErrUnexpectedEOF {
-			return Header{}, nil, fmt.Errorf("%w: header cut after %d of %d bytes: %w", ErrTruncated, n, HeaderLen, io.ErrUnexpectedEOF)
+			if len(r.buf) == 0 {
+				return Header{}, nil, io.EOF
+			}
+			return Header{}, nil, fmt.Errorf("%w: header cut after %d of %d bytes: %w", ErrTruncated, len(r.buf), HeaderLen, io.ErrUnexpectedEOF)
 		}
 		return Header{}, nil, err
 	}
@@ -104,22 +115,44 @@ func (r *Reader) Next() (Header, []byte, error) {
 	}
 	// Grow the buffer only as the body arrives, so that a header claiming
 	// megabytes costs memory only if the bytes really follow.
-	for have := HeaderLen; have < h.Len; {
-		if have == cap(r.buf) {
+	for len(r.buf) < h.Len {
+		if have := len(r.buf); have == cap(r.buf) {
 			nb := make([]byte, have, min(h.Len, 2*have+growStep))
 			copy(nb, r.buf)
 			r.buf = nb
 		}
-		end := min(h.Len, cap(r.buf))
-		n, err := io.ReadFull(r.r, r.buf[have:end])
-		have += n
-		r.buf = r.buf[:have]
-		if err != nil {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return h, nil, fmt.Errorf("%w: %s body cut after %d of %d bytes: %w", ErrTruncated, h.Type, have-HeaderLen, h.Len-HeaderLen, io.ErrUnexpectedEOF)
+		if err := r.fill(min(h.Len, cap(r.buf))); err != nil {
+			if err == io.EOF {
+				return h, nil, fmt.Errorf("%w: %s body cut after %d of %d bytes: %w", ErrTruncated, h.Type, len(r.buf)-HeaderLen, h.Len-HeaderLen, io.ErrUnexpectedEOF)
 			}
 			return h, nil, err
 		}
 	}
-	return h, r.buf, nil
+	r.next = h.Len
+	return h, r.buf[:h.Len], nil
+}
+
+// maxEmptyReads is how many reads in a row may return nothing, and no
+// error, before the stream is taken to be broken (as bufio does).
+const maxEmptyReads = 100
+
+// fill reads until the buffer holds at least want bytes (want is at most
+// its capacity), taking whatever more the stream has ready. Its error is
+// io.EOF if the stream ended first.
+func (r *Reader) fill(want int) error {
+	for empty := 0; len(r.buf) < want; {
+		n, err := r.r.Read(r.buf[len(r.buf):cap(r.buf)])
+		r.buf = r.buf[:len(r.buf)+n]
+		switch {
+		case len(r.buf) >= want:
+			return nil
+		case err != nil:
+			return err
+		case n == 0:
+			if empty++; empty == maxEmptyReads {
+				return io.ErrNoProgress
+			}
+		}
+	}
+	return nil
 }

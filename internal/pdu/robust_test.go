@@ -33,6 +33,76 @@ func TestReader(t *testing.T) {
 	}
 }
 
+// countingReader counts the Read calls that reach the stream.
+type countingReader struct {
+	r     io.Reader
+	chunk int // the most one Read returns; 0 for no limit
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	if c.chunk > 0 && len(p) > c.chunk {
+		p = p[:c.chunk]
+	}
+	return c.r.Read(p)
+}
+
+// A request that is all there is one read(2) away, not two (header, then
+// body), and PDUs that arrive together share a read; cut anywhere by the
+// stream, every PDU still comes out whole and in order.
+func TestReaderReadsWhatIsReady(t *testing.T) {
+	var b Builder
+	var stream []byte
+	var want [][]byte
+	// The Builder reuses its buffer: copy each PDU before building the next.
+	for _, build := range []func() []byte{
+		func() []byte { return b.Profile(3, &Profile{}) },
+		func() []byte { return b.Fetch(3, 1, []PMID{NewPMID(127, 0, 1), NewPMID(127, 2, 0)}) },
+		func() []byte { return b.Attr(0, AttrContainer, []byte("foo\x00bar")) },
+		func() []byte { return b.DescReq(7, NewPMID(127, 2, 0)) },
+	} {
+		m := append([]byte(nil), build()...)
+		want = append(want, m)
+		stream = append(stream, m...)
+	}
+
+	one := &countingReader{r: bytes.NewReader(want[1])}
+	r := NewReader(one)
+	if _, msg, err := r.Next(); err != nil || !bytes.Equal(msg, want[1]) || one.reads != 1 {
+		t.Fatalf("a lone FETCH: %v, %d bytes, in %d reads; want it whole in 1 read", err, len(msg), one.reads)
+	}
+
+	for chunk := range len(stream) + 1 {
+		c := &countingReader{r: bytes.NewReader(stream), chunk: chunk}
+		r := NewReader(c)
+		for i, w := range want {
+			h, msg, err := r.Next()
+			if err != nil || !bytes.Equal(msg, w) || h.Len != len(w) {
+				t.Fatalf("chunks of %d: PDU %d = %+v, %v; want %d bytes % x", chunk, i, h, err, len(w), w)
+			}
+		}
+		if _, _, err := r.Next(); err != io.EOF {
+			t.Fatalf("chunks of %d: at the end %v, want io.EOF", chunk, err)
+		}
+		if chunk == 0 && c.reads != 2 {
+			t.Errorf("%d PDUs that arrived together took %d reads, want 1 and 1 for the end", len(want), c.reads)
+		}
+	}
+}
+
+// A stream that keeps returning nothing is broken, not slow.
+func TestReaderGivesUpOnEmptyReads(t *testing.T) {
+	r := NewReader(readerFunc(func([]byte) (int, error) { return 0, nil }))
+	if _, _, err := r.Next(); err != io.ErrNoProgress {
+		t.Fatalf("Next = %v, want io.ErrNoProgress", err)
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
 func TestReaderRejects(t *testing.T) {
 	var b Builder
 	desc := b.DescReq(0, 1)
@@ -444,5 +514,19 @@ func TestReaderGrowsWithTheBody(t *testing.T) {
 	h, msg, err := r.Next()
 	if err != nil || h.Len != len(big) || !bytes.Equal(msg, big) {
 		t.Fatalf("Next = %+v, %d bytes, %v; want the %d-byte FETCH back", h, len(msg), err, len(big))
+	}
+}
+
+// Framing a request allocates nothing once the buffer has grown.
+func TestReaderSteadyStateAllocs(t *testing.T) {
+	var b Builder
+	req := append([]byte(nil), b.Fetch(3, 1, []PMID{NewPMID(127, 0, 1), NewPMID(127, 2, 0)})...)
+	r := NewReader(readerFunc(func(p []byte) (int, error) { return copy(p, req), nil }))
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, msg, err := r.Next(); err != nil || len(msg) != len(req) {
+			t.Fatalf("Next = %d bytes, %v", len(msg), err)
+		}
+	}); allocs != 0 {
+		t.Errorf("Next: %v allocations per request, want 0", allocs)
 	}
 }

@@ -187,3 +187,105 @@ func TestQuietConnPipe(t *testing.T) {
 	}
 	rf.Close()
 }
+
+// pmcd's side of a pair of non-blocking pipes to an agent served through
+// quietConn, as newStdio sets them up.
+func quietPipes(t *testing.T) (q *quietConn, toAgent, fromAgent *os.File) {
+	t.Helper()
+	var req, rep [2]int
+	for _, p := range []*[2]int{&req, &rep} {
+		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, out := os.NewFile(uintptr(req[0]), "agent-in"), os.NewFile(uintptr(rep[1]), "agent-out")
+	q, err := newQuietConn(in, out, func() error { in.Close(); return out.Close() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	toAgent, fromAgent = os.NewFile(uintptr(req[1]), "pmcd-out"), os.NewFile(uintptr(rep[0]), "pmcd-in")
+	t.Cleanup(func() { q.Close(); toAgent.Close(); fromAgent.Close() })
+	return q, toAgent, fromAgent
+}
+
+// Served over pipes through quietConn, the agent answers requests that
+// come one at a time, several in one write, and one cut into pieces that
+// arrive apart; it writes a reply larger than the pipe whole, and ends
+// cleanly when pmcd closes its end.
+func TestQuietServe(t *testing.T) {
+	q, toAgent, fromAgent := quietPipes(t)
+	tab, err := NewTable(exampleSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- New(Config{Fetcher: &exampleFetcher{}}, tab).Serve(q) }()
+
+	r := pdu.NewReader(fromAgent)
+	reply := func(want pdu.Type) []byte {
+		t.Helper()
+		fromAgent.SetReadDeadline(time.Now().Add(10 * time.Second))
+		h, msg, err := r.Next()
+		if err != nil || h.Type != want {
+			t.Fatalf("reply %+v, %v; want %s", h, err, want)
+		}
+		return msg
+	}
+	send := func(b []byte) {
+		t.Helper()
+		if _, err := toAgent.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply(pdu.TypeCreds)
+	var b pdu.Builder
+	send(b.Creds(1, pdu.VersionCred(0)))
+	for range 3 {
+		send(b.DescReq(0, pmidActive))
+		reply(pdu.TypeDesc)
+	}
+
+	// Two requests in one write: two replies.
+	two := append([]byte(nil), b.DescReq(0, pmidActive)...)
+	two = append(two, b.Fetch(0, 1, []pdu.PMID{pmidActive})...)
+	send(two)
+	reply(pdu.TypeDesc)
+	reply(pdu.TypeResult)
+
+	// One request in three pieces, with pauses long enough for the agent
+	// to go back to waiting between them.
+	one := append([]byte(nil), b.Fetch(0, 1, []pdu.PMID{pmidActive})...)
+	for _, piece := range [][]byte{one[:5], one[5 : pdu.HeaderLen+2], one[pdu.HeaderLen+2:]} {
+		time.Sleep(20 * time.Millisecond)
+		send(piece)
+	}
+	reply(pdu.TypeResult)
+
+	// 20,000 PMIDs: a RESULT of more than 64 KiB, a full pipe's worth.
+	many := make([]pdu.PMID, 20000)
+	for i := range many {
+		many[i] = pmidActive
+	}
+	send(b.Fetch(0, 1, many))
+	if msg := reply(pdu.TypeResult); len(msg) <= 64<<10 {
+		t.Fatalf("RESULT of %d bytes, want one larger than a pipe holds", len(msg))
+	}
+	send(b.DescReq(0, pmidActive))
+	reply(pdu.TypeDesc)
+
+	// A PDU that wants no reply, and pmcd gone right behind it, as when
+	// pmcd tells the agent a client left and then exits: the agent must
+	// see the end although the data and the hang-up make one wake-up (a
+	// read that leaves the pipe empty is no promise of another one).
+	time.Sleep(20 * time.Millisecond)
+	send(b.Error(0, pdu.ErrNotConn))
+	toAgent.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after pmcd closed: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return 10 s after pmcd closed its end")
+	}
+}
