@@ -151,3 +151,24 @@ func TestScheduleAnnouncedHolder(t *testing.T) {
 	}
 	h.release(t)
 }
+
+// A loop of locks and unlocks on a kept descriptor empties the bucket of
+// silent changes, and the pace falls back to OpenPoll until it refills.
+func TestScheduleSilentChangesDrawFromTheBucket(t *testing.T) {
+	t0 := time.Now()
+	_, w := schedWatcher(t, 1, t0)
+	w.silent = true
+	w.current.Since = t0
+	if got := w.interval(t0); got != silentPoll {
+		t.Fatalf("silent holder, full bucket: interval %v, want %v", got, silentPoll)
+	}
+	w.changes = 0.5
+	if got := w.interval(t0); got != DefaultOpenPoll {
+		t.Fatalf("silent holder, empty bucket: interval %v, want %v", got, DefaultOpenPoll)
+	}
+	now := t0.Add(time.Second / silentRefill)
+	w.refill(now)
+	if got := w.interval(now); got != silentPoll {
+		t.Fatalf("bucket refilled by one: interval %v, want %v", got, silentPoll)
+	}
+}

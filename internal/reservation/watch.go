@@ -17,8 +17,9 @@ import (
 // DefaultPoll is how often the Watcher checks with F_GETLK, as the C agent
 // did, while inotify cannot be trusted to announce a lock: inotify is off
 // or lost events, or a reservation is held (its end is usually announced
-// by a close, but a holder may also unlock and keep the file open). It
-// bounds the reaction time when inotify says nothing (NFS, inotify limits).
+// by a close; a holder that unlocks and keeps the file open is polled at
+// silentPoll once the Watcher has seen one). It bounds the reaction time
+// when inotify says nothing (NFS, inotify limits).
 const DefaultPoll = 100 * time.Millisecond
 
 // DefaultIdlePoll is how often the Watcher checks while inotify says that
@@ -92,10 +93,16 @@ const openFollowUp = 250 * time.Microsecond
 // holder is about and checks every silentPoll while anybody else has the
 // file open, reserved or not, and every openQuietPoll once silentQuiet
 // passes without an open or a change; it forgets when the count of other
-// users is back to 0.
+// users is back to 0. Every change those checks find costs the agent a
+// callback (its counters closed or opened) and a naming, so changes are
+// drawn from a bucket of silentBurst that refills at silentRefill per
+// second: a loop of locks and unlocks on a kept descriptor is then seen at
+// OpenPoll, as before there was a silent pace.
 const (
-	silentPoll  = time.Millisecond
-	silentQuiet = openQuiet
+	silentPoll   = time.Millisecond
+	silentQuiet  = openQuiet
+	silentBurst  = 100
+	silentRefill = 50
 )
 
 // Naming the holders reads /proc/locks, which any user can make expensive
@@ -173,6 +180,7 @@ type Watcher struct {
 	ensureErr  error     // from the last Ensure, reported with every check
 	openAt     time.Time // the last open hint: dense checks until denseFor after it
 	tokens     float64   // the dense checks left in the bucket
+	changes    float64   // the changes found at silentPoll left in their bucket
 	tokensAt   time.Time // when tokens was last refilled
 	nameAfter  time.Time // no /proc/locks before this
 	nameStale  bool      // the holders may have changed since they were named
@@ -390,6 +398,7 @@ func newWatcher(lf *LockFile, opts Options, fn func(Status)) *Watcher {
 		fn:      fn,
 		done:    make(chan struct{}),
 		tokens:  denseBurst,
+		changes: silentBurst,
 		readGap: densePoll,
 	}
 	w.users.every = min(opts.IdlePoll, max(opts.Poll, unsurePoll))
@@ -469,9 +478,11 @@ func (w *Watcher) flooded(n int) {
 	}
 }
 
-// refill tops up the bucket of dense checks.
+// refill tops up the buckets of dense checks and of silent changes.
 func (w *Watcher) refill(now time.Time) {
-	w.tokens = min(denseBurst, w.tokens+now.Sub(w.tokensAt).Seconds()*denseRefill)
+	dt := now.Sub(w.tokensAt).Seconds()
+	w.tokens = min(denseBurst, w.tokens+dt*denseRefill)
+	w.changes = min(silentBurst, w.changes+dt*silentRefill)
 	w.tokensAt = now
 }
 
@@ -560,8 +571,11 @@ func (w *Watcher) silentPace(now time.Time) time.Duration {
 	w.mu.Lock()
 	since := w.current.Since
 	w.mu.Unlock()
-	if now.Sub(since) > silentQuiet && now.Sub(w.openAt) > silentQuiet {
+	switch {
+	case now.Sub(since) > silentQuiet && now.Sub(w.openAt) > silentQuiet:
 		return min(w.opts.Poll, openQuietPoll)
+	case w.changes < 1:
+		return w.opts.OpenPoll
 	}
 	return min(w.opts.Poll, silentPoll)
 }
@@ -675,6 +689,9 @@ func (w *Watcher) step(now time.Time) {
 	if changed && kinds == 0 && now.Sub(w.openAt) >= denseFor && w.note != nil {
 		// Nothing announced it: a holder that locks through a
 		// descriptor it keeps open.
+		if w.silent {
+			w.changes--
+		}
 		w.silent = true
 	}
 	w.lastCheck = now
@@ -688,8 +705,10 @@ func (w *Watcher) step(now time.Time) {
 	w.readGap = w.gap()
 }
 
-// ensure runs LockFile.Ensure and says whether the descriptor now refers
-// to another file.
+// ensure repairs the lock file if it was deleted, replaced or had its mode
+// changed (LockFile.Ensure), and says what it repaired and whether the
+// descriptor now refers to another file, whose users must be counted
+// afresh.
 func (w *Watcher) ensure() (repaired string, reopened bool, err error) {
 	dev, ino := w.lf.identity()
 	repaired, err = w.lf.Ensure()
@@ -763,9 +782,10 @@ func (w *Watcher) look(now time.Time, cur Status, quick bool) (Status, error) {
 	return Status{Reserved: true, Holders: holders}, nil
 }
 
-// check makes sure, now and then, that the descriptor still names the
-// file, asks F_GETLK and calls fn if anything changed. It says whether the
-// reservation started or ended.
+// check is one look at the reservation: every Poll, or after a hint about
+// the file itself, it runs ensure first; then it asks F_GETLK, calls fn if
+// the reservation or its holders changed, and probes the count of users if
+// it is in doubt. It says whether the reservation started or ended.
 func (w *Watcher) check(now time.Time) (changed bool) {
 	if w.note != nil && now.Sub(w.openAt) >= floodQuiet {
 		if _, err := w.users.setFlood(w.note, w.lf.Path(), false); err != nil {
