@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,6 +87,8 @@ func spinners(b *testing.B) func() {
 	var cmds []*exec.Cmd
 	for range runtime.NumCPU() {
 		cmd := helperCommand("spin", "")
+		// Gone with the benchmark, however it ends.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
