@@ -11,7 +11,10 @@ the runs with their min-max spread, and one summary line per p99 with the
 (what other jobs put on the machine, before the benchmark's own busy
 processes) and the share of all CPUs busy during it (/proc/stat).
 
-    qa/bench/reaction.py [--runs 3] [--cycles 200] [--go go]
+    qa/bench/reaction.py [--runs 3] [--cycles 200] [--go go] [--binary reservation.test]
+
+--binary runs a test binary built elsewhere (go test -c of another commit)
+instead of building this tree's, to compare two versions on one machine.
 
 qa/bench/run calls it (BENCH_REACTION=0 skips it; BENCH_REACTION_RUNS and
 BENCH_REACTION_CYCLES set the counts).  No root needed.
@@ -66,13 +69,15 @@ def main():
     ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_REACTION_RUNS", "3")))
     ap.add_argument("--cycles", type=int, default=int(os.environ.get("BENCH_REACTION_CYCLES", "200")))
     ap.add_argument("--go", default=os.environ.get("GO", "go"))
+    ap.add_argument("--binary", help="internal/reservation test binary to run instead of building one")
     args = ap.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     pkg = os.path.join(repo, "internal", "reservation")
 
     with tempfile.TemporaryDirectory(prefix="reaction-") as tmp:
-        binary = os.path.join(tmp, "reservation.test")
-        subprocess.run([args.go, "test", "-c", "-o", binary, "."], cwd=pkg, check=True)
+        binary = os.path.abspath(args.binary) if args.binary else os.path.join(tmp, "reservation.test")
+        if not args.binary:
+            subprocess.run([args.go, "test", "-c", "-o", binary, "."], cwd=pkg, check=True)
         results = {}
         for i in range(args.runs):
             l0, (b0, t0) = load1(), cpu_ticks()
