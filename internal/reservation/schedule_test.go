@@ -1,7 +1,6 @@
 package reservation
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -15,12 +14,7 @@ import (
 // (confirmed by a probe) and nothing heard for a second before t0.
 func schedWatcher(t *testing.T, others int, t0 time.Time) (string, *Watcher) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lf.Close() })
+	path, lf := tempLockFile(t)
 	w := newWatcher(lf, Options{}, func(st Status) {})
 	w.note = &notifier{fd: -1, fileWD: -1} // events come from the test only
 	w.users.known, w.users.delta = true, others
