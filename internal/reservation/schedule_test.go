@@ -147,7 +147,8 @@ func TestScheduleAnnouncedHolder(t *testing.T) {
 }
 
 // A loop of locks and unlocks on a kept descriptor empties the bucket of
-// silent changes, and the pace falls back to OpenPoll until it refills.
+// silent changes, and the schedule is the one without a silent holder
+// until it refills.
 func TestScheduleSilentChangesDrawFromTheBucket(t *testing.T) {
 	t0 := time.Now()
 	_, w := schedWatcher(t, 1, t0)
@@ -158,8 +159,13 @@ func TestScheduleSilentChangesDrawFromTheBucket(t *testing.T) {
 	}
 	w.changes = 0.5
 	if got := w.interval(t0); got != DefaultOpenPoll {
-		t.Fatalf("silent holder, empty bucket: interval %v, want %v", got, DefaultOpenPoll)
+		t.Fatalf("silent holder, empty bucket, free: interval %v, want %v", got, DefaultOpenPoll)
 	}
+	w.current.Reserved = true
+	if got := w.interval(t0); got != DefaultPoll {
+		t.Fatalf("silent holder, empty bucket, reserved: interval %v, want %v", got, DefaultPoll)
+	}
+	w.current.Reserved = false
 	now := t0.Add(time.Second / silentRefill)
 	w.refill(now)
 	if got := w.interval(now); got != silentPoll {

@@ -96,8 +96,10 @@ const openFollowUp = 250 * time.Microsecond
 // users is back to 0. Every change those checks find costs the agent a
 // callback (its counters closed or opened) and a naming, so changes are
 // drawn from a bucket of silentBurst that refills at silentRefill per
-// second: a loop of locks and unlocks on a kept descriptor is then seen at
-// OpenPoll, as before there was a silent pace.
+// second: while it is empty the schedule is the one without a silent
+// holder, so a loop of locks and unlocks on a kept descriptor costs what
+// it did before there was a silent pace (mostly Poll: it is nearly always
+// locked).
 const (
 	silentPoll   = time.Millisecond
 	silentQuiet  = openQuiet
@@ -534,8 +536,11 @@ func (w *Watcher) pollInterval(now time.Time) time.Duration {
 	if known && n == 0 {
 		w.silent = false // whoever locked silently has gone
 	}
+	// With the bucket of silent changes empty, the schedule is the one
+	// without a silent holder.
+	silent := w.silent && w.changes >= 1
 	switch {
-	case reserved && w.silent:
+	case reserved && silent:
 		return w.silentPace(now)
 	case reserved:
 		// Over when the holders unlock, which perfalloc does by closing
@@ -549,7 +554,7 @@ func (w *Watcher) pollInterval(now time.Time) time.Duration {
 		return w.users.every
 	case now.Sub(w.openAt) < denseFor:
 		return w.gap()
-	case w.silent:
+	case silent:
 		return w.silentPace(now)
 	case !known:
 		return w.opts.Poll
@@ -571,11 +576,8 @@ func (w *Watcher) silentPace(now time.Time) time.Duration {
 	w.mu.Lock()
 	since := w.current.Since
 	w.mu.Unlock()
-	switch {
-	case now.Sub(since) > silentQuiet && now.Sub(w.openAt) > silentQuiet:
+	if now.Sub(since) > silentQuiet && now.Sub(w.openAt) > silentQuiet {
 		return min(w.opts.Poll, openQuietPoll)
-	case w.changes < 1:
-		return w.opts.OpenPoll
 	}
 	return min(w.opts.Poll, silentPoll)
 }
