@@ -104,7 +104,7 @@ const (
 	silentPoll   = time.Millisecond
 	silentQuiet  = openQuiet
 	silentBurst  = 100
-	silentRefill = 50
+	silentRefill = 25
 )
 
 // Naming the holders reads /proc/locks, which any user can make expensive
