@@ -161,8 +161,8 @@ type Watcher struct {
 	// wake is an eventfd that Close writes to, to end the watcher's wait.
 	wake        int
 	floodLogged time.Time // when a flood was last logged
-	readAt      time.Time // the last read of the inotify queue
-	readGap     time.Duration
+	readAt      time.Time     // the last read of the inotify queue
+	readGap     time.Duration // the least time between two reads (see readEvents)
 	done        chan struct{}
 
 	closeOnce sync.Once
