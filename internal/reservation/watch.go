@@ -160,7 +160,7 @@ type Watcher struct {
 	unseen  uint32 // hint* bits of the events since the last check
 	// wake is an eventfd that Close writes to, to end the watcher's wait.
 	wake        int
-	floodLogged time.Time // when a flood was last logged
+	floodLogged time.Time     // when a flood was last logged
 	readAt      time.Time     // the last read of the inotify queue
 	readGap     time.Duration // the least time between two reads (see readEvents)
 	done        chan struct{}
