@@ -99,7 +99,9 @@
 // 100 µs slice (sched_setattr's sched_runtime, honoured by EEVDF since
 // Linux 6.12, no privilege needed), so that when it wakes it may preempt
 // a busy process of the same priority instead of waiting for that
-// process's slice to run out; its share of the CPU stays the same. While
+// process's slice to run out; its share of the CPU stays the same. The
+// callback, which opens or closes the agent's counters, runs with the
+// default slice. While
 // nobody has the file open the thread sleeps for IdlePoll at a time: no
 // other wake-up.
 //

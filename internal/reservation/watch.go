@@ -187,6 +187,7 @@ type Watcher struct {
 	nameAfter  time.Time // no /proc/locks before this
 	nameStale  bool      // the holders may have changed since they were named
 	silent     bool      // a reservation came or went without a hint (see silentPoll)
+	sliced     bool      // the thread has the short slice (see setSlice)
 
 	pace      atomic.Int64 // the interval chosen after the last check, ns, for tests
 	checks    atomic.Int64 // F_GETLK checks made, for tests
@@ -592,7 +593,7 @@ func (w *Watcher) silentPace(now time.Time) time.Duration {
 func (w *Watcher) run() {
 	defer close(w.done)
 	runtime.LockOSThread()
-	if !shortSlice() {
+	if w.sliced = setSlice(watcherSlice); !w.sliced {
 		defer runtime.UnlockOSThread()
 	} // else the thread ends with the goroutine, and its slice with it
 	var buf []byte
@@ -632,14 +633,14 @@ func (w *Watcher) run() {
 // for; 0 leaves the default.
 var watcherSlice = 100 * time.Microsecond
 
-// shortSlice asks the scheduler (EEVDF, Linux 6.12 and later) for a short
-// slice for the calling thread, which lets it preempt, when it wakes, a
-// task with a longer one: a busy process at the same priority no longer
-// runs out its slice (3 ms here) before the watcher gets the CPU. Its
-// share of the CPU does not change, and it needs no privilege; earlier
-// kernels ignore sched_runtime for SCHED_OTHER. It says whether the
-// thread was changed.
-func shortSlice() bool {
+// setSlice asks the scheduler (EEVDF, Linux 6.12 and later) for a slice of
+// d for the calling thread, 0 for the default. A short slice lets the
+// thread preempt, when it wakes, a task with a longer one: a busy process
+// at the same priority no longer runs out its slice (1.4 ms here) before
+// the watcher gets the CPU. Its share of the CPU does not change, and it
+// needs no privilege; earlier kernels ignore sched_runtime for SCHED_OTHER.
+// It says whether the call succeeded.
+func setSlice(d time.Duration) bool {
 	if watcherSlice <= 0 {
 		return false
 	}
@@ -647,7 +648,7 @@ func shortSlice() bool {
 		Size:    unix.SizeofSchedAttr,
 		Policy:  unix.SCHED_NORMAL,
 		Flags:   unix.SCHED_FLAG_RESET_ON_FORK,
-		Runtime: uint64(watcherSlice),
+		Runtime: uint64(d),
 	}
 	// The thread's nice value is kept, as sched_setattr sets it too; the
 	// system call returns 20 - nice.
@@ -850,6 +851,13 @@ func (w *Watcher) report(now time.Time, st, cur Status) {
 	w.mu.Lock()
 	w.current = st
 	w.mu.Unlock()
+	if w.sliced {
+		// The callback opens or closes the counters, milliseconds of
+		// work that a 100 µs slice would hand to other tasks in crumbs
+		// on a busy machine.
+		setSlice(0)
+		defer setSlice(watcherSlice)
+	}
 	w.fn(st)
 }
 
