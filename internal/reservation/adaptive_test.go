@@ -196,7 +196,8 @@ const (
 	maxSlowChecks = 3
 )
 
-func newTestWatcher(t *testing.T, opts Options) (string, *Watcher, chan Status) {
+// tempLockFile opens a fresh lock file, closed when the test ends.
+func tempLockFile(t *testing.T) (string, *LockFile) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "perflock")
 	lf, err := Open(path)
@@ -204,6 +205,12 @@ func newTestWatcher(t *testing.T, opts Options) (string, *Watcher, chan Status) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lf.Close() })
+	return path, lf
+}
+
+func newTestWatcher(t *testing.T, opts Options) (string, *Watcher, chan Status) {
+	t.Helper()
+	path, lf := tempLockFile(t)
 	ch := make(chan Status, 8)
 	w, err := Watch(lf, opts, func(st Status) { ch <- st })
 	if err != nil {

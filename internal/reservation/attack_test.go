@@ -23,6 +23,7 @@ var attacks = []struct {
 	{"openclose", "opens and closes the lock file in a loop, never locking it"},
 	{"lockclose", "opens, read-locks and closes the lock file in a loop"},
 	{"fdlock", "keeps the lock file open and locks and unlocks it in a loop"},
+	{"fdlock-50ms", "keeps the lock file open and locks or unlocks it every 50 ms: a silent holder, not an attack"},
 	{"holdopen", "keeps the lock file open, never locking it"},
 	{"manylocks", "holds 60,000 POSIX locks on a file of its own and a reservation"},
 	{"manylocks-openclose", "holds 60,000 POSIX locks and a reservation, and opens and closes the lock file in a loop"},
@@ -74,6 +75,14 @@ func helperAttack(kind, path string) {
 			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperReadLock)
 			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperUnlock)
 		}
+	case "fdlock-50ms":
+		fd := openLock()
+		for {
+			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperReadLock)
+			time.Sleep(50 * time.Millisecond)
+			unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperUnlock)
+			time.Sleep(50 * time.Millisecond)
+		}
 	case "holdopen", "manylocks":
 		openLock()
 		io.Copy(io.Discard, os.Stdin)
@@ -85,6 +94,7 @@ func helperAttack(kind, path string) {
 type attackCost struct {
 	elapsed   time.Duration
 	cpu       time.Duration // user + system time of this whole process
+	switches  int64         // its context switches, voluntary or not: wake-ups
 	checks    int64         // F_GETLK checks
 	procReads int64         // reads of /proc/locks
 	callbacks int64
@@ -92,14 +102,15 @@ type attackCost struct {
 
 func (c attackCost) String() string {
 	s := c.elapsed.Seconds()
-	return fmt.Sprintf("%.2f%% of a core (%.0f ticks per 10 s), %.0f checks/s, %.1f /proc/locks reads/s, %.1f callbacks/s",
-		100*c.cpu.Seconds()/s, 1000*c.cpu.Seconds()/s, float64(c.checks)/s, float64(c.procReads)/s, float64(c.callbacks)/s)
+	return fmt.Sprintf("%.2f%% of a core (%.0f ticks per 10 s), %.0f checks/s, %.0f context switches/s, %.1f /proc/locks reads/s, %.1f callbacks/s",
+		100*c.cpu.Seconds()/s, 1000*c.cpu.Seconds()/s, float64(c.checks)/s, float64(c.switches)/s, float64(c.procReads)/s, float64(c.callbacks)/s)
 }
 
-func processCPU() time.Duration {
+// processUsage is this process's CPU time and context switches so far.
+func processUsage() (time.Duration, int64) {
 	var ru unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Nvcsw + ru.Nivcsw
 }
 
 // runAttack watches a fresh lock file while the attack kind runs for d,
@@ -136,12 +147,15 @@ func runAttack(t testing.TB, kind string, opts Options, d time.Duration) attackC
 	time.Sleep(100 * time.Millisecond) // the start-up transition
 
 	calls0 := calls.Load()
-	start, cpu0 := time.Now(), processCPU()
+	start := time.Now()
+	cpu0, sw0 := processUsage()
 	checks0, reads0 := w.checks.Load(), w.procReads.Load()
 	time.Sleep(d)
+	cpu1, sw1 := processUsage()
 	cost := attackCost{
 		elapsed:   time.Since(start),
-		cpu:       processCPU() - cpu0,
+		cpu:       cpu1 - cpu0,
+		switches:  sw1 - sw0,
 		checks:    w.checks.Load() - checks0,
 		procReads: w.procReads.Load() - reads0,
 	}
@@ -168,6 +182,7 @@ func BenchmarkWatcherUnderAttack(b *testing.B) {
 			s := c.elapsed.Seconds()
 			b.ReportMetric(100*c.cpu.Seconds()/s, "%cpu")
 			b.ReportMetric(float64(c.checks)/s, "checks/s")
+			b.ReportMetric(float64(c.switches)/s, "switches/s")
 			b.ReportMetric(float64(c.procReads)/s, "proclocks/s")
 			b.ReportMetric(float64(c.callbacks)/s, "callbacks/s")
 			b.ReportMetric(0, "ns/op")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +44,10 @@ func helperBench(kind, path string) {
 			fd = open()
 			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperReadLock)
 		case "c U":
-			err = unix.Close(fd)
+			// C perfalloc's SIGHUP handler unlocks, then closes.
+			if err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &helperUnlock); err == nil {
+				err = unix.Close(fd)
+			}
 		case "ours L":
 			r, err = Reserve(path)
 		case "ours U":
@@ -63,7 +67,7 @@ func helperBench(kind, path string) {
 
 // holderKinds are the ways a reservation is taken and dropped.
 var holderKinds = []struct{ name, what string }{
-	{"c", "C perfalloc: open, F_SETLK; close"},
+	{"c", "C perfalloc: open, F_SETLK; F_SETLK unlock, close"},
 	{"ours", "our perfalloc: Reserve, Release"},
 	{"samefd", "the file kept open: F_SETLK read lock, F_SETLK unlock, no inotify event"},
 }
@@ -83,6 +87,8 @@ func spinners(b *testing.B) func() {
 	var cmds []*exec.Cmd
 	for range runtime.NumCPU() {
 		cmd := helperCommand("spin", "")
+		// Gone with the benchmark, however it ends.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}

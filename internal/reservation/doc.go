@@ -12,7 +12,8 @@
 //   - the [Watcher]: inotify hints plus an F_GETLK poll that always runs,
 //     every millisecond for 100 ms after someone opens the file, every
 //     4 ms while someone else has it open without a lock (10 ms once that
-//     has lasted 10 s without an open or a change), every 100 ms
+//     has lasted 10 s without an open or a change), every millisecond
+//     while a holder that locks without opening is about, every 100 ms
 //     while a reservation is held or the hints cannot be trusted, and
 //     once a minute while nobody else has the file open, calling back on
 //     every change of the reservation;
@@ -69,11 +70,40 @@
 // an open or a change of the reservation that slows to 10 ms: a tool that
 // keeps the file open for hours costs 100 checks a second, not 250.
 //
-// After an IN_OPEN the Watcher checks every millisecond for 100 ms: the
-// lock usually follows the open within microseconds, but on a busy machine
-// the opener can lose its CPU in between. Both C perfalloc and ours open
-// and then lock, so their reservations are seen within a millisecond of
-// the lock, plus however long the agent waits for a CPU.
+// After an IN_OPEN the Watcher checks at once, 250 µs later, and then every
+// millisecond for 100 ms: the lock usually follows the open within
+// microseconds, but on a busy machine the opener can lose its CPU in
+// between. Both C perfalloc and ours open and then lock, so their
+// reservations are seen within a millisecond of the lock, plus however
+// long the agent waits for a CPU; both end them with a close, a hint too.
+//
+// A holder may also keep the file open and lock and unlock through that
+// descriptor, which makes no event at all. When a check that no hint
+// asked for, and not one of the dense checks after an open, finds that
+// the reservation started or ended, such a holder is about: from then on
+// the Watcher checks every millisecond while anybody else has the file
+// open, reserved or not (every 10 ms once 10 s pass without an open or a
+// change), and forgets it when the count of users is back to 0. Its first
+// lock after its open is seen at OpenPoll, and an unlock that comes before
+// the Watcher has learnt about it waits for Poll.
+//
+// # How the Watcher waits
+//
+// It runs on a goroutine locked to its own OS thread, which sleeps in
+// ppoll on the inotify descriptor and an eventfd (for Close), with the
+// time to the next check as the timeout. An event or the timeout wakes
+// that one thread, which reads the events, checks and calls back; the
+// runtime's timers would round the 250 µs up to a millisecond and hand
+// each wake-up from the poller's thread to another, and on a busy machine
+// every hand-off is a wait for a CPU. The thread asks the scheduler for a
+// 100 µs slice (sched_setattr's sched_runtime, honoured by EEVDF since
+// Linux 6.12, no privilege needed), so that when it wakes it may preempt
+// a busy process of the same priority instead of waiting for that
+// process's slice to run out; its share of the CPU stays the same. The
+// callback, which opens or closes the agent's counters, runs with the
+// default slice. While
+// nobody has the file open the thread sleeps for IdlePoll at a time: no
+// other wake-up.
 //
 // The Watcher learns "nobody" from the kernel: a write lease (F_SETLEASE)
 // is granted only if no other open file description of the file exists, in

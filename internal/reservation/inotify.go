@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -24,13 +23,16 @@ type notifyEvent struct {
 // optionally about one file, into calls of hint, one per event, in the
 // kernel's order. Callers re-read the truth (F_GETLK, the state file) after
 // a hint; the masks only tell the Watcher how often it needs to look.
+//
+// Its events are read either by a goroutine of its own through the
+// runtime's poller ([watchDir]), or by its owner, who waits for the
+// descriptor to become readable and then calls readNow ([newNotifier]).
 type notifier struct {
-	f     *os.File // the inotify fd, non-blocking so that Close interrupts Read
-	fd    int
+	fd    int      // inotify, non-blocking
+	f     *os.File // fd in the runtime's poller, so that Close interrupts Read; nil when the owner reads
 	dirWD int
 	name  string
 	hint  func(notifyEvent)
-	flush func() time.Duration // after each read's events; returns the time to wait before the next read
 	done  chan struct{}
 
 	mu      sync.Mutex
@@ -38,17 +40,24 @@ type notifier struct {
 	fileGen uint64
 }
 
-// watchDir watches dir for events (mask) about entries called name.
+// watchDir watches dir for events (mask) about entries called name, and
+// calls hint from a goroutine of its own.
 func watchDir(dir, name string, mask uint32, hint func(notifyEvent)) (*notifier, error) {
-	return watchDirPaced(dir, name, mask, hint, nil)
+	n, err := newNotifier(dir, name, mask, hint)
+	if err != nil {
+		return nil, err
+	}
+	// A non-blocking fd handed to os.NewFile joins the runtime poller, so
+	// Read parks the goroutine and Close wakes it.
+	n.f = os.NewFile(uintptr(n.fd), "inotify")
+	n.done = make(chan struct{})
+	go n.read()
+	return n, nil
 }
 
-// watchDirPaced is watchDir with flush, if not nil, called after the events
-// of each read. The next read waits until the time it returns has passed
-// since this one, so that events arriving in a flood are taken in batches
-// (the kernel queues up to fs.inotify.max_queued_events, 16384 by default,
-// and reports an overflow beyond).
-func watchDirPaced(dir, name string, mask uint32, hint func(notifyEvent), flush func() time.Duration) (*notifier, error) {
+// newNotifier is watchDir without the goroutine: the caller polls n.fd for
+// input and calls readNow.
+func newNotifier(dir, name string, mask uint32, hint func(notifyEvent)) (*notifier, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init1: %w", err)
@@ -58,20 +67,7 @@ func watchDirPaced(dir, name string, mask uint32, hint func(notifyEvent), flush 
 		unix.Close(fd)
 		return nil, fmt.Errorf("inotify watch on directory %s: %w", dir, err)
 	}
-	n := &notifier{
-		// A non-blocking fd handed to os.NewFile joins the runtime poller,
-		// so Read parks the goroutine and Close wakes it.
-		f:      os.NewFile(uintptr(fd), "inotify"),
-		fd:     fd,
-		dirWD:  wd,
-		name:   name,
-		hint:   hint,
-		flush:  flush,
-		done:   make(chan struct{}),
-		fileWD: -1,
-	}
-	go n.read()
-	return n, nil
+	return &notifier{fd: fd, dirWD: wd, name: name, hint: hint, fileWD: -1}, nil
 }
 
 // watchFile replaces any previous file watch with one on path and returns
@@ -98,46 +94,72 @@ func (n *notifier) watchFile(path string, mask uint32) (uint64, error) {
 
 func (n *notifier) read() {
 	defer close(n.done)
-	// Room for a few thousand events of the file (they carry no name).
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, notifyBufSize)
 	for {
 		k, err := n.f.Read(buf)
 		if err != nil {
 			return // closed
 		}
-		readAt := time.Now()
-		for off := 0; off+unix.SizeofInotifyEvent <= k; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
-			off += unix.SizeofInotifyEvent + int(ev.Len)
-			switch {
-			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
-				n.hint(notifyEvent{mask: ev.Mask}) // events were lost: look anyway
-			case int(ev.Wd) == n.dirWD:
-				if string(bytes.TrimRight(nameBytes, "\x00")) == n.name {
-					n.hint(notifyEvent{mask: ev.Mask})
-				}
-			default:
-				// Checked under the lock so that an event of a replaced
-				// watch is never reported with the new watch's generation;
-				// hint runs outside it, so that it may wait for watchFile.
-				n.mu.Lock()
-				gen, ok := n.fileGen, int(ev.Wd) == n.fileWD
-				n.mu.Unlock()
-				if ok {
-					n.hint(notifyEvent{mask: ev.Mask, gen: gen})
-				}
-			}
-		}
-		if n.flush != nil {
-			if d := n.flush() - time.Since(readAt); d > 0 {
-				time.Sleep(d)
-			}
-		}
+		n.dispatch(buf[:k])
 	}
 }
 
+// notifyBufSize holds a few thousand events of the file (they carry no
+// name).
+const notifyBufSize = 64 << 10
+
+// readNow makes one read of the events queued, without waiting, calls hint
+// for each and returns how many there were; buf should be notifyBufSize.
+func (n *notifier) readNow(buf []byte) (int, error) {
+	for {
+		k, err := unix.Read(n.fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, fmt.Errorf("inotify read: %w", err)
+		}
+		return n.dispatch(buf[:k]), nil
+	}
+}
+
+// dispatch calls hint for each event in buf, the result of one read, and
+// returns how many events buf held.
+func (n *notifier) dispatch(buf []byte) int {
+	count := 0
+	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); count++ {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+		off += unix.SizeofInotifyEvent + int(ev.Len)
+		switch {
+		case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+			n.hint(notifyEvent{mask: ev.Mask}) // events were lost: look anyway
+		case int(ev.Wd) == n.dirWD:
+			if string(bytes.TrimRight(nameBytes, "\x00")) == n.name {
+				n.hint(notifyEvent{mask: ev.Mask})
+			}
+		default:
+			// Checked under the lock so that an event of a replaced
+			// watch is never reported with the new watch's generation;
+			// hint runs outside it, so that it may wait for watchFile.
+			n.mu.Lock()
+			gen, ok := n.fileGen, int(ev.Wd) == n.fileWD
+			n.mu.Unlock()
+			if ok {
+				n.hint(notifyEvent{mask: ev.Mask, gen: gen})
+			}
+		}
+	}
+	return count
+}
+
 func (n *notifier) close() {
+	if n.f == nil {
+		unix.Close(n.fd)
+		return
+	}
 	n.f.Close()
 	<-n.done
 }

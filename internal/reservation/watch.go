@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,8 +17,9 @@ import (
 // DefaultPoll is how often the Watcher checks with F_GETLK, as the C agent
 // did, while inotify cannot be trusted to announce a lock: inotify is off
 // or lost events, or a reservation is held (its end is usually announced
-// by a close, but a holder may also unlock and keep the file open). It
-// bounds the reaction time when inotify says nothing (NFS, inotify limits).
+// by a close; a holder that unlocks and keeps the file open is polled at
+// silentPoll once the Watcher has seen one). It bounds the reaction time
+// when inotify says nothing (NFS, inotify limits).
 const DefaultPoll = 100 * time.Millisecond
 
 // DefaultIdlePoll is how often the Watcher checks while inotify says that
@@ -81,8 +83,29 @@ const (
 )
 
 // openFollowUp is how long after an open hint's check, if it found no
-// lock, the Watcher looks once more before the dense checks.
-var openFollowUp = unix.NsecToTimespec(int64(250 * time.Microsecond))
+// lock, the Watcher looks once more before the dense checks: the lock
+// usually lands microseconds after the open.
+const openFollowUp = 250 * time.Microsecond
+
+// A holder that locks and unlocks through a descriptor it keeps open makes
+// no inotify event, so only the poll sees it. Once the Watcher has seen
+// the reservation start or end with no hint to explain it, it knows such a
+// holder is about and checks every silentPoll while anybody else has the
+// file open, reserved or not, and every openQuietPoll once silentQuiet
+// passes without an open or a change; it forgets when the count of other
+// users is back to 0. Every change those checks find costs the agent a
+// callback (its counters closed or opened) and a naming, so changes are
+// drawn from a bucket of silentBurst that refills at silentRefill per
+// second: while it is empty the schedule is the one without a silent
+// holder, so a loop of locks and unlocks on a kept descriptor costs what
+// it did before there was a silent pace (mostly Poll: it is nearly always
+// locked).
+const (
+	silentPoll   = time.Millisecond
+	silentQuiet  = openQuiet
+	silentBurst  = 100
+	silentRefill = 25
+)
 
 // Naming the holders reads /proc/locks, which any user can make expensive
 // (see procLocksLimit). A reservation is named when it starts and when
@@ -133,13 +156,13 @@ type Watcher struct {
 	fn   func(Status)
 	note *notifier // nil without hints
 
-	hints   chan struct{}
-	pending atomic.Uint32 // hint* bits of the events since the watcher last looked
-	batch   int           // events in the current read; the notifier's goroutine only
-	// when a flood was last logged; the notifier's goroutine only
-	floodLogged time.Time
-	readGap     atomic.Int64 // the notifier's minimum time between reads, ns
-	stop        chan struct{}
+	pending uint32 // hint* bits of the events since the watcher last looked
+	unseen  uint32 // hint* bits of the events since the last check
+	// wake is an eventfd that Close writes to, to end the watcher's wait.
+	wake        int
+	floodLogged time.Time     // when a flood was last logged
+	readAt      time.Time     // the last read of the inotify queue
+	readGap     time.Duration // the least time between two reads (see readEvents)
 	done        chan struct{}
 
 	closeOnce sync.Once
@@ -152,19 +175,19 @@ type Watcher struct {
 	// the lock file, which decides between the poll intervals.
 	users users
 
-	// cmu guards the rest, which step uses; running says that Watch is
-	// done with it.
-	cmu        sync.Mutex
-	running    atomic.Bool
+	// The rest belongs to the watcher's goroutine, once Watch returns.
 	next       time.Time // when the next check is due
 	lastCheck  time.Time
 	lastEnsure time.Time
 	ensureErr  error     // from the last Ensure, reported with every check
 	openAt     time.Time // the last open hint: dense checks until denseFor after it
 	tokens     float64   // the dense checks left in the bucket
+	changes    float64   // the changes found at silentPoll left in their bucket
 	tokensAt   time.Time // when tokens was last refilled
 	nameAfter  time.Time // no /proc/locks before this
 	nameStale  bool      // the holders may have changed since they were named
+	silent     bool      // a reservation came or went without a hint (see silentPoll)
+	sliced     bool      // the thread has the short slice (see setSlice)
 
 	pace      atomic.Int64 // the interval chosen after the last check, ns, for tests
 	checks    atomic.Int64 // F_GETLK checks made, for tests
@@ -325,10 +348,42 @@ func (u *users) probe(lf *LockFile) {
 // caller learns whether to open its counters at all), and then calls fn
 // again on every change: reserved ↔ free, or a different set of holders.
 //
-// fn runs on one of the watcher's goroutines, one call at a time, and the
-// next check waits for it to return, so keep it short-ish (closing or
-// opening counters is fine). fn must not call Close.
+// fn runs on the watcher's goroutine, one call at a time, and the next
+// check waits for it to return, so keep it short-ish (closing or opening
+// counters is fine). fn must not call Close.
 func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
+	w := newWatcher(lf, opts, fn)
+	var err error
+	if w.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return nil, fmt.Errorf("lock file %s: eventfd: %w", lf.Path(), err)
+	}
+	if !w.opts.NoNotify {
+		if err := w.startNotify(); err != nil {
+			w.logf("lock file %s: no inotify hints, polling every %v only: %v", lf.Path(), w.opts.Poll, err)
+		}
+	}
+	now := time.Now()
+	st, err := w.look(now, Status{}, false)
+	if err != nil {
+		w.stopNotify()
+		unix.Close(w.wake)
+		return nil, err
+	}
+	w.lastCheck, w.lastEnsure, w.tokensAt = now, now, now
+	if w.note != nil {
+		w.users.probe(lf)
+	}
+	st.Since = now
+	w.current = st
+	w.pace.Store(int64(w.interval(now)))
+	w.next = now.Add(w.interval(now))
+	fn(st)
+	go w.run()
+	return w, nil
+}
+
+// newWatcher fills in the defaults of opts; it starts nothing.
+func newWatcher(lf *LockFile, opts Options, fn func(Status)) *Watcher {
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
 	}
@@ -341,39 +396,16 @@ func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
 	opts.IdlePoll = max(opts.IdlePoll, opts.Poll)
 	opts.OpenPoll = min(opts.OpenPoll, opts.Poll)
 	w := &Watcher{
-		lf:     lf,
-		opts:   opts,
-		fn:     fn,
-		hints:  make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
-		tokens: denseBurst,
+		lf:      lf,
+		opts:    opts,
+		fn:      fn,
+		done:    make(chan struct{}),
+		tokens:  denseBurst,
+		changes: silentBurst,
+		readGap: densePoll,
 	}
 	w.users.every = min(opts.IdlePoll, max(opts.Poll, unsurePoll))
-	w.readGap.Store(int64(densePoll))
-	if !opts.NoNotify {
-		if err := w.startNotify(); err != nil {
-			w.logf("lock file %s: no inotify hints, polling every %v only: %v", lf.Path(), opts.Poll, err)
-		}
-	}
-	now := time.Now()
-	st, err := w.look(now, Status{}, false)
-	if err != nil {
-		w.stopNotify()
-		return nil, err
-	}
-	w.lastCheck, w.lastEnsure, w.tokensAt = now, now, now
-	if w.note != nil {
-		w.users.probe(lf)
-	}
-	st.Since = now
-	w.current = st
-	w.pace.Store(int64(w.interval(now)))
-	w.next = now.Add(w.interval(now))
-	fn(st)
-	w.running.Store(true)
-	go w.run()
-	return w, nil
+	return w
 }
 
 const (
@@ -383,7 +415,7 @@ const (
 
 func (w *Watcher) startNotify() error {
 	path := w.lf.Path()
-	n, err := watchDirPaced(filepath.Dir(path), filepath.Base(path), dirMask, w.event, w.flush)
+	n, err := newNotifier(filepath.Dir(path), filepath.Base(path), dirMask, w.event)
 	if err != nil {
 		return err
 	}
@@ -401,11 +433,9 @@ func (w *Watcher) stopNotify() {
 	}
 }
 
-// event counts an event and notes its kind; it runs on the notifier's
-// goroutine for every event, so it is kept to a few atomic operations:
-// a loop of opens and closes makes hundreds of thousands a second.
+// event counts an event and notes its kind. A loop of opens and closes
+// makes hundreds of thousands a second, so it is kept short.
 func (w *Watcher) event(ev notifyEvent) {
-	w.batch++
 	w.users.event(ev)
 	var kind uint32
 	switch {
@@ -418,34 +448,23 @@ func (w *Watcher) event(ev notifyEvent) {
 	default:
 		kind = hintFile
 	}
-	w.pending.Or(kind)
+	w.pending |= kind
 }
 
-// flush pokes the watcher once for all the events of one read, and tells
-// the notifier how long to let the next ones gather: reading them one by
-// one as they come would let a loop of opens keep the agent busy.
-func (w *Watcher) flush() time.Duration {
-	if w.batch > floodEvents {
-		w.flooded(w.batch)
+// readEvents takes what the inotify queue holds, in one read. The next
+// read waits until readGap has passed, so that a loop of opens cannot keep
+// the agent busy: events arriving in a flood are taken in batches (the
+// kernel queues up to fs.inotify.max_queued_events, 16384 by default, and
+// reports an overflow beyond).
+func (w *Watcher) readEvents(buf []byte, now time.Time) {
+	w.readAt = now
+	n, err := w.note.readNow(buf)
+	if err != nil {
+		w.problem(fmt.Errorf("lock file %s: %w", w.lf.Path(), err))
 	}
-	w.batch = 0
-	if w.pending.Load() != 0 {
-		if w.running.Load() && w.cmu.TryLock() {
-			select {
-			case <-w.stop:
-			default:
-				w.step(time.Now())
-			}
-			w.cmu.Unlock()
-		}
-		// The watcher re-arms its timer for whatever the step decided,
-		// or takes the hints itself if it was busy.
-		select {
-		case w.hints <- struct{}{}:
-		default:
-		}
+	if n > floodEvents {
+		w.flooded(n)
 	}
-	return time.Duration(w.readGap.Load())
 }
 
 // flooded stops the watch on closes after a read of n events.
@@ -462,9 +481,11 @@ func (w *Watcher) flooded(n int) {
 	}
 }
 
-// refill tops up the bucket of dense checks.
+// refill tops up the buckets of dense checks and of silent changes.
 func (w *Watcher) refill(now time.Time) {
-	w.tokens = min(denseBurst, w.tokens+now.Sub(w.tokensAt).Seconds()*denseRefill)
+	dt := now.Sub(w.tokensAt).Seconds()
+	w.tokens = min(denseBurst, w.tokens+dt*denseRefill)
+	w.changes = min(silentBurst, w.changes+dt*silentRefill)
 	w.tokensAt = now
 }
 
@@ -474,8 +495,8 @@ func (w *Watcher) reserved() bool {
 	return w.current.Reserved
 }
 
-// gap is the shortest time between two checks that hints ask for: dense
-// while the bucket lasts, OpenPoll after that.
+// gap is the pace of the checks after an open, and of the reads of the
+// inotify queue: dense while the bucket lasts, OpenPoll after that.
 func (w *Watcher) gap() time.Duration {
 	if w.tokens >= 1 {
 		return densePoll
@@ -483,20 +504,45 @@ func (w *Watcher) gap() time.Duration {
 	return w.opts.OpenPoll
 }
 
+// hintGap is the shortest time between the last check and one that a hint
+// asks for: none to speak of while the bucket lasts, OpenPoll after that.
+func (w *Watcher) hintGap() time.Duration {
+	if w.tokens >= 1 {
+		return openFollowUp
+	}
+	return w.opts.OpenPoll
+}
+
 // interval is how long the next poll may wait after a check: densely for a
 // while after an open, OpenPoll while someone else has the file open,
-// IdlePoll while nobody has (1 s while that is not confirmed), and Poll
-// whenever the hints may miss a lock.
+// silentPoll while a holder that makes no events may be about, IdlePoll
+// while nobody has (1 s while that is not confirmed), and Poll whenever
+// the hints may miss a lock.
 func (w *Watcher) interval(now time.Time) time.Duration {
-	reserved := w.reserved()
-	if reserved && w.nameStale {
+	iv := w.pollInterval(now)
+	if w.reserved() && w.nameStale {
 		// Name the holders as soon as the budget allows.
-		return min(w.opts.Poll, max(densePoll, w.nameAfter.Sub(now)))
+		iv = min(iv, max(densePoll, w.nameAfter.Sub(now)))
 	}
+	return iv
+}
+
+// pollInterval is interval without the naming of holders.
+func (w *Watcher) pollInterval(now time.Time) time.Duration {
+	reserved := w.reserved()
 	if w.note == nil {
 		return w.opts.Poll
 	}
-	switch n, known, confirmed := w.users.others(); {
+	n, known, confirmed := w.users.others()
+	if known && n == 0 {
+		w.silent = false // whoever locked silently has gone
+	}
+	// With the bucket of silent changes empty, the schedule is the one
+	// without a silent holder.
+	silent := w.silent && w.changes >= 1
+	switch {
+	case reserved && silent:
+		return w.silentPace(now)
 	case reserved:
 		// Over when the holders unlock, which perfalloc does by closing
 		// the file (a hint).
@@ -509,6 +555,8 @@ func (w *Watcher) interval(now time.Time) time.Duration {
 		return w.users.every
 	case now.Sub(w.openAt) < denseFor:
 		return w.gap()
+	case silent:
+		return w.silentPace(now)
 	case !known:
 		return w.opts.Poll
 	case n > 0:
@@ -523,35 +571,98 @@ func (w *Watcher) interval(now time.Time) time.Duration {
 	return w.opts.IdlePoll
 }
 
+// silentPace is the interval while a holder that makes no events may lock
+// or unlock (see silentPoll).
+func (w *Watcher) silentPace(now time.Time) time.Duration {
+	w.mu.Lock()
+	since := w.current.Since
+	w.mu.Unlock()
+	if now.Sub(since) > silentQuiet && now.Sub(w.openAt) > silentQuiet {
+		return min(w.opts.Poll, openQuietPoll)
+	}
+	return min(w.opts.Poll, silentPoll)
+}
+
+// run waits for the next check, an inotify event or Close, and acts. It
+// keeps its goroutine on one OS thread, which sleeps in ppoll on the
+// inotify descriptor with the time to the next check as its timeout: an
+// event or the timeout wakes that thread and nothing else, and the
+// timeout has the kernel's resolution (the runtime's timers round up to a
+// millisecond, and each is a hand-off between threads). On a busy machine
+// every hand-off is a wait for a CPU.
 func (w *Watcher) run() {
 	defer close(w.done)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	runtime.LockOSThread()
+	if w.sliced = setSlice(watcherSlice); !w.sliced {
+		defer runtime.UnlockOSThread()
+	} // else the thread ends with the goroutine, and its slice with it
+	var buf []byte
+	if w.note != nil {
+		buf = make([]byte, notifyBufSize)
+	}
+	fds := make([]unix.PollFd, 0, 2)
 	for {
-		w.cmu.Lock()
-		next := w.next
-		w.cmu.Unlock()
-		timer.Reset(time.Until(next))
-		select {
-		case <-w.stop:
-			return
-		case <-timer.C:
-		case <-w.hints:
+		now := time.Now()
+		wait := w.next.Sub(now)
+		fds = append(fds[:0], unix.PollFd{Fd: int32(w.wake), Events: unix.POLLIN})
+		if w.note != nil {
+			if paced := w.readAt.Add(w.readGap).Sub(now); paced > 0 {
+				wait = min(wait, paced)
+			} else {
+				fds = append(fds, unix.PollFd{Fd: int32(w.note.fd), Events: unix.POLLIN})
+			}
 		}
-		w.cmu.Lock()
-		w.step(time.Now())
-		w.cmu.Unlock()
+		ts := unix.NsecToTimespec(int64(max(wait, 0)))
+		if _, err := unix.Ppoll(fds, &ts, nil); err != nil && err != unix.EINTR {
+			// Not expected with valid descriptors; do not spin on it.
+			w.problem(fmt.Errorf("lock file %s: ppoll: %w", w.lf.Path(), err))
+			time.Sleep(densePoll)
+		}
+		if fds[0].Revents != 0 {
+			return // Close
+		}
+		now = time.Now()
+		if len(fds) > 1 && fds[1].Revents != 0 {
+			w.readEvents(buf, now)
+		}
+		w.step(now)
 	}
 }
 
-// step acts on the hints that are pending and checks if a check is due,
-// with w.cmu held. It runs on the watcher's goroutine, and on the
-// notifier's right after a read when it can have w.cmu at once, which
-// saves a hand-off between goroutines (a thread wake-up) on the way from
-// a close or an open to the callback.
+// watcherSlice is the CPU slice the watcher's thread asks the scheduler
+// for; 0 leaves the default.
+var watcherSlice = 100 * time.Microsecond
+
+// setSlice asks the scheduler (EEVDF, Linux 6.12 and later) for a slice of
+// d for the calling thread, 0 for the default. A short slice lets the
+// thread preempt, when it wakes, a task with a longer one: a busy process
+// at the same priority no longer runs out its slice (1.4 ms here) before
+// the watcher gets the CPU. Its share of the CPU does not change, and it
+// needs no privilege; earlier kernels ignore sched_runtime for SCHED_OTHER.
+// It says whether the call succeeded.
+func setSlice(d time.Duration) bool {
+	if watcherSlice <= 0 {
+		return false
+	}
+	attr := unix.SchedAttr{
+		Size:    unix.SizeofSchedAttr,
+		Policy:  unix.SCHED_NORMAL,
+		Flags:   unix.SCHED_FLAG_RESET_ON_FORK,
+		Runtime: uint64(d),
+	}
+	// The thread's nice value is kept, as sched_setattr sets it too; the
+	// system call returns 20 - nice.
+	if prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
+		attr.Nice = int32(20 - prio)
+	}
+	return unix.SchedSetAttr(0, &attr, 0) == nil
+}
+
+// step acts on the hints that are pending and checks if a check is due.
 func (w *Watcher) step(now time.Time) {
 	w.refill(now)
-	kinds := w.pending.Swap(0)
+	kinds := w.pending
+	w.pending = 0
 	if kinds&hintOpen != 0 {
 		w.openAt = now
 	}
@@ -565,34 +676,42 @@ func (w *Watcher) step(now time.Time) {
 	if kinds != 0 {
 		// A hint asks for a check now, but no sooner than a gap after
 		// the last one; events in between wait for it.
-		if due := w.lastCheck.Add(w.gap()); due.Before(w.next) {
+		if due := w.lastCheck.Add(w.hintGap()); due.Before(w.next) {
 			w.next = due
 		}
 	}
+	w.unseen |= kinds
 	if now.Before(w.next) {
 		return
 	}
-	if w.gap() == densePoll && now.Sub(w.lastCheck) < w.opts.OpenPoll {
+	kinds, w.unseen = w.unseen, 0
+	if w.tokens >= 1 && now.Sub(w.lastCheck) < w.opts.OpenPoll {
 		w.tokens--
 	}
-	w.check(now)
-	if kinds&hintOpen != 0 && w.tokens >= 1 && !w.reserved() {
-		// The lock usually lands microseconds after the open, and the
-		// runtime's timers have a resolution of a millisecond.
-		w.tokens--
-		unix.Nanosleep(&openFollowUp, nil)
-		now = time.Now()
-		w.check(now)
+	changed := w.check(now)
+	if changed && kinds == 0 && now.Sub(w.openAt) >= denseFor && w.note != nil {
+		// Nothing announced it: a holder that locks through a
+		// descriptor it keeps open.
+		if w.silent {
+			w.changes--
+		}
+		w.silent = true
 	}
 	w.lastCheck = now
 	iv := w.interval(now)
+	if kinds&hintOpen != 0 && w.tokens >= 1 && !w.reserved() {
+		// The open's lock may be on its way: look again soon.
+		iv = min(iv, openFollowUp)
+	}
 	w.next = now.Add(iv)
 	w.pace.Store(int64(iv))
-	w.readGap.Store(int64(w.gap()))
+	w.readGap = w.gap()
 }
 
-// ensure runs LockFile.Ensure and says whether the descriptor now refers
-// to another file.
+// ensure repairs the lock file if it was deleted, replaced or had its mode
+// changed (LockFile.Ensure), and says what it repaired and whether the
+// descriptor now refers to another file, whose users must be counted
+// afresh.
 func (w *Watcher) ensure() (repaired string, reopened bool, err error) {
 	dev, ino := w.lf.identity()
 	repaired, err = w.lf.Ensure()
@@ -666,9 +785,11 @@ func (w *Watcher) look(now time.Time, cur Status, quick bool) (Status, error) {
 	return Status{Reserved: true, Holders: holders}, nil
 }
 
-// check makes sure, now and then, that the descriptor still names the
-// file, asks F_GETLK and calls fn if anything changed.
-func (w *Watcher) check(now time.Time) {
+// check is one look at the reservation: every Poll, or after a hint about
+// the file itself, it runs ensure first; then it asks F_GETLK, calls fn if
+// the reservation or its holders changed, and probes the count of users if
+// it is in doubt. It says whether the reservation started or ended.
+func (w *Watcher) check(now time.Time) (changed bool) {
 	if w.note != nil && now.Sub(w.openAt) >= floodQuiet {
 		if _, err := w.users.setFlood(w.note, w.lf.Path(), false); err != nil {
 			w.ensureErr = err
@@ -705,14 +826,16 @@ func (w *Watcher) check(now time.Time) {
 		w.users.probe(w.lf) // a no-op unless the count is in doubt
 	}
 	if err != nil {
-		return
+		return false
 	}
+	changed = st.Reserved != cur.Reserved
 	if st.Reserved && !cur.Reserved && w.nameStale {
 		cur = w.Current()
 		if st, err := w.look(time.Now(), cur, false); err == nil {
 			w.report(now, st, cur)
 		}
 	}
+	return changed
 }
 
 // report calls fn with st if it differs from cur, the Status last
@@ -728,6 +851,13 @@ func (w *Watcher) report(now time.Time, st, cur Status) {
 	w.mu.Lock()
 	w.current = st
 	w.mu.Unlock()
+	if w.sliced {
+		// The callback opens or closes the counters, milliseconds of
+		// work that a 100 µs slice would hand to other tasks in crumbs
+		// on a busy machine.
+		setSlice(0)
+		defer setSlice(watcherSlice)
+	}
 	w.fn(st)
 }
 
@@ -764,8 +894,13 @@ func (w *Watcher) Current() Status {
 // Close stops the watcher. When it returns, fn is not running and will not
 // be called again. The LockFile stays open.
 func (w *Watcher) Close() error {
-	w.closeOnce.Do(func() { close(w.stop) })
+	w.closeOnce.Do(func() {
+		one := [8]byte{1}
+		unix.Write(w.wake, one[:])
+		<-w.done
+		w.stopNotify()
+		unix.Close(w.wake)
+	})
 	<-w.done
-	w.stopNotify()
 	return nil
 }

@@ -1206,8 +1206,8 @@ def main():
     ap.add_argument("--profile", type=float, default=float(os.environ.get("BENCH_PROFILE") or 0),
                     help="after the measures, profile each agent flat out for this many seconds with strace -c "
                          "and perf record (BENCH_PROFILE=3; default off)")
-    ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc,startup"),
-                    help="comma list of fetch,flat,rate,idle,rss,perfalloc,perfalloc-busy,startup,restart (BENCH_MEASURES; perfalloc-busy and restart are not in the default)")
+    ap.add_argument("--measures", default=os.environ.get("BENCH_MEASURES", "fetch,flat,rate,idle,rss,perfalloc,perfalloc-busy,startup"),
+                    help="comma list of fetch,flat,rate,idle,rss,perfalloc,perfalloc-busy,startup,restart (BENCH_MEASURES; restart is not in the default)")
     ap.add_argument("--out", default=os.environ.get("BENCH_OUT"),
                     help="directory for results.json, summary.txt and the logs (BENCH_OUT; default a new /tmp dir)")
     ap.add_argument("--keep", action="store_true", default=bool(os.environ.get("BENCH_KEEP")),

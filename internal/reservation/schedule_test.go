@@ -1,0 +1,174 @@
+package reservation
+
+import (
+	"testing"
+	"time"
+)
+
+// The schedule is tested on a Watcher that is never started: the test
+// calls step with the times it chooses and reads back when the next check
+// is due. Locks are real (helper processes), the clock is not.
+
+// schedWatcher is a Watcher with the default options whose hints come from
+// the test, with others other processes counted as having the file open
+// (confirmed by a probe) and nothing heard for a second before t0.
+func schedWatcher(t *testing.T, others int, t0 time.Time) (string, *Watcher) {
+	t.Helper()
+	path, lf := tempLockFile(t)
+	w := newWatcher(lf, Options{}, func(st Status) {})
+	w.note = &notifier{fd: -1, fileWD: -1} // events come from the test only
+	w.users.known, w.users.delta = true, others
+	long := t0.Add(-time.Second)
+	w.lastCheck, w.lastEnsure, w.tokensAt, w.openAt, w.next = long, t0, t0, long, t0
+	w.current = Status{Since: long}
+	return path, w
+}
+
+// stepAt runs a step at now and returns how long after now the next check
+// is due.
+func stepAt(w *Watcher, now time.Time, hints uint32) time.Duration {
+	w.pending |= hints
+	w.step(now)
+	return w.next.Sub(now)
+}
+
+func TestScheduleAfterAnOpen(t *testing.T) {
+	t0 := time.Now()
+	_, w := schedWatcher(t, 1, t0)
+	if got := stepAt(w, t0, hintOpen); got != openFollowUp {
+		t.Fatalf("after an open with no lock yet: next check in %v, want %v", got, openFollowUp)
+	}
+	now := t0.Add(openFollowUp)
+	if got := stepAt(w, now, 0); got != densePoll {
+		t.Fatalf("follow-up found no lock: next check in %v, want %v", got, densePoll)
+	}
+	for now = now.Add(densePoll); now.Sub(t0) < denseFor; now = now.Add(densePoll) {
+		if got := stepAt(w, now, 0); got != densePoll && now.Add(got).Sub(t0) < denseFor {
+			t.Fatalf("%v after the open: next check in %v, want %v", now.Sub(t0), got, densePoll)
+		}
+	}
+	if now = t0.Add(denseFor); w.next.After(now) {
+		now = w.next
+	}
+	if got := stepAt(w, now, 0); got != DefaultOpenPoll {
+		t.Fatalf("dense checks over, file still open: next check in %v, want %v", got, DefaultOpenPoll)
+	}
+	if w.silent {
+		t.Fatal("no lock came or went, yet a silent holder is suspected")
+	}
+}
+
+func TestScheduleHintsDrawFromTheBucket(t *testing.T) {
+	t0 := time.Now()
+	_, w := schedWatcher(t, 1, t0)
+	w.tokens = 0
+	stepAt(w, t0, 0)
+	// A hint right after a check with the bucket empty waits OpenPoll.
+	if got := stepAt(w, t0.Add(time.Microsecond), hintOpen); got != DefaultOpenPoll-time.Microsecond {
+		t.Fatalf("hint with an empty bucket: next check in %v, want %v", got, DefaultOpenPoll-time.Microsecond)
+	}
+	w.tokens = denseBurst
+	now := t0.Add(time.Second)
+	stepAt(w, now, 0)
+	if got := stepAt(w, now.Add(time.Microsecond), hintClose); got != openFollowUp-time.Microsecond {
+		t.Fatalf("hint with a full bucket: next check in %v, want %v", got, openFollowUp-time.Microsecond)
+	}
+}
+
+// A holder that locks and unlocks through a descriptor it keeps open: the
+// poll finds the lock with no hint to explain it, and from then on the
+// watcher checks every silentPoll, reserved or not, until nobody else has
+// the file open.
+func TestScheduleSilentHolder(t *testing.T) {
+	t0 := time.Now()
+	path, w := schedWatcher(t, 1, t0)
+	if got := stepAt(w, t0, 0); got != DefaultOpenPoll {
+		t.Fatalf("file open elsewhere, no lock: next check in %v, want %v", got, DefaultOpenPoll)
+	}
+	h := startHolder(t, path, false)
+	now := t0.Add(DefaultOpenPoll)
+	got := stepAt(w, now, 0)
+	if !w.reserved() || !w.silent {
+		t.Fatalf("lock found by the poll: reserved %v, silent holder %v; want both", w.reserved(), w.silent)
+	}
+	if got != silentPoll {
+		t.Fatalf("reserved by a silent holder: next check in %v, want %v", got, silentPoll)
+	}
+	// The naming budget does not stretch the interval.
+	w.nameStale, w.nameAfter = true, now.Add(50*time.Millisecond)
+	if got := w.interval(now); got != silentPoll {
+		t.Fatalf("holders to be named in 50 ms: interval %v, want %v", got, silentPoll)
+	}
+	w.nameStale = false
+
+	h.release(t)
+	now = now.Add(silentPoll)
+	if got := stepAt(w, now, 0); w.reserved() || got != silentPoll {
+		t.Fatalf("after the unlock: reserved %v, next check in %v; want free, %v", w.reserved(), got, silentPoll)
+	}
+	// Quiet for silentQuiet: the pace drops.
+	now = now.Add(silentQuiet + time.Second)
+	if got := stepAt(w, now, 0); got != openQuietPoll {
+		t.Fatalf("quiet for %v: next check in %v, want %v", silentQuiet, got, openQuietPoll)
+	}
+	// Everybody closed: the suspicion ends with the count.
+	w.users.delta = 0
+	now = now.Add(openQuietPoll)
+	if got := stepAt(w, now, hintClose); w.silent || got != DefaultIdlePoll {
+		t.Fatalf("nobody has the file open: silent %v, next check in %v; want false, %v", w.silent, got, DefaultIdlePoll)
+	}
+}
+
+// perfalloc's lock follows its open: not silent, and while it is held the
+// watcher waits for the close at Poll.
+func TestScheduleAnnouncedHolder(t *testing.T) {
+	t0 := time.Now()
+	path, w := schedWatcher(t, 0, t0)
+	h := startHolder(t, path, false)
+	w.users.delta = 1 // its open, as inotify would count it
+	got := stepAt(w, t0, hintOpen)
+	if !w.reserved() || w.silent {
+		t.Fatalf("lock right after an open: reserved %v, silent %v; want reserved, not silent", w.reserved(), w.silent)
+	}
+	if got != DefaultPoll {
+		t.Fatalf("reserved by perfalloc: next check in %v, want %v", got, DefaultPoll)
+	}
+	// Not silent either when the lock is seen by a dense check, up to
+	// denseFor after the open.
+	h.release(t)
+	stepAt(w, t0.Add(densePoll), hintClose)
+	h = startHolder(t, path, false)
+	now := t0.Add(denseFor / 2)
+	stepAt(w, now, 0)
+	if !w.reserved() || w.silent {
+		t.Fatalf("lock %v after an open: reserved %v, silent %v; want reserved, not silent", denseFor/2, w.reserved(), w.silent)
+	}
+	h.release(t)
+}
+
+// A loop of locks and unlocks on a kept descriptor empties the bucket of
+// silent changes, and the schedule is the one without a silent holder
+// until it refills.
+func TestScheduleSilentChangesDrawFromTheBucket(t *testing.T) {
+	t0 := time.Now()
+	_, w := schedWatcher(t, 1, t0)
+	w.silent = true
+	w.current.Since = t0
+	if got := w.interval(t0); got != silentPoll {
+		t.Fatalf("silent holder, full bucket: interval %v, want %v", got, silentPoll)
+	}
+	w.changes = 0.5
+	if got := w.interval(t0); got != DefaultOpenPoll {
+		t.Fatalf("silent holder, empty bucket, free: interval %v, want %v", got, DefaultOpenPoll)
+	}
+	w.current.Reserved = true
+	if got := w.interval(t0); got != DefaultPoll {
+		t.Fatalf("silent holder, empty bucket, reserved: interval %v, want %v", got, DefaultPoll)
+	}
+	w.current.Reserved = false
+	now := t0.Add(time.Second / silentRefill)
+	w.refill(now)
+	if got := w.interval(now); got != silentPoll {
+		t.Fatalf("bucket refilled by one: interval %v, want %v", got, silentPoll)
+	}
+}
