@@ -1,6 +1,7 @@
 package reservation
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -170,5 +171,30 @@ func TestScheduleSilentChangesDrawFromTheBucket(t *testing.T) {
 	w.refill(now)
 	if got := w.interval(now); got != silentPoll {
 		t.Fatalf("bucket refilled by one: interval %v, want %v", got, silentPoll)
+	}
+}
+
+// A second holder that takes its lock a moment after its open, when the
+// holders have just been named, is named once the open's dense checks
+// are over: F_GETLK shows only one holder, and no event marks the lock.
+func TestScheduleNamesALateSecondHolder(t *testing.T) {
+	t0 := time.Now()
+	path, w := schedWatcher(t, 1, t0)
+	first := startHolder(t, path, false)
+	defer first.release(t)
+	w.users.delta = 2
+	stepAt(w, t0, hintOpen) // the second's open, before its lock
+	if st := w.Current(); !st.Reserved || !slices.Equal(st.Holders, []int{first.pid()}) {
+		t.Fatalf("before the second lock: %+v, want reserved by %d", st, first.pid())
+	}
+	second := startHolder(t, path, false)
+	defer second.release(t)
+	for now := t0.Add(densePoll); now.Before(t0.Add(denseFor + DefaultPoll)); now = w.next {
+		stepAt(w, now, 0)
+	}
+	want := []int{first.pid(), second.pid()}
+	slices.Sort(want)
+	if st := w.Current(); !slices.Equal(st.Holders, want) {
+		t.Fatalf("after the open's dense checks: holders %v, want %v", st.Holders, want)
 	}
 }
