@@ -27,12 +27,33 @@
 // the leader returns every member's value. Software events never wait for a PMU counter, so a group of them
 // is scheduled exactly as its members would be alone, and the group's
 // time_enabled/time_running are each member's. Every other event (hardware,
-// cache, raw, tracepoint, sysfs PMUs such as msr) keeps a descriptor of its
-// own: a hardware group larger than the PMU's counters would never be
+// cache, raw, tracepoint, sysfs PMUs) keeps a descriptor of its own, but
+// for msr: a hardware group larger than the PMU's counters would never be
 // scheduled at all, and groups across PMUs have rules of their own. The
 // exception is events given a Spec.Group, such as a ratio's operands: they
 // form small groups of their own per CPU, and fall back to descriptors of
 // their own when the PMU cannot take them together (ratio_group.go).
+//
+// # msr in the software group
+//
+// x86's msr PMU (msr/tsc, msr/aperf, msr/mperf, …) reads a free-running
+// register and, like the software PMU, never refuses to schedule an
+// event; the kernel files its events in the software context, so they may
+// sit in a group of software events without moving it to another PMU. Its
+// events therefore join their CPU's software group (Config.JoinSoftware;
+// by default the type the host's sysfs gives msr), after the software
+// events so that one of those leads, and a fetch calls each CPU once
+// rather than once for the group and once per msr event. What that
+// changes for an msr event, and how each case is handled:
+//
+//   - the kernel refuses it in the group (an older kernel, other rules):
+//     it is opened on its own on that CPU, logged once, as before;
+//   - a failed group read fails it with the other members: it keeps its
+//     last value, shows the read error, leaves Active, and ReadFailed is
+//     told once for the group;
+//   - its dutycycle is the group's, which is 1 as its own would be;
+//   - should such a group ever be seen never running, it is split into
+//     descriptors of their own, as a starved named group is.
 //
 // Grouping changes the number of read() calls, not the descriptors (still
 // one per event per CPU) nor what a caller sees: values, scaling,

@@ -1,7 +1,9 @@
 package counter_test
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/cgroup/cgrouptest"
 	"perfevent/internal/counter"
 	"perfevent/internal/perf"
 )
@@ -120,4 +123,114 @@ func TestKernelGroupReads(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cgroup2Mount finds where the cgroup v2 hierarchy is mounted, or skips.
+func cgroup2Mount(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Skipf("needs /proc/self/mounts: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[2] == "cgroup2" {
+			return f[1]
+		}
+	}
+	t.Skip("needs a cgroup v2 hierarchy mounted")
+	return ""
+}
+
+// TestKernelCgroupMSRInGroup counts a cgroup running a busy loop with
+// cpu-clock and msr/tsc (PERF_FLAG_PID_CGROUP): msr/tsc sits in each CPU's
+// software group there too, one read per CPU, and it counts TSC ticks only
+// while the cgroup runs, at a clock rate a TSC can have.
+func TestKernelCgroupMSRInGroup(t *testing.T) {
+	needKernelPerf(t)
+	cpus := onlineCPUs(t)
+	const msrType = "/sys/bus/event_source/devices/msr/type"
+	if _, err := os.Stat(msrType); err != nil {
+		t.Skipf("needs the msr PMU (x86): %v", err)
+	}
+	dir := filepath.Join(cgroup2Mount(t), fmt.Sprintf("perfevent-msr-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("needs root to make a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	pid := cgrouptest.Busy(t, dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+
+	specs := []counter.Spec{
+		{Name: "cpu-clock", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}, CPUs: cpus},
+		{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, msrType))}, CPUs: cpus},
+	}
+	o := &cgroupCountingOpener{dir: fd}
+	s, err := counter.New(specs, counter.Config{Opener: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("Open: %v %v", err, sum.FailureLines())
+	}
+	defer s.Close()
+	total := func() (clock, tsc uint64) {
+		n := o.reads.Load()
+		f := s.Begin()
+		defer f.End()
+		f.NeedAll()
+		f.Read()
+		if got := o.reads.Load() - n; got != int64(len(cpus)) {
+			t.Errorf("a full fetch made %d reads, want %d: one group per CPU, msr/tsc included", got, len(cpus))
+		}
+		for i, cpu := range cpus {
+			clock += f.Value(0, i)
+			tsc += f.Value(1, i)
+			// A cgroup's times advance only while it runs on the
+			// CPU; msr/tsc shares cpu-clock's, whatever they are.
+			if d0, d1 := f.Dutycycle(0, i), f.Dutycycle(1, i); d0 != d1 || (d0 != 0 && d0 < 0.99) {
+				t.Errorf("cpu%d: dutycycles cpu-clock %v msr/tsc %v, want the same, 0 or 1", cpu, d0, d1)
+			}
+		}
+		return clock, tsc
+	}
+	c1, t1 := total()
+	ran := cgrouptest.OnCPU(t, pid)
+	time.Sleep(300 * time.Millisecond)
+	c2, t2 := total()
+	ran = cgrouptest.OnCPU(t, pid) - ran
+	clock, tsc := float64(c2-c1), float64(t2-t1)
+	if clock < 0.5*float64(ran) || clock > 1.5*float64(ran) {
+		t.Errorf("cpu-clock grew %.4g ns while the loop ran %d ns", clock, ran)
+	}
+	ghz := tsc / clock
+	t.Logf("the cgroup ran %.4g ns of cpu-clock, %.4g msr/tsc ticks: %.3g GHz", clock, tsc, ghz)
+	if ghz < 0.1 || ghz > 10 {
+		t.Errorf("msr/tsc grew %.4g ticks in %.4g ns of the cgroup on CPU: %.3g GHz, not a TSC's rate", tsc, clock, ghz)
+	}
+}
+
+// cgroupCountingOpener is countingOpener for one cgroup.
+type cgroupCountingOpener struct {
+	countingOpener
+	dir int
+}
+
+func (o *cgroupCountingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader counter.Source) (counter.Source, error) {
+	if leader != nil {
+		leader = leader.(*countingSource).Source
+	}
+	src, err := counter.CgroupOpener{Dir: o.dir}.Open(event, attr, cpu, leader)
+	if err != nil {
+		return nil, err
+	}
+	return &countingSource{src, &o.countingOpener}, nil
 }
