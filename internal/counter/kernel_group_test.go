@@ -18,7 +18,11 @@ import (
 
 // countingOpener opens real counters and counts their reads: each Read or
 // ReadGroup of a perf.FD is exactly one read() system call.
-type countingOpener struct{ reads atomic.Int64 }
+// base, if set, opens the counters instead of KernelOpener.
+type countingOpener struct {
+	reads atomic.Int64
+	base  counter.Opener
+}
 
 type countingSource struct {
 	counter.Source
@@ -29,7 +33,11 @@ func (o *countingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, l
 	if leader != nil {
 		leader = leader.(*countingSource).Source
 	}
-	src, err := counter.KernelOpener{}.Open(event, attr, cpu, leader)
+	base := o.base
+	if base == nil {
+		base = counter.KernelOpener{}
+	}
+	src, err := base.Open(event, attr, cpu, leader)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +180,7 @@ func TestKernelCgroupMSRInGroup(t *testing.T) {
 		{Name: "cpu-clock", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}, CPUs: cpus},
 		{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, msrType))}, CPUs: cpus},
 	}
-	o := &cgroupCountingOpener{dir: fd}
+	o := &countingOpener{base: counter.CgroupOpener{Dir: fd}}
 	s, err := counter.New(specs, counter.Config{Opener: o})
 	if err != nil {
 		t.Fatal(err)
@@ -216,21 +224,4 @@ func TestKernelCgroupMSRInGroup(t *testing.T) {
 	if ghz < 0.1 || ghz > 10 {
 		t.Errorf("msr/tsc grew %.4g ticks in %.4g ns of the cgroup on CPU: %.3g GHz, not a TSC's rate", tsc, clock, ghz)
 	}
-}
-
-// cgroupCountingOpener is countingOpener for one cgroup.
-type cgroupCountingOpener struct {
-	countingOpener
-	dir int
-}
-
-func (o *cgroupCountingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader counter.Source) (counter.Source, error) {
-	if leader != nil {
-		leader = leader.(*countingSource).Source
-	}
-	src, err := counter.CgroupOpener{Dir: o.dir}.Open(event, attr, cpu, leader)
-	if err != nil {
-		return nil, err
-	}
-	return &countingSource{src, &o.countingOpener}, nil
 }
