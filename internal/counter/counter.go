@@ -27,12 +27,33 @@
 // the leader returns every member's value. Software events never wait for a PMU counter, so a group of them
 // is scheduled exactly as its members would be alone, and the group's
 // time_enabled/time_running are each member's. Every other event (hardware,
-// cache, raw, tracepoint, sysfs PMUs such as msr) keeps a descriptor of its
-// own: a hardware group larger than the PMU's counters would never be
+// cache, raw, tracepoint, sysfs PMUs) keeps a descriptor of its own, but
+// for msr: a hardware group larger than the PMU's counters would never be
 // scheduled at all, and groups across PMUs have rules of their own. The
 // exception is events given a Spec.Group, such as a ratio's operands: they
 // form small groups of their own per CPU, and fall back to descriptors of
 // their own when the PMU cannot take them together (ratio_group.go).
+//
+// # msr in the software group
+//
+// x86's msr PMU (msr/tsc, msr/aperf, msr/mperf, …) reads a free-running
+// register and, like the software PMU, never refuses to schedule an
+// event; the kernel files its events in the software context, so they may
+// sit in a group of software events without moving it to another PMU. Its
+// events therefore join their CPU's software group (Config.JoinSoftware;
+// by default the type the host's sysfs gives msr), after the software
+// events so that one of those leads, and a fetch calls each CPU once
+// rather than once for the group and once per msr event. What that
+// changes for an msr event, and how each case is handled:
+//
+//   - the kernel refuses it in the group (an older kernel, other rules):
+//     it is opened on its own on that CPU, logged once, as before;
+//   - a failed group read fails it with the other members: it keeps its
+//     last value, shows the read error, leaves Active, and ReadFailed is
+//     told once for the group;
+//   - its dutycycle is the group's, which is 1 as its own would be;
+//   - should such a group ever be seen never running, it is split into
+//     descriptors of their own, as a starved named group is.
 //
 // Grouping changes the number of read() calls, not the descriptors (still
 // one per event per CPU) nor what a caller sees: values, scaling,
@@ -65,6 +86,9 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -161,11 +185,23 @@ func openKernel(event string, attr *unix.PerfEventAttr, cgroup, cpu int, leader 
 	return fd, nil
 }
 
-// grouped says which events are read in a group per CPU; see the package
-// comment for why only software events are.
-func grouped(attr *unix.PerfEventAttr) bool {
-	return attr.Type == unix.PERF_TYPE_SOFTWARE
+// grouped says which events are read in their CPU's software group; see
+// the package comment for why only software events and msr are.
+func (s *Set) grouped(attr *unix.PerfEventAttr) bool {
+	return attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(s.joinSoftware, attr.Type)
 }
+
+// hostMSRType is the type of this host's msr PMU, the one sysfs PMU whose
+// events join the software groups by default. ok is false without one
+// (not x86, or a kernel built without it).
+var hostMSRType = sync.OnceValues(func() (uint32, bool) {
+	b, err := os.ReadFile("/sys/bus/event_source/devices/msr/type")
+	if err != nil {
+		return 0, false
+	}
+	t, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	return uint32(t), err == nil
+})
 
 // Config holds the optional parts of a Set.
 type Config struct {
@@ -186,6 +222,12 @@ type Config struct {
 	// failing, as Logf is; the agent then checks whether a CPU went
 	// offline. Called with Set.mu held: it must not block.
 	ReadFailed func()
+	// JoinSoftware lists the PMU types, besides PERF_TYPE_SOFTWARE, whose
+	// events join each CPU's software group (see "msr in the software
+	// group" in the package comment). nil means the host's msr PMU, if it
+	// has one; an empty slice keeps every other PMU's events on their own
+	// descriptors.
+	JoinSoftware []uint32
 }
 
 // slot is one (event, CPU).
@@ -222,6 +264,7 @@ type group struct {
 	readErr error    // why the most recent read failed, to log once
 	read    bool     // read by the current fetch
 	name    string   // a Spec.Group; "" for the software events of the CPU
+	mixed   bool     // a group of software events that msr events joined
 	split   bool     // a named group that never ran: its members open on their own
 	starved bool     // split is due: seen never running, not yet reopened
 }
@@ -249,6 +292,8 @@ type Set struct {
 	logf       func(format string, args ...any)
 	onReadFail func()
 	byName     map[string]int
+	// joinSoftware: Config.JoinSoftware, or the host's msr type.
+	joinSoftware []uint32
 
 	opMu sync.Mutex // serialises Open, Close and Reopen; taken before mu
 
@@ -287,12 +332,36 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 	if s.opener == nil {
 		s.opener = KernelOpener{}
 	}
+	s.joinSoftware = cfg.JoinSoftware
+	if s.joinSoftware == nil {
+		if t, ok := hostMSRType(); ok {
+			s.joinSoftware = []uint32{t}
+		}
+	}
 	s.fetch.s = s
 	type groupKey struct {
 		cpu  int
 		name string
 	}
 	groupOf := map[groupKey]int{} // → index into s.groups of its last group
+	join := func(key groupKey, r ref) {
+		g, ok := groupOf[key]
+		if !ok || len(s.groups[g].refs) == maxGroup {
+			g = len(s.groups)
+			groupOf[key] = g
+			s.groups = append(s.groups, group{cpu: key.cpu, name: key.name})
+		}
+		s.groups[g].refs = append(s.groups[g].refs, r)
+		if key.name == "" && s.events[r.ev].attr.Type != unix.PERF_TYPE_SOFTWARE {
+			s.groups[g].mixed = true
+		}
+		s.events[r.ev].slots[r.k].grp = g
+		s.events[r.ev].slots[r.k].home = g
+	}
+	// msr events join their CPU's software group after its software
+	// events, so that a software event leads it when one opens, and one
+	// that the kernel refuses leaves the others grouped (openAll).
+	var late []ref
 	for i, sp := range specs {
 		if sp.Name == "" {
 			return nil, fmt.Errorf("counter: event #%d has an empty name", i+1)
@@ -306,7 +375,7 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		ev.attr = sp.Attr
 		ev.attr.Size = perf.AttrSize
 		ev.attr.Read_format = perf.ReadFormat
-		if grouped(&ev.attr) || sp.Group != "" {
+		if s.grouped(&ev.attr) || sp.Group != "" {
 			ev.attr.Read_format = perf.GroupReadFormat
 		}
 		// Open enabled (but for a group's leader, see openAll): a
@@ -326,19 +395,18 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 			ev.slots[k].cpu = cpu
 			ev.slots[k].grp = -1
 			ev.slots[k].home = -1
-			if grouped(&ev.attr) || sp.Group != "" {
-				key := groupKey{cpu, sp.Group}
-				g, ok := groupOf[key]
-				if !ok || len(s.groups[g].refs) == maxGroup {
-					g = len(s.groups)
-					groupOf[key] = g
-					s.groups = append(s.groups, group{cpu: cpu, name: sp.Group})
-				}
-				s.groups[g].refs = append(s.groups[g].refs, ref{i, k})
-				ev.slots[k].grp = g
-				ev.slots[k].home = g
+			switch {
+			case sp.Group != "":
+				join(groupKey{cpu, sp.Group}, ref{i, k})
+			case ev.attr.Type == unix.PERF_TYPE_SOFTWARE:
+				join(groupKey{cpu, ""}, ref{i, k})
+			case s.grouped(&ev.attr):
+				late = append(late, ref{i, k})
 			}
 		}
+	}
+	for _, r := range late {
+		join(groupKey{s.events[r.ev].slots[r.k].cpu, ""}, r)
 	}
 	for g := range s.groups {
 		s.groups[g].vals = make([]uint64, len(s.groups[g].refs))
@@ -472,12 +540,16 @@ func (s *Set) openAll(onlyServed bool) opened {
 		var leader Source
 		for _, r := range s.groups[g].refs {
 			src := try(r, leader)
-			if joinErr := o.errs[r.ev][r.k]; src == nil && leader != nil && s.groups[g].name != "" && doesNotFit(joinErr) {
+			if joinErr := o.errs[r.ev][r.k]; src == nil && leader != nil && s.mayGoSolo(&s.groups[g], r, joinErr) {
 				// openSolo clears the slot's error when it opens, so
 				// the reason the join failed is kept for the log.
 				s.openSolo(&o, r, onlyServed)
 				if o.srcs[r.ev][r.k] != nil && s.logf != nil {
-					s.logf("%q does not fit in the group %s on cpu%d (%v); it is counted on its own, so its ratios mix intervals", s.events[r.ev].name, s.groups[g].name, s.groups[g].cpu, joinErr.Errno)
+					if s.groups[g].name != "" {
+						s.logf("%q does not fit in the group %s on cpu%d (%v); it is counted on its own, so its ratios mix intervals", s.events[r.ev].name, s.groups[g].name, s.groups[g].cpu, joinErr.Errno)
+					} else {
+						s.logf("%q cannot join the software events' group on cpu%d (%v); it is read on its own", s.events[r.ev].name, s.groups[g].cpu, joinErr.Err)
+					}
 				}
 				continue
 			}
@@ -514,6 +586,18 @@ func (s *Set) openAll(onlyServed bool) opened {
 		}
 	}
 	return o
+}
+
+// mayGoSolo says whether r, which failed to join g with joinErr, is worth
+// opening on its own: a named group's member that the PMU cannot schedule
+// with the others, or an msr event the kernel would not put in the
+// software group for any reason (an older kernel, another PMU's rules).
+// A software event that fails to join would fail on its own too.
+func (s *Set) mayGoSolo(g *group, r ref, joinErr *OpenError) bool {
+	if g.name != "" {
+		return doesNotFit(joinErr)
+	}
+	return s.events[r.ev].attr.Type != unix.PERF_TYPE_SOFTWARE
 }
 
 // install puts freshly opened sources in place. Called with mu held.
@@ -847,7 +931,7 @@ func (s *Set) readGroup(g *group) {
 		}
 		g.readErr = nil
 	}
-	if g.name != "" && !g.starved && running == 0 && enabled >= starveAfter {
+	if (g.name != "" || g.mixed) && !g.starved && running == 0 && enabled >= starveAfter {
 		s.starve(g, enabled)
 	}
 	for j, r := range g.open {

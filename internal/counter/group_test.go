@@ -220,7 +220,6 @@ func TestGroupCloseReopen(t *testing.T) {
 }
 
 func TestMixedGroupedAndSingle(t *testing.T) {
-	const msrType = 12 // a sysfs PMU's dynamic type, as msr gets one
 	specs := []counter.Spec{
 		hw("cycles", unix.PERF_COUNT_HW_CPU_CYCLES, 0, 1),
 		sw("cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK, 0, 1),
@@ -230,13 +229,20 @@ func TestMixedGroupedAndSingle(t *testing.T) {
 		{Name: "r01c2", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_RAW, Config: 0x1c2}, CPUs: []int{0, 1}},
 		sw("page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS, 0, 1),
 	}
-	s, fake := newSet(t, specs...)
+	fake := countertest.New()
+	s, err := counter.New(specs, counter.Config{Opener: fake, JoinSoftware: []uint32{msrType}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
 	for _, sp := range specs {
 		a, _ := fake.Attr(sp.Name, 1)
 		g := fake.Group(sp.Name, 1)
-		if sp.Attr.Type == unix.PERF_TYPE_SOFTWARE {
-			if a.Read_format != perf.GroupReadFormat || !slices.Equal(g, []string{"cpu-clock", "page-faults"}) {
-				t.Errorf("%s: read_format %#x group %q, want grouped with the other software event", sp.Name, a.Read_format, g)
+		if sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || sp.Attr.Type == msrType {
+			if a.Read_format != perf.GroupReadFormat || !slices.Equal(g, []string{"cpu-clock", "page-faults", "msr/tsc"}) {
+				t.Errorf("%s: read_format %#x group %q, want grouped with the software events, msr last", sp.Name, a.Read_format, g)
 			}
 		} else if a.Read_format != perf.ReadFormat || g != nil {
 			t.Errorf("%s: read_format %#x group %q, want a descriptor of its own", sp.Name, a.Read_format, g)
@@ -245,8 +251,8 @@ func TestMixedGroupedAndSingle(t *testing.T) {
 	fake.AddAll(1, 1, 1)
 	fetch(s, 0, 1, 2, 3, 4, 5, 6)
 	vals, active := fetch(s, 0, 1, 2, 3, 4, 5, 6)
-	if want := 2 * 2 * (1 + 5); fake.Reads() != want {
-		t.Errorf("%d reads for two full fetches, want %d: on each of 2 CPUs one group and five singles", fake.Reads(), want)
+	if want := 2 * 2 * (1 + 4); fake.Reads() != want {
+		t.Errorf("%d reads for two full fetches, want %d: on each of 2 CPUs one group and four singles", fake.Reads(), want)
 	}
 	if active != 14 {
 		t.Errorf("active %d, want 14: seven events on two CPUs", active)

@@ -1,7 +1,9 @@
 package counter_test
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,13 +11,18 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/cgroup/cgrouptest"
 	"perfevent/internal/counter"
 	"perfevent/internal/perf"
 )
 
 // countingOpener opens real counters and counts their reads: each Read or
 // ReadGroup of a perf.FD is exactly one read() system call.
-type countingOpener struct{ reads atomic.Int64 }
+// base, if set, opens the counters instead of KernelOpener.
+type countingOpener struct {
+	reads atomic.Int64
+	base  counter.Opener
+}
 
 type countingSource struct {
 	counter.Source
@@ -26,7 +33,11 @@ func (o *countingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, l
 	if leader != nil {
 		leader = leader.(*countingSource).Source
 	}
-	src, err := counter.KernelOpener{}.Open(event, attr, cpu, leader)
+	base := o.base
+	if base == nil {
+		base = counter.KernelOpener{}
+	}
+	src, err := base.Open(event, attr, cpu, leader)
 	if err != nil {
 		return nil, err
 	}
@@ -60,19 +71,13 @@ func perfFDs(t *testing.T) int {
 }
 
 // TestKernelGroupReads is the agent's usual set on a VM, the seven
-// software events and (on x86) msr/tsc on every CPU: one descriptor per event per
-// CPU as before, but a full fetch reads each CPU's software group once and
-// msr/tsc once per CPU, and every member counts.
+// software events and (on x86) msr/tsc on every CPU: one descriptor per
+// event per CPU as before, but a full fetch reads each CPU's group once,
+// msr/tsc inside it, and every member counts without multiplexing.
 func TestKernelGroupReads(t *testing.T) {
 	needKernelPerf(t)
 	cpus := onlineCPUs(t)
 	specs := countingSpecs(t, cpus)
-	singles := 0 // events outside the software group: msr/tsc, if this host has it
-	for _, sp := range specs {
-		if sp.Attr.Type != unix.PERF_TYPE_SOFTWARE {
-			singles++
-		}
-	}
 
 	o := &countingOpener{}
 	s, err := counter.New(specs, counter.Config{Opener: o})
@@ -92,8 +97,8 @@ func TestKernelGroupReads(t *testing.T) {
 	read := func() [][]uint64 {
 		n := o.reads.Load()
 		vals := readAll(t, s, specs)
-		if got, want := o.reads.Load()-n, int64((1+singles)*len(cpus)); got != want {
-			t.Errorf("a full fetch made %d reads, want %d: one group and msr/tsc per CPU", got, want)
+		if got, want := o.reads.Load()-n, int64(len(cpus)); got != want {
+			t.Errorf("a full fetch made %d reads, want %d: one group per CPU, msr/tsc included", got, want)
 		}
 		return vals
 	}
@@ -125,5 +130,98 @@ func TestKernelGroupReads(t *testing.T) {
 				t.Errorf("after reopen %s cpu%d went from %d to %d", sp.Name, cpu, v3[ev][i], v4[ev][i])
 			}
 		}
+	}
+}
+
+// cgroup2Mount finds where the cgroup v2 hierarchy is mounted, or skips.
+func cgroup2Mount(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Skipf("needs /proc/self/mounts: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[2] == "cgroup2" {
+			return f[1]
+		}
+	}
+	t.Skip("needs a cgroup v2 hierarchy mounted")
+	return ""
+}
+
+// TestKernelCgroupMSRInGroup counts a cgroup running a busy loop with
+// cpu-clock and msr/tsc (PERF_FLAG_PID_CGROUP): msr/tsc sits in each CPU's
+// software group there too, one read per CPU, and it counts TSC ticks only
+// while the cgroup runs, at a clock rate a TSC can have.
+func TestKernelCgroupMSRInGroup(t *testing.T) {
+	needKernelPerf(t)
+	cpus := onlineCPUs(t)
+	const msrType = "/sys/bus/event_source/devices/msr/type"
+	if _, err := os.Stat(msrType); err != nil {
+		t.Skipf("needs the msr PMU (x86): %v", err)
+	}
+	dir := filepath.Join(cgroup2Mount(t), fmt.Sprintf("perfevent-msr-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("needs root to make a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	pid := cgrouptest.Busy(t, dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+
+	specs := []counter.Spec{
+		{Name: "cpu-clock", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}, CPUs: cpus},
+		{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, msrType))}, CPUs: cpus},
+	}
+	o := &countingOpener{base: counter.CgroupOpener{Dir: fd}}
+	s, err := counter.New(specs, counter.Config{Opener: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("Open: %v %v", err, sum.FailureLines())
+	}
+	defer s.Close()
+	total := func() (clock, tsc uint64) {
+		n := o.reads.Load()
+		f := s.Begin()
+		defer f.End()
+		f.NeedAll()
+		f.Read()
+		if got := o.reads.Load() - n; got != int64(len(cpus)) {
+			t.Errorf("a full fetch made %d reads, want %d: one group per CPU, msr/tsc included", got, len(cpus))
+		}
+		for i, cpu := range cpus {
+			clock += f.Value(0, i)
+			tsc += f.Value(1, i)
+			// A cgroup's times advance only while it runs on the
+			// CPU; msr/tsc shares cpu-clock's, whatever they are.
+			if d0, d1 := f.Dutycycle(0, i), f.Dutycycle(1, i); d0 != d1 || (d0 != 0 && d0 < 0.99) {
+				t.Errorf("cpu%d: dutycycles cpu-clock %v msr/tsc %v, want the same, 0 or 1", cpu, d0, d1)
+			}
+		}
+		return clock, tsc
+	}
+	c1, t1 := total()
+	ran := cgrouptest.OnCPU(t, pid)
+	time.Sleep(300 * time.Millisecond)
+	c2, t2 := total()
+	ran = cgrouptest.OnCPU(t, pid) - ran
+	clock, tsc := float64(c2-c1), float64(t2-t1)
+	if clock < 0.5*float64(ran) || clock > 1.5*float64(ran) {
+		t.Errorf("cpu-clock grew %.4g ns while the loop ran %d ns", clock, ran)
+	}
+	ghz := tsc / clock
+	t.Logf("the cgroup ran %.4g ns of cpu-clock, %.4g msr/tsc ticks: %.3g GHz", clock, tsc, ghz)
+	if ghz < 0.1 || ghz > 10 {
+		t.Errorf("msr/tsc grew %.4g ticks in %.4g ns of the cgroup on CPU: %.3g GHz, not a TSC's rate", tsc, clock, ghz)
 	}
 }
