@@ -170,9 +170,10 @@ func TestPipesArePolled(t *testing.T) {
 		}
 	}
 	// A reply larger than the pipe's 64 KiB buffer (the write meets
-	// EAGAIN until pmcd reads) still arrives whole.
+	// EAGAIN until pmcd reads) still arrives whole: 8000 sets are over
+	// 128 KiB with one CPU online, and grow with each CPU.
 	id, _ := h.pmid("perfevent.hwcounters.cpu_clock.value")
-	pmids := make([]pdu.PMID, 4000)
+	pmids := make([]pdu.PMID, 8000)
 	for i := range pmids {
 		pmids[i] = id
 	}
