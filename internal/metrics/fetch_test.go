@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,6 +336,37 @@ func TestFetchMakesNoGarbage(t *testing.T) {
 	t.Logf("%d allocations serving one FETCH, %d serving %d", base, total, n)
 	if per := float64(int64(total)-int64(base)) / (n - 1); per >= 0.5 {
 		t.Errorf("%.1f allocations per FETCH of %d metrics (%d for one fetch, %d for %d)", per, len(pmids), base, total, n)
+	}
+}
+
+// BenchmarkFetchAll serves FETCHes of every metric through the whole
+// agent (framing, Source, countertest counters), without the ratios and
+// with them, so that what the ratios add to a fetch, in time and in
+// allocations, is one comparison.
+func BenchmarkFetchAll(b *testing.B) {
+	_, _, table, src := newSource(b)
+	for _, name := range []string{"counters", "counters+ratios"} {
+		var pmids []pdu.PMID
+		for _, m := range table.Metrics() {
+			if name == "counters" && strings.HasPrefix(m.Name, "perfevent.ratio.") {
+				continue
+			}
+			pmids = append(pmids, m.Desc.PMID)
+		}
+		b.Run(name, func(b *testing.B) {
+			var pb pdu.Builder
+			fetch := append([]byte(nil), pb.Fetch(0, 0, pmids)...)
+			in := append([]byte(nil), pb.Creds(1, pdu.VersionCred(0))...)
+			for range b.N {
+				in = append(in, fetch...)
+			}
+			agent := pmda.New(pmda.Config{Fetcher: src}, table)
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := agent.Serve(&replay{in: in}); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }
 
