@@ -195,6 +195,40 @@ func TestStateFileHasOneOwner(t *testing.T) {
 	third.Close()
 }
 
+// A restarted agent can start while the old one has exited but still
+// holds its claim (a zombie whose last thread is closing descriptors):
+// it waits for the claim rather than leaving the file alone.
+func TestStateFileClaimOfAnExitedAgent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.d", "state")
+	old, err := NewStateFile(path, State{Program: "old"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old agent's record names a process that has gone; its claim
+	// is released 200 ms later, as its descriptors would be.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip("needs true(1)")
+	}
+	if err := old.Update(func(s *State) { s.PID, s.StartTicks = gone.Process.Pid, 0 }); err != nil {
+		t.Fatal(err)
+	}
+	release := time.AfterFunc(200*time.Millisecond, func() { old.dir.unclaim() })
+	defer release.Stop()
+	start := time.Now()
+	next, err := NewStateFile(path, State{Program: "next"}, time.Hour)
+	if err != nil {
+		t.Fatalf("after the old agent exited: %v", err)
+	}
+	defer next.Close()
+	if waited := time.Since(start); waited < 150*time.Millisecond {
+		t.Errorf("claimed after %v, before the old claim was released", waited)
+	}
+	if s, err := ReadState(path); err != nil || s.Program != "next" {
+		t.Errorf("state after the restart: %+v %v", s, err)
+	}
+}
+
 func TestStateLiveness(t *testing.T) {
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {

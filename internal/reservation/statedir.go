@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -197,20 +198,36 @@ func (d *Directory) unclaim() {
 }
 
 func flockDir(fd int, statePath string) error {
-	err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, unix.EWOULDBLOCK):
-		owner := "another process"
-		if s, rerr := ReadState(statePath); rerr == nil && s.Alive() == nil {
-			owner = fmt.Sprintf("%s (pid %d)", s.Program, s.PID)
+	deadline := time.Now().Add(claimWait)
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, unix.EWOULDBLOCK):
+			return fmt.Errorf("state file %s: flock %s: %w", statePath, filepath.Dir(statePath), err)
 		}
-		return fmt.Errorf("state file %s belongs to %s, which runs: %w", statePath, owner, ErrStateOwned)
-	default:
-		return fmt.Errorf("state file %s: flock %s: %w", statePath, filepath.Dir(statePath), err)
+		s, rerr := ReadState(statePath)
+		if rerr == nil && s.Alive() == nil {
+			return fmt.Errorf("state file %s belongs to %s (pid %d), which runs: %w", statePath, s.Program, s.PID, ErrStateOwned)
+		}
+		// The agent that wrote it has exited, but its descriptors, the
+		// claim among them, go only when its last thread is done: a
+		// restarted agent can start while the old one is still a zombie
+		// whose other thread closes its counters.
+		if time.Now().After(deadline) {
+			return fmt.Errorf("state file %s belongs to another process, which runs (held for %v after its writer exited): %w", statePath, claimWait, ErrStateOwned)
+		}
+		time.Sleep(claimPoll)
 	}
 }
+
+// How long a new agent waits for the claim of one that has exited, and
+// how often it tries.
+const (
+	claimWait = 2 * time.Second
+	claimPoll = 10 * time.Millisecond
+)
 
 // replace writes data to name in the directory atomically: a new file,
 // created exclusively and never through a link, made mode 0644 and renamed
