@@ -38,6 +38,10 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	specs := plan.Specs()
 	defs, _, _ := ratio.Defs(ratiosPath(o)) // chooseRatios notes the file's errors
 	ratio.Group(specs, defs)
+	if p, err := fs.PMU("msr"); err == nil && cfg.JoinSoftware == nil {
+		// x86's msr events are read inside each CPU's software group.
+		cfg.JoinSoftware = []uint32{p.Type}
+	}
 	set, err := counter.New(specs, cfg)
 	if err != nil {
 		return nil, err

@@ -40,8 +40,8 @@
 // register and, like the software PMU, never refuses to schedule an
 // event; the kernel files its events in the software context, so they may
 // sit in a group of software events without moving it to another PMU. Its
-// events therefore join their CPU's software group (Config.JoinSoftware;
-// by default the type the host's sysfs gives msr), after the software
+// events therefore join their CPU's software group (Config.JoinSoftware,
+// where the agent gives the type sysfs gives msr), after the software
 // events so that one of those leads, and a fetch calls each CPU once
 // rather than once for the group and once per msr event. What that
 // changes for an msr event, and how each case is handled:
@@ -86,9 +86,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -191,18 +189,6 @@ func (s *Set) grouped(attr *unix.PerfEventAttr) bool {
 	return attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(s.joinSoftware, attr.Type)
 }
 
-// hostMSRType is the type of this host's msr PMU, the one sysfs PMU whose
-// events join the software groups by default. ok is false without one
-// (not x86, or a kernel built without it).
-var hostMSRType = sync.OnceValues(func() (uint32, bool) {
-	b, err := os.ReadFile("/sys/bus/event_source/devices/msr/type")
-	if err != nil {
-		return 0, false
-	}
-	t, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-	return uint32(t), err == nil
-})
-
 // Config holds the optional parts of a Set.
 type Config struct {
 	// Opener defaults to KernelOpener.
@@ -224,8 +210,8 @@ type Config struct {
 	ReadFailed func()
 	// JoinSoftware lists the PMU types, besides PERF_TYPE_SOFTWARE, whose
 	// events join each CPU's software group (see "msr in the software
-	// group" in the package comment). nil means the host's msr PMU, if it
-	// has one; an empty slice keeps every other PMU's events on their own
+	// group" in the package comment): the agent gives the msr PMU's type,
+	// as sysfs names it. Empty keeps every other PMU's events on their own
 	// descriptors.
 	JoinSoftware []uint32
 }
@@ -288,12 +274,11 @@ const (
 
 // Set is every configured event on every one of its CPUs.
 type Set struct {
-	opener     Opener
-	logf       func(format string, args ...any)
-	onReadFail func()
-	byName     map[string]int
-	// joinSoftware: Config.JoinSoftware, or the host's msr type.
-	joinSoftware []uint32
+	opener       Opener
+	logf         func(format string, args ...any)
+	onReadFail   func()
+	byName       map[string]int
+	joinSoftware []uint32 // Config.JoinSoftware
 
 	opMu sync.Mutex // serialises Open, Close and Reopen; taken before mu
 
@@ -333,11 +318,6 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		s.opener = KernelOpener{}
 	}
 	s.joinSoftware = cfg.JoinSoftware
-	if s.joinSoftware == nil {
-		if t, ok := hostMSRType(); ok {
-			s.joinSoftware = []uint32{t}
-		}
-	}
 	s.fetch.s = s
 	type groupKey struct {
 		cpu  int

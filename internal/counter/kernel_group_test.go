@@ -80,7 +80,7 @@ func TestKernelGroupReads(t *testing.T) {
 	specs := countingSpecs(t, cpus)
 
 	o := &countingOpener{}
-	s, err := counter.New(specs, counter.Config{Opener: o})
+	s, err := counter.New(specs, counter.Config{Opener: o, JoinSoftware: msrJoin(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestKernelCgroupMSRInGroup(t *testing.T) {
 		{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, msrType))}, CPUs: cpus},
 	}
 	o := &countingOpener{base: counter.CgroupOpener{Dir: fd}}
-	s, err := counter.New(specs, counter.Config{Opener: o})
+	s, err := counter.New(specs, counter.Config{Opener: o, JoinSoftware: msrJoin(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,11 +93,20 @@ func countingSpecs(t *testing.T, cpus []int) []counter.Spec {
 		soft("minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN),
 		soft("major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ),
 	}
-	const msr = "/sys/bus/event_source/devices/msr/type"
-	if _, err := os.Stat(msr); err == nil {
-		specs = append(specs, counter.Spec{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, msr)), Config: 0}, CPUs: cpus})
+	if join := msrJoin(t); len(join) > 0 {
+		specs = append(specs, counter.Spec{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: join[0], Config: 0}, CPUs: cpus})
 	}
 	return specs
+}
+
+// msrJoin is Config.JoinSoftware as the agent sets it on this host: the
+// msr PMU's type, where the msr PMU exists.
+func msrJoin(t *testing.T) []uint32 {
+	const msr = "/sys/bus/event_source/devices/msr/type"
+	if _, err := os.Stat(msr); err != nil {
+		return nil
+	}
+	return []uint32{uint32(sysfsInt(t, msr))}
 }
 
 // absentSpecs are two events that no CPU of this host can count: cycles and
@@ -189,7 +198,7 @@ func TestKernelCounters(t *testing.T) {
 		specs = append(specs, counter.Spec{Name: "sched:sched_switch", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, CPUs: cpus})
 	}
 
-	s, err := counter.New(specs, counter.Config{})
+	s, err := counter.New(specs, counter.Config{JoinSoftware: msrJoin(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
