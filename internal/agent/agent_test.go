@@ -16,29 +16,12 @@ import (
 	"perfevent/internal/pmda/pmcdtest"
 	"perfevent/internal/pmu"
 	"perfevent/internal/reservation/reservationtest"
+	"perfevent/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
 	reservationtest.Main(nil) // the lock holders of the reservation tests
 	os.Exit(m.Run())
-}
-
-// syncBuffer is a log that the watchers' goroutines write and the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // fakes are the countertest fakes of an agent, one per generation (a fake
@@ -85,7 +68,7 @@ type tester struct {
 	a      *Agent
 	c      *pmcdtest.Client
 	fake   *fakes
-	log    *syncBuffer
+	log    *testlog.Buffer
 	dir    string
 	conf   string // perfevent.conf
 	lock   string // perfalloc's lock file
@@ -105,7 +88,7 @@ func startAgentWith(t *testing.T, online, conf string, before func(*Agent)) *tes
 	if out, err := exec.Command("cp", "-r", filepath.Join("..", "pmu", "testdata", "vm", "sys"), sys).CombinedOutput(); err != nil {
 		t.Fatalf("copying the vm fixture: %v\n%s", err, out)
 	}
-	h := &tester{fake: &fakes{}, log: &syncBuffer{}, dir: dir,
+	h := &tester{fake: &fakes{}, log: &testlog.Buffer{}, dir: dir,
 		conf:   filepath.Join(dir, "perfevent.conf"),
 		lock:   filepath.Join(dir, "perflock"),
 		online: filepath.Join(sys, "devices", "system", "cpu", "online")}

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"perfevent/internal/reservation"
+	"perfevent/internal/testlog"
 )
 
 // hotplugAgent is an agent in this process over the vm fixture's sysfs,
 // whose online list the test rewrites, and the countertest fake.
-func hotplugAgent(t *testing.T, online string) (*Agent, *fakes, string, *syncBuffer) {
+func hotplugAgent(t *testing.T, online string) (*Agent, *fakes, string, *testlog.Buffer) {
 	t.Helper()
 	h := startAgent(t, online, "[perf]\ncpu-clock\n")
 	return h.a, h.fake, h.online, h.log

@@ -1,10 +1,8 @@
 package pmda
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +10,7 @@ import (
 
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda/pmcdtest"
+	"perfevent/internal/testlog"
 )
 
 const dom = 127
@@ -103,7 +102,7 @@ type harness struct {
 	b     pdu.Builder // for requests built by hand
 	t     *testing.T
 	agent *Agent
-	log   *bytes.Buffer
+	log   *testlog.Buffer
 }
 
 func startAgent(t *testing.T, f Fetcher, spec TableSpec, cfg Config) *harness {
@@ -112,8 +111,8 @@ func startAgent(t *testing.T, f Fetcher, spec TableSpec, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logbuf := &bytes.Buffer{}
-	lg := NewLogger(&lockedWriter{w: logbuf}, "pmdaexample")
+	logbuf := &testlog.Buffer{}
+	lg := NewLogger(logbuf, "pmdaexample")
 	cfg.Fetcher, cfg.Log = f, lg
 	a := New(cfg, tab)
 	c, err := pmcdtest.Connect(a.Serve)
@@ -125,17 +124,6 @@ func startAgent(t *testing.T, f Fetcher, spec TableSpec, cfg Config) *harness {
 		t.Fatalf("agent CREDS = %+v", creds)
 	}
 	return &harness{Client: c, t: t, agent: a, log: logbuf}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (h *harness) send(msg []byte) {
