@@ -27,6 +27,7 @@ package qa
 //     redirect libpcp's default "local:" connection to the lab's pmcd.
 
 import (
+	_ "embed"
 	"fmt"
 	"net"
 	"os"
@@ -51,27 +52,11 @@ const CAgent = "/var/lib/pcp/pmdas/perfevent/pmdaperfevent"
 // out), a derived section before [dynamic] (the C agent 6.0.3 ignores
 // derived sections after it), and software events and msr.tsc from
 // sysfs in [dynamic]. 12 counters on each CPU.
-const VMConfig = `[perf]
-cpu-clock
-task-clock
-page-faults
-context-switches
-cpu-migrations
-minor-faults
-major-faults
-cycles
-
-[sw_faults_cs:derived]
-page-faults
-context-switches
-
-[dynamic]
-software.cpu-clock
-software.task-clock
-software.page-faults
-software.context-switches
-msr.tsc
-`
+// It lives in testdata/vm.conf, which qa/bench/pcpbench.py reads too, so
+// the benchmarks and the comparisons run the same configuration.
+//
+//go:embed testdata/vm.conf
+var VMConfig string
 
 // labPMNS is the lab pmcd's namespace: perfevent, with the numeric
 // domain, so that it needs neither <stdpmid> nor the agent's domain.h,
