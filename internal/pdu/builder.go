@@ -165,7 +165,13 @@ func (b *Builder) InstanceReq(from int32, indom InDom, inst int32, name string) 
 
 // TextReq builds a TEXT_REQ PDU (pmcd's side).
 func (b *Builder) TextReq(from int32, ident uint32, typ int32) []byte {
-	b.start(TypeTextReq, from)
+	return b.identReq(TypeTextReq, from, ident, typ)
+}
+
+// identReq builds a request that names one PMID, instance domain or
+// other identifier and says which kind it is: TEXT_REQ and LABEL_REQ.
+func (b *Builder) identReq(t Type, from int32, ident uint32, typ int32) []byte {
+	b.start(t, from)
 	b.put32(ident)
 	b.put32(uint32(typ))
 	return b.end()
@@ -181,10 +187,7 @@ func (b *Builder) NameReq(from int32, t Type, subtype int32, name string) []byte
 
 // LabelReq builds a LABEL_REQ PDU (pmcd's side).
 func (b *Builder) LabelReq(from int32, ident uint32, typ int32) []byte {
-	b.start(TypeLabelReq, from)
-	b.put32(ident)
-	b.put32(uint32(typ))
-	return b.end()
+	return b.identReq(TypeLabelReq, from, ident, typ)
 }
 
 // Attr builds an ATTR PDU (pmcd's side). The value is not padded.
