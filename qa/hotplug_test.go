@@ -4,11 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/cpulist"
 )
 
 // perCPU fetches a per-CPU counter through the lab's pmcd: instance name
@@ -25,7 +28,7 @@ func perCPU(t testing.TB, l *Lab, metric string) map[string]uint64 {
 	return vals
 }
 
-// waitCPUs waits until the metric's instances are exactly cpus, each
+// waitCounting waits until the metric's instances are exactly cpus, each
 // counting (two fetches, every value larger in the second), and returns
 // the later values.
 func waitCounting(t testing.TB, l *Lab, metric string, cpus ...string) map[string]uint64 {
@@ -51,12 +54,21 @@ func waitCounting(t testing.TB, l *Lab, metric string, cpus ...string) map[strin
 	}
 }
 
+// cpuNames are the per-CPU instance names of cpus.
+func cpuNames(cpus []int) []string {
+	names := make([]string, len(cpus))
+	for i, c := range cpus {
+		names[i] = "cpu" + strconv.Itoa(c)
+	}
+	return names
+}
+
 const cpu1Online = "/sys/devices/system/cpu/cpu1/online"
 
 // TestHotplugCPU1: CPU 1 offlined and brought back under a real pmcd.
-// Before, both CPUs count; while it is offline its instance is gone and
-// cpu0 keeps counting; once it is back, cpu1 counts again, and cpu0's
-// value has carried on. Offlining a CPU disturbs the whole machine, so
+// Before, every online CPU counts; while it is offline its instance is
+// gone and the others keep counting; once it is back, cpu1 counts again,
+// and cpu0's value has carried on. Offlining a CPU disturbs the whole machine, so
 // the test takes the qa lock and always brings the CPU back.
 func TestHotplugCPU1(t *testing.T) {
 	if os.Getenv("PERFEVENT_QA") == "" {
@@ -75,9 +87,11 @@ func TestHotplugCPU1(t *testing.T) {
 	defer back()
 	t.Cleanup(back)
 
+	all := onlineCPUs(t)
+	rest := slices.DeleteFunc(slices.Clone(all), func(c int) bool { return c == 1 })
 	l := StartLab(t, Agent{Go: true, Config: "[perf]\ncpu-clock\ncontext-switches\n"})
 	const metric = "perfevent.hwcounters.cpu_clock.value"
-	before := waitCounting(t, l, metric, "cpu0", "cpu1")
+	before := waitCounting(t, l, metric, cpuNames(all)...)
 	// pmlogger records the whole sequence, instance domain changes included.
 	logdir := t.TempDir()
 	config := filepath.Join(logdir, "config")
@@ -89,8 +103,8 @@ func TestHotplugCPU1(t *testing.T) {
 	if err := os.WriteFile(cpu1Online, []byte("0"), 0o644); err != nil {
 		t.Skipf("needs a CPU 1 that can go offline: writing 0 to %s: %v", cpu1Online, err)
 	}
-	waitLog(t, l, "CPUs online now: 0; rebuilding the counters", 5*time.Second)
-	during := waitCounting(t, l, metric, "cpu0")
+	waitLog(t, l, "CPUs online now: "+cpulist.Format(rest)+"; rebuilding the counters", 5*time.Second)
+	during := waitCounting(t, l, metric, cpuNames(rest)...)
 	if during["cpu0"] <= before["cpu0"] {
 		t.Errorf("cpu0 went from %d to %d while cpu1 was offline; it must carry on", before["cpu0"], during["cpu0"])
 	}
@@ -101,8 +115,8 @@ func TestHotplugCPU1(t *testing.T) {
 	if err := os.WriteFile(cpu1Online, []byte("1"), 0o644); err != nil {
 		t.Fatalf("bringing CPU 1 back: %v", err)
 	}
-	waitLog(t, l, "CPUs online now: 0-1; rebuilding the counters", 5*time.Second)
-	after := waitCounting(t, l, metric, "cpu0", "cpu1")
+	waitLog(t, l, "CPUs online now: "+cpulist.Format(all)+"; rebuilding the counters", 5*time.Second)
+	after := waitCounting(t, l, metric, cpuNames(all)...)
 	if after["cpu0"] <= during["cpu0"] {
 		t.Errorf("cpu0 went from %d to %d when cpu1 came back", during["cpu0"], after["cpu0"])
 	}
@@ -110,14 +124,14 @@ func TestHotplugCPU1(t *testing.T) {
 		t.Errorf("cpu1 was %d before it went offline and is %d after: it must continue, not restart", before["cpu1"], after["cpu1"])
 	}
 	waitLog(t, l, "running as pcp", time.Second)
-	waitCounting(t, l, "perfevent.hwcounters.context_switches.value", "cpu0", "cpu1")
+	waitCounting(t, l, "perfevent.hwcounters.context_switches.value", cpuNames(all)...)
 	time.Sleep(500 * time.Millisecond)
 	if err := logger.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("pmlogger is gone: %v\n%s", err, readFile(t, filepath.Join(logdir, "pmlogger.log")))
 	}
 	logger.Process.Signal(syscall.SIGTERM)
 	waitFor(t, 10*time.Second, "pmlogger to exit", func() bool { return logger.ProcessState != nil || logger.Process.Signal(syscall.Signal(0)) != nil })
-	// Each record: with cpu1 (1), or cpu0 alone (0): 1…1 0…0 1…1.
+	// Each record: with cpu1 (1), or cpu0 without it (0): 1…1 0…0 1…1.
 	out := l.Run(t, "pmdumplog", archive, metric)
 	var seq strings.Builder
 	for _, rec := range regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d+ `).Split(out, -1)[1:] {
@@ -128,9 +142,9 @@ func TestHotplugCPU1(t *testing.T) {
 			seq.WriteByte('0')
 		}
 	}
-	t.Logf("pmlogger's records (1: with cpu1, 0: cpu0 only): %s", seq.String())
+	t.Logf("pmlogger's records (1: with cpu1, 0: without): %s", seq.String())
 	if !regexp.MustCompile(`^1+0+1+$`).MatchString(seq.String()) {
-		t.Errorf("pmlogger's records (1: with cpu1, 0: cpu0 only): %q, want 1…0…1\n%s", seq.String(), out)
+		t.Errorf("pmlogger's records (1: with cpu1, 0: without): %q, want 1…0…1\n%s", seq.String(), out)
 	}
 	if log := readFile(t, l.AgentLog); strings.Contains(log, "Error") || strings.Contains(log, "no kernel uevents") {
 		t.Errorf("errors in the agent log, or no uevents as pcp:\n%s", tail(l.AgentLog, 30))

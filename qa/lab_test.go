@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"perfevent/internal/cpuhotplug"
 )
 
 // Both agents come up under a lab pmcd, answer through -h and through
@@ -76,25 +78,9 @@ func TestLab(t *testing.T) {
 // onlineCPUs lists the CPUs the kernel has online.
 func onlineCPUs(t testing.TB) []int {
 	t.Helper()
-	data, err := os.ReadFile("/sys/devices/system/cpu/online")
+	cpus, err := cpuhotplug.Online(cpuhotplug.DefaultPath)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var cpus []int
-	for _, r := range strings.Split(strings.TrimSpace(string(data)), ",") {
-		lo, hi, ok := strings.Cut(r, "-")
-		a, err1 := strconv.Atoi(lo)
-		b := a
-		var err2 error
-		if ok {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil {
-			t.Fatalf("/sys/devices/system/cpu/online: %q", data)
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
-		}
 	}
 	return cpus
 }
