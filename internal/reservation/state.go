@@ -32,8 +32,12 @@ const (
 )
 
 // DefaultRefresh is how often a StateFile is rewritten when nothing changes,
-// so that readers can tell a live agent from a stale file.
-const DefaultRefresh = 10 * time.Second
+// so that readers can tell a live agent from a stale file. Whether the
+// writer runs at all is State.Alive's to say, from /proc; the rewrite only
+// shows that the process is not frozen (stopped, or wedged in a write),
+// which can wait a minute, like the agent's other idle timers. Every 10 s
+// it was two thirds of an idle agent's context switches (BENCHMARKS.md).
+const DefaultRefresh = time.Minute
 
 // maxStateSize bounds what ReadState will read: the file is world-readable
 // input to every perfalloc, and a real one is a few kilobytes.
