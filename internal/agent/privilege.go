@@ -1,10 +1,8 @@
 package agent
 
 import (
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"perfevent/internal/metrics"
 	"perfevent/internal/privilege"
@@ -85,19 +83,15 @@ func (a *Agent) dropPrivileges(uid, gid int) {
 		}
 		return
 	}
-	// Credentials are per thread: check every one, as the runtime may
-	// have threads that the process's own status file does not speak for.
-	threads, err := privilege.ReadThreads(0)
-	if err != nil {
-		a.log.Warningf("after dropping privileges the threads' credentials cannot be read: %v", err)
+	// One thread's credentials stand for all: the runtime makes each
+	// all-thread call on every thread and stops the process if any
+	// thread's result differs. (The privilege tests read every thread's;
+	// here that would cost a /proc read per thread at every start.)
+	st, err := privilege.ReadStatus(0)
+	if err != nil || !st.Dropped(acct, c) || st.UIDs[0] != uid || st.GIDs[0] != gid {
+		a.log.Warningf("after dropping privileges /proc/self/status shows uids %v gids %v groups %v CapEff %#x CapPrm %#x CapInh %#x CapAmb %#x NoNewPrivs %v (err %v)",
+			st.UIDs, st.GIDs, st.Groups, st.CapEff, st.CapPrm, st.CapInh, st.CapAmb, st.NoNewPrivs, err)
 		return
-	}
-	for _, tid := range slices.Sorted(maps.Keys(threads)) {
-		if st := threads[tid]; !st.Dropped(acct, c) || st.UIDs[0] != uid || st.GIDs[0] != gid {
-			a.log.Warningf("after dropping privileges thread %d has uids %v gids %v groups %v CapEff %#x CapPrm %#x CapInh %#x CapAmb %#x NoNewPrivs %v",
-				tid, st.UIDs, st.GIDs, st.Groups, st.CapEff, st.CapPrm, st.CapInh, st.CapAmb, st.NoNewPrivs)
-			return
-		}
 	}
 	a.log.Infof("running as %s (uid %d, gid %d) with %s only", id.User, uid, gid, privilege.Name(c))
 }
