@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -232,4 +233,38 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// BenchmarkDrop is Drop in a process with as many threads as the agent has
+// when it drops (6 at start-up with the default configuration): each
+// iteration starts dropcheck, which times Drop alone. On a busy machine
+// most of the time is the wait for every thread to be scheduled, once per
+// all-thread call.
+func BenchmarkDrop(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root to drop privileges")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		b.Skip("needs a user called nobody")
+	}
+	bin := testexec.BuildTemp(b, "./internal/dropcheck", "dropcheck")
+	var total time.Duration
+	for b.Loop() {
+		out, err := exec.Command(bin, "-threads", "3", "nobody").CombinedOutput()
+		if err != nil {
+			b.Fatalf("dropcheck: %v\n%s", err, out)
+		}
+		var ns int64
+		var threads int
+		i := strings.Index(string(out), "drop took ")
+		if i < 0 {
+			b.Fatalf("dropcheck output:\n%s", out)
+		}
+		if _, err := fmt.Sscanf(string(out[i:]), "drop took %d ns on %d threads", &ns, &threads); err != nil {
+			b.Fatalf("dropcheck output: %v\n%s", err, out)
+		}
+		total += time.Duration(ns)
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "drop-ns/op")
+	b.ReportMetric(float64(dropCallCount), "all-thread-calls")
 }
