@@ -4,11 +4,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // A pass is one reading of the configuration against sysfs: at start-up,
 // at each reload, and at each rebuild after CPUs go offline or come back.
-// During a pass each PMU's directory is read at most once. Without it a
+// During a pass each PMU's directory is read once. Without it a
 // configuration of N events on one PMU read that PMU N times, formats and
 // every event with its companions each time: 2.5 ms per raw core event on
 // the skylake test tree.
@@ -60,29 +61,19 @@ func (fs *FS) current() *pass {
 	return fs.pass
 }
 
-// cachedPMU is PMU's cache: read is called at most once per name and pass.
-// The lock is not held while sysfs is read; two goroutines that ask for
-// the same PMU at once may both read it, and the first read is kept.
+// cachedPMU is PMU's cache: during a pass a PMU is read once. The lock is
+// not held while sysfs is read: two goroutines that ask for the same PMU
+// at once may both read it, and the first read is kept.
 func (fs *FS) cachedPMU(name string, read func(string) (*PMU, error)) (*PMU, error) {
 	p := fs.current()
 	if p == nil {
 		return read(name)
 	}
-	fs.passMu.Lock()
-	r, ok := p.pmus[name]
-	fs.passMu.Unlock()
-	if ok {
-		return r.p, r.err
-	}
-	pm, err := read(name)
-	fs.passMu.Lock()
-	if r, ok := p.pmus[name]; ok {
-		pm, err = r.p, r.err
-	} else {
-		p.pmus[name] = pmuRead{pm, err}
-	}
-	fs.passMu.Unlock()
-	return pm, err
+	r := memo(&fs.passMu, p.pmus, name, func() pmuRead {
+		pm, err := read(name)
+		return pmuRead{pm, err}
+	})
+	return r.p, r.err
 }
 
 // typeText is the text of PMU name's type file, read once per pass.
@@ -92,16 +83,30 @@ func (fs *FS) typeText(name string) (string, error) {
 	if p == nil {
 		return readTrimmed(path)
 	}
-	fs.passMu.Lock()
-	r, ok := p.types[name]
-	fs.passMu.Unlock()
-	if !ok {
-		r.s, r.err = readTrimmed(path)
-		fs.passMu.Lock()
-		p.types[name] = r
-		fs.passMu.Unlock()
-	}
+	r := memo(&fs.passMu, p.types, name, func() typeRead {
+		s, err := readTrimmed(path)
+		return typeRead{s, err}
+	})
 	return r.s, r.err
+}
+
+// memo returns m[key], from read the first time; mu guards m, and is not
+// held during read.
+func memo[V any](mu *sync.Mutex, m map[string]V, key string, read func() V) V {
+	mu.Lock()
+	v, ok := m[key]
+	mu.Unlock()
+	if ok {
+		return v
+	}
+	v = read()
+	mu.Lock()
+	defer mu.Unlock()
+	if first, ok := m[key]; ok {
+		return first
+	}
+	m[key] = v
+	return v
 }
 
 // typeOf is PMU name's perf_event_attr type, read once per pass.

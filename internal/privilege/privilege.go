@@ -8,10 +8,10 @@
 // configuration, without being root.
 //
 // Credentials are per thread in Linux, and a Go program has many threads.
-// The standard library's Setuid family changes them on every thread; the
-// capability calls here do the same through syscall.AllThreadsSyscall, which
-// works only in a program built with CGO_ENABLED=0 (as the Makefile builds
-// the agent). Elsewhere Drop fails and the caller stays root.
+// Drop makes each of its system calls on every thread through
+// syscall.AllThreadsSyscall, which works only in a program built with
+// CGO_ENABLED=0 (as the Makefile builds the agent). Elsewhere Drop fails
+// and the caller stays root.
 package privilege
 
 import (
@@ -108,7 +108,7 @@ func Drop(name string, c int) (Identity, error) {
 	return a.Drop(c)
 }
 
-// dropCalls is how many system calls Drop makes on every thread. Each is
+// dropCallCount is how many system calls Drop makes on every thread. Each is
 // a stop of the world that signals every other thread of the runtime and
 // spins until all of them have run the call: on a busy machine one
 // sleeping thread that the scheduler leaves waiting holds up the whole
@@ -138,8 +138,8 @@ func (a Account) Drop(c int) (Identity, error) {
 	//     root uid can be taken back. The kernel empties the effective set
 	//     and, thanks to keepcaps, leaves the permitted one full;
 	//  4. capset: permitted and effective down to c alone, inheritable
-	//     empty. The ambient set is empty already (root's was, and a
-	//     capability that leaves the permitted set leaves it too);
+	//     empty. The ambient set is empty: the change of uids cleared
+	//     it, and it can hold only what is permitted and inheritable;
 	//  5. no_new_privs, so that no program executed later can gain
 	//     anything through set-user-ID bits or file capabilities.
 	//
