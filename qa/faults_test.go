@@ -441,25 +441,34 @@ func TestFaultLeastPrivilege(t *testing.T) {
 	if err != nil {
 		unmet(t, "needs the pcp user: %v", err)
 	}
-	status := readFile(t, fmt.Sprintf("/proc/%d/status", l.AgentPID(t)))
-	field := func(name string) string {
-		m := regexp.MustCompile(`(?m)^` + name + `:\s*(.*)$`).FindStringSubmatch(status)
-		if m == nil {
-			t.Fatalf("/proc/PID/status has no %s:\n%s", name, status)
-		}
-		return strings.Join(strings.Fields(m[1]), " ")
+	// Credentials are per thread: every thread of the agent must have
+	// dropped, not only the one /proc/PID/status speaks for.
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", l.AgentPID(t)))
+	if err != nil || len(tasks) < 2 {
+		t.Fatalf("the agent's threads: %v %v", tasks, err)
 	}
 	const capPerfmon = "0000004000000000" // bit 38
-	for name, w := range map[string]string{
-		"Uid":    strings.Repeat(u.Uid+" ", 3) + u.Uid,
-		"Gid":    strings.Repeat(u.Gid+" ", 3) + u.Gid,
-		"CapEff": capPerfmon,
-		"CapPrm": capPerfmon,
-		"CapInh": "0000000000000000",
-		"CapAmb": "0000000000000000",
-	} {
-		if got := field(name); got != w {
-			t.Errorf("agent %s: %q, want %q", name, got, w)
+	for _, path := range tasks {
+		status := readFile(t, path)
+		field := func(name string) string {
+			m := regexp.MustCompile(`(?m)^` + name + `:\s*(.*)$`).FindStringSubmatch(status)
+			if m == nil {
+				t.Fatalf("%s has no %s:\n%s", path, name, status)
+			}
+			return strings.Join(strings.Fields(m[1]), " ")
+		}
+		for name, w := range map[string]string{
+			"Uid":        strings.Repeat(u.Uid+" ", 3) + u.Uid,
+			"Gid":        strings.Repeat(u.Gid+" ", 3) + u.Gid,
+			"CapEff":     capPerfmon,
+			"CapPrm":     capPerfmon,
+			"CapInh":     "0000000000000000",
+			"CapAmb":     "0000000000000000",
+			"NoNewPrivs": "1",
+		} {
+			if got := field(name); got != w {
+				t.Errorf("agent thread %s: %s %q, want %q", path, name, got, w)
+			}
 		}
 	}
 	reserveWorks(t, l, perfallocBinary(t, l), want)

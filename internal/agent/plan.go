@@ -30,6 +30,7 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		return nil, perr
 	}
 	fs := o.fs()
+	defer fs.Pass()() // each PMU's sysfs directory is read once per pass (pmu.FS.Pass)
 	m, err := setup.ReadMachine(fs)
 	if err != nil {
 		return nil, fmt.Errorf("reading the CPU topology: %w", err)

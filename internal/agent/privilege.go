@@ -13,15 +13,22 @@ import (
 // root, told to stay root, or the user does not exist.
 func (a *Agent) runAs() (uid, gid int, drop bool) {
 	uid, gid = os.Geteuid(), os.Getegid()
-	a.trusted = a.agentUsers()
+	// Each lookup reads /etc/passwd and /etc/group: the -U user's serves
+	// agentUsers too.
+	var acct privilege.Account
+	var err error
+	if a.o.User != "" && a.o.User != "root" {
+		acct, err = privilege.LookupAccount(a.o.User)
+	}
+	a.trusted = a.agentUsers(acct, err)
 	if uid != 0 || a.o.User == "" || a.o.User == "root" {
 		return uid, gid, false
 	}
-	u, g, _, err := privilege.Lookup(a.o.User)
 	if err != nil {
 		a.log.Warningf("-U %s: %v; staying root", a.o.User, err)
 		return uid, gid, false
 	}
+	u, g := acct.UID, acct.GID
 	a.trusted = append(a.trusted, u)
 	// The PMID map is rewritten when a reload adds names, as that user:
 	// its directory becomes the user's if it is the agent's own (the
@@ -39,14 +46,19 @@ func (a *Agent) runAs() (uid, gid int, drop bool) {
 // its files to: $PCP_USER's and the -U user's. Root adopts what they own in
 // the agent's own directories, so that a change of -U in pmcd.conf (to
 // root, or to another user) keeps the PMIDs and the state directory.
-func (a *Agent) agentUsers() []int {
+// user is the -U user's account as looked up, with the lookup's error.
+func (a *Agent) agentUsers(user privilege.Account, userErr error) []int {
 	var uids []int
 	for _, name := range []string{a.o.PCPUser, a.o.User} {
 		if name == "" || name == "root" {
 			continue
 		}
-		if u, _, _, err := privilege.Lookup(name); err == nil && u != 0 {
-			uids = append(uids, u)
+		acct, err := user, userErr
+		if name != a.o.User {
+			acct, err = privilege.LookupAccount(name)
+		}
+		if err == nil && acct.UID != 0 {
+			uids = append(uids, acct.UID)
 		}
 	}
 	return uids
@@ -58,7 +70,11 @@ func (a *Agent) agentUsers() []int {
 // done the agent stays root and says why.
 func (a *Agent) dropPrivileges(uid, gid int) {
 	c := privilege.CounterCapability()
-	id, err := privilege.Drop(a.o.User, c)
+	acct, err := privilege.LookupAccount(a.o.User)
+	id := privilege.Identity{User: a.o.User, Capability: c}
+	if err == nil {
+		id, err = acct.Drop(c)
+	}
 	if err != nil {
 		if os.Geteuid() == 0 {
 			a.log.Warningf("cannot run as %s with %s: %v; staying root", a.o.User, privilege.Name(c), err)
@@ -67,9 +83,14 @@ func (a *Agent) dropPrivileges(uid, gid int) {
 		}
 		return
 	}
+	// One thread's credentials stand for all: the runtime makes each
+	// all-thread call on every thread and stops the process if any
+	// thread's result differs. (The privilege tests read every thread's;
+	// here that would cost a /proc read per thread at every start.)
 	st, err := privilege.ReadStatus(0)
-	if err != nil || !st.Only(uid, c) {
-		a.log.Warningf("after dropping privileges /proc/self/status shows uids %v CapEff %#x CapPrm %#x (err %v)", st.UIDs, st.CapEff, st.CapPrm, err)
+	if err != nil || !st.Dropped(acct, c) || st.UIDs[0] != uid || st.GIDs[0] != gid {
+		a.log.Warningf("after dropping privileges /proc/self/status shows uids %v gids %v groups %v CapEff %#x CapPrm %#x CapInh %#x CapAmb %#x NoNewPrivs %v (err %v)",
+			st.UIDs, st.GIDs, st.Groups, st.CapEff, st.CapPrm, st.CapInh, st.CapAmb, st.NoNewPrivs, err)
 		return
 	}
 	a.log.Infof("running as %s (uid %d, gid %d) with %s only", id.User, uid, gid, privilege.Name(c))

@@ -44,6 +44,9 @@ type FS struct {
 	once sync.Once
 	plm  plm // privilege levels the core PMU can filter; see supportedPLM
 
+	passMu sync.Mutex
+	pass   *pass // the configuration pass under way; see Pass
+
 	detectOnce sync.Once
 	active     []*pfm.PMU // libpfm4's active PMUs; see LibpfmPMUs
 	arch       string     // their libpfm4 build

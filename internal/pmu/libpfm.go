@@ -47,7 +47,7 @@ func (fs *FS) pfmEnv() pfm.Env {
 		if !isPathElem(name) {
 			return 0, fmt.Errorf("no kernel PMU %q", name)
 		}
-		s, err := readTrimmed(filepath.Join(fs.devicesDir(), name, "type"))
+		s, err := fs.typeText(name)
 		if err != nil {
 			return 0, err
 		}

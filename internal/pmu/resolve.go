@@ -440,7 +440,7 @@ func (fs *FS) resolveDynamic(name string, o Options) (Event, bool, error) {
 		Attr:     unix.PerfEventAttr{Type: p.Type, Config: enc.Config, Ext1: enc.Config1, Ext2: enc.Config2},
 		Scale:    pe.Scale,
 		Unit:     pe.Unit,
-		CPUs:     p.CPUs,
+		CPUs:     slices.Clone(p.CPUs), // p may be shared (see Pass)
 		Snapshot: pe.Snapshot,
 		PerPkg:   pe.PerPkg,
 		Source:   fmt.Sprintf("sysfs %s/events/%s (%s)", p.Name, pe.Name, pe.Text),
@@ -484,8 +484,8 @@ func (fs *FS) dynamicSoftware(name, evName string) (Event, error) {
 	}
 	g, _ := genericNamed(evName)
 	typ := uint32(unix.PERF_TYPE_SOFTWARE)
-	if p, err := fs.PMU("software"); err == nil {
-		typ = p.Type
+	if t, ok := fs.typeOf("software"); ok {
+		typ = t
 	}
 	return Event{
 		PMU:    "software",
@@ -511,7 +511,7 @@ func (fs *FS) resolvePerfSyntax(name string, o Options) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("event %q: %w", name, err)
 	}
-	ev := Event{PMU: p.Name, Scale: 1, CPUs: p.CPUs, Source: "perf syntax " + name}
+	ev := Event{PMU: p.Name, Scale: 1, CPUs: slices.Clone(p.CPUs), Source: "perf syntax " + name}
 	// An event alias contributes its terms; terms written after it
 	// override them, as in perf ("cpu/mem-loads,ldlat=30/").
 	var all []Term

@@ -1,9 +1,6 @@
 package pmu
 
 import (
-	"path/filepath"
-	"strconv"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -50,11 +47,7 @@ func (fs *FS) pmusOfType(typ uint32) []*PMU {
 	}
 	var pmus []*PMU
 	for _, n := range names {
-		s, err := readTrimmed(filepath.Join(fs.devicesDir(), n, "type"))
-		if err != nil {
-			continue
-		}
-		if t, err := strconv.ParseUint(s, 0, 32); err != nil || uint32(t) != typ {
+		if t, ok := fs.typeOf(n); !ok || t != typ {
 			continue
 		}
 		if p, err := fs.PMU(n); err == nil {

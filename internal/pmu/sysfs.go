@@ -59,6 +59,10 @@ func (p *PMU) Event(name string) (*PMUEvent, bool) {
 // PMUNames lists the PMU directories under <Sys>/bus/event_source/devices,
 // sorted.
 func (fs *FS) PMUNames() ([]string, error) {
+	return fs.cachedNames(fs.readPMUNames)
+}
+
+func (fs *FS) readPMUNames() ([]string, error) {
 	ents, err := os.ReadDir(fs.devicesDir())
 	if err != nil {
 		return nil, err
@@ -94,14 +98,19 @@ func (fs *FS) PMUs() ([]*PMU, error) {
 
 // PMU reads one PMU by its sysfs name. Only a missing or unreadable type
 // file makes this fail; problems with single events or formats are kept
-// in the PMU and reported when those are used.
+// in the PMU and reported when those are used. During a pass (see Pass)
+// the PMU is read once and shared: the caller must not change it.
 func (fs *FS) PMU(name string) (*PMU, error) {
-	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+	if !isPathElem(name) {
 		return nil, fmt.Errorf("bad PMU name %q", name)
 	}
+	return fs.cachedPMU(name, fs.readPMU)
+}
+
+func (fs *FS) readPMU(name string) (*PMU, error) {
 	dir := filepath.Join(fs.devicesDir(), name)
 	typePath := filepath.Join(dir, "type")
-	s, err := readTrimmed(typePath)
+	s, err := fs.typeText(name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if _, derr := os.Stat(dir); derr != nil {

@@ -59,12 +59,11 @@ func (fs *FS) cachedTracepoint(subsys, event string) (uint64, bool) {
 
 // tracepointType is the tracepoint PMU's type: fixed by the kernel ABI,
 // but read from sysfs when there so that tests and odd kernels agree.
-// Only the type file: this runs for every tracepoint configured.
+// Only the type file, once per pass: this runs for every tracepoint
+// configured.
 func (fs *FS) tracepointType() uint32 {
-	if s, err := readTrimmed(filepath.Join(fs.devicesDir(), "tracepoint", "type")); err == nil {
-		if t, err := strconv.ParseUint(s, 0, 32); err == nil {
-			return uint32(t)
-		}
+	if t, ok := fs.typeOf("tracepoint"); ok {
+		return t
 	}
 	return unix.PERF_TYPE_TRACEPOINT
 }

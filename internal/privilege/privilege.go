@@ -8,10 +8,10 @@
 // configuration, without being root.
 //
 // Credentials are per thread in Linux, and a Go program has many threads.
-// The standard library's Setuid family changes them on every thread; the
-// capability calls here do the same through syscall.AllThreadsSyscall, which
-// works only in a program built with CGO_ENABLED=0 (as the Makefile builds
-// the agent). Elsewhere Drop fails and the caller stays root.
+// Drop makes each of its system calls on every thread through
+// syscall.AllThreadsSyscall, which works only in a program built with
+// CGO_ENABLED=0 (as the Makefile builds the agent). Elsewhere Drop fails
+// and the caller stays root.
 package privilege
 
 import (
@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,17 +61,27 @@ type Identity struct {
 	Capability int // the one capability kept
 }
 
-// Lookup finds a user's ids and groups.
-func Lookup(name string) (uid, gid int, groups []int, err error) {
+// Account is a user's ids and groups, as Lookup found them.
+type Account struct {
+	Name     string
+	UID, GID int
+	Groups   []int // supplementary groups, the primary one included
+}
+
+// LookupAccount finds a user's ids and groups. Each lookup reads
+// /etc/passwd and /etc/group: a caller that needs the same user several
+// times during start-up should keep the Account.
+func LookupAccount(name string) (Account, error) {
+	a := Account{Name: name}
 	u, err := user.Lookup(name)
 	if err != nil {
-		return 0, 0, nil, err
+		return a, err
 	}
-	if uid, err = strconv.Atoi(u.Uid); err != nil {
-		return 0, 0, nil, fmt.Errorf("user %s: uid %q: %w", name, u.Uid, err)
+	if a.UID, err = strconv.Atoi(u.Uid); err != nil {
+		return a, fmt.Errorf("user %s: uid %q: %w", name, u.Uid, err)
 	}
-	if gid, err = strconv.Atoi(u.Gid); err != nil {
-		return 0, 0, nil, fmt.Errorf("user %s: gid %q: %w", name, u.Gid, err)
+	if a.GID, err = strconv.Atoi(u.Gid); err != nil {
+		return a, fmt.Errorf("user %s: gid %q: %w", name, u.Gid, err)
 	}
 	ids, err := u.GroupIds()
 	if err != nil {
@@ -77,66 +89,129 @@ func Lookup(name string) (uid, gid int, groups []int, err error) {
 	}
 	for _, id := range ids {
 		if g, err := strconv.Atoi(id); err == nil {
-			groups = append(groups, g)
+			a.Groups = append(a.Groups, g)
 		}
 	}
-	return uid, gid, groups, nil
+	return a, nil
 }
 
 // Drop makes every thread of the process run as user name, with only
-// capability c in its permitted and effective sets, nothing inheritable,
-// and no_new_privs set. It must be called as root. If it fails part way the
-// process may have lost root already; the error says so, and the caller
-// should stop rather than run with unknown credentials.
+// capability c in its permitted and effective sets, nothing inheritable
+// or ambient, and no_new_privs set. It must be called as root. If it fails
+// part way the process may have lost root already; the error says so, and
+// the caller should stop rather than run with unknown credentials.
 func Drop(name string, c int) (Identity, error) {
-	id := Identity{User: name, Capability: c}
-	uid, gid, groups, err := Lookup(name)
+	a, err := LookupAccount(name)
 	if err != nil {
-		return id, err
+		return Identity{User: name, Capability: c}, err
 	}
-	id.UID, id.GID = uid, gid
+	return a.Drop(c)
+}
+
+// dropCallCount is how many system calls Drop makes on every thread. Each is
+// a stop of the world that signals every other thread of the runtime and
+// spins until all of them have run the call: on a busy machine one
+// sleeping thread that the scheduler leaves waiting holds up the whole
+// start. The test counts them.
+const dropCallCount = 6
+
+// Drop is Drop for an account already looked up.
+func (a Account) Drop(c int) (Identity, error) {
+	id := Identity{User: a.Name, UID: a.UID, GID: a.GID, Capability: c}
 	if os.Geteuid() != 0 {
 		return id, errors.New("not running as root")
 	}
-	if uid == 0 {
-		return id, fmt.Errorf("user %s is root", name)
+	if a.UID == 0 {
+		return id, fmt.Errorf("user %s is root", a.Name)
 	}
-	// Without keepcaps, setuid from root to another user clears every
-	// capability set. Probing it first also tells whether all-thread
-	// system calls work in this build before anything is changed.
-	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0); err != nil {
-		if errors.Is(err, syscall.ENOTSUP) {
+	if c < 0 || c >= 64 {
+		return id, fmt.Errorf("capability %d is out of range", c)
+	}
+	// The calls, all on every thread, in the order the kernel needs:
+	//
+	//  1. keepcaps: without it the change of uid below, from root to a
+	//     user, empties every capability set. Probing it first also tells
+	//     whether all-thread calls work in this build before anything is
+	//     changed.
+	//  2. the groups, then the gids, while CAP_SETGID is still effective;
+	//  3. the uids: real, effective and saved at once, so that no saved
+	//     root uid can be taken back. The kernel empties the effective set
+	//     and, thanks to keepcaps, leaves the permitted one full;
+	//  4. capset: permitted and effective down to c alone, inheritable
+	//     empty. The ambient set is empty: the change of uids cleared
+	//     it, and it can hold only what is permitted and inheritable;
+	//  5. no_new_privs, so that no program executed later can gain
+	//     anything through set-user-ID bits or file capabilities.
+	//
+	// Keepcaps is left set. It matters only when a thread moves all its
+	// uids away from 0, which none can do again without CAP_SETUID, and
+	// any thread may set it on itself without privilege, so clearing it
+	// protected nothing; it is also cleared by execve. Clearing it cost
+	// a seventh all-thread call.
+	p := newDropCalls(a, c)
+	for i, s := range p.steps {
+		err := allThreads(s.trap, s.a1, s.a2, s.a3)
+		if err == nil {
+			continue
+		}
+		if i == 0 && errors.Is(err, syscall.ENOTSUP) {
 			return id, errors.New("this build cannot change the credentials of every thread (build with CGO_ENABLED=0)")
 		}
-		return id, fmt.Errorf("prctl(PR_SET_KEEPCAPS): %w", err)
+		if s.state != "" {
+			return id, fmt.Errorf("%s: %w (%s)", s.what, err, s.state)
+		}
+		return id, fmt.Errorf("%s: %w", s.what, err)
 	}
-	if err := syscall.Setgroups(groups); err != nil {
-		return id, fmt.Errorf("setgroups: %w", err)
-	}
-	if err := syscall.Setgid(gid); err != nil {
-		return id, fmt.Errorf("setgid(%d): %w", gid, err)
-	}
-	if err := syscall.Setuid(uid); err != nil {
-		return id, fmt.Errorf("setuid(%d): %w (still root)", uid, err)
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	data[c/32].Effective = 1 << (c % 32)
-	data[c/32].Permitted = 1 << (c % 32)
-	if err := allThreads(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); err != nil {
-		return id, fmt.Errorf("capset(%s): %w (now uid %d, without capabilities)", Name(c), err, uid)
-	}
-	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 0, 0); err != nil {
-		return id, fmt.Errorf("prctl(PR_SET_KEEPCAPS, 0): %w", err)
-	}
-	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
-		return id, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
-	}
+	runtime.KeepAlive(p) // the kernel read its arrays during the calls
 	return id, nil
 }
 
+// dropCalls are Drop's system calls and the arrays they point to.
+type dropCalls struct {
+	gids  []uint32 // setgroups' gid_t array
+	hdr   unix.CapUserHeader
+	data  [2]unix.CapUserData
+	steps [dropCallCount]dropStep
+}
+
+type dropStep struct {
+	what       string
+	trap       uintptr
+	a1, a2, a3 uintptr
+	state      string // what the process is left as when this step fails
+}
+
+func newDropCalls(a Account, c int) *dropCalls {
+	p := &dropCalls{hdr: unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}}
+	var gids uintptr
+	if len(a.Groups) > 0 {
+		p.gids = make([]uint32, len(a.Groups))
+		for i, g := range a.Groups {
+			p.gids[i] = uint32(g)
+		}
+		gids = uintptr(unsafe.Pointer(&p.gids[0]))
+	}
+	p.data[c/32].Effective = 1 << (c % 32)
+	p.data[c/32].Permitted = 1 << (c % 32)
+	uid, gid := uintptr(a.UID), uintptr(a.GID)
+	p.steps = [dropCallCount]dropStep{
+		{"prctl(PR_SET_KEEPCAPS)", unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0, "unchanged"},
+		{fmt.Sprintf("setgroups(%v)", a.Groups), unix.SYS_SETGROUPS, uintptr(len(p.gids)), gids, 0, "still root"},
+		{fmt.Sprintf("setresgid(%d)", a.GID), unix.SYS_SETRESGID, gid, gid, gid, "still root"},
+		{fmt.Sprintf("setresuid(%d)", a.UID), unix.SYS_SETRESUID, uid, uid, uid, "still root"},
+		{"capset(" + Name(c) + ")", unix.SYS_CAPSET, uintptr(unsafe.Pointer(&p.hdr)), uintptr(unsafe.Pointer(&p.data[0])), 0,
+			fmt.Sprintf("now uid %d, without capabilities", a.UID)},
+		{"prctl(PR_SET_NO_NEW_PRIVS)", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, ""},
+	}
+	return p
+}
+
+// allThreadsSyscall is syscall.AllThreadsSyscall; the tests record the
+// calls instead.
+var allThreadsSyscall = syscall.AllThreadsSyscall
+
 func allThreads(trap, a1, a2, a3 uintptr) error {
-	if _, _, errno := syscall.AllThreadsSyscall(trap, a1, a2, a3); errno != 0 {
+	if _, _, errno := allThreadsSyscall(trap, a1, a2, a3); errno != 0 {
 		return errno
 	}
 	return nil
@@ -145,19 +220,55 @@ func allThreads(trap, a1, a2, a3 uintptr) error {
 // Status is what /proc/<pid>/status says about a process's credentials.
 type Status struct {
 	UIDs, GIDs [4]int // real, effective, saved, filesystem
+	Groups     []int  // supplementary groups
 	CapEff     uint64
 	CapPrm     uint64
 	CapInh     uint64
+	CapAmb     uint64
 	NoNewPrivs bool
 }
 
 // ReadStatus reads the credentials of process pid (0 for this process)
 // from /proc, where anyone can check them.
 func ReadStatus(pid int) (Status, error) {
-	path := "/proc/self/status"
-	if pid != 0 {
-		path = "/proc/" + strconv.Itoa(pid) + "/status"
+	return readStatus(procDir(pid) + "/status")
+}
+
+func procDir(pid int) string {
+	if pid == 0 {
+		return "/proc/self"
 	}
+	return "/proc/" + strconv.Itoa(pid)
+}
+
+// ReadThreads reads the credentials of every thread of process pid (0 for
+// this process), by thread id. Credentials are per thread: the process's
+// own status file shows only its first thread's.
+func ReadThreads(pid int) (map[int]Status, error) {
+	dir := procDir(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	threads := make(map[int]Status, len(ents))
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStatus(dir + "/" + e.Name() + "/status")
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread has exited
+		}
+		if err != nil {
+			return nil, err
+		}
+		threads[tid] = st
+	}
+	return threads, nil
+}
+
+func readStatus(path string) (Status, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Status{}, err
@@ -180,7 +291,13 @@ func ReadStatus(pid int) (Status, error) {
 			for i := 0; i < 4 && i < len(fields); i++ {
 				dst[i], _ = strconv.Atoi(fields[i])
 			}
-		case "CapEff", "CapPrm", "CapInh":
+		case "Groups":
+			for _, f := range fields {
+				if g, err := strconv.Atoi(f); err == nil {
+					s.Groups = append(s.Groups, g)
+				}
+			}
+		case "CapEff", "CapPrm", "CapInh", "CapAmb":
 			if len(fields) == 1 {
 				v, _ := strconv.ParseUint(fields[0], 16, 64)
 				switch key {
@@ -188,8 +305,10 @@ func ReadStatus(pid int) (Status, error) {
 					s.CapEff = v
 				case "CapPrm":
 					s.CapPrm = v
-				default:
+				case "CapInh":
 					s.CapInh = v
+				default:
+					s.CapAmb = v
 				}
 			}
 		case "NoNewPrivs":
@@ -200,7 +319,7 @@ func ReadStatus(pid int) (Status, error) {
 }
 
 // Only reports whether the process has exactly capability c, effective and
-// permitted, nothing inheritable, and runs as uid everywhere.
+// permitted, nothing inheritable or ambient, and runs as uid everywhere.
 func (s Status) Only(uid, c int) bool {
 	for _, u := range s.UIDs {
 		if u != uid {
@@ -208,5 +327,20 @@ func (s Status) Only(uid, c int) bool {
 		}
 	}
 	bit := uint64(1) << c
-	return s.CapEff == bit && s.CapPrm == bit && s.CapInh == 0
+	return s.CapEff == bit && s.CapPrm == bit && s.CapInh == 0 && s.CapAmb == 0
+}
+
+// Dropped reports whether the credentials are those Drop gives account a
+// with capability c: Only(a.UID, c), every gid a.GID, the supplementary
+// groups a's, and no_new_privs set.
+func (s Status) Dropped(a Account, c int) bool {
+	if !s.Only(a.UID, c) || !s.NoNewPrivs {
+		return false
+	}
+	for _, g := range s.GIDs {
+		if g != a.GID {
+			return false
+		}
+	}
+	return slices.Equal(slices.Sorted(slices.Values(s.Groups)), slices.Sorted(slices.Values(a.Groups)))
 }

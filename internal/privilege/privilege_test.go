@@ -2,12 +2,16 @@ package privilege
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -62,7 +66,9 @@ func TestDrop(t *testing.T) {
 	bin := testexec.BuildTemp(t, "./internal/dropcheck", "dropcheck") // nobody runs it too
 
 	c := CounterCapability()
-	out, err := exec.Command(bin, "nobody").CombinedOutput()
+	// Parked threads of their own stand for the runtime's and the
+	// agent's: each must be changed, not only the one that calls Drop.
+	out, err := exec.Command(bin, "-threads", "4", "nobody").CombinedOutput()
 	if err != nil {
 		t.Fatalf("dropcheck: %v\n%s", err, out)
 	}
@@ -70,6 +76,7 @@ func TestDrop(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("dropped to nobody uid %s keeping %s\n", nobody.Uid, Name(c)),
 		fmt.Sprintf("uids [%[1]s %[1]s %[1]s %[1]s] capeff %#[2]x capprm %#[2]x capinh 0x0 nonewprivs true\n", nobody.Uid, bit),
+		"every thread dropped (",
 		"perf_event_open on cpu0: ok\n",
 	} {
 		if !strings.Contains(string(out), want) {
@@ -94,6 +101,120 @@ func TestDrop(t *testing.T) {
 	}
 }
 
+// TestDropCalls: the calls Drop makes on every thread, in the order the
+// kernel needs (see Drop), and no more of them: each one stops the world
+// and waits for every thread.
+func TestDropCalls(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: Drop refuses to start otherwise")
+	}
+	type call struct{ trap, a1, a2, a3 uintptr }
+	var calls []call
+	real := allThreadsSyscall
+	t.Cleanup(func() { allThreadsSyscall = real })
+	allThreadsSyscall = func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
+		calls = append(calls, call{trap, a1, a2, a3})
+		return 0, 0, 0 // nothing changes: the test stays root
+	}
+	a := Account{Name: "someone", UID: 1234, GID: 567, Groups: []int{567, 89}}
+	id, err := a.Drop(unix.CAP_PERFMON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != (Identity{User: "someone", UID: 1234, GID: 567, Capability: unix.CAP_PERFMON}) {
+		t.Errorf("identity %+v", id)
+	}
+	// The pointer arguments are checked below, on the arrays themselves.
+	const ptr = ^uintptr(0)
+	want := []call{
+		{unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0},
+		{unix.SYS_SETGROUPS, 2, ptr, 0},
+		{unix.SYS_SETRESGID, 567, 567, 567},
+		{unix.SYS_SETRESUID, 1234, 1234, 1234},
+		{unix.SYS_CAPSET, ptr, ptr, 0},
+		{unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0},
+	}
+	if len(calls) == len(want) {
+		calls[1].a2, calls[4].a1, calls[4].a2 = ptr, ptr, ptr
+	}
+	if !slices.Equal(calls, want) || len(want) != dropCallCount {
+		t.Errorf("all-thread calls\n%v\nwant\n%v", calls, want)
+	}
+	p := newDropCalls(a, unix.CAP_PERFMON)
+	if !slices.Equal(p.gids, []uint32{567, 89}) || p.steps[1].a2 != uintptr(unsafe.Pointer(&p.gids[0])) {
+		t.Errorf("setgroups gets %v", p.gids)
+	}
+	bit := uint32(1) << (unix.CAP_PERFMON - 32)
+	if p.data != [2]unix.CapUserData{{}, {Effective: bit, Permitted: bit}} ||
+		p.steps[4].a1 != uintptr(unsafe.Pointer(&p.hdr)) || p.steps[4].a2 != uintptr(unsafe.Pointer(&p.data[0])) ||
+		p.hdr.Version != unix.LINUX_CAPABILITY_VERSION_3 {
+		t.Errorf("capset gets %+v %+v, want CAP_PERFMON alone, effective and permitted", p.hdr, p.data)
+	}
+	if p := newDropCalls(Account{UID: 1, GID: 1}, unix.CAP_SYS_ADMIN); p.steps[1].a1 != 0 || p.steps[1].a2 != 0 ||
+		p.data != [2]unix.CapUserData{{Effective: 1 << unix.CAP_SYS_ADMIN, Permitted: 1 << unix.CAP_SYS_ADMIN}, {}} {
+		t.Errorf("no groups, CAP_SYS_ADMIN: setgroups(%d, %#x), capset %+v", p.steps[1].a1, p.steps[1].a2, p.data)
+	}
+
+	// A failure stops the sequence and says where the process is left.
+	calls = nil
+	allThreadsSyscall = func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
+		calls = append(calls, call{trap, a1, a2, a3})
+		if trap == unix.SYS_CAPSET {
+			return 0, 0, syscall.EPERM
+		}
+		return 0, 0, 0
+	}
+	if _, err := a.Drop(unix.CAP_PERFMON); err == nil || err.Error() != "capset(CAP_PERFMON): operation not permitted (now uid 1234, without capabilities)" {
+		t.Errorf("capset failing: %v", err)
+	}
+	if len(calls) != 5 {
+		t.Errorf("%d calls after a failed capset, want it the last", len(calls))
+	}
+	allThreadsSyscall = func(uintptr, uintptr, uintptr, uintptr) (uintptr, uintptr, syscall.Errno) {
+		return ^uintptr(0), ^uintptr(0), syscall.ENOTSUP
+	}
+	if _, err := a.Drop(unix.CAP_PERFMON); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("a cgo build: %v", err)
+	}
+}
+
+func TestReadThreads(t *testing.T) {
+	threads, err := ReadThreads(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := threads[syscall.Gettid()]; !ok || len(threads) < 2 {
+		t.Errorf("threads %v lack this one (%d), or the runtime's others", slices.Sorted(maps.Keys(threads)), syscall.Gettid())
+	}
+	for tid, st := range threads {
+		if st.UIDs[1] != os.Geteuid() {
+			t.Errorf("thread %d: uids %v, want effective %d", tid, st.UIDs, os.Geteuid())
+		}
+	}
+}
+
+func TestDropped(t *testing.T) {
+	a := Account{UID: 999, GID: 995, Groups: []int{995, 44}}
+	ok := Status{UIDs: [4]int{999, 999, 999, 999}, GIDs: [4]int{995, 995, 995, 995}, Groups: []int{44, 995},
+		CapEff: 1 << unix.CAP_PERFMON, CapPrm: 1 << unix.CAP_PERFMON, NoNewPrivs: true}
+	if !ok.Dropped(a, unix.CAP_PERFMON) {
+		t.Error("Dropped = false for the expected credentials")
+	}
+	for what, change := range map[string]func(*Status){
+		"root's saved gid":      func(s *Status) { s.GIDs[2] = 0 },
+		"root's group":          func(s *Status) { s.Groups = append(s.Groups, 0) },
+		"an ambient CAP_SETUID": func(s *Status) { s.CapAmb = 1 << unix.CAP_SETUID },
+		"no no_new_privs":       func(s *Status) { s.NoNewPrivs = false },
+	} {
+		s := ok
+		s.Groups = slices.Clone(ok.Groups)
+		change(&s)
+		if s.Dropped(a, unix.CAP_PERFMON) {
+			t.Errorf("Dropped ignored %s", what)
+		}
+	}
+}
+
 func TestDropRefusals(t *testing.T) {
 	if _, err := Drop("no-such-user-here", unix.CAP_PERFMON); err == nil || !strings.Contains(err.Error(), "no-such-user-here") {
 		t.Errorf("unknown user: %v", err)
@@ -112,4 +233,38 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// BenchmarkDrop is Drop in a process with as many threads as the agent has
+// when it drops (6 at start-up with the default configuration): each
+// iteration starts dropcheck, which times Drop alone. On a busy machine
+// most of the time is the wait for every thread to be scheduled, once per
+// all-thread call.
+func BenchmarkDrop(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root to drop privileges")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		b.Skip("needs a user called nobody")
+	}
+	bin := testexec.BuildTemp(b, "./internal/dropcheck", "dropcheck")
+	var total time.Duration
+	for b.Loop() {
+		out, err := exec.Command(bin, "-threads", "3", "nobody").CombinedOutput()
+		if err != nil {
+			b.Fatalf("dropcheck: %v\n%s", err, out)
+		}
+		var ns int64
+		var threads int
+		i := strings.Index(string(out), "drop took ")
+		if i < 0 {
+			b.Fatalf("dropcheck output:\n%s", out)
+		}
+		if _, err := fmt.Sscanf(string(out[i:]), "drop took %d ns on %d threads", &ns, &threads); err != nil {
+			b.Fatalf("dropcheck output: %v\n%s", err, out)
+		}
+		total += time.Duration(ns)
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "drop-ns/op")
+	b.ReportMetric(float64(dropCallCount), "all-thread-calls")
 }

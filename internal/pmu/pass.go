@@ -1,0 +1,139 @@
+package pmu
+
+import (
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// A pass is one reading of the configuration against sysfs: at start-up,
+// at each reload, and at each rebuild after CPUs go offline or come back.
+// During a pass each PMU's directory is read once. Without it a
+// configuration of N events on one PMU read that PMU N times, formats and
+// every event with its companions each time: 2.5 ms per raw core event on
+// the skylake test tree.
+//
+// Nothing is kept from one pass to the next. A reload must see a PMU that
+// appeared or went away, a hotplug rebuild the cpumasks that the kernel
+// moved off an offlined CPU, so every pass reads sysfs afresh.
+type pass struct {
+	pmus      map[string]pmuRead
+	types     map[string]typeRead
+	names     []string
+	namesErr  error
+	namesRead bool
+}
+
+type pmuRead struct {
+	p   *PMU
+	err error
+}
+
+type typeRead struct {
+	s   string
+	err error
+}
+
+// Pass starts a pass; end finishes it. Until then, and until another pass
+// starts, lookups of the same PMU share one read of its directory, and the
+// PMU returned must not be changed. Passes do not nest: a pass that starts
+// while another runs replaces it, so both use reads no older than the
+// later one's start. Outside a pass every lookup reads sysfs.
+func (fs *FS) Pass() (end func()) {
+	p := &pass{pmus: map[string]pmuRead{}, types: map[string]typeRead{}}
+	fs.passMu.Lock()
+	fs.pass = p
+	fs.passMu.Unlock()
+	return func() {
+		fs.passMu.Lock()
+		if fs.pass == p {
+			fs.pass = nil
+		}
+		fs.passMu.Unlock()
+	}
+}
+
+// current is the pass under way, or nil.
+func (fs *FS) current() *pass {
+	fs.passMu.Lock()
+	defer fs.passMu.Unlock()
+	return fs.pass
+}
+
+// cachedPMU is PMU's cache: during a pass a PMU is read once. The lock is
+// not held while sysfs is read: two goroutines that ask for the same PMU
+// at once may both read it, and the first read is kept.
+func (fs *FS) cachedPMU(name string, read func(string) (*PMU, error)) (*PMU, error) {
+	p := fs.current()
+	if p == nil {
+		return read(name)
+	}
+	r := memo(&fs.passMu, p.pmus, name, func() pmuRead {
+		pm, err := read(name)
+		return pmuRead{pm, err}
+	})
+	return r.p, r.err
+}
+
+// typeText is the text of PMU name's type file, read once per pass.
+func (fs *FS) typeText(name string) (string, error) {
+	path := filepath.Join(fs.devicesDir(), name, "type")
+	p := fs.current()
+	if p == nil {
+		return readTrimmed(path)
+	}
+	r := memo(&fs.passMu, p.types, name, func() typeRead {
+		s, err := readTrimmed(path)
+		return typeRead{s, err}
+	})
+	return r.s, r.err
+}
+
+// memo returns m[key], from read the first time; mu guards m, and is not
+// held during read.
+func memo[V any](mu *sync.Mutex, m map[string]V, key string, read func() V) V {
+	mu.Lock()
+	v, ok := m[key]
+	mu.Unlock()
+	if ok {
+		return v
+	}
+	v = read()
+	mu.Lock()
+	defer mu.Unlock()
+	if first, ok := m[key]; ok {
+		return first
+	}
+	m[key] = v
+	return v
+}
+
+// typeOf is PMU name's perf_event_attr type, read once per pass.
+func (fs *FS) typeOf(name string) (uint32, bool) {
+	s, err := fs.typeText(name)
+	if err != nil {
+		return 0, false
+	}
+	t, err := strconv.ParseUint(s, 0, 32)
+	return uint32(t), err == nil
+}
+
+// cachedNames is PMUNames' cache.
+func (fs *FS) cachedNames(read func() ([]string, error)) ([]string, error) {
+	p := fs.current()
+	if p == nil {
+		return read()
+	}
+	fs.passMu.Lock()
+	done, names, err := p.namesRead, p.names, p.namesErr
+	fs.passMu.Unlock()
+	if done {
+		return slices.Clone(names), err
+	}
+	names, err = read()
+	fs.passMu.Lock()
+	p.names, p.namesErr, p.namesRead = names, err, true
+	fs.passMu.Unlock()
+	return slices.Clone(names), err
+}

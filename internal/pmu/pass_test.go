@@ -1,0 +1,166 @@
+package pmu
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// skylakeCoreEvents are raw core events of the skylake tree (libpfm4's
+// skx PMU, type 4): each one's scale is looked up on the kernel's cpu PMU.
+var skylakeCoreEvents = []string{
+	"INST_RETIRED:ANY_P", "UOPS_ISSUED:ANY", "BR_MISP_RETIRED:ALL_BRANCHES", "L2_RQSTS:MISS",
+	"MEM_LOAD_RETIRED:L3_MISS", "OFFCORE_REQUESTS:DEMAND_DATA_RD", "ICACHE_64B:IFTAG_MISS",
+	"DTLB_LOAD_MISSES:MISS_CAUSES_A_WALK", "cpu.mem-loads", "cpu/event=0x3c/",
+}
+
+// BenchmarkResolveCoreEvents is the cost per raw core event of resolving a
+// configuration of them on the skylake tree: without a pass each event
+// reads the cpu PMU's directory again; in a pass (as the agent resolves a
+// configuration) the first does and the others share that read.
+func BenchmarkResolveCoreEvents(b *testing.B) {
+	fs := testFS("skylake")
+	fs.LibpfmPMUs() // the catalog is decoded once per process, not per pass
+	resolveAll := func(b *testing.B) {
+		for _, n := range skylakeCoreEvents {
+			if _, err := fs.Resolve(n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	perEvent := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(skylakeCoreEvents)), "ns/event")
+	}
+	b.Run("each-reads-sysfs", func(b *testing.B) {
+		for b.Loop() {
+			resolveAll(b)
+		}
+		perEvent(b)
+	})
+	b.Run("one-pass", func(b *testing.B) {
+		for b.Loop() {
+			end := fs.Pass()
+			resolveAll(b)
+			end()
+		}
+		perEvent(b)
+	})
+}
+
+// copyTree copies a fixture's sys tree, so that a test may change it.
+func copyTree(t *testing.T, fixture string) *FS {
+	t.Helper()
+	src := filepath.Join("testdata", fixture)
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return &FS{Sys: filepath.Join(dst, "sys"), Proc: filepath.Join(dst, "proc"), Tracing: []string{filepath.Join(dst, "tracing")}}
+}
+
+// TestPassSeesAChangedSysfs: a pass reads each PMU once, and the next pass
+// (a reload, or the rebuild after a CPU went offline) reads it again: a
+// changed cpumask, a changed event and a PMU that went away are all seen.
+func TestPassSeesAChangedSysfs(t *testing.T) {
+	fs := copyTree(t, "skylake")
+	devices := fs.devicesDir()
+	write := func(rel, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(devices, rel), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resolve := func(name string) Event {
+		t.Helper()
+		ev, err := fs.Resolve(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+
+	end := fs.Pass()
+	first := resolve("uncore_imc_0.cas_count_read")
+	if !slices.Equal(first.CPUs, []int{0, 18}) || first.Attr.Config != 0x304 {
+		t.Fatalf("before the change: cpus %v config %#x", first.CPUs, first.Attr.Config)
+	}
+	// The kernel moves an uncore PMU's cpumask off a CPU going offline.
+	write("uncore_imc_0/cpumask", "1,18\n")
+	write("uncore_imc_0/events/cas_count_read", "event=0x04,umask=0x0f\n")
+	if ev := resolve("uncore_imc_0.cas_count_read"); !slices.Equal(ev.CPUs, first.CPUs) || ev.Attr.Config != first.Attr.Config {
+		t.Errorf("within the pass: cpus %v config %#x, want the pass's first read (%v %#x)", ev.CPUs, ev.Attr.Config, first.CPUs, first.Attr.Config)
+	}
+	end()
+
+	end = fs.Pass()
+	if ev := resolve("uncore_imc_0.cas_count_read"); !slices.Equal(ev.CPUs, []int{1, 18}) || ev.Attr.Config != 0xf04 {
+		t.Errorf("the next pass: cpus %v config %#x, want [1 18] 0xf04", ev.CPUs, ev.Attr.Config)
+	}
+	// A caller that changes what it was given does not change the pass's copy.
+	ev := resolve("uncore_imc_0.cas_count_read")
+	ev.CPUs[0] = 7
+	if again := resolve("uncore_imc_0.cas_count_read"); !slices.Equal(again.CPUs, []int{1, 18}) {
+		t.Errorf("an event's CPUs are the pass's: %v", again.CPUs)
+	}
+	end()
+
+	if err := os.RemoveAll(filepath.Join(devices, "uncore_imc_0")); err != nil {
+		t.Fatal(err)
+	}
+	end = fs.Pass()
+	if _, err := fs.Resolve("uncore_imc_0.cas_count_read"); err == nil {
+		t.Error("a PMU that went away still resolves in a new pass")
+	}
+	if names, _ := fs.PMUNames(); slices.Contains(names, "uncore_imc_0") {
+		t.Errorf("PMUNames in a new pass: %v", names)
+	}
+	end()
+
+	// Outside a pass nothing is kept.
+	write("cpu/events/mem-loads", "event=0xcd,umask=0x2\n")
+	if ev := resolve("cpu.mem-loads"); ev.Attr.Config != 0x2cd {
+		t.Errorf("outside a pass: config %#x, want 0x2cd", ev.Attr.Config)
+	}
+	write("cpu/events/mem-loads", "event=0xcd,umask=0x3\n")
+	if ev := resolve("cpu.mem-loads"); ev.Attr.Config != 0x3cd {
+		t.Errorf("outside a pass, after a change: config %#x, want 0x3cd", ev.Attr.Config)
+	}
+}
+
+// TestPassReadsEachPMUOnce counts the reads of a pass with many events on
+// one PMU, and checks that a pass started during another leaves the older
+// one's reads behind.
+func TestPassReadsEachPMUOnce(t *testing.T) {
+	fs := testFS("skylake")
+	reads := map[string]int{}
+	read := func(name string) (*PMU, error) {
+		reads[name]++
+		return fs.readPMU(name)
+	}
+	end := fs.Pass()
+	for range 5 {
+		if _, err := fs.cachedPMU("cpu", read); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fs.cachedPMU("nosuch", read); err == nil {
+		t.Error("PMU nosuch read")
+	}
+	fs.cachedPMU("nosuch", read)
+	if reads["cpu"] != 1 || reads["nosuch"] != 1 {
+		t.Errorf("reads in one pass: %v, want one each", reads)
+	}
+	endLater := fs.Pass()
+	fs.cachedPMU("cpu", read)
+	end() // the older pass ending leaves the newer one in place
+	fs.cachedPMU("cpu", read)
+	endLater()
+	if reads["cpu"] != 2 {
+		t.Errorf("cpu read %d times over two passes, want 2", reads["cpu"])
+	}
+	fs.cachedPMU("cpu", read)
+	if reads["cpu"] != 3 {
+		t.Errorf("cpu read %d times after the passes, want 3", reads["cpu"])
+	}
+}
