@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -39,9 +41,13 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	specs := plan.Specs()
 	defs, _, _ := ratio.Defs(ratiosPath(o)) // chooseRatios notes the file's errors
 	ratio.Group(specs, defs)
-	if p, err := fs.PMU("msr"); err == nil && cfg.JoinSoftware == nil {
-		// x86's msr events are read inside each CPU's software group.
-		cfg.JoinSoftware = []uint32{p.Type}
+	if cfg.JoinSoftware == nil {
+		// Tracepoints and x86's msr events live in the kernel's software
+		// context, so they are read inside each CPU's software group.
+		cfg.JoinSoftware = []uint32{unix.PERF_TYPE_TRACEPOINT}
+		if p, err := fs.PMU("msr"); err == nil {
+			cfg.JoinSoftware = append(cfg.JoinSoftware, p.Type)
+		}
 	}
 	set, err := counter.New(specs, cfg)
 	if err != nil {

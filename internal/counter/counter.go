@@ -27,31 +27,34 @@
 // the leader returns every member's value. Software events never wait for a PMU counter, so a group of them
 // is scheduled exactly as its members would be alone, and the group's
 // time_enabled/time_running are each member's. Every other event (hardware,
-// cache, raw, tracepoint, sysfs PMUs) keeps a descriptor of its own, but
-// for msr: a hardware group larger than the PMU's counters would never be
+// cache, raw, sysfs PMUs) keeps a descriptor of its own, but for msr and
+// tracepoints: a hardware group larger than the PMU's counters would never be
 // scheduled at all, and groups across PMUs have rules of their own. The
 // exception is events given a Spec.Group, such as a ratio's operands: they
 // form small groups of their own per CPU, and fall back to descriptors of
 // their own when the PMU cannot take them together (ratio_group.go).
 //
-// # msr in the software group
+// # msr and tracepoints in the software group
 //
 // x86's msr PMU (msr/tsc, msr/aperf, msr/mperf, …) reads a free-running
 // register and, like the software PMU, never refuses to schedule an
-// event; the kernel files its events in the software context, so they may
-// sit in a group of software events without moving it to another PMU. Its
-// events therefore join their CPU's software group (Config.JoinSoftware,
-// where the agent gives the type sysfs gives msr), after the software
-// events so that one of those leads, and a fetch calls each CPU once
-// rather than once for the group and once per msr event. What that
-// changes for an msr event, and how each case is handled:
+// event; a tracepoint (PERF_TYPE_TRACEPOINT) counts hits of a kernel
+// probe the same way. The kernel files both kinds in the software
+// context, so they may sit in a group of software events without moving
+// it to another PMU. Their events therefore join their CPU's software
+// group (Config.JoinSoftware, where the agent gives PERF_TYPE_TRACEPOINT
+// and the type sysfs gives msr), after the software events so that one of
+// those leads, and a fetch calls each CPU once rather than once for the
+// group and once per msr or tracepoint event. What that changes for such
+// an event, and how each case is handled:
 //
 //   - the kernel refuses it in the group (an older kernel, other rules):
 //     it is opened on its own on that CPU, logged once, as before;
 //   - a failed group read fails it with the other members: it keeps its
 //     last value, shows the read error, leaves Active, and ReadFailed is
 //     told once for the group;
-//   - its dutycycle is the group's, which is 1 as its own would be;
+//   - it takes the group's times, which are its own as nothing
+//     multiplexes: its value is unscaled and its dutycycle 1, as alone;
 //   - should such a group ever be seen never running, it is split into
 //     descriptors of their own, as a starved named group is.
 //
@@ -184,7 +187,7 @@ func openKernel(event string, attr *unix.PerfEventAttr, cgroup, cpu int, leader 
 }
 
 // grouped says which events are read in their CPU's software group; see
-// the package comment for why only software events and msr are.
+// the package comment for why only software, msr and tracepoint events are.
 func (s *Set) grouped(attr *unix.PerfEventAttr) bool {
 	return attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(s.joinSoftware, attr.Type)
 }
@@ -209,10 +212,10 @@ type Config struct {
 	// offline. Called with Set.mu held: it must not block.
 	ReadFailed func()
 	// JoinSoftware lists the PMU types, besides PERF_TYPE_SOFTWARE, whose
-	// events join each CPU's software group (see "msr in the software
-	// group" in the package comment): the agent gives the msr PMU's type,
-	// as sysfs names it. Empty keeps every other PMU's events on their own
-	// descriptors.
+	// events join each CPU's software group (see "msr and tracepoints in
+	// the software group" in the package comment): the agent gives
+	// PERF_TYPE_TRACEPOINT and the msr PMU's type, as sysfs names it.
+	// Empty keeps every other PMU's events on their own descriptors.
 	JoinSoftware []uint32
 }
 
@@ -250,7 +253,7 @@ type group struct {
 	readErr error    // why the most recent read failed, to log once
 	read    bool     // read by the current fetch
 	name    string   // a Spec.Group; "" for the software events of the CPU
-	mixed   bool     // a group of software events that msr events joined
+	mixed   bool     // a group of software events that msr or tracepoint events joined
 	split   bool     // a named group that never ran: its members open on their own
 	starved bool     // split is due: seen never running, not yet reopened
 }
@@ -338,9 +341,9 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		s.events[r.ev].slots[r.k].grp = g
 		s.events[r.ev].slots[r.k].home = g
 	}
-	// msr events join their CPU's software group after its software
-	// events, so that a software event leads it when one opens, and one
-	// that the kernel refuses leaves the others grouped (openAll).
+	// msr and tracepoint events join their CPU's software group after its
+	// software events, so that a software event leads it when one opens,
+	// and one that the kernel refuses leaves the others grouped (openAll).
 	var late []ref
 	for i, sp := range specs {
 		if sp.Name == "" {
@@ -570,8 +573,8 @@ func (s *Set) openAll(onlyServed bool) opened {
 
 // mayGoSolo says whether r, which failed to join g with joinErr, is worth
 // opening on its own: a named group's member that the PMU cannot schedule
-// with the others, or an msr event the kernel would not put in the
-// software group for any reason (an older kernel, another PMU's rules).
+// with the others, or an msr or tracepoint event the kernel would not put
+// in the software group for any reason (an older kernel, another PMU's rules).
 // A software event that fails to join would fail on its own too.
 func (s *Set) mayGoSolo(g *group, r ref, joinErr *OpenError) bool {
 	if g.name != "" {

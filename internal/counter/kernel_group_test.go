@@ -71,16 +71,20 @@ func perfFDs(t *testing.T) int {
 }
 
 // TestKernelGroupReads is the agent's usual set on a VM, the seven
-// software events and (on x86) msr/tsc on every CPU: one descriptor per
-// event per CPU as before, but a full fetch reads each CPU's group once,
-// msr/tsc inside it, and every member counts without multiplexing.
+// software events and (on x86) msr/tsc on every CPU, with the tracepoint
+// sched:sched_switch where tracefs has it: one descriptor per event per
+// CPU as before, but a full fetch reads each CPU's group once, msr/tsc and
+// the tracepoint inside it, and every member counts without multiplexing.
 func TestKernelGroupReads(t *testing.T) {
 	needKernelPerf(t)
 	cpus := onlineCPUs(t)
 	specs := countingSpecs(t, cpus)
+	if id, ok := schedSwitchID(t); ok {
+		specs = append(specs, counter.Spec{Name: "sched:sched_switch", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, CPUs: cpus})
+	}
 
 	o := &countingOpener{}
-	s, err := counter.New(specs, counter.Config{Opener: o, JoinSoftware: msrJoin(t)})
+	s, err := counter.New(specs, counter.Config{Opener: o, JoinSoftware: agentJoin(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +102,7 @@ func TestKernelGroupReads(t *testing.T) {
 		n := o.reads.Load()
 		vals := readAll(t, s, specs)
 		if got, want := o.reads.Load()-n, int64(len(cpus)); got != want {
-			t.Errorf("a full fetch made %d reads, want %d: one group per CPU, msr/tsc included", got, want)
+			t.Errorf("a full fetch made %d reads, want %d: one group per CPU, msr/tsc and the tracepoint included", got, want)
 		}
 		return vals
 	}
@@ -181,7 +185,7 @@ func TestKernelCgroupMSRInGroup(t *testing.T) {
 		{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: uint32(sysfsInt(t, msrType))}, CPUs: cpus},
 	}
 	o := &countingOpener{base: counter.CgroupOpener{Dir: fd}}
-	s, err := counter.New(specs, counter.Config{Opener: o, JoinSoftware: msrJoin(t)})
+	s, err := counter.New(specs, counter.Config{Opener: o, JoinSoftware: agentJoin(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,20 +93,29 @@ func countingSpecs(t *testing.T, cpus []int) []counter.Spec {
 		soft("minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN),
 		soft("major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ),
 	}
-	if join := msrJoin(t); len(join) > 0 {
-		specs = append(specs, counter.Spec{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: join[0], Config: 0}, CPUs: cpus})
+	if typ, ok := hostMSRType(t); ok {
+		specs = append(specs, counter.Spec{Name: "msr/tsc", Attr: unix.PerfEventAttr{Type: typ, Config: 0}, CPUs: cpus})
 	}
 	return specs
 }
 
-// msrJoin is Config.JoinSoftware as the agent sets it on this host: the
-// msr PMU's type, where the msr PMU exists.
-func msrJoin(t *testing.T) []uint32 {
+// hostMSRType is the msr PMU's type, where the msr PMU exists.
+func hostMSRType(t *testing.T) (uint32, bool) {
 	const msr = "/sys/bus/event_source/devices/msr/type"
 	if _, err := os.Stat(msr); err != nil {
-		return nil
+		return 0, false
 	}
-	return []uint32{uint32(sysfsInt(t, msr))}
+	return uint32(sysfsInt(t, msr)), true
+}
+
+// agentJoin is Config.JoinSoftware as the agent sets it on this host:
+// tracepoints, and the msr PMU's type where the msr PMU exists.
+func agentJoin(t *testing.T) []uint32 {
+	join := []uint32{unix.PERF_TYPE_TRACEPOINT}
+	if typ, ok := hostMSRType(t); ok {
+		join = append(join, typ)
+	}
+	return join
 }
 
 // absentSpecs are two events that no CPU of this host can count: cycles and
@@ -198,7 +207,7 @@ func TestKernelCounters(t *testing.T) {
 		specs = append(specs, counter.Spec{Name: "sched:sched_switch", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, CPUs: cpus})
 	}
 
-	s, err := counter.New(specs, counter.Config{JoinSoftware: msrJoin(t)})
+	s, err := counter.New(specs, counter.Config{JoinSoftware: agentJoin(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,11 +33,36 @@ func (l *logged) logf(f string, a ...any) { l.lines = append(l.lines, fmt.Sprint
 
 func newMSRSet(t *testing.T, fake *countertest.Opener, cfg counter.Config) *counter.Set {
 	t.Helper()
+	return newJoinSet(t, fake, joiners[0], cfg)
+}
+
+// joiner is a kind of event that joins the software group of its CPU when
+// Config.JoinSoftware names its type: the agent names msr and tracepoints.
+type joiner struct {
+	name string
+	typ  uint32
+}
+
+var joiners = []joiner{{"msr/tsc", msrType}, {"sched:sched_switch", unix.PERF_TYPE_TRACEPOINT}}
+
+// forJoiners runs test for each kind of joiner.
+func forJoiners(t *testing.T, test func(*testing.T, joiner)) {
+	for _, j := range joiners {
+		t.Run(j.name, func(t *testing.T) { test(t, j) })
+	}
+}
+
+// newJoinSet opens msrSpecs with j's event in msr/tsc's place, JoinSoftware
+// naming j's type unless cfg says otherwise.
+func newJoinSet(t *testing.T, fake *countertest.Opener, j joiner, cfg counter.Config) *counter.Set {
+	t.Helper()
 	cfg.Opener = fake
 	if cfg.JoinSoftware == nil {
-		cfg.JoinSoftware = []uint32{msrType}
+		cfg.JoinSoftware = []uint32{j.typ}
 	}
-	s, err := counter.New(msrSpecs(), cfg)
+	specs := msrSpecs()
+	specs[0].Name, specs[0].Attr.Type = j.name, j.typ
+	s, err := counter.New(specs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,23 +72,25 @@ func newMSRSet(t *testing.T, fake *countertest.Opener, cfg counter.Config) *coun
 	return s
 }
 
-func TestMSRJoinsSoftwareGroup(t *testing.T) {
+func TestJoinsSoftwareGroup(t *testing.T) { forJoiners(t, testJoinsSoftwareGroup) }
+
+func testJoinsSoftwareGroup(t *testing.T, j joiner) {
 	fake := countertest.New()
-	s := newMSRSet(t, fake, counter.Config{})
-	wantGroup(t, fake, "msr/tsc", 0, "a", "b", "msr/tsc")
-	wantGroup(t, fake, "msr/tsc", 1, "a", "b", "msr/tsc")
-	if a, _ := fake.Attr("msr/tsc", 0); a.Read_format != perf.GroupReadFormat || a.Bits&unix.PerfBitDisabled != 0 {
-		t.Errorf("msr/tsc: read_format %#x bits %#x, want %#x and not disabled (a member)", a.Read_format, a.Bits, perf.GroupReadFormat)
+	s := newJoinSet(t, fake, j, counter.Config{})
+	wantGroup(t, fake, j.name, 0, "a", "b", j.name)
+	wantGroup(t, fake, j.name, 1, "a", "b", j.name)
+	if a, _ := fake.Attr(j.name, 0); a.Read_format != perf.GroupReadFormat || a.Bits&unix.PerfBitDisabled != 0 {
+		t.Errorf("%s: read_format %#x bits %#x, want %#x and not disabled (a member)", j.name, a.Read_format, a.Bits, perf.GroupReadFormat)
 	}
 	// On cpu1 the group was on the PMU half the time (it never is, with
 	// these events; the point is that msr/tsc takes the group's times).
 	fake.Add("a", 0, 1, 100, 100)
 	fake.Add("a", 1, 1, 100, 50)
-	fake.Add("msr/tsc", 0, 1000, 0, 0)
-	fake.Add("msr/tsc", 1, 2000, 0, 0)
+	fake.Add(j.name, 0, 1000, 0, 0)
+	fake.Add(j.name, 1, 2000, 0, 0)
 	fetch(s, 0)
 	if fake.Reads() != 2 {
-		t.Errorf("%d reads for msr/tsc alone, want 2: its group on each CPU", fake.Reads())
+		t.Errorf("%d reads for %s alone, want 2: its group on each CPU", fake.Reads(), j.name)
 	}
 	vals, active := fetch(s, 0, 1, 2)
 	if fake.Reads() != 4 || active != 6 {
@@ -97,38 +124,40 @@ func TestMSRJoinSoftwareEmpty(t *testing.T) {
 
 // A kernel that will not put msr in the software group leaves it on its
 // own descriptor on that CPU, logged once, with its own dutycycle.
-func TestMSRJoinRefused(t *testing.T) {
+func TestJoinRefused(t *testing.T) { forJoiners(t, testJoinRefused) }
+
+func testJoinRefused(t *testing.T, j joiner) {
 	fake := countertest.New()
-	fake.FailJoin("msr/tsc", 1, unix.EINVAL)
+	fake.FailJoin(j.name, 1, unix.EINVAL)
 	var l logged
-	s := newMSRSet(t, fake, counter.Config{Logf: l.logf})
-	wantGroup(t, fake, "msr/tsc", 0, "a", "b", "msr/tsc")
+	s := newJoinSet(t, fake, j, counter.Config{Logf: l.logf})
+	wantGroup(t, fake, j.name, 0, "a", "b", j.name)
 	wantGroup(t, fake, "a", 1, "a", "b")
-	if a, _ := fake.Attr("msr/tsc", 1); a.Read_format != perf.ReadFormat {
-		t.Errorf("msr/tsc on cpu1 reopened with read_format %#x, want %#x", a.Read_format, perf.ReadFormat)
+	if a, _ := fake.Attr(j.name, 1); a.Read_format != perf.ReadFormat {
+		t.Errorf("%s on cpu1 reopened with read_format %#x, want %#x", j.name, a.Read_format, perf.ReadFormat)
 	}
 	if got := fmt.Sprint(s.CPUs(0)); got != "[0 1]" {
-		t.Errorf("msr/tsc served on %s, want [0 1]", got)
+		t.Errorf("%s served on %s, want [0 1]", j.name, got)
 	}
 	if st := s.Status(0)[1]; st.OpenErr != nil || !st.Open {
-		t.Errorf("msr/tsc on cpu1: %+v, want open with no error", st)
+		t.Errorf("%s on cpu1: %+v, want open with no error", j.name, st)
 	}
-	if len(l.lines) != 1 || !strings.Contains(l.lines[0], `"msr/tsc" cannot join the software events' group on cpu1`) || !strings.Contains(l.lines[0], "invalid argument") {
-		t.Errorf("logs %q, want one line naming msr/tsc, cpu1 and EINVAL", l.lines)
+	if len(l.lines) != 1 || !strings.Contains(l.lines[0], fmt.Sprintf("%q cannot join the software events' group on cpu1", j.name)) || !strings.Contains(l.lines[0], "invalid argument") {
+		t.Errorf("logs %q, want one line naming %s, cpu1 and EINVAL", j.name, l.lines)
 	}
 	fake.Add("a", 1, 1, 100, 100)
-	fake.Add("msr/tsc", 1, 30, 100, 25)
+	fake.Add(j.name, 1, 30, 100, 25)
 	fetch(s, 0, 1, 2)
 	vals, active := fetch(s, 0, 1, 2)
 	if fake.Reads() != 6 || active != 6 {
-		t.Errorf("%d reads, active %d; want 6 (cpu0 one group, cpu1 a group and msr/tsc) and 6", fake.Reads(), active)
+		t.Errorf("%d reads, active %d; want 6 (cpu0 one group, cpu1 a group and %s) and 6", fake.Reads(), active, j.name)
 	}
 	if vals[0][1] != 120 {
-		t.Errorf("msr/tsc on cpu1 = %d, want 30 scaled by its own times ×4", vals[0][1])
+		t.Errorf("%s on cpu1 = %d, want 30 scaled by its own times ×4", j.name, vals[0][1])
 	}
 	f := s.Begin()
 	if d := f.Dutycycle(0, 1); d != 0.25 {
-		t.Errorf("msr/tsc on cpu1 dutycycle %v, want its own 0.25", d)
+		t.Errorf("%s on cpu1 dutycycle %v, want its own 0.25", j.name, d)
 	}
 	f.End()
 
@@ -137,8 +166,8 @@ func TestMSRJoinRefused(t *testing.T) {
 	if _, err := s.Reopen(); err != nil {
 		t.Fatal(err)
 	}
-	if g := fake.Group("msr/tsc", 1); g != nil {
-		t.Errorf("after Reopen msr/tsc on cpu1 is in %q, want on its own", g)
+	if g := fake.Group(j.name, 1); g != nil {
+		t.Errorf("after Reopen %s on cpu1 is in %q, want on its own", j.name, g)
 	}
 }
 
@@ -157,24 +186,26 @@ func TestSoftwareJoinRefusedNotRetried(t *testing.T) {
 // A failed group read fails msr/tsc with the software events of its CPU:
 // the same error, the value kept, Active down by every member, ReadFailed
 // told once, and all of them back together.
-func TestMSRGroupReadFails(t *testing.T) {
+func TestJoinedGroupReadFails(t *testing.T) { forJoiners(t, testJoinedGroupReadFails) }
+
+func testJoinedGroupReadFails(t *testing.T, j joiner) {
 	fake := countertest.New()
 	told := 0
 	var l logged
-	s := newMSRSet(t, fake, counter.Config{Logf: l.logf, ReadFailed: func() { told++ }})
+	s := newJoinSet(t, fake, j, counter.Config{Logf: l.logf, ReadFailed: func() { told++ }})
 	fake.AddAll(10, 10, 10)
 	fetch(s, 0, 1, 2)
 	fake.AddAll(10, 10, 10)
 	vals, active := fetch(s, 0, 1, 2)
 	if vals[0][0] != 20 || active != 6 {
-		t.Fatalf("msr/tsc %v, active %d; want 20 and 6", vals[0], active)
+		t.Fatalf("%s %v, active %d; want 20 and 6", j.name, vals[0], active)
 	}
 	fake.FailRead("a", 0, unix.EIO)
 	fake.AddAll(5, 5, 5)
 	for range 2 {
 		vals, active = fetch(s, 0)
 		if vals[0][0] != 20 || vals[0][1] != 25 || active != 3 {
-			t.Errorf("with cpu0's group failing: msr/tsc %v active %d; want [20 25] and 3", vals[0], active)
+			t.Errorf("with cpu0's group failing: %s %v active %d; want [20 25] and 3", j.name, vals[0], active)
 		}
 	}
 	for ev := range 3 {
@@ -185,13 +216,13 @@ func TestMSRGroupReadFails(t *testing.T) {
 			t.Errorf("%s on cpu1: ReadErr %v, want none", s.Name(ev), st.ReadErr)
 		}
 	}
-	if told != 1 || len(l.lines) != 1 || !strings.Contains(l.lines[0], `the group "a", "b", "msr/tsc" on cpu0 failed`) {
+	if told != 1 || len(l.lines) != 1 || !strings.Contains(l.lines[0], fmt.Sprintf("the group \"a\", \"b\", %q on cpu0 failed", j.name)) {
 		t.Errorf("ReadFailed told %d times, logs %q; want once, naming the whole group", told, l.lines)
 	}
 	fake.FailRead("a", 0, nil)
 	vals, active = fetch(s, 0)
 	if vals[0][0] != 25 || active != 6 {
-		t.Errorf("after recovery msr/tsc %v active %d, want 25 (counted while failing) and 6", vals[0], active)
+		t.Errorf("after recovery %s %v active %d, want 25 (counted while failing) and 6", j.name, vals[0], active)
 	}
 }
 

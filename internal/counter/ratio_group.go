@@ -63,8 +63,8 @@ func (s *Set) openSolo(o *opened, r ref, onlyServed bool) {
 	o.srcs[r.ev][r.k], o.errs[r.ev][r.k], o.solo[r.ev][r.k] = src, nil, true
 }
 
-// starve notes that g, a named group or a software group with msr events
-// in it, has never run; called with mu held by a fetch.
+// starve notes that g, a named group or a software group with msr or
+// tracepoint events in it, has never run; called with mu held by a fetch.
 func (s *Set) starve(g *group, enabled uint64) {
 	g.starved = true
 	s.splitDue = true
@@ -74,8 +74,9 @@ func (s *Set) starve(g *group, enabled uint64) {
 		s.logf("the group %s of %s on cpu%d has not run in %.1fs enabled (the PMU lacks the counters it needs together); its members will be counted on their own",
 			g.name, s.memberNames(g), g.cpu, float64(enabled)/1e9)
 	default:
-		// Software and msr events always schedule; a kernel that
-		// treats msr otherwise must not cost the software events.
+		// Software, msr and tracepoint events always schedule; a
+		// kernel that treats the last two otherwise must not cost the
+		// software events.
 		s.logf("the software events' group %s on cpu%d has not run in %.1fs enabled; its members will be read on their own",
 			s.memberNames(g), g.cpu, float64(enabled)/1e9)
 	}
