@@ -640,11 +640,14 @@ func (w *Watcher) run() {
 			time.Sleep(densePoll)
 		}
 		if fds[0].Revents != 0 {
+			// A naming is done (step takes its result), or Close. Close
+			// marks itself before it writes, so a read that took its
+			// write as well still sees the mark.
+			var b [8]byte
+			unix.Read(w.wake, b[:])
 			if w.closing.Load() {
 				return
 			}
-			var b [8]byte
-			unix.Read(w.wake, b[:]) // a naming is done: step takes it
 		}
 		now = time.Now()
 		if len(fds) > 1 && fds[1].Revents != 0 {
