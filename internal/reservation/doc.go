@@ -90,10 +90,11 @@
 // # How the Watcher waits
 //
 // It runs on a goroutine locked to its own OS thread, which sleeps in
-// ppoll on the inotify descriptor and an eventfd (for Close), with the
-// time to the next check as the timeout. An event or the timeout wakes
-// that one thread, which reads the events, checks and calls back; the
-// runtime's timers would round the 250 µs up to a millisecond and hand
+// ppoll on the inotify descriptor and an eventfd (for Close, and for the
+// end of a naming, below), with the time to the next check as the
+// timeout. An event or the timeout wakes that one thread, which reads
+// the events, checks and calls back; the runtime's timers would round the
+// 250 µs up to a millisecond and hand
 // each wake-up from the poller's thread to another, and on a busy machine
 // every hand-off is a wait for a CPU. The thread asks the scheduler for a
 // 100 µs slice (sched_setattr's sched_runtime, honoured by EEVDF since
