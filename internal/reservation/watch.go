@@ -117,7 +117,8 @@ const (
 // the kernel takes its file-lock rwsem for writing to list the locks, and
 // that first waits for an RCU grace period, 4-12 ms of wall time for
 // 0.1 ms of CPU here whenever the last read was more than a few
-// milliseconds ago. A check waiting behind it saw an unlock that late.
+// milliseconds ago; a check held up behind it would see an unlock that
+// much later.
 const (
 	namingPace = 50
 	namingGap  = 10 * time.Millisecond
