@@ -239,8 +239,10 @@ func TestWatcherAdaptivePoll(t *testing.T) {
 	}
 
 	o.reserve(t, ch)
-	if got := w.poll(); got != fast {
-		t.Errorf("reserved: poll interval %v, want %v", got, fast)
+	// Poll, or silentPoll: the helper locked long after its open, with no
+	// hint, so it may unlock with none either.
+	if got := w.poll(); got != fast && got != silentPoll {
+		t.Errorf("reserved: poll interval %v, want %v or %v", got, fast, silentPoll)
 	}
 
 	o.release(t, ch)

@@ -90,10 +90,11 @@
 // # How the Watcher waits
 //
 // It runs on a goroutine locked to its own OS thread, which sleeps in
-// ppoll on the inotify descriptor and an eventfd (for Close), with the
-// time to the next check as the timeout. An event or the timeout wakes
-// that one thread, which reads the events, checks and calls back; the
-// runtime's timers would round the 250 µs up to a millisecond and hand
+// ppoll on the inotify descriptor and an eventfd (for Close, and for the
+// end of a naming, below), with the time to the next check as the
+// timeout. An event or the timeout wakes that one thread, which reads
+// the events, checks and calls back; the runtime's timers would round the
+// 250 µs up to a millisecond and hand
 // each wake-up from the poller's thread to another, and on a busy machine
 // every hand-off is a wait for a CPU. The thread asks the scheduler for a
 // 100 µs slice (sched_setattr's sched_runtime, honoured by EEVDF since
@@ -155,8 +156,16 @@
 // F_GETLK; /proc/locks, which any user can make megabytes long with locks
 // on a file of their own, is read only to name the holders, when a
 // reservation starts or a hint says they may have changed, at most
-// 256 KiB of it, and never again before 50 times the last read's time has
-// passed. Checks that hints ask for come at most one per millisecond, from
+// 256 KiB of it, and never again before 50 times the last read's CPU time has
+// passed. The read runs on a goroutine of its own, never on the
+// watcher's thread: to list the locks the kernel takes its file-lock rwsem
+// for writing, which first waits for an RCU grace period, so a read that
+// costs 0.1 ms of CPU takes 4-12 ms whenever the previous one is more than
+// a few milliseconds old, and a check held up behind it would see an
+// unlock that much later.
+// The checks go on meanwhile with F_GETLK's holder; the names replace it
+// when the read is done, unless that reservation has ended by then.
+// Checks that hints ask for come at most one per millisecond, from
 // a bucket of 200 that refills at 50 a second, and then one per OpenPoll;
 // the inotify queue is read at the same pace. A flood of events (more than
 // 128 in one read) stops the watch on closes until opens pause for a

@@ -1,9 +1,15 @@
 package reservation
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The schedule is tested on a Watcher that is never started: the test
@@ -18,6 +24,8 @@ func schedWatcher(t *testing.T, others int, t0 time.Time) (string, *Watcher) {
 	path, lf := tempLockFile(t)
 	w := newWatcher(lf, Options{}, func(st Status) {})
 	w.note = &notifier{fd: -1, fileWD: -1} // events come from the test only
+	// Namings finish at once, and the next step takes them.
+	w.startNaming = func(n naming) { w.named <- w.readHolders(n) }
 	w.users.known, w.users.delta = true, others
 	long := t0.Add(-time.Second)
 	w.lastCheck, w.lastEnsure, w.tokensAt, w.openAt, w.next = long, t0, t0, long, t0
@@ -191,7 +199,7 @@ func TestScheduleNamesALateSecondHolder(t *testing.T) {
 	defer second.release(t)
 	// Until the naming after the window, which the budget may put off
 	// further on a slow machine (a read of /proc/locks under qemu-user).
-	for now := t0.Add(densePoll); w.nameStale || now.Before(t0.Add(denseFor)); now = w.next {
+	for now := t0.Add(densePoll); w.nameStale || w.naming || now.Before(t0.Add(denseFor)); now = w.next {
 		if now.Sub(t0) > time.Minute {
 			t.Fatalf("a minute after the open the holders are still to be named (%v)", w.Current().Holders)
 		}
@@ -201,5 +209,73 @@ func TestScheduleNamesALateSecondHolder(t *testing.T) {
 	slices.Sort(want)
 	if st := w.Current(); !slices.Equal(st.Holders, want) {
 		t.Fatalf("after the open's dense checks: holders %v, want %v", st.Holders, want)
+	}
+}
+
+// Naming the holders reads /proc/locks, whose wall time is mostly the
+// kernel waiting for an RCU grace period (milliseconds, for a tenth of a
+// millisecond of CPU). An unlock in that time must be seen by the next
+// check, not after the read: here the read is of a FIFO that the test
+// fills only once it has seen the unlock reported. When the watcher
+// read /proc/locks itself, the first step waited for the writer.
+func TestScheduleUnlockWhileNaming(t *testing.T) {
+	t0 := time.Now()
+	path, w := schedWatcher(t, 1, t0)
+	var got []Status
+	w.fn = func(st Status) { got = append(got, st) }
+	w.startNaming = w.nameAside // the watcher's own: a goroutine
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(wake) })
+	w.wake = wake
+
+	fifo := filepath.Join(t.TempDir(), "locks")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func(old string) { procLocksPath = old }(procLocksPath)
+	procLocksPath = fifo
+	h := startHolder(t, path, false)
+	dev, ino := w.lf.identity()
+	line := fmt.Sprintf("1: POSIX  ADVISORY  READ %d %02x:%02x:%d 0 0\n", h.pid(), unix.Major(dev), unix.Minor(dev), ino)
+	unlocked := make(chan struct{})
+	var stuck atomic.Bool
+	go func() {
+		select {
+		case <-unlocked:
+		case <-time.After(10 * time.Second):
+			stuck.Store(true) // a step is waiting for the read: let it go
+		}
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.WriteString(line)
+			f.Close()
+		}
+	}()
+
+	stepAt(w, t0, hintOpen) // the open and its lock
+	if len(got) != 1 || !got[0].Reserved || !w.naming {
+		t.Fatalf("after the lock: callbacks %+v, naming under way %v; want one, reserved, and a naming", got, w.naming)
+	}
+	h.release(t)
+	stepAt(w, t0.Add(time.Millisecond), hintClose)
+	close(unlocked)
+	if stuck.Load() {
+		t.Fatal("the checks waited for the read of /proc/locks")
+	}
+	if len(got) != 2 || got[1].Reserved {
+		t.Fatalf("after the unlock: callbacks %+v, want the reservation over", got)
+	}
+
+	// The naming ends; what it found is about a reservation that is over.
+	var one [8]byte
+	unix.Read(wake, one[:])
+	stepAt(w, t0.Add(2*time.Millisecond), 0)
+	if len(got) != 2 || w.naming || w.Current().Reserved {
+		t.Fatalf("after the naming: callbacks %+v, naming %v, %+v; want no new callback, the reservation over", got, w.naming, w.Current())
+	}
+	if w.procReads.Load() != 1 {
+		t.Errorf("%d reads of /proc/locks, want 1", w.procReads.Load())
 	}
 }

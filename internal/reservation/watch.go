@@ -112,6 +112,13 @@ const (
 // hints say that its holders may have changed, but a naming waits until
 // namingPace times the CPU time of the last one has passed, and at least
 // namingGap: /proc/locks costs at most about 1/namingPace of a core.
+//
+// The read runs on a goroutine of its own, never on the watcher's thread:
+// the kernel takes its file-lock rwsem for writing to list the locks, and
+// that first waits for an RCU grace period, 4-12 ms of wall time for
+// 0.1 ms of CPU here whenever the last read was more than a few
+// milliseconds ago; a check held up behind it would see an unlock that
+// much later.
 const (
 	namingPace = 50
 	namingGap  = 10 * time.Millisecond
@@ -188,6 +195,14 @@ type Watcher struct {
 	nameStale  bool      // the holders may have changed since they were named
 	silent     bool      // a reservation came or went without a hint (see silentPoll)
 	sliced     bool      // the thread has the short slice (see setSlice)
+
+	// A naming under way (see namingPace) runs startNaming's goroutine,
+	// which sends its result to named and wakes the watcher through wake.
+	naming      bool
+	named       chan naming
+	startNaming func(naming)
+	closing     atomic.Bool // Close, not a naming, wrote to wake
+	namers      sync.WaitGroup
 
 	pace      atomic.Int64 // the interval chosen after the last check, ns, for tests
 	checks    atomic.Int64 // F_GETLK checks made, for tests
@@ -369,6 +384,10 @@ func Watch(lf *LockFile, opts Options, fn func(Status)) (*Watcher, error) {
 		unix.Close(w.wake)
 		return nil, err
 	}
+	if w.naming {
+		// Nobody waits for the first Status yet: it may as well be named.
+		st = w.settle(<-w.named, st)
+	}
 	w.lastCheck, w.lastEnsure, w.tokensAt = now, now, now
 	if w.note != nil {
 		w.users.probe(lf)
@@ -403,7 +422,9 @@ func newWatcher(lf *LockFile, opts Options, fn func(Status)) *Watcher {
 		tokens:  denseBurst,
 		changes: silentBurst,
 		readGap: densePoll,
+		named:   make(chan naming, 1),
 	}
+	w.startNaming = w.nameAside
 	w.users.every = min(opts.IdlePoll, max(opts.Poll, unsurePoll))
 	return w
 }
@@ -520,8 +541,9 @@ func (w *Watcher) hintGap() time.Duration {
 // the hints may miss a lock.
 func (w *Watcher) interval(now time.Time) time.Duration {
 	iv := w.pollInterval(now)
-	if w.reserved() && w.nameStale {
-		// Name the holders as soon as the budget allows.
+	if w.reserved() && w.nameStale && !w.naming {
+		// Name the holders as soon as the budget allows; a naming
+		// under way wakes the watcher when it is done.
 		iv = min(iv, max(densePoll, w.nameAfter.Sub(now)))
 	}
 	return iv
@@ -619,7 +641,14 @@ func (w *Watcher) run() {
 			time.Sleep(densePoll)
 		}
 		if fds[0].Revents != 0 {
-			return // Close
+			// A naming is done (step takes its result), or Close. Close
+			// marks itself before it writes, so a read that took its
+			// write as well still sees the mark.
+			var b [8]byte
+			unix.Read(w.wake, b[:])
+			if w.closing.Load() {
+				return
+			}
 		}
 		now = time.Now()
 		if len(fds) > 1 && fds[1].Revents != 0 {
@@ -661,6 +690,12 @@ func setSlice(d time.Duration) bool {
 // step acts on the hints that are pending and checks if a check is due.
 func (w *Watcher) step(now time.Time) {
 	w.refill(now)
+	select {
+	case n := <-w.named:
+		cur := w.Current()
+		w.report(now, w.settle(n, cur), cur)
+	default:
+	}
 	kinds := w.pending
 	w.pending = 0
 	if kinds&hintOpen != 0 {
@@ -756,52 +791,103 @@ func (w *Watcher) look(now time.Time, cur Status, quick bool) (Status, error) {
 	if cur.Reserved && !w.nameStale && (pid <= 0 || slices.Contains(cur.Holders, pid)) {
 		return Status{Reserved: true, Holders: cur.Holders}, nil
 	}
-	if quick || now.Before(w.nameAfter) {
-		// Named later (the next poll after nameAfter); F_GETLK's holder
-		// for now.
-		w.nameStale = true
-		holders := slices.Clone(cur.Holders)
-		if pid > 0 && !slices.Contains(holders, pid) {
-			holders = append(holders, pid)
-			slices.Sort(holders)
-		}
-		return Status{Reserved: true, Holders: holders}, nil
+	// F_GETLK's holder for now, named in full when the naming is done.
+	w.nameStale = true
+	holders := slices.Clone(cur.Holders)
+	if pid > 0 && !slices.Contains(holders, pid) {
+		holders = append(holders, pid)
+		slices.Sort(holders)
 	}
-	dev, ino := w.lf.identity()
-	cpu := threadCPUTime()
-	holders, err := lockHolders(procLocksPath, dev, ino)
-	took := time.Since(now)
+	if !quick && !w.naming && !now.Before(w.nameAfter) {
+		dev, ino := w.lf.identity()
+		n := naming{at: now, since: cur.Since, dev: dev, ino: ino, pid: pid}
+		w.nameStale = false // until a hint says the holders changed again
+		if end := w.openAt.Add(denseFor); now.Before(end) {
+			// The opener may not have taken its lock yet (a busy machine
+			// can preempt it between open and fcntl), and F_GETLK shows
+			// only the first holder: name them once more when its dense
+			// checks are over.
+			w.nameStale, n.again = true, end
+		}
+		w.naming = true
+		w.startNaming(n)
+	}
+	return Status{Reserved: true, Holders: holders}, nil
+}
+
+// naming is one read of /proc/locks for the holders of the lock file, from
+// the request (at, the file, F_GETLK's holder then) to the result.
+type naming struct {
+	at       time.Time
+	since    time.Time // the Since of the reservation it names
+	dev, ino uint64
+	pid      int       // F_GETLK's holder when it started
+	again    time.Time // if set, name again no sooner than this
+	holders  []int
+	err      error
+	took     time.Duration // its CPU time
+}
+
+// nameAside is startNaming: it names the holders on a goroutine of its
+// own, which sends the result and wakes the watcher.
+func (w *Watcher) nameAside(n naming) {
+	w.namers.Add(1)
+	go func() {
+		defer w.namers.Done()
+		w.named <- w.readHolders(n)
+		one := [8]byte{1}
+		unix.Write(w.wake, one[:])
+	}()
+}
+
+// readHolders reads /proc/locks for n and says what it cost.
+func (w *Watcher) readHolders(n naming) naming {
+	// One thread throughout, so that its CPU time is the read's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start, cpu := time.Now(), threadCPUTime()
+	n.holders, n.err = lockHolders(procLocksPath, n.dev, n.ino)
+	n.took = time.Since(start)
 	// The budget is for what the read costs, not for the time the thread
-	// spent preempted in it: on a busy machine a 1 ms read can take 40 ms
-	// of wall time, and 50 times that would leave a new holder unnamed
-	// for seconds. A difference of CPU times from two threads (a goroutine
-	// that moved) is not a cost, so it may only lower the wall time.
-	if c := threadCPUTime() - cpu; c >= 0 && c < took {
-		took = c
+	// waited: most of a read's wall time is the kernel waiting for an RCU
+	// grace period, and on a busy machine a 1 ms read can take 40 ms, and
+	// 50 times that would leave a new holder unnamed for seconds.
+	if c := threadCPUTime() - cpu; c >= 0 && c < n.took {
+		n.took = c
 	}
 	w.procReads.Add(1)
-	w.nameAfter = now.Add(max(namingGap, namingPace*took))
-	w.nameStale = false
-	if end := w.openAt.Add(denseFor); now.Before(end) {
-		// The opener may not have taken its lock yet (a busy machine
-		// can preempt it between open and fcntl), and F_GETLK shows
-		// only the first holder: name them once more when its dense
-		// checks are over.
-		w.nameStale = true
-		if w.nameAfter.Before(end) {
-			w.nameAfter = end
-		}
+	return n
+}
+
+// settle takes a finished naming and returns the Status it makes of cur,
+// the Status last reported: the holders it found, if the reservation is
+// still on (the next check says whether it still is).
+func (w *Watcher) settle(n naming, cur Status) Status {
+	w.naming = false
+	w.nameAfter = n.at.Add(max(namingGap, namingPace*n.took))
+	if w.nameAfter.Before(n.again) {
+		w.nameAfter = n.again
 	}
-	if err != nil || len(holders) == 0 {
+	if !cur.Reserved {
+		return cur // over while it was being named
+	}
+	if !cur.Since.Equal(n.since) {
+		// Over, and another one began, while it was being named: that
+		// one has its own holders.
+		w.nameStale = true
+		return cur
+	}
+	holders := n.holders
+	if n.err != nil || len(holders) == 0 {
 		// /proc/locks unreadable, or device numbers that do not match
 		// (btrfs subvolumes report another st_dev): F_GETLK names one
 		// holder, which is better than none.
 		holders = nil
-		if pid > 0 {
-			holders = []int{pid}
+		if n.pid > 0 {
+			holders = []int{n.pid}
 		}
 	}
-	return Status{Reserved: true, Holders: holders}, nil
+	return Status{Reserved: true, Holders: holders, Since: cur.Since}
 }
 
 // check is one look at the reservation: every Poll, or after a hint about
@@ -916,9 +1002,11 @@ func (w *Watcher) Current() Status {
 // be called again. The LockFile stays open.
 func (w *Watcher) Close() error {
 	w.closeOnce.Do(func() {
+		w.closing.Store(true)
 		one := [8]byte{1}
 		unix.Write(w.wake, one[:])
 		<-w.done
+		w.namers.Wait() // a naming under way writes to wake when done
 		w.stopNotify()
 		unix.Close(w.wake)
 	})

@@ -29,7 +29,8 @@ import sys
 import tempfile
 
 TARGET_MS = 5.0
-LINE = re.compile(r"^Benchmark(Reaction(?:Busy)?)/(\w+)-\d+\s+\d+\s+(.*)$")
+# The "-N" suffix is GOMAXPROCS, absent when it is 1 (one CPU allowed).
+LINE = re.compile(r"^Benchmark(Reaction(?:Busy)?)/(\w+)(?:-\d+)?\s+\d+\s+(.*)$")
 
 
 def cpu_ticks():
@@ -89,8 +90,8 @@ def main():
                 sys.stdout.write(p.stdout + p.stderr)
                 sys.exit("qa/bench/reaction.py: run %d failed" % (i + 1))
             got = parse(p.stdout)
-            print("run %d: 1-min load %.2f before it, %.2f after; all CPUs %.0f%% busy during it (%d cycles per holder)" % (
-                i + 1, l0, load1(), 100.0 * (b1 - b0) / max(1, t1 - t0), args.cycles), flush=True)
+            print("run %d: 1-min load %.2f before it, %.2f after; all CPUs %.0f%% busy during it (%d cycles per holder, %d CPUs allowed)" % (
+                i + 1, l0, load1(), 100.0 * (b1 - b0) / max(1, t1 - t0), args.cycles, len(os.sched_getaffinity(0))), flush=True)
             for k, v in got.items():
                 results.setdefault(k, []).append(v)
 
