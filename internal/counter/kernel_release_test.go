@@ -1,0 +1,72 @@
+package counter_test
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/counter"
+)
+
+// TestKernelReleaseStopsCounting: on the real kernel a reservation keeps
+// the descriptors of software, msr and tracepoint events but stops them:
+// cpu-clock, which counts wall-clock time, gains during a reservation of
+// 100 ms only what it counted just before the Release and just after the
+// Resume, and counts on at full speed afterwards.
+func TestKernelReleaseStopsCounting(t *testing.T) {
+	needKernelPerf(t)
+	cpus := onlineCPUs(t)
+	specs := countingSpecs(t, cpus)
+	if id, ok := schedSwitchID(t); ok {
+		specs = append(specs, counter.Spec{Name: "sched:sched_switch", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, CPUs: cpus})
+	}
+	s, err := counter.New(specs, counter.Config{JoinSoftware: msrJoin(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("Open: %v %v", err, sum.FailureLines())
+	}
+	defer s.Close()
+	readAll(t, s, specs)
+	fds := perfFDs(t)
+
+	start := time.Now()
+	v1 := readAll(t, s, specs)
+	rel, err := s.Release()
+	counted := time.Since(start)
+	if err != nil || rel.Disabled != sum.FDs || rel.Closed != 0 {
+		t.Fatalf("Release = %+v, %v; want all %d descriptors disabled, none closed", rel, err, sum.FDs)
+	}
+	if n := perfFDs(t); n != fds {
+		t.Errorf("%d perf descriptors open while released, want the %d kept", n, fds)
+	}
+	busyEveryCPU(t, cpus)
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	if res, err := s.Resume(); err != nil || res.Enabled != sum.FDs || res.Reopen != 0 {
+		t.Fatalf("Resume = %+v, %v; want all %d enabled and nothing to reopen", res, err, sum.FDs)
+	}
+	v2 := readAll(t, s, specs)
+	counted += time.Since(start)
+	for i, cpu := range s.CPUs(0) {
+		if d := v2[0][i] - v1[0][i]; v2[0][i] < v1[0][i] || d > uint64(counted+2*time.Millisecond) {
+			t.Errorf("cpu-clock on cpu%d gained %v across a reservation of 100 ms; it may count only the %v around it", cpu, time.Duration(d), counted)
+		}
+	}
+	for ev, sp := range specs {
+		for i, cpu := range s.CPUs(ev) {
+			if v2[ev][i] < v1[ev][i] {
+				t.Errorf("%s cpu%d went back from %d to %d across the reservation", sp.Name, cpu, v1[ev][i], v2[ev][i])
+			}
+		}
+	}
+
+	t1 := time.Now()
+	busyEveryCPU(t, cpus)
+	time.Sleep(50 * time.Millisecond)
+	v3 := readAll(t, s, specs)
+	checkCounting(t, s, specs, v2, v3, uint64(time.Since(t1)), sum.FDs)
+}
