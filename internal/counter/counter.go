@@ -1,8 +1,9 @@
 // Package counter owns the perf event descriptors of the agent: one per
 // event per CPU, opened system-wide. It reads them, scales multiplexed counts,
 // keeps the accumulated values that the agent exports, computes dutycycle,
-// derived sums and the `active` count, and closes and reopens everything when
-// perfalloc reserves and releases the counters.
+// derived sums and the `active` count, and stops and restarts the counters
+// when perfalloc reserves and releases them (see "Reservations" in
+// release.go).
 //
 // It knows nothing about pmcd or the configuration syntax: events arrive as
 // resolved perf attributes (see internal/pmu) and leave as numbers indexed by
@@ -15,7 +16,8 @@
 // Δtime_enabled/Δtime_running and added. It therefore starts near zero when
 // the agent starts, and it does not jump when the counters are reopened after
 // a reservation: the new descriptor starts from zero and only its own counts
-// are added to the frozen value.
+// are added to the frozen value (one that was only disabled carries on from
+// its own count).
 //
 // # Groups
 //
@@ -712,7 +714,8 @@ func (s *Set) Close() error {
 }
 
 // Reopen brings the counters back after a Close or a Release: it enables
-// what Release kept (Resume) and opens every served instance that has no
+// what Release kept (Resume, whose failures, each handled by a reopen, go
+// to Config.Logf) and opens every served instance that has no
 // descriptor, as after a Resume that left some to reopen. Each value
 // continues from where it froze; the counts made while closed are lost, as
 // with the C agent. A CPU that fails to reopen keeps its frozen value and
@@ -724,12 +727,15 @@ func (s *Set) Reopen() (Summary, error) {
 	s.mu.Lock()
 	st := s.state
 	s.mu.Unlock()
-	var errs []error
 	switch st {
 	case unopened:
 		return Summary{}, errors.New("counter: Reopen before Open")
 	case released:
-		_, errs = s.resume()
+		if _, errs := s.resume(); s.logf != nil {
+			for _, err := range errs {
+				s.logf("%v", err)
+			}
+		}
 	}
 	// After a Resume, what is left to open joins counters that may have
 	// been read already: Active is not muted again.
@@ -738,7 +744,7 @@ func (s *Set) Reopen() (Summary, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.install(o, mute)
-	return s.summary(), errors.Join(errs...)
+	return s.summary(), nil
 }
 
 // Reserved reports whether the counters are stopped by Close or Release.

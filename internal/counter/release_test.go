@@ -2,6 +2,7 @@ package counter_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -231,5 +232,28 @@ func TestReleaseKeepsMsrInTheSoftwareGroup(t *testing.T) {
 	s.Open()
 	if rel, err := s.Release(); err != nil || rel.Disabled != 2 || fake.Disables() != 1 {
 		t.Errorf("Release = %+v, %v, %d disables; want both disabled by one ioctl", rel, err, fake.Disables())
+	}
+}
+
+// Reopen after a Release tells Config.Logf of a descriptor it had to
+// reopen rather than enable (it vanished), and reopens it.
+func TestReopenAfterReleaseLogsAFailedEnable(t *testing.T) {
+	fake := countertest.New()
+	var logs []string
+	s, err := counter.New([]counter.Spec{sw("a", 0, 0)}, counter.Config{Opener: fake, Logf: func(format string, args ...any) {
+		logs = append(logs, fmt.Sprintf(format, args...))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Open()
+	s.Release()
+	fake.Vanish("a", 0)
+	if sum, err := s.Reopen(); err != nil || sum.FDs != 1 || fake.Opens() != 2 {
+		t.Errorf("Reopen = %+v, %v, %d opens; want a reopened", sum, err, fake.Opens())
+	}
+	want := `counter: enabling "a" on cpu0 after the reservation failed, so it is reopened instead: bad file descriptor`
+	if len(logs) != 1 || logs[0] != want {
+		t.Errorf("logged %q, want [%q]", logs, want)
 	}
 }
