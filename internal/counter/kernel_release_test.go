@@ -1,6 +1,7 @@
 package counter_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -69,4 +70,48 @@ func TestKernelReleaseStopsCounting(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	v3 := readAll(t, s, specs)
 	checkCounting(t, s, specs, v2, v3, uint64(time.Since(t1)), sum.FDs)
+}
+
+// BenchmarkKernelReservation is one perfalloc cycle of the default
+// configuration on a VM (the seven software events and msr/tsc where it
+// exists, on every online CPU): Release and Resume, which disable and
+// enable each CPU's group, against Close and Reopen, which close every
+// descriptor and open it again.
+func BenchmarkKernelReservation(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root and perf_event_open (system-wide counters)")
+	}
+	t := &testing.T{}
+	cpus := onlineCPUs(t)
+	specs := countingSpecs(t, cpus)
+	for _, bc := range []struct {
+		name       string
+		stop, back func(*counter.Set) error
+	}{
+		{"release-resume", func(s *counter.Set) error { _, err := s.Release(); return err },
+			func(s *counter.Set) error { _, err := s.Resume(); return err }},
+		{"close-reopen", (*counter.Set).Close,
+			func(s *counter.Set) error { _, err := s.Reopen(); return err }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := counter.New(specs, counter.Config{JoinSoftware: msrJoin(t)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum, err := s.Open()
+			if err != nil || len(sum.Failures) > 0 {
+				b.Skipf("needs perf_event_open: %v %v", err, sum.FailureLines())
+			}
+			defer s.Close()
+			for b.Loop() {
+				if err := bc.stop(s); err != nil {
+					b.Fatal(err)
+				}
+				if err := bc.back(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(sum.FDs), "fds")
+		})
+	}
 }
