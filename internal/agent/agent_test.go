@@ -66,24 +66,17 @@ func (f *fakes) AddAll(value, enabled, running uint64) {
 	}
 }
 
-// CountingNow is the number of counters counting in every generation.
-func (f *fakes) CountingNow() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, o := range f.all {
-		n += o.CountingNow()
-	}
-	return n
-}
+// OpenNow and CountingNow are the number of counters open, and of those
+// counting, in every generation.
+func (f *fakes) OpenNow() int     { return f.total((*countertest.Opener).OpenNow) }
+func (f *fakes) CountingNow() int { return f.total((*countertest.Opener).CountingNow) }
 
-// OpenNow is the number of counters open in every generation.
-func (f *fakes) OpenNow() int {
+func (f *fakes) total(count func(*countertest.Opener) int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
 	for _, o := range f.all {
-		n += o.OpenNow()
+		n += count(o)
 	}
 	return n
 }

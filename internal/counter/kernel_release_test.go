@@ -18,19 +18,8 @@ import (
 func TestKernelReleaseStopsCounting(t *testing.T) {
 	needKernelPerf(t)
 	cpus := onlineCPUs(t)
-	specs := countingSpecs(t, cpus)
-	if id, ok := schedSwitchID(t); ok {
-		specs = append(specs, counter.Spec{Name: "sched:sched_switch", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, CPUs: cpus})
-	}
-	s, err := counter.New(specs, counter.Config{JoinSoftware: msrJoin(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := s.Open()
-	if err != nil || len(sum.Failures) > 0 {
-		t.Fatalf("Open: %v %v", err, sum.FailureLines())
-	}
-	defer s.Close()
+	specs := withSchedSwitch(t, countingSpecs(t, cpus), cpus)
+	s, sum := openKernelSet(t, specs)
 	readAll(t, s, specs)
 	fds := perfFDs(t)
 
@@ -94,15 +83,7 @@ func BenchmarkKernelReservation(b *testing.B) {
 			func(s *counter.Set) error { _, err := s.Reopen(); return err }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := counter.New(specs, counter.Config{JoinSoftware: msrJoin(t)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			sum, err := s.Open()
-			if err != nil || len(sum.Failures) > 0 {
-				b.Skipf("needs perf_event_open: %v %v", err, sum.FailureLines())
-			}
-			defer s.Close()
+			s, sum := openKernelSet(b, specs)
 			for b.Loop() {
 				if err := bc.stop(s); err != nil {
 					b.Fatal(err)
@@ -114,4 +95,30 @@ func BenchmarkKernelReservation(b *testing.B) {
 			b.ReportMetric(float64(sum.FDs), "fds")
 		})
 	}
+}
+
+// openKernelSet opens specs on the kernel, msr joining the software group
+// as the agent has it, and closes them when the test ends. Every event
+// must open.
+func openKernelSet(tb testing.TB, specs []counter.Spec) (*counter.Set, counter.Summary) {
+	tb.Helper()
+	s, err := counter.New(specs, counter.Config{JoinSoftware: msrJoin(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil || len(sum.Failures) > 0 {
+		tb.Fatalf("Open: %v %v", err, sum.FailureLines())
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s, sum
+}
+
+// withSchedSwitch adds the sched:sched_switch tracepoint on cpus to specs,
+// where tracefs has it.
+func withSchedSwitch(t *testing.T, specs []counter.Spec, cpus []int) []counter.Spec {
+	if id, ok := schedSwitchID(t); ok {
+		specs = append(specs, counter.Spec{Name: "sched:sched_switch", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, CPUs: cpus})
+	}
+	return specs
 }

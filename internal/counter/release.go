@@ -108,11 +108,30 @@ func (s *Set) keepable(u unit) bool {
 	return true
 }
 
-// lead is u's leader, the Source to disable or enable. Called with mu
-// held, or under opMu alone by the caller that took u out of the slots.
-func (s *Set) lead(u unit) Source {
-	r := u.refs[0]
-	return s.events[r.ev].slots[r.k].src
+// leaders are the Sources to disable or enable for us, each unit's
+// leader. Called with mu held.
+func (s *Set) leaders(us []unit) []Source {
+	leads := make([]Source, len(us))
+	for j, u := range us {
+		r := u.refs[0]
+		leads[j] = s.events[r.ev].slots[r.k].src
+	}
+	return leads
+}
+
+// each calls op on each unit's leader, outside mu, and returns how many
+// descriptors it stopped or started, the units it failed on, and one
+// error per failure, worded by format (the unit's name, then the error).
+func (s *Set) each(us []unit, leads []Source, op func(Source) error, format string) (n int, failed []unit, errs []error) {
+	for j, u := range us {
+		if err := op(leads[j]); err != nil {
+			errs = append(errs, fmt.Errorf(format, s.unitName(u), err))
+			failed = append(failed, u)
+			continue
+		}
+		n += len(u.refs)
+	}
+	return n, failed, errs
 }
 
 // detach takes u's descriptors out of the Set and returns them in the
@@ -200,23 +219,12 @@ func (s *Set) Release() (Released, error) {
 	}
 	s.nOK = 0
 	s.state = released
-	leads := make([]Source, len(keep))
-	for j, u := range keep {
-		leads[j] = s.lead(u)
-	}
+	leads := s.leaders(keep)
 	s.mu.Unlock()
 
 	var rel Released
-	var errs []error
-	var failed []unit
-	for j, u := range keep {
-		if err := leads[j].Disable(); err != nil {
-			errs = append(errs, fmt.Errorf("counter: disabling %s failed, so it is closed instead: %w", s.unitName(u), err))
-			failed = append(failed, u)
-			continue
-		}
-		rel.Disabled += len(u.refs)
-	}
+	disabled, failed, errs := s.each(keep, leads, Source.Disable, "counter: disabling %s failed, so it is closed instead: %w")
+	rel.Disabled = disabled
 	for j, srcs := range closing {
 		rel.Closed += len(srcs)
 		errs = append(errs, s.closeAll(srcs, closingUnits[j])...)
@@ -276,23 +284,12 @@ func (s *Set) resume() (Resumed, []error) {
 		}
 		enable = append(enable, u)
 	}
-	leads := make([]Source, len(enable))
-	for j, u := range enable {
-		leads[j] = s.lead(u)
-	}
+	leads := s.leaders(enable)
 	s.mu.Unlock()
 
-	var res Resumed
-	var errs []error
-	for j, u := range enable {
-		if err := leads[j].Enable(); err != nil {
-			errs = append(errs, fmt.Errorf("counter: enabling %s after the reservation failed, so it is reopened instead: %w", s.unitName(u), err))
-			drop = append(drop, u)
-			continue
-		}
-		res.Enabled += len(u.refs)
-	}
-	s.drop(drop)
+	enabled, failed, errs := s.each(enable, leads, Source.Enable, "counter: enabling %s after the reservation failed, so it is reopened instead: %w")
+	s.drop(append(drop, failed...))
+	res := Resumed{Enabled: enabled}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
