@@ -10,6 +10,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/perf"
 )
 
 // A reservation disables the software group of each CPU, one ioctl per
@@ -255,5 +256,45 @@ func TestReopenAfterReleaseLogsAFailedEnable(t *testing.T) {
 	want := `counter: enabling "a" on cpu0 after the reservation failed, so it is reopened instead: bad file descriptor`
 	if len(logs) != 1 || logs[0] != want {
 		t.Errorf("logged %q, want [%q]", logs, want)
+	}
+}
+
+// Releases and resumes (hardware closed and reopened among them) racing
+// fetches: values never go back, Active is all or nothing, and everything
+// counts at the end. Run with -race.
+func TestReleaseResumeConcurrentWithFetches(t *testing.T) {
+	s, fake := newSet(t, sw("a", 0, 0, 1), hw("c", 0, 0, 1))
+	fake.Step(perf.Count{Value: 1, Enabled: 1, Running: 1})
+	stop := make(chan struct{})
+	go func() {
+		defer close(stop)
+		for i := range 200 {
+			s.Release()
+			if i%2 == 0 {
+				s.Resume()
+			}
+			s.Reopen()
+		}
+	}()
+	last := []uint64{0, 0}
+	for done := false; !done; {
+		select {
+		case <-stop:
+			done = true
+		default:
+		}
+		vals, active := fetch(s, 0, 1)
+		for ev := range last {
+			if vals[ev][0] < last[ev] {
+				t.Fatalf("event %d went backwards: %d after %d", ev, vals[ev][0], last[ev])
+			}
+			last[ev] = vals[ev][0]
+		}
+		if active != 0 && active != 2 && active != 4 {
+			t.Fatalf("active %d, want 0, 2 (a resumed, c not yet reopened) or 4", active)
+		}
+	}
+	if fake.CountingNow() != 4 {
+		t.Errorf("%d counters counting at the end, want 4", fake.CountingNow())
 	}
 }
