@@ -97,12 +97,18 @@ func BenchmarkKernelReservation(b *testing.B) {
 	}
 }
 
-// openKernelSet opens specs on the kernel, msr joining the software group
-// as the agent has it, and closes them when the test ends. Every event
-// must open.
+// openKernelSet opens specs on the kernel and closes them when the test
+// ends; every event must open. msr/tsc, where countingSpecs has it, joins
+// the software group as the agent has it (Config.JoinSoftware).
 func openKernelSet(tb testing.TB, specs []counter.Spec) (*counter.Set, counter.Summary) {
 	tb.Helper()
-	s, err := counter.New(specs, counter.Config{JoinSoftware: msrJoin(tb)})
+	var join []uint32
+	for _, sp := range specs {
+		if sp.Name == "msr/tsc" {
+			join = append(join, sp.Attr.Type)
+		}
+	}
+	s, err := counter.New(specs, counter.Config{JoinSoftware: join})
 	if err != nil {
 		tb.Fatal(err)
 	}
