@@ -90,3 +90,25 @@ func TestReopenCountsKnownFailures(t *testing.T) {
 		t.Errorf("instructions's failure is named %d times, want once, at start-up:\n%s", n, log)
 	}
 }
+
+// A descriptor that vanished during the reservation cannot be enabled
+// again: the log says so and that it is reopened, and its value carries on.
+func TestResumeReopensAVanishedDescriptor(t *testing.T) {
+	h := startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) { a.o.LockFile = "" })
+	fake := h.fake.all[0]
+	fake.AddAll(10, 1, 1)
+	h.values(t, "perfevent.hwcounters.cpu_clock.value")
+	h.a.reservationChanged(reservation.Status{Reserved: true, Holders: []int{1}})
+	if !fake.Vanish("cpu-clock", 1) {
+		t.Fatal("cpu-clock on cpu1 is not open during the reservation")
+	}
+	h.a.reservationChanged(reservation.Status{Reserved: false})
+	h.waitLog(t, `Warning: resuming counters after perfalloc: counter: enabling "cpu-clock" on cpu1 after the reservation failed, so it is reopened instead: bad file descriptor`)
+	h.waitLog(t, "counters reopened after perfalloc in ")
+	h.waitLog(t, ": 1 of 1 events served on 2 descriptors (1 of them enabled again, not reopened)")
+	fake.AddAll(5, 1, 1)
+	h.values(t, "perfevent.hwcounters.cpu_clock.value")
+	if v := h.values(t, "perfevent.hwcounters.cpu_clock.value"); v[0] != 15 || v[1] != 15 {
+		t.Errorf("cpu_clock after the reservation: %v, want 15 on both CPUs", v)
+	}
+}
