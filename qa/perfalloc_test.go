@@ -27,6 +27,13 @@ const CPerfalloc = "/var/lib/pcp/pmdas/perfevent/perfalloc"
 // Reservations, from the side of the counters: values freeze and active is
 // 0 while our perfalloc holds the lock, and both come back when it lets go.
 // --status and --ping describe the live agent meanwhile.
+
+// countingAgain is in the agent's line for the end of a reservation:
+// "counters resumed after perfalloc in …" when it only enabled again what
+// it had disabled (software events, as here), "counters reopened after
+// perfalloc in …" when it reopened some.
+const countingAgain = " after perfalloc in "
+
 func TestPerfallocReservation(t *testing.T) {
 	l := StartLab(t, Agent{Go: true})
 	pa := perfallocBinary(t, l)
@@ -88,7 +95,7 @@ func TestPerfallocReservation(t *testing.T) {
 				t.Errorf("perfalloc --status after the release lacks %s:\n%s", re, out)
 			}
 		}
-		waitLog(t, l, "counters reopened after perfalloc in ", 2*time.Second)
+		waitLog(t, l, countingAgain, 2*time.Second)
 	})
 
 	t.Run("command", func(t *testing.T) {
@@ -140,15 +147,15 @@ func TestPerfallocReservation(t *testing.T) {
 		if got := active(t, l); got != 0 {
 			t.Fatalf("perfevent.active = %d while reserved", got)
 		}
-		reopened := logCount(l, "counters reopened after perfalloc in ")
+		reopened := logCount(l, countingAgain)
 		if code := h.stop(t, syscall.SIGKILL); code != 128+int(syscall.SIGKILL) {
 			t.Errorf("perfalloc after SIGKILL: status %d", code)
 		}
 		// The kernel drops a dead process's locks; the agent must notice.
 		waitActive(t, l, want)
 		waitValuesMove(t, l, "perfevent.hwcounters.cpu_clock.value")
-		if got := logCount(l, "counters reopened after perfalloc in "); got != reopened+1 {
-			t.Errorf("the agent's log has %d new lines about reopening after perfalloc was killed, want 1:\n%s", got-reopened, tail(l.AgentLog, 6))
+		if got := logCount(l, countingAgain); got != reopened+1 {
+			t.Errorf("the agent's log has %d new lines about counting again after perfalloc was killed, want 1:\n%s", got-reopened, tail(l.AgentLog, 6))
 		}
 	})
 

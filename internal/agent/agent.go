@@ -93,14 +93,19 @@ type Agent struct {
 	// lock file said last. reopens paces reopens and told quietens them.
 	mu        sync.Mutex
 	reserved  bool
-	reloadDue bool             // a SIGHUP came while reserved
-	reopens   *rate.Limiter    // reopens after perfalloc (pace)
-	now       func() time.Time // the pace's clock
-	sleep     func(time.Duration)
-	told      map[string]bool // failure lines already in the log
-	state     *reservation.StateFile
-	stateDir  *reservation.Directory
-	published atomic.Pointer[reservation.StateFile] // state, for RemoveState
+	reloadDue bool          // a SIGHUP came while reserved
+	reopens   *rate.Limiter // reopens after perfalloc (pace)
+	// cycleLog paces the log lines of reservations as reopens are paced;
+	// quietCycle says the current one is not told, untold counts those.
+	cycleLog   *rate.Limiter
+	quietCycle bool
+	untold     int
+	now        func() time.Time // the pace's clock
+	sleep      func(time.Duration)
+	told       map[string]bool // failure lines already in the log
+	state      *reservation.StateFile
+	stateDir   *reservation.Directory
+	published  atomic.Pointer[reservation.StateFile] // state, for RemoveState
 
 	trusted []int             // uids whose files in the agent's directories it adopts (agentUsers)
 	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
@@ -117,6 +122,7 @@ func New(o Options) *Agent {
 	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs()}
 	a.fs = a.o.fs()
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
+	a.cycleLog = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	return a
 }
 

@@ -49,13 +49,17 @@ func (f *fakes) AddAll(value, enabled, running uint64) {
 	}
 }
 
-// OpenNow is the number of counters open in every generation.
-func (f *fakes) OpenNow() int {
+// OpenNow and CountingNow are the number of counters open, and of those
+// counting, in every generation.
+func (f *fakes) OpenNow() int     { return f.total((*countertest.Opener).OpenNow) }
+func (f *fakes) CountingNow() int { return f.total((*countertest.Opener).CountingNow) }
+
+func (f *fakes) total(count func(*countertest.Opener) int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
 	for _, o := range f.all {
-		n += o.OpenNow()
+		n += count(o)
 	}
 	return n
 }
@@ -83,10 +87,17 @@ func startAgent(t *testing.T, online, conf string) *tester {
 // startAgentWith lets the test change the agent before it starts.
 func startAgentWith(t *testing.T, online, conf string, before func(*Agent)) *tester {
 	t.Helper()
+	return startAgentOn(t, "vm", online, conf, before)
+}
+
+// startAgentOn starts the agent over another of internal/pmu's fixtures,
+// such as skylake for a machine with a hardware PMU.
+func startAgentOn(t *testing.T, fixture, online, conf string, before func(*Agent)) *tester {
+	t.Helper()
 	dir := t.TempDir()
 	sys := filepath.Join(dir, "sys")
-	if out, err := exec.Command("cp", "-r", filepath.Join("..", "pmu", "testdata", "vm", "sys"), sys).CombinedOutput(); err != nil {
-		t.Fatalf("copying the vm fixture: %v\n%s", err, out)
+	if out, err := exec.Command("cp", "-r", filepath.Join("..", "pmu", "testdata", fixture, "sys"), sys).CombinedOutput(); err != nil {
+		t.Fatalf("copying the %s fixture: %v\n%s", fixture, err, out)
 	}
 	h := &tester{fake: &fakes{}, log: &testlog.Buffer{}, dir: dir,
 		conf:   filepath.Join(dir, "perfevent.conf"),
@@ -101,7 +112,7 @@ func startAgentWith(t *testing.T, online, conf string, before func(*Agent)) *tes
 		PMIDs:     filepath.Join(dir, "pmids"),
 		LockFile:  h.lock,
 		Poll:      10 * time.Millisecond,
-		FS:        &pmu.FS{Sys: sys, Proc: filepath.Join("..", "pmu", "testdata", "vm", "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
+		FS:        &pmu.FS{Sys: sys, Proc: filepath.Join("..", "pmu", "testdata", fixture, "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
 		Log:       pmda.NewLogger(h.log, Program),
 		NewOpener: h.fake.open,
 		Hotplug:   cpuhotplug.Options{Path: h.online, Poll: 10 * time.Millisecond, NoUevent: true},

@@ -120,8 +120,8 @@ func TestCPUOfflineAndBack(t *testing.T) {
 	}
 
 	a.reservationChanged(reservation.Status{Reserved: true})
-	if n := fake.OpenNow(); n != 0 {
-		t.Fatalf("%d counters open while reserved", n)
+	if n := fake.CountingNow(); n != 0 {
+		t.Fatalf("%d counters counting while reserved", n)
 	}
 	writeOnline(t, online, "0-1")
 	deadline := time.Now().Add(5 * time.Second)
@@ -131,8 +131,8 @@ func TestCPUOfflineAndBack(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := fake.OpenNow(); n != 0 {
-		t.Errorf("%d counters opened during the reservation", n)
+	if n := fake.OpenNow(); n != 1 {
+		t.Errorf("%d counters open during the reservation, want cpu0's disabled one", n)
 	}
 	a.reservationChanged(reservation.Status{Reserved: false})
 	waitCPUs(t, a, []int{0, 1})

@@ -35,15 +35,16 @@ func TestReloadDuringAReservation(t *testing.T) {
 	h.waitState(t, "the release", func(s *reservation.State) bool {
 		return s.Counters == reservation.CountersReleased && s.HeldBy(holder.PID())
 	})
-	if n := h.fake.OpenNow(); n != 0 {
-		t.Fatalf("%d counters open while perfalloc holds them", n)
+	// cpu-clock holds no PMU counter: its descriptors stay, disabled.
+	if n, open := h.fake.CountingNow(), h.fake.OpenNow(); n != 0 || open != 2 {
+		t.Fatalf("%d counters counting and %d open while perfalloc holds them, want none counting and 2 kept", n, open)
 	}
 
 	os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\ntask-clock\n"), 0o644)
 	h.a.Reload()
 	h.waitLog(t, "reload of "+h.conf+" deferred: perfalloc holds the counters")
-	if n := h.fake.OpenNow(); n != 0 {
-		t.Errorf("%d counters opened by a reload during the reservation", n)
+	if n := h.fake.OpenNow(); n != 2 {
+		t.Errorf("%d counters open after a reload during the reservation, want the 2 kept", n)
 	}
 	if _, err := h.c.PMID("perfevent.hwcounters.task_clock.value"); err != pdu.ErrName {
 		t.Errorf("task_clock during the reservation: %v, want PM_ERR_NAME until the release", err)

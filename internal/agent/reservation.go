@@ -31,9 +31,10 @@ func (a *Agent) openLock(uid, gid int) error {
 	return nil
 }
 
-// watchLock starts watching the lock file: counters are closed while
-// someone holds a read lock on it and reopened when the last holder lets
-// go. The state file beside it tells perfalloc when that has happened.
+// watchLock starts watching the lock file: counters stop while someone
+// holds a read lock on it (counter.Set.Release: closed if they hold a PMU
+// counter, disabled if not) and count again when the last holder lets go.
+// The state file beside it tells perfalloc when that has happened.
 func (a *Agent) watchLock() error {
 	lf := a.lock
 	if a.stateDir != nil {
@@ -92,35 +93,72 @@ func (a *Agent) reservationChanged(s reservation.Status) {
 	switch {
 	case s.Reserved && !a.reserved:
 		start := time.Now()
-		if err := set.Close(); err != nil {
-			a.log.Warningf("closing counters for perfalloc: %v", err)
+		rel, err := set.Release()
+		if err != nil {
+			a.log.Warningf("releasing counters for perfalloc: %v", err)
 		}
 		g.closeCgroups()
-		a.log.Infof("counters released for perfalloc (holders %s) in %v", pids(s.Holders), time.Since(start).Round(time.Microsecond))
-	case !s.Reserved && a.reserved:
-		// A user who takes and drops the lock in a loop must not make the
-		// agent reopen every counter (events × CPUs system calls) and log
-		// it hundreds of times a second. A few reopens in a row are
-		// immediate; beyond that, one per minReopen, the pace of the C
-		// agent's poll.
-		a.pace()
-		a.reserved = false
-		if a.reloadDue && a.reloadLocked(true) {
-			break // the new configuration's counters are open instead
+		took := time.Since(start).Round(time.Microsecond)
+		// A lock taken and dropped in a loop must not fill the log: the
+		// cycles beyond the pace of reopens are counted, not told.
+		a.quietCycle = !a.cycleLog.AllowN(a.now(), 1)
+		if a.quietCycle {
+			a.untold++
+			break
 		}
-		a.reopenLocked(set)
+		msg := fmt.Sprintf("counters released for perfalloc (holders %s) in %v: %s disabled, %d closed",
+			pids(s.Holders), took, plural(rel.Disabled, "descriptor"), rel.Closed)
+		if a.untold > 0 {
+			msg += fmt.Sprintf(" (%s since the last one logged)", plural(a.untold, "reservation"))
+			a.untold = 0
+		}
+		a.log.Infof("%s", msg)
+	case !s.Reserved && a.reserved:
+		a.reserved = false
+		if a.reloadDue {
+			a.pace()
+			if a.reloadLocked(true) {
+				break // the new configuration's counters are open instead
+			}
+		}
+		a.resumeLocked(set)
 		g.reopenCgroups()
 	}
 	a.reserved = s.Reserved
 	a.updateState(&s)
 }
 
-// reopenLocked reopens the counters after a reservation; the caller holds a.mu.
+// resumeLocked starts the counters again after a reservation; the caller
+// holds a.mu. Enabling what Release disabled is one ioctl per group and
+// is done at once; reopening what it closed (events × CPUs system calls)
+// is paced: a user who takes and drops the lock in a loop must not make
+// the agent reopen every counter and log it hundreds of times a second. A
+// few reopens in a row are immediate; beyond that, one per minReopen, the
+// pace of the C agent's poll.
+func (a *Agent) resumeLocked(set *counter.Set) {
+	start := time.Now()
+	res, err := set.Resume()
+	if err != nil {
+		a.log.Warningf("resuming counters after perfalloc: %v", err)
+	}
+	if res.Reopen == 0 {
+		if !a.quietCycle {
+			a.log.Infof("counters resumed after perfalloc in %v: %s enabled again",
+				time.Since(start).Round(time.Microsecond), plural(res.Enabled, "descriptor"))
+		}
+		return
+	}
+	a.pace()
+	a.reopenLocked(set, res.Enabled)
+}
+
+// reopenLocked reopens the counters after a reservation; enabled is how
+// many descriptors Resume enabled before. The caller holds a.mu.
 // Failures already in the log (the events this machine could not count at
 // start-up, or that failed the same way at an earlier reopen) are counted
 // in the one Info line, not listed again: a perfalloc run every minute must
 // not fill the log with them.
-func (a *Agent) reopenLocked(set *counter.Set) {
+func (a *Agent) reopenLocked(set *counter.Set, enabled int) {
 	start := time.Now()
 	sum, err := set.Reopen()
 	if err != nil {
@@ -138,6 +176,9 @@ func (a *Agent) reopenLocked(set *counter.Set) {
 	}
 	msg := fmt.Sprintf("counters reopened after perfalloc in %v: %d of %d events served on %d descriptors",
 		time.Since(start).Round(time.Microsecond), sum.Served, sum.Events, sum.FDs)
+	if enabled > 0 {
+		msg += fmt.Sprintf(" (%d of them enabled again, not reopened)", enabled)
+	}
 	if known > 0 {
 		msg += "; still failing as logged before: " + plural(known, "event")
 	}
@@ -184,7 +225,7 @@ func (a *Agent) events() []reservation.EventState {
 		e := reservation.EventState{Name: set.Name(ev), State: reservation.EventFailed}
 		var why error
 		for _, c := range set.Status(ev) {
-			if c.Open {
+			if c.Open && !c.Disabled {
 				e.CPUs++
 			}
 			if why == nil && c.OpenErr != nil {

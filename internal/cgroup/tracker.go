@@ -374,7 +374,8 @@ func (t *Tracker) Stats() (cgroups, fds int) {
 	return len(t.members), fds
 }
 
-// Close closes every counter for perfalloc; the cgroups stay instances
+// Close stops every counter for perfalloc (counter.Set.Release: closed if
+// it holds a PMU counter, disabled if not); the cgroups stay instances
 // with their values frozen, and no new ones are opened until Reopen.
 func (t *Tracker) Close() {
 	t.opMu.Lock()
@@ -384,7 +385,7 @@ func (t *Tracker) Close() {
 	members := slices.Clone(t.members)
 	t.mu.Unlock()
 	for _, m := range members {
-		m.set.Close()
+		m.set.Release()
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package counter owns the perf event descriptors of the agent: one per
 // event per CPU, opened system-wide. It reads them, scales multiplexed counts,
 // keeps the accumulated values that the agent exports, computes dutycycle,
-// derived sums and the `active` count, and closes and reopens everything when
-// perfalloc reserves and releases the counters.
+// derived sums and the `active` count, and stops and restarts the counters
+// when perfalloc reserves and releases them (see "Reservations" in
+// release.go).
 //
 // It knows nothing about pmcd or the configuration syntax: events arrive as
 // resolved perf attributes (see internal/pmu) and leave as numbers indexed by
@@ -15,7 +16,8 @@
 // Δtime_enabled/Δtime_running and added. It therefore starts near zero when
 // the agent starts, and it does not jump when the counters are reopened after
 // a reservation: the new descriptor starts from zero and only its own counts
-// are added to the frozen value.
+// are added to the frozen value (one that was only disabled carries on from
+// its own count).
 //
 // # Groups
 //
@@ -127,8 +129,13 @@ type Source interface {
 	// Enable starts a counter opened with attr.disabled set. Only a
 	// group's leader is opened so, and enabled once its members have
 	// joined: the kernel does not schedule a member that joins a group
-	// already counting on its CPU (see perf.OpenGroupCPU).
+	// already counting on its CPU (see perf.OpenGroupCPU). It also undoes
+	// Disable.
 	Enable() error
+	// Disable stops a counter, and a group's leader its whole group,
+	// until Enable: the count and both times stand still meanwhile. Only
+	// Release calls it, on events that hold no PMU counter.
+	Disable() error
 	Close() error
 }
 
@@ -232,6 +239,7 @@ type slot struct {
 	served  bool       // an instance of its event: it opened at Open
 	grp     int        // index into Set.groups, or -1 when read on its own
 	home    int        // the group New put it in, or -1; grp is -1 while it is split off
+	off     bool       // src is open but disabled by Release
 }
 
 // ref names one (event, CPU) slot by indexes.
@@ -273,6 +281,7 @@ const (
 	unopened state = iota
 	open
 	closed
+	released // by Release: some descriptors disabled, the others closed
 )
 
 // Set is every configured event on every one of its CPUs.
@@ -361,9 +370,9 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		if s.grouped(&ev.attr) || sp.Group != "" {
 			ev.attr.Read_format = perf.GroupReadFormat
 		}
-		// Open enabled (but for a group's leader, see openAll): a
-		// reservation closes descriptors rather than disabling them, and
-		// inherit means nothing for pid -1.
+		// Open enabled (but for a group's leader, see openAll): Release
+		// disables what it keeps explicitly, and inherit means nothing
+		// for pid -1.
 		ev.attr.Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
 		ev.slots = make([]slot, len(sp.CPUs))
 		seen := make(map[int]bool, len(sp.CPUs))
@@ -473,7 +482,7 @@ func (s *Set) Open() (Summary, error) {
 			}
 		}
 	}
-	s.install(o)
+	s.install(o, true)
 	s.fresh = !s.counted
 	return s.summary(), nil
 }
@@ -483,19 +492,23 @@ type opened struct {
 	srcs   [][]Source     // per event, per slot
 	errs   [][]*OpenError // per event, per slot
 	groups [][]ref        // per group, its members in open order
+	tried  []bool         // per group: openAll opened it (it had no open member)
 	solo   [][]bool       // per event, per slot: opened on its own, out of its named group
 }
 
 // openAll opens the served slots (onlyServed) or all slots, without
 // touching the Set's state, so that it can run outside mu. The slot layout
-// and the served flags it reads are fixed once Open has run. Each group is
-// opened leader first; whichever member opens first leads.
+// and the served flags it reads are fixed once Open has run, and the
+// descriptors change only under opMu, which the caller holds. Each group is
+// opened leader first; whichever member opens first leads. What Release
+// kept is left alone: a slot with a descriptor, and a group with an open
+// member (one cannot join a group that has been enabled).
 func (s *Set) openAll(onlyServed bool) opened {
 	o := s.newOpened()
 	try := func(r ref, leader Source) Source {
 		ev := &s.events[r.ev]
 		sl := &ev.slots[r.k]
-		if onlyServed && !sl.served {
+		if onlyServed && !sl.served || sl.src != nil {
 			return nil
 		}
 		attr := &ev.attr
@@ -514,14 +527,23 @@ func (s *Set) openAll(onlyServed bool) opened {
 		return src
 	}
 	for g := range s.groups {
+		if len(s.groups[g].open) > 0 {
+			continue
+		}
+		o.tried[g] = true
 		if s.groups[g].split {
 			for _, r := range s.groups[g].refs {
-				s.openSolo(&o, r, onlyServed)
+				if s.events[r.ev].slots[r.k].src == nil {
+					s.openSolo(&o, r, onlyServed)
+				}
 			}
 			continue
 		}
 		var leader Source
 		for _, r := range s.groups[g].refs {
+			if s.events[r.ev].slots[r.k].src != nil {
+				continue // kept on its own through a Release
+			}
 			src := try(r, leader)
 			if joinErr := o.errs[r.ev][r.k]; src == nil && leader != nil && s.mayGoSolo(&s.groups[g], r, joinErr) {
 				// openSolo clears the slot's error when it opens, so
@@ -583,12 +605,16 @@ func (s *Set) mayGoSolo(g *group, r ref, joinErr *OpenError) bool {
 	return s.events[r.ev].attr.Type != unix.PERF_TYPE_SOFTWARE
 }
 
-// install puts freshly opened sources in place. Called with mu held.
-func (s *Set) install(o opened) {
+// install puts freshly opened sources in place; mute says that the next
+// read is the first since the counters were (re)started, for Active.
+// Called with mu held.
+func (s *Set) install(o opened, mute bool) {
 	srcs, errs := o.srcs, o.errs
 	for g := range s.groups {
-		s.groups[g].open = o.groups[g]
-		s.groups[g].readErr = nil
+		if o.tried[g] {
+			s.groups[g].open = o.groups[g]
+			s.groups[g].readErr = nil
+		}
 	}
 	for i := range s.events {
 		ev := &s.events[i]
@@ -612,7 +638,9 @@ func (s *Set) install(o opened) {
 		}
 	}
 	s.state = open
-	s.fresh = true
+	if mute {
+		s.fresh = true
+	}
 }
 
 func (s *Set) summary() Summary {
@@ -635,10 +663,10 @@ func (s *Set) summary() Summary {
 	return m
 }
 
-// Close closes every descriptor, so that the PMU is free for whoever
-// reserved it. Values and dutycycles freeze at their last read, and Active
-// reports 0 until the counters are reopened and read twice. When Close
-// returns, every descriptor is closed. Closing a closed Set does nothing.
+// Close closes every descriptor, those Release kept disabled too. Values
+// and dutycycles freeze at their last read, and Active reports 0 until the
+// counters are reopened and read twice. When Close returns, every
+// descriptor is closed. Closing a closed Set does nothing.
 func (s *Set) Close() error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
@@ -649,7 +677,7 @@ func (s *Set) Close() error {
 	}
 	var todo, leaders []closing
 	s.mu.Lock()
-	if s.state != open {
+	if s.state != open && s.state != released {
 		s.mu.Unlock()
 		return nil
 	}
@@ -668,6 +696,7 @@ func (s *Set) Close() error {
 				sl.src = nil
 			}
 			sl.ok = false
+			sl.off = false
 		}
 	}
 	todo = append(todo, leaders...)
@@ -687,10 +716,14 @@ func (s *Set) Close() error {
 	return errors.Join(errs...)
 }
 
-// Reopen reopens the instances of every event after a Close. Each value
+// Reopen brings the counters back after a Close or a Release: it enables
+// what Release kept (Resume, whose failures, each handled by a reopen, go
+// to Config.Logf) and opens every served instance that has no
+// descriptor, as after a Resume that left some to reopen. Each value
 // continues from where it froze; the counts made while closed are lost, as
 // with the C agent. A CPU that fails to reopen keeps its frozen value and
-// its error shows in Status. Reopening an open Set does nothing.
+// its error shows in Status. Reopening an open Set with nothing to reopen
+// does nothing.
 func (s *Set) Reopen() (Summary, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
@@ -700,25 +733,30 @@ func (s *Set) Reopen() (Summary, error) {
 	switch st {
 	case unopened:
 		return Summary{}, errors.New("counter: Reopen before Open")
-	case open:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.summary(), nil
+	case released:
+		if _, errs := s.resume(); s.logf != nil {
+			for _, err := range errs {
+				s.logf("%v", err)
+			}
+		}
 	}
+	// After a Resume, what is left to open joins counters that may have
+	// been read already: Active is not muted again.
+	mute := st == closed
 	o := s.openAll(true)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.install(o)
+	s.install(o, mute)
 	return s.summary(), nil
 }
 
-// Reserved reports whether the descriptors are closed by Close. Like Status,
-// Open, Close and Reopen it takes the lock a fetch holds: do not call it
-// between Begin and End (use Fetch.Reserved there).
+// Reserved reports whether the counters are stopped by Close or Release.
+// Like Status, Open, Close and Reopen it takes the lock a fetch holds: do
+// not call it between Begin and End (use Fetch.Reserved there).
 func (s *Set) Reserved() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state == closed
+	return s.state == closed || s.state == released
 }
 
 // NumEvents is the number of configured events, served or not. Event
@@ -741,11 +779,14 @@ func (s *Set) CPUs(ev int) []int { return s.events[ev].cpus }
 
 // CPUStatus is the state of one (event, CPU), for status reports.
 type CPUStatus struct {
-	CPU     int
-	Served  bool       // an instance of the event
-	Open    bool       // a descriptor is open now
-	OpenErr *OpenError // why the most recent open failed, if it did
-	ReadErr error      // why the most recent read failed, if it did
+	CPU    int
+	Served bool // an instance of the event
+	Open   bool // a descriptor is open now
+	// Disabled says that the descriptor open now was stopped by Release
+	// rather than closed: it does not count.
+	Disabled bool
+	OpenErr  *OpenError // why the most recent open failed, if it did
+	ReadErr  error      // why the most recent read failed, if it did
 }
 
 // Status lists every CPU of the event's Spec. It allocates; it is meant for
@@ -759,11 +800,12 @@ func (s *Set) Status(ev int) []CPUStatus {
 	for k := range e.slots {
 		sl := &e.slots[k]
 		out[k] = CPUStatus{
-			CPU:     sl.cpu,
-			Served:  sl.served,
-			Open:    sl.src != nil,
-			OpenErr: sl.openErr,
-			ReadErr: sl.readErr,
+			CPU:      sl.cpu,
+			Served:   sl.served,
+			Open:     sl.src != nil,
+			Disabled: sl.off,
+			OpenErr:  sl.openErr,
+			ReadErr:  sl.readErr,
 		}
 	}
 	return out
@@ -1013,5 +1055,5 @@ func (f *Fetch) Active() int {
 	return s.nOK
 }
 
-// Reserved reports whether the counters are closed for a reservation.
-func (f *Fetch) Reserved() bool { return f.s.state == closed }
+// Reserved reports whether the counters are stopped for a reservation.
+func (f *Fetch) Reserved() bool { return f.s.state == closed || f.s.state == released }

@@ -150,6 +150,7 @@ func (s *Set) newOpened() opened {
 		srcs:   make([][]Source, len(s.events)),
 		errs:   make([][]*OpenError, len(s.events)),
 		groups: make([][]ref, len(s.groups)),
+		tried:  make([]bool, len(s.groups)),
 		solo:   make([][]bool, len(s.events)),
 	}
 	for i := range s.events {

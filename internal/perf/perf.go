@@ -178,6 +178,17 @@ func (f *FD) Enable() error {
 	return unix.IoctlSetInt(f.fd, unix.PERF_EVENT_IOC_ENABLE, 0)
 }
 
+// Disable stops a counter without closing it: the kernel stops its count
+// and both its times until Enable, and a group's leader stops the whole
+// group (the members are scheduled only with it, and a group read reports
+// the leader's times). What the open reserved stays reserved.
+func (f *FD) Disable() error {
+	if f.fd < 0 {
+		return fmt.Errorf("perf: disabling a closed descriptor")
+	}
+	return unix.IoctlSetInt(f.fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+}
+
 // ReadGroup reads a group with one read() of its leader: the group's
 // cumulative time_enabled and time_running, and each counter's cumulative
 // value into values, in the order they joined (the leader first). values

@@ -151,6 +151,36 @@ func TestGroupRead(t *testing.T) {
 			t.Errorf("%s went from %d to %d: a member that joined before the enable must count", name, a[i], b[i])
 		}
 	}
+	// Disabling the leader stops the whole group: every value and both
+	// times stand still until it is enabled again, then carry on.
+	if err := leader.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	c := make([]uint64, 3)
+	en3, run3, err := leader.ReadGroup(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	d := make([]uint64, 3)
+	en4, run4, err := leader.ReadGroup(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en4 != en3 || run4 != run3 || d[0] != c[0] || d[1] != c[1] || d[2] != c[2] {
+		t.Errorf("disabled for 20 ms the group went from %v %d/%d to %v %d/%d; want it to stand still", c, en3, run3, d, en4, run4)
+	}
+	if err := leader.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	en5, _, err := leader.ReadGroup(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en5 <= en4 || d[0] <= c[0] || d[1] <= c[1] {
+		t.Errorf("enabled again, the group went from %v (enabled %d) to %v (enabled %d); want it to count on", c, en4, d, en5)
+	}
 	// A closed member leaves the group, and the leader's reads shrink.
 	members[1].Close()
 	if _, _, err := leader.ReadGroup(make([]uint64, 2)); err != nil {
@@ -162,6 +192,9 @@ func TestGroupRead(t *testing.T) {
 	}
 	if err := leader.Enable(); err == nil {
 		t.Error("Enable after Close succeeded")
+	}
+	if err := leader.Disable(); err == nil {
+		t.Error("Disable after Close succeeded")
 	}
 }
 

@@ -10,8 +10,10 @@
 // the members of its group, count nothing until Enable; a member may not
 // join a group that is already enabled, since the kernel would not
 // schedule it, nor one whose group read would exceed the kernel's 16 KiB
-// (E2BIG, see [MaxGroup]). Tests script the counts, make opens or reads of
-// a given (event, CPU) fail, and count opens, closes and reads.
+// (E2BIG, see [MaxGroup]). Disable stops a counter, and a leader its group,
+// until Enable. Tests script the counts, make opens, reads, enables or
+// disables of a given (event, CPU) fail, make a descriptor vanish, and
+// count opens, closes, reads, enables and disables.
 package countertest
 
 import (
@@ -47,6 +49,7 @@ type Opener struct {
 	openErr   map[key]error
 	readErr   map[key]error
 	enableErr map[key]error
+	disErr    map[key]error
 	joinErr   map[key]error
 	live      map[key]*Counter
 	attrs     map[key]unix.PerfEventAttr
@@ -54,6 +57,8 @@ type Opener struct {
 	opens     atomic.Int64
 	closes    atomic.Int64
 	reads     atomic.Int64
+	enables   atomic.Int64
+	disables  atomic.Int64
 	openNow   atomic.Int64
 	readsByEv map[key]*atomic.Int64
 }
@@ -64,6 +69,7 @@ func New() *Opener {
 		openErr:   map[key]error{},
 		readErr:   map[key]error{},
 		enableErr: map[key]error{},
+		disErr:    map[key]error{},
 		joinErr:   map[key]error{},
 		live:      map[key]*Counter{},
 		attrs:     map[key]unix.PerfEventAttr{},
@@ -77,6 +83,7 @@ type Counter struct {
 	k       key
 	c       perf.Count
 	closed  bool
+	gone    bool // vanished: every call fails with EBADF, as on a descriptor closed behind the Set's back
 	reads   *atomic.Int64
 	enabled bool       // counting unless closed; false when opened disabled
 	group   bool       // opened with PERF_FORMAT_GROUP
@@ -164,6 +171,9 @@ func (c *Counter) Read() (perf.Count, error) {
 	}
 	o.reads.Add(1)
 	c.reads.Add(1)
+	if c.gone {
+		return perf.Count{}, unix.EBADF
+	}
 	if err := o.failure(o.readErr, c.k); err != nil {
 		return perf.Count{}, err
 	}
@@ -191,10 +201,34 @@ func (c *Counter) Enable() error {
 	if c.closed {
 		return fmt.Errorf("countertest: Enable of %q on cpu%d after close", c.k.event, c.k.cpu)
 	}
+	if c.gone {
+		return unix.EBADF
+	}
 	if err := o.failure(o.enableErr, c.k); err != nil {
 		return err
 	}
+	o.enables.Add(1)
 	c.enabled = true
+	return nil
+}
+
+// Disable implements counter.Source: the counter, and if it leads a group
+// every member, counts nothing until Enable.
+func (c *Counter) Disable() error {
+	o := c.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("countertest: Disable of %q on cpu%d after close", c.k.event, c.k.cpu)
+	}
+	if c.gone {
+		return unix.EBADF
+	}
+	if err := o.failure(o.disErr, c.k); err != nil {
+		return err
+	}
+	o.disables.Add(1)
+	c.enabled = false
 	return nil
 }
 
@@ -216,6 +250,9 @@ func (c *Counter) ReadGroup(values []uint64) (enabled, running uint64, err error
 	o.reads.Add(1)
 	for _, m := range c.members {
 		m.reads.Add(1)
+	}
+	if c.gone {
+		return 0, 0, unix.EBADF
 	}
 	for _, m := range c.members {
 		if err := o.failure(o.readErr, m.k); err != nil {
@@ -243,17 +280,43 @@ func (c *Counter) Close() error {
 	if c.closed {
 		return errors.New("countertest: closed twice")
 	}
-	c.closed = true
-	delete(o.live, c.k)
-	o.closes.Add(1)
-	o.openNow.Add(-1)
-	if l := c.leader; l != nil {
-		l.members = slices.DeleteFunc(l.members, func(m *Counter) bool { return m == c })
+	if c.gone {
+		return unix.EBADF // Vanish did what a close would
 	}
+	c.closed = true
+	c.detach()
+	o.closes.Add(1)
 	if len(c.members) > 1 {
 		return fmt.Errorf("countertest: group leader %q on cpu%d closed while %d of its members are open", c.k.event, c.k.cpu, len(c.members)-1)
 	}
 	return nil
+}
+
+// detach takes c out of the open counters and its group. Called with o.mu
+// held.
+func (c *Counter) detach() {
+	o := c.o
+	delete(o.live, c.k)
+	o.openNow.Add(-1)
+	if l := c.leader; l != nil {
+		l.members = slices.DeleteFunc(l.members, func(m *Counter) bool { return m == c })
+	}
+}
+
+// Vanish makes the open counter for (event, cpu) disappear as a descriptor
+// closed behind its owner's back does: it no longer counts or shows in
+// OpenNow, and every further call on it, Close included, fails with EBADF.
+// It reports false when no such counter is open.
+func (o *Opener) Vanish(event string, cpu int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.live[key{event, cpu}]
+	if c == nil {
+		return false
+	}
+	c.gone = true
+	c.detach()
+	return true
 }
 
 // Group lists the events of the open group that (event, cpu) belongs to, in
@@ -292,6 +355,12 @@ func (o *Opener) FailJoin(event string, cpu int, err error) {
 // it.
 func (o *Opener) FailEnable(event string, cpu int, err error) {
 	o.set(o.enableErr, key{event, cpu}, err)
+}
+
+// FailDisable makes disabling event on cpu (or AnyCPU) return err; nil
+// clears it.
+func (o *Opener) FailDisable(event string, cpu int, err error) {
+	o.set(o.disErr, key{event, cpu}, err)
 }
 
 // FailRead makes reading event on cpu (or AnyCPU) return err; nil clears it.
@@ -386,5 +455,35 @@ func (o *Opener) ReadsOf(event string, cpu int) int {
 	return 0
 }
 
-// OpenNow is the number of counters open at the moment.
+// Enables and Disables count successful Enable and Disable calls since New.
+func (o *Opener) Enables() int  { return int(o.enables.Load()) }
+func (o *Opener) Disables() int { return int(o.disables.Load()) }
+
+// OpenNow is the number of counters open at the moment, counting or not.
 func (o *Opener) OpenNow() int { return int(o.openNow.Load()) }
+
+// CountingNow is the number of open counters that count: enabled, and in a
+// group whose leader is enabled.
+func (o *Opener) CountingNow() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, c := range o.live {
+		if c.counting() {
+			n++
+		}
+	}
+	return n
+}
+
+// Enabled reports whether the open counter for (event, cpu) counts, and
+// whether it is open at all.
+func (o *Opener) Enabled(event string, cpu int) (counting, open bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.live[key{event, cpu}]
+	if c == nil {
+		return false, false
+	}
+	return c.counting(), true
+}
