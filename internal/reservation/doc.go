@@ -101,9 +101,8 @@
 // Linux 6.12, no privilege needed), so that when it wakes it may preempt
 // a busy process of the same priority instead of waiting for that
 // process's slice to run out; its share of the CPU stays the same. The
-// callback, which opens or closes the agent's counters, runs with the
-// default slice. While
-// nobody has the file open the thread sleeps for IdlePoll at a time: no
+// callback, which disables or closes the agent's counters, runs on that
+// thread with the same slice. While nobody has the file open the thread sleeps for IdlePoll at a time: no
 // other wake-up.
 //
 // The Watcher learns "nobody" from the kernel: a write lease (F_SETLEASE)
