@@ -148,7 +148,12 @@ func (a Account) Drop(c int) (Identity, error) {
 	// any thread may set it on itself without privilege, so clearing it
 	// protected nothing; it is also cleared by execve. Clearing it cost
 	// a seventh all-thread call.
+	//
+	// During the calls every thread runs at boostNice, so that on a busy
+	// machine the rounds do not wait behind the load (see boostNice).
 	p := newDropCalls(a, c)
+	restore := boostThreads()
+	defer restore()
 	for i, s := range p.steps {
 		err := allThreads(s.trap, s.a1, s.a2, s.a3)
 		if err == nil {

@@ -75,6 +75,7 @@ func TestDrop(t *testing.T) {
 	bit := uint64(1) << c
 	for _, want := range []string{
 		fmt.Sprintf("dropped to nobody uid %s keeping %s\n", nobody.Uid, Name(c)),
+		fmt.Sprintf("every thread back to nice %d\n", ownNice(t)),
 		fmt.Sprintf("uids [%[1]s %[1]s %[1]s %[1]s] capeff %#[2]x capprm %#[2]x capinh 0x0 nonewprivs true\n", nobody.Uid, bit),
 		"every thread dropped (",
 		"perf_event_open on cpu0: ok\n",
@@ -112,8 +113,13 @@ func TestDropCalls(t *testing.T) {
 	var calls []call
 	real := allThreadsSyscall
 	t.Cleanup(func() { allThreadsSyscall = real })
+	nice := ownNice(t)
 	allThreadsSyscall = func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
 		calls = append(calls, call{trap, a1, a2, a3})
+		// Every call runs with every thread lifted above the load.
+		if got := threadNices(t); !slices.Equal(slices.Compact(got), []int{boostNice}) {
+			t.Errorf("call %d: thread nice values %v, want all %d", len(calls), got, boostNice)
+		}
 		return 0, 0, 0 // nothing changes: the test stays root
 	}
 	a := Account{Name: "someone", UID: 1234, GID: 567, Groups: []int{567, 89}}
@@ -136,6 +142,9 @@ func TestDropCalls(t *testing.T) {
 	}
 	if len(calls) == len(want) {
 		calls[1].a2, calls[4].a1, calls[4].a2 = ptr, ptr, ptr
+	}
+	if got := threadNices(t); !slices.Equal(slices.Compact(got), []int{nice}) {
+		t.Errorf("after Drop: thread nice values %v, want all %d as before", got, nice)
 	}
 	if !slices.Equal(calls, want) || len(want) != dropCallCount {
 		t.Errorf("all-thread calls\n%v\nwant\n%v", calls, want)
@@ -224,6 +233,29 @@ func TestDropRefusals(t *testing.T) {
 			t.Errorf("root: %v", err)
 		}
 	}
+}
+
+// ownNice is the calling thread's nice value.
+func ownNice(t testing.TB) int {
+	t.Helper()
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 20 - prio // the system call returns 20 - nice
+}
+
+// threadNices are the nice values of the process's threads, sorted.
+func threadNices(t testing.TB) []int {
+	t.Helper()
+	var nices []int
+	for _, tid := range threadIDs() {
+		if prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil {
+			nices = append(nices, 20-prio)
+		}
+	}
+	slices.Sort(nices)
+	return nices
 }
 
 func mustAtoi(t *testing.T, s string) int {

@@ -42,6 +42,7 @@ func main() {
 	name := flag.Arg(0)
 	c := privilege.CounterCapability()
 	var acct privilege.Account
+	var nice int
 	if name != "-" {
 		var err error
 		if acct, err = privilege.LookupAccount(name); err != nil {
@@ -49,6 +50,12 @@ func main() {
 			os.Exit(1)
 		}
 		before := len(tasks())
+		prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+		if err != nil {
+			fmt.Println("getpriority:", err)
+			os.Exit(1)
+		}
+		nice = 20 - prio // the system call returns 20 - nice
 		start := time.Now()
 		id, err := acct.Drop(c)
 		took := time.Since(start)
@@ -83,6 +90,19 @@ func main() {
 		}
 		for _, b := range bad {
 			fmt.Println(b)
+		}
+		// Drop raises its threads' priority for the calls: none may keep it.
+		var raised []string
+		for _, tid := range slices.Sorted(maps.Keys(all)) {
+			if prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-prio != nice {
+				raised = append(raised, fmt.Sprintf("thread %d: nice %d", tid, 20-prio))
+			}
+		}
+		if len(raised) == 0 {
+			fmt.Printf("every thread back to nice %d\n", nice)
+		}
+		for _, r := range raised {
+			fmt.Println(r)
 		}
 	}
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}
