@@ -149,8 +149,9 @@ func (a Account) Drop(c int) (Identity, error) {
 	// protected nothing; it is also cleared by execve. Clearing it cost
 	// a seventh all-thread call.
 	//
-	// During the calls every thread runs at boostNice, so that on a busy
-	// machine the rounds do not wait behind the load (see boostNice).
+	// During the calls every thread runs at boostNice on the caller's CPU,
+	// so that on a busy machine the rounds do not wait behind the load
+	// (see boostNice).
 	p := newDropCalls(a, c)
 	restore := boostThreads()
 	defer restore()

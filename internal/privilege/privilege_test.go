@@ -75,7 +75,7 @@ func TestDrop(t *testing.T) {
 	bit := uint64(1) << c
 	for _, want := range []string{
 		fmt.Sprintf("dropped to nobody uid %s keeping %s\n", nobody.Uid, Name(c)),
-		fmt.Sprintf("every thread back to nice %d\n", ownNice(t)),
+		fmt.Sprintf("every thread back to nice %d on %d CPUs\n", ownNice(t), ownCPUs(t)),
 		fmt.Sprintf("uids [%[1]s %[1]s %[1]s %[1]s] capeff %#[2]x capprm %#[2]x capinh 0x0 nonewprivs true\n", nobody.Uid, bit),
 		"every thread dropped (",
 		"perf_event_open on cpu0: ok\n",
@@ -113,12 +113,20 @@ func TestDropCalls(t *testing.T) {
 	var calls []call
 	real := allThreadsSyscall
 	t.Cleanup(func() { allThreadsSyscall = real })
-	nice := ownNice(t)
+	nice, masks := ownNice(t), threadMasks(t)
 	allThreadsSyscall = func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
 		calls = append(calls, call{trap, a1, a2, a3})
-		// Every call runs with every thread lifted above the load.
+		// Every call runs with every thread lifted above the load, all
+		// on one CPU.
 		if got := threadNices(t); !slices.Equal(slices.Compact(got), []int{boostNice}) {
 			t.Errorf("call %d: thread nice values %v, want all %d", len(calls), got, boostNice)
+		}
+		cpus := map[string]bool{}
+		for _, m := range threadMasks(t) {
+			cpus[m] = true
+		}
+		if len(cpus) != 1 || strings.Contains(slices.Collect(maps.Keys(cpus))[0], " ") {
+			t.Errorf("call %d: thread CPU masks %v, want one CPU for all", len(calls), slices.Collect(maps.Keys(cpus)))
 		}
 		return 0, 0, 0 // nothing changes: the test stays root
 	}
@@ -145,6 +153,11 @@ func TestDropCalls(t *testing.T) {
 	}
 	if got := threadNices(t); !slices.Equal(slices.Compact(got), []int{nice}) {
 		t.Errorf("after Drop: thread nice values %v, want all %d as before", got, nice)
+	}
+	for tid, m := range threadMasks(t) {
+		if was, ok := masks[tid]; ok && m != was {
+			t.Errorf("after Drop: thread %d runs on CPUs %s, before on %s", tid, m, was)
+		}
 	}
 	if !slices.Equal(calls, want) || len(want) != dropCallCount {
 		t.Errorf("all-thread calls\n%v\nwant\n%v", calls, want)
@@ -245,6 +258,16 @@ func ownNice(t testing.TB) int {
 	return 20 - prio // the system call returns 20 - nice
 }
 
+// ownCPUs is how many CPUs the calling thread may run on.
+func ownCPUs(t testing.TB) int {
+	t.Helper()
+	var m unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Count()
+}
+
 // threadNices are the nice values of the process's threads, sorted.
 func threadNices(t testing.TB) []int {
 	t.Helper()
@@ -256,6 +279,27 @@ func threadNices(t testing.TB) []int {
 	}
 	slices.Sort(nices)
 	return nices
+}
+
+// threadMasks are the CPUs each thread of the process may run on, by
+// thread id, as a list of CPU numbers.
+func threadMasks(t testing.TB) map[int]string {
+	t.Helper()
+	masks := map[int]string{}
+	for _, tid := range threadIDs() {
+		var m unix.CPUSet
+		if unix.SchedGetaffinity(tid, &m) != nil {
+			continue
+		}
+		var cpus []string
+		for c := range 1024 {
+			if m.IsSet(c) {
+				cpus = append(cpus, fmt.Sprint(c))
+			}
+		}
+		masks[tid] = strings.Join(cpus, " ")
+	}
+	return masks
 }
 
 func mustAtoi(t *testing.T, s string) int {
