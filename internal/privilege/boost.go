@@ -18,10 +18,15 @@ import (
 // round, and each woken thread waits too, on whichever CPU it last ran.
 // As root, Drop can lift all of them above the competing load and put
 // them on the caller's CPU for the few milliseconds the calls take: the
-// yields then hand the CPU straight to the woken threads, which are ahead
-// of everything else there. Measured in BENCHMARKS.md (issue #12): with
-// eight busy processes on two CPUs the median drop went from 42 ms to 2.6
-// and the worst of 120 from 3.1 s to 46 ms.
+// yields then hand the CPU straight to the woken threads. The nice value
+// counts against load in the agent's own scheduling group (its session's
+// autogroup, or its cgroup): with eight busy processes there, the median
+// drop went from 42 ms to 2.6 and the worst of 120 from 3.1 s to 46 ms
+// (BENCHMARKS.md, issue #12). Against load in other groups, as pmcd's
+// agent usually sees, it does nothing, but the common CPU still does: the
+// group's weight on a CPU follows its load there, so a thread woken on a
+// CPU where the group has little else waits behind the other groups
+// (worst of 150 drops 59 ms against 15).
 const boostNice = -20
 
 // boostThreads sets every thread of the process to boostNice, on the CPU
