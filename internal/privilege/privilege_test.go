@@ -148,8 +148,17 @@ func TestDropCalls(t *testing.T) {
 		{unix.SYS_CAPSET, ptr, ptr, 0},
 		{unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0},
 	}
+	// Then each thread puts back its own nice value and CPU mask, all
+	// the caller's.
+	var mask unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &mask); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want,
+		call{unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, uintptr(nice)},
+		call{unix.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(mask), ptr})
 	if len(calls) == len(want) {
-		calls[1].a2, calls[4].a1, calls[4].a2 = ptr, ptr, ptr
+		calls[1].a2, calls[4].a1, calls[4].a2, calls[7].a3 = ptr, ptr, ptr, ptr
 	}
 	if got := threadNices(t); !slices.Equal(slices.Compact(got), []int{nice}) {
 		t.Errorf("after Drop: thread nice values %v, want all %d as before", got, nice)
@@ -159,7 +168,7 @@ func TestDropCalls(t *testing.T) {
 			t.Errorf("after Drop: thread %d runs on CPUs %s, before on %s", tid, m, was)
 		}
 	}
-	if !slices.Equal(calls, want) || len(want) != dropCallCount {
+	if !slices.Equal(calls, want) || len(want) != dropCallCount+restoreCallCount {
 		t.Errorf("all-thread calls\n%v\nwant\n%v", calls, want)
 	}
 	p := newDropCalls(a, unix.CAP_PERFMON)
@@ -189,8 +198,8 @@ func TestDropCalls(t *testing.T) {
 	if _, err := a.Drop(unix.CAP_PERFMON); err == nil || err.Error() != "capset(CAP_PERFMON): operation not permitted (now uid 1234, without capabilities)" {
 		t.Errorf("capset failing: %v", err)
 	}
-	if len(calls) != 5 {
-		t.Errorf("%d calls after a failed capset, want it the last", len(calls))
+	if len(calls) != 5+restoreCallCount || calls[4].trap != unix.SYS_CAPSET {
+		t.Errorf("calls after a failed capset %v, want it the last but the restoring ones", calls)
 	}
 	allThreadsSyscall = func(uintptr, uintptr, uintptr, uintptr) (uintptr, uintptr, syscall.Errno) {
 		return ^uintptr(0), ^uintptr(0), syscall.ENOTSUP
@@ -352,5 +361,5 @@ func BenchmarkDrop(b *testing.B) {
 	b.ReportMetric(at(0.5), "p50-drop-ns")
 	b.ReportMetric(at(0.9), "p90-drop-ns")
 	b.ReportMetric(at(1), "max-drop-ns")
-	b.ReportMetric(float64(dropCallCount), "all-thread-calls")
+	b.ReportMetric(float64(dropCallCount+restoreCallCount), "all-thread-calls")
 }
