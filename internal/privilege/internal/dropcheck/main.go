@@ -42,6 +42,8 @@ func main() {
 	name := flag.Arg(0)
 	c := privilege.CounterCapability()
 	var acct privilege.Account
+	var nice int
+	var mask unix.CPUSet
 	if name != "-" {
 		var err error
 		if acct, err = privilege.LookupAccount(name); err != nil {
@@ -49,6 +51,16 @@ func main() {
 			os.Exit(1)
 		}
 		before := len(tasks())
+		prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+		if err != nil {
+			fmt.Println("getpriority:", err)
+			os.Exit(1)
+		}
+		nice = 20 - prio // the system call returns 20 - nice
+		if err := unix.SchedGetaffinity(0, &mask); err != nil {
+			fmt.Println("sched_getaffinity:", err)
+			os.Exit(1)
+		}
 		start := time.Now()
 		id, err := acct.Drop(c)
 		took := time.Since(start)
@@ -83,6 +95,24 @@ func main() {
 		}
 		for _, b := range bad {
 			fmt.Println(b)
+		}
+		// Drop raises its threads' priority and puts them on one CPU for
+		// the calls: none may keep either.
+		var raised []string
+		for _, tid := range slices.Sorted(maps.Keys(all)) {
+			if prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-prio != nice {
+				raised = append(raised, fmt.Sprintf("thread %d: nice %d", tid, 20-prio))
+			}
+			var m unix.CPUSet
+			if err := unix.SchedGetaffinity(tid, &m); err == nil && m != mask {
+				raised = append(raised, fmt.Sprintf("thread %d: on %d CPUs of %d", tid, m.Count(), mask.Count()))
+			}
+		}
+		if len(raised) == 0 {
+			fmt.Printf("every thread back to nice %d on %d CPUs\n", nice, mask.Count())
+		}
+		for _, r := range raised {
+			fmt.Println(r)
 		}
 	}
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}
