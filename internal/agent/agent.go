@@ -137,7 +137,7 @@ func (a *Agent) Start() error {
 	// the counters may use up the descriptor limit. The state file's and
 	// PMID map's directories are given to the user the agent will run as.
 	a.held = config.Hold(a.o.Config)
-	uid, gid, drop := a.runAs()
+	uid, gid, acct, drop := a.runAs()
 	if err := a.openLock(uid, gid); err != nil {
 		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
 	}
@@ -159,7 +159,7 @@ func (a *Agent) Start() error {
 		}
 	}
 	if drop {
-		a.dropPrivileges(uid, gid)
+		a.dropPrivileges(acct)
 	}
 	a.mu.Lock()
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)

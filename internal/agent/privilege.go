@@ -9,24 +9,24 @@ import (
 )
 
 // runAs says which user the agent will run as after start-up: -U, by
-// default $PCP_USER. drop is false when it stays as it is: already not
-// root, told to stay root, or the user does not exist.
-func (a *Agent) runAs() (uid, gid int, drop bool) {
+// default $PCP_USER, and with drop that user's account, for
+// dropPrivileges. drop is false when it stays as it is: already not root,
+// told to stay root, or the user does not exist.
+func (a *Agent) runAs() (uid, gid int, acct privilege.Account, drop bool) {
 	uid, gid = os.Geteuid(), os.Getegid()
 	// Each lookup reads /etc/passwd and /etc/group: the -U user's serves
 	// agentUsers too.
-	var acct privilege.Account
 	var err error
 	if a.o.User != "" && a.o.User != "root" {
 		acct, err = privilege.LookupAccount(a.o.User)
 	}
 	a.trusted = a.agentUsers(acct, err)
 	if uid != 0 || a.o.User == "" || a.o.User == "root" {
-		return uid, gid, false
+		return uid, gid, acct, false
 	}
 	if err != nil {
 		a.log.Warningf("-U %s: %v; staying root", a.o.User, err)
-		return uid, gid, false
+		return uid, gid, acct, false
 	}
 	u, g := acct.UID, acct.GID
 	a.trusted = append(a.trusted, u)
@@ -39,7 +39,7 @@ func (a *Agent) runAs() (uid, gid int, drop bool) {
 	if err := metrics.PrepareMapDir(a.o.PMIDs, u, g, statErr != nil || dir == filepath.Dir(a.o.DefaultPMIDs), a.trusted...); err != nil {
 		a.log.Warningf("%v; the agent may not be able to save new PMIDs after a reload", err)
 	}
-	return u, g, true
+	return u, g, acct, true
 }
 
 // agentUsers are the uids that an earlier run of the agent may have left
@@ -67,14 +67,11 @@ func (a *Agent) agentUsers(user privilege.Account, userErr error) []int {
 // dropPrivileges makes the agent run as the -U user with only the
 // capability it needs to reopen counters, as a modern kernel allows; the C
 // agent gives up everything and can never reopen them. If that cannot be
-// done the agent stays root and says why.
-func (a *Agent) dropPrivileges(uid, gid int) {
+// done the agent stays root and says why. acct is the -U user's, from
+// runAs.
+func (a *Agent) dropPrivileges(acct privilege.Account) {
 	c := privilege.CounterCapability()
-	acct, err := privilege.LookupAccount(a.o.User)
-	id := privilege.Identity{User: a.o.User, Capability: c}
-	if err == nil {
-		id, err = acct.Drop(c)
-	}
+	id, err := acct.Drop(c)
 	if err != nil {
 		if os.Geteuid() == 0 {
 			a.log.Warningf("cannot run as %s with %s: %v; staying root", a.o.User, privilege.Name(c), err)
@@ -88,10 +85,10 @@ func (a *Agent) dropPrivileges(uid, gid int) {
 	// thread's result differs. (The privilege tests read every thread's;
 	// here that would cost a /proc read per thread at every start.)
 	st, err := privilege.ReadStatus(0)
-	if err != nil || !st.Dropped(acct, c) || st.UIDs[0] != uid || st.GIDs[0] != gid {
+	if err != nil || !st.Dropped(acct, c) || st.UIDs[0] != acct.UID || st.GIDs[0] != acct.GID {
 		a.log.Warningf("after dropping privileges /proc/self/status shows uids %v gids %v groups %v CapEff %#x CapPrm %#x CapInh %#x CapAmb %#x NoNewPrivs %v (err %v)",
 			st.UIDs, st.GIDs, st.Groups, st.CapEff, st.CapPrm, st.CapInh, st.CapAmb, st.NoNewPrivs, err)
 		return
 	}
-	a.log.Infof("running as %s (uid %d, gid %d) with %s only", id.User, uid, gid, privilege.Name(c))
+	a.log.Infof("running as %s (uid %d, gid %d) with %s only", id.User, acct.UID, acct.GID, privilege.Name(c))
 }
