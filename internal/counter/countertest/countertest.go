@@ -195,40 +195,33 @@ func (c *Counter) counting() bool {
 
 // Enable implements counter.Source.
 func (c *Counter) Enable() error {
-	o := c.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if c.closed {
-		return fmt.Errorf("countertest: Enable of %q on cpu%d after close", c.k.event, c.k.cpu)
-	}
-	if c.gone {
-		return unix.EBADF
-	}
-	if err := o.failure(o.enableErr, c.k); err != nil {
-		return err
-	}
-	o.enables.Add(1)
-	c.enabled = true
-	return nil
+	return c.setEnabled(true, "Enable", c.o.enableErr, &c.o.enables)
 }
 
 // Disable implements counter.Source: the counter, and if it leads a group
 // every member, counts nothing until Enable.
 func (c *Counter) Disable() error {
+	return c.setEnabled(false, "Disable", c.o.disErr, &c.o.disables)
+}
+
+// setEnabled is Enable and Disable: op names it in the error after a
+// close, fails holds the failures the test scripted for it, and n counts
+// the calls that succeed.
+func (c *Counter) setEnabled(on bool, op string, fails map[key]error, n *atomic.Int64) error {
 	o := c.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if c.closed {
-		return fmt.Errorf("countertest: Disable of %q on cpu%d after close", c.k.event, c.k.cpu)
+		return fmt.Errorf("countertest: %s of %q on cpu%d after close", op, c.k.event, c.k.cpu)
 	}
 	if c.gone {
 		return unix.EBADF
 	}
-	if err := o.failure(o.disErr, c.k); err != nil {
+	if err := o.failure(fails, c.k); err != nil {
 		return err
 	}
-	o.disables.Add(1)
-	c.enabled = false
+	n.Add(1)
+	c.enabled = on
 	return nil
 }
 
