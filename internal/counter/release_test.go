@@ -276,24 +276,8 @@ func TestReleaseResumeConcurrentWithFetches(t *testing.T) {
 			s.Reopen()
 		}
 	}()
-	last := []uint64{0, 0}
-	for done := false; !done; {
-		select {
-		case <-stop:
-			done = true
-		default:
-		}
-		vals, active := fetch(s, 0, 1)
-		for ev := range last {
-			if vals[ev][0] < last[ev] {
-				t.Fatalf("event %d went backwards: %d after %d", ev, vals[ev][0], last[ev])
-			}
-			last[ev] = vals[ev][0]
-		}
-		if active != 0 && active != 2 && active != 4 {
-			t.Fatalf("active %d, want 0, 2 (a resumed, c not yet reopened) or 4", active)
-		}
-	}
+	// Active 2: a resumed, c not yet reopened.
+	fetchUntil(t, s, stop, 0, 2, 4)
 	if fake.CountingNow() != 4 {
 		t.Errorf("%d counters counting at the end, want 4", fake.CountingNow())
 	}
