@@ -279,3 +279,39 @@ func TestScheduleUnlockWhileNaming(t *testing.T) {
 		t.Errorf("%d reads of /proc/locks, want 1", w.procReads.Load())
 	}
 }
+
+// An opener may take its lock only after the naming its open started (a
+// busy machine can preempt it between open and fcntl, and under emulation
+// that is common). The naming then asks to be repeated when the open's
+// dense checks end, and the check that does it must be scheduled even
+// though the hints and the poll say nothing until much later.
+func TestScheduleNamesAgainAfterALateLock(t *testing.T) {
+	t0 := time.Now()
+	path, w := schedWatcher(t, 2, t0)
+	w.opts.Poll = time.Hour // only the naming's own schedule can name h2
+	var got []Status
+	w.fn = func(st Status) { got = append(got, st) }
+
+	h := startHolder(t, path, false)
+	stepAt(w, t0, hintOpen) // h's lock, and h2's open, which does not lock yet
+	if len(got) != 1 || !slices.Equal(got[0].Holders, []int{h.pid()}) {
+		t.Fatalf("after the first lock: callbacks %+v, want one naming %d", got, h.pid())
+	}
+	h2 := startHolder(t, path, false)
+	now := t0.Add(time.Millisecond)
+	stepAt(w, now, 0) // takes the naming, which found h alone
+	if !w.nameStale {
+		t.Fatal("a naming during the dense checks did not ask for another")
+	}
+	if end := t0.Add(denseFor); w.next.After(end) {
+		t.Fatalf("the holders are named again in %v, want by the end of the dense checks (%v)", w.next.Sub(now), denseFor)
+	}
+	for i := 0; i < 3 && len(got) < 2; i++ {
+		stepAt(w, w.next, 0) // the naming, then its result
+	}
+	want := []int{h.pid(), h2.pid()}
+	slices.Sort(want)
+	if len(got) != 2 || !slices.Equal(got[1].Holders, want) {
+		t.Fatalf("after the second naming: callbacks %+v, want holders %v", got, want)
+	}
+}

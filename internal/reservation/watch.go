@@ -693,6 +693,13 @@ func (w *Watcher) step(now time.Time) {
 	case n := <-w.named:
 		cur := w.Current()
 		w.report(now, w.settle(n, cur), cur)
+		// The next check was set while the naming ran, without it. If
+		// the holders are to be named again (a lock that may follow an
+		// open, see look), that check must come at the naming's budget,
+		// not at the next poll.
+		if due := now.Add(w.interval(now)); due.Before(w.next) {
+			w.next = due
+		}
 	default:
 	}
 	kinds := w.pending
