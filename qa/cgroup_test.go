@@ -1,6 +1,7 @@
 package qa
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,36 +46,60 @@ func TestLabCgroups(t *testing.T) {
 		}
 	})
 
-	// The rates over 2 s: the loop's own time on CPU (schedstat) is the
-	// truth, 1e9 ns/s on an idle machine and less when other work shares
-	// the CPUs. perf stat -G counts the same cgroups over the same window:
-	// it runs the two samples as its command.
+	// Each pminfo fetches at some moment of its run, and on a busy machine
+	// a run can take a good part of a second, so the clock and the loop's
+	// time on CPU (schedstat) are read before and after each: the agent's
+	// window lies between the inner and the outer pair of readings. The
+	// cgroup's cpu-clock cannot be less than the loop's time on CPU, nor
+	// more than the wall time (the loop is one thread). It may be more
+	// than schedstat's figure: in a VM, time the host steals while the
+	// loop is current is in cpu-clock and not in schedstat. perf stat -G
+	// counts the same cgroups over the whole command, which runs the two
+	// samples, so it sees what the agent saw and a little more.
 	dir := t.TempDir()
-	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
-	c0 := cgrouptest.OnCPU(t, loop)
-	start := time.Now()
+	first, second, stats := filepath.Join(dir, "first"), filepath.Join(dir, "second"), filepath.Join(dir, "readings")
+	sample := `log=$4
+r() { echo $(date +%s%N) $(cat /proc/` + strconv.Itoa(loop) + `/schedstat) >> "$log"; }
+r; "$0" -h "$1" -f perfevent.cgroup.cpu_clock.value > "$2"; r
+sleep 2
+r; "$0" -h "$1" -f perfevent.cgroup.cpu_clock.value > "$3"; r`
+	args := []string{"sh", "-c", sample, l.lookPath("pminfo"), l.HostSpec(), first, second, stats}
 	var perfOut []byte
-	sample := `"$0" -h "$1" -f perfevent.cgroup.cpu_clock.value > "$2"; sleep 2; "$0" -h "$1" -f perfevent.cgroup.cpu_clock.value > "$3"`
+	start := time.Now()
 	if _, err := exec.LookPath("perf"); err == nil {
-		cmd := exec.Command("perf", "stat", "-a", "-x,", "-e", "cpu-clock", "-G", "perfevent-qa-busy", "-e", "cpu-clock", "-G", "perfevent-qa-idle",
-			"--", "sh", "-c", sample, l.lookPath("pminfo"), l.HostSpec(), first, second)
+		cmd := exec.Command("perf", append([]string{"stat", "-a", "-x,", "-e", "cpu-clock", "-G", "perfevent-qa-busy", "-e", "cpu-clock", "-G", "perfevent-qa-idle", "--"}, args...)...)
 		cmd.Env = l.Environ()
 		perfOut, err = cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("perf stat: %v\n%s", err, perfOut)
 		}
-	} else {
-		if out, err := exec.Command("sh", "-c", sample, l.lookPath("pminfo"), l.HostSpec(), first, second).CombinedOutput(); err != nil {
-			t.Fatalf("pminfo: %v\n%s", err, out)
-		}
+	} else if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("pminfo: %v\n%s", err, out)
 	}
-	dt := time.Since(start).Seconds()
-	loopRate := float64(cgrouptest.OnCPU(t, loop)-c0) / dt
+	command := float64(time.Since(start))
+	var wall, onCPU [4]float64 // before and after each pminfo
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if i >= len(wall) || len(f) != 4 {
+			t.Fatalf("%s: %q, want 4 lines of a time and schedstat's 3 fields", stats, b)
+		}
+		w, err1 := strconv.ParseUint(f[0], 10, 64)
+		c, err2 := strconv.ParseUint(f[1], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatalf("%s: %v", stats, err)
+		}
+		wall[i], onCPU[i] = float64(w), float64(c)
+	}
 	v0, v1 := parseCgroupValues(t, first), parseCgroupValues(t, second)
 	busyNS, idleNS := float64(v1["/perfevent-qa-busy"]-v0["/perfevent-qa-busy"]), float64(v1["/perfevent-qa-idle"]-v0["/perfevent-qa-idle"])
-	t.Logf("cpu_clock over the window: busy %.4g ns (%.4g ns/s), idle %.4g ns; the loop ran %.4g ns/s", busyNS, busyNS/2, idleNS, loopRate)
-	if r := busyNS / 2; r < 0.9*loopRate || r > 1.1*loopRate {
-		t.Errorf("busy cgroup: cpu_clock %.4g ns/s, want the loop's %.4g ± 10%%", r, loopRate)
+	least, most := onCPU[2]-onCPU[1], wall[3]-wall[0]
+	t.Logf("cpu_clock between the fetches: busy %.4g ns, idle %.4g ns; in that window the loop ran at least %.4g ns (%.2g of a CPU), and it lasted at most %.4g ns", busyNS, idleNS, least, least/(wall[2]-wall[1]), most)
+	if busyNS < 0.9*least || busyNS > 1.02*most {
+		t.Errorf("busy cgroup: cpu_clock grew %.4g ns between the fetches, want between the loop's time on CPU (%.4g ns) and the wall time (%.4g ns)", busyNS, least, most)
 	}
 	if idleNS > 0.1e9 {
 		t.Errorf("idle cgroup: cpu_clock grew %.4g ns in 2 s, want ≈ 0", idleNS)
@@ -94,8 +119,8 @@ func TestLabCgroups(t *testing.T) {
 		t.Logf("perf stat -G over the same window: busy %.4g ns, idle %.4g ns", perf["perfevent-qa-busy"], perf["perfevent-qa-idle"])
 		// perf's window holds the agent's and a little more: the
 		// start of the first pminfo and the end of the second.
-		if p := perf["perfevent-qa-busy"]; p < 0.9*busyNS || p > 1.1*busyNS {
-			t.Errorf("perf stat -G says %.4g ns for the busy cgroup, the agent %.4g:\n%s", p, busyNS, perfOut)
+		if p := perf["perfevent-qa-busy"]; p < 0.9*busyNS || p > 1.02*command {
+			t.Errorf("perf stat -G says %.4g ns for the busy cgroup, want between the agent's %.4g ns over part of its window and the command's %.4g ns of wall time:\n%s", p, busyNS, command, perfOut)
 		}
 		if p := perf["perfevent-qa-idle"]; p > 0.1e9 {
 			t.Errorf("perf stat -G says %.4g ns for the idle cgroup:\n%s", p, perfOut)
