@@ -130,6 +130,12 @@ func (g *generation) closeCgroups() {
 	}
 }
 
+// resumeCgroups enables the per-cgroup counters again and says whether
+// reopenCgroups has work left, which the caller paces.
+func (g *generation) resumeCgroups() (reopen bool) {
+	return g.cg != nil && g.cg.Resume()
+}
+
 func (g *generation) reopenCgroups() {
 	if g.cg != nil {
 		g.cg.Reopen()

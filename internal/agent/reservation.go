@@ -121,35 +121,39 @@ func (a *Agent) reservationChanged(s reservation.Status) {
 				break // the new configuration's counters are open instead
 			}
 		}
-		a.resumeLocked(set)
-		g.reopenCgroups()
+		a.resumeLocked(g)
 	}
 	a.reserved = s.Reserved
 	a.updateState(&s)
 }
 
-// resumeLocked starts the counters again after a reservation; the caller
-// holds a.mu. Enabling what Release disabled is one ioctl per group and
-// is done at once; reopening what it closed (events × CPUs system calls)
-// is paced: a user who takes and drops the lock in a loop must not make
-// the agent reopen every counter and log it hundreds of times a second. A
-// few reopens in a row are immediate; beyond that, one per minReopen, the
-// pace of the C agent's poll.
-func (a *Agent) resumeLocked(set *counter.Set) {
+// resumeLocked starts the counters of g again after a reservation; the
+// caller holds a.mu. Enabling what Release disabled is one ioctl per group
+// and is done at once; reopening what it closed (events × CPUs system
+// calls, for each cgroup too) and rescanning the cgroups is paced: a user
+// who takes and drops the lock in a loop must not make the agent reopen
+// every counter and log it hundreds of times a second. A few reopens in a
+// row are immediate; beyond that, one per minReopen, the pace of the C
+// agent's poll.
+func (a *Agent) resumeLocked(g *generation) {
 	start := time.Now()
-	res, err := set.Resume()
+	res, err := g.set.Resume()
 	if err != nil {
 		a.log.Warningf("resuming counters after perfalloc: %v", err)
 	}
-	if res.Reopen == 0 {
-		if !a.quietCycle {
-			a.log.Infof("counters resumed after perfalloc in %v: %s enabled again",
-				time.Since(start).Round(time.Microsecond), plural(res.Enabled, "descriptor"))
-		}
-		return
+	cgroups := g.resumeCgroups()
+	took := time.Since(start).Round(time.Microsecond)
+	if res.Reopen > 0 || cgroups {
+		a.pace()
 	}
-	a.pace()
-	a.reopenLocked(set, res.Enabled)
+	if res.Reopen > 0 {
+		a.reopenLocked(g.set, res.Enabled)
+	} else if !a.quietCycle {
+		a.log.Infof("counters resumed after perfalloc in %v: %s enabled again", took, plural(res.Enabled, "descriptor"))
+	}
+	if cgroups {
+		g.reopenCgroups()
+	}
 }
 
 // reopenLocked reopens the counters after a reservation; enabled is how

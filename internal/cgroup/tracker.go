@@ -72,6 +72,7 @@ type Tracker struct {
 	members  []*member  // ascending by id
 	reserved bool
 	stopped  bool
+	missed   bool // a rescan was skipped while reserved; opMu
 
 	left      map[string]bool // left out for the cap, as logged; opMu
 	quiet     map[string]bool // failed to open, as logged; opMu
@@ -209,7 +210,8 @@ func (t *Tracker) rescan() {
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
 	if t.stopped || t.reserved {
-		return // Reopen rescans
+		t.missed = t.reserved // Resume asks for the rescan, Reopen makes it
+		return
 	}
 	matched, dirs, truncated := scan(t.o.Hierarchy.Mount, t.o.Patterns)
 	if truncated != t.truncated {
@@ -389,8 +391,37 @@ func (t *Tracker) Close() {
 	}
 }
 
-// Reopen reopens the counters after perfalloc and rescans for what
-// changed meanwhile.
+// Resume starts again, after perfalloc, what Close disabled (one ioctl
+// per group leader, see counter.Set.Resume), and says whether anything is
+// left for Reopen: counters Close had to close (those that hold a PMU
+// counter), or a rescan skipped during the reservation. Resume alone
+// costs nothing worth pacing; Reopen opens descriptors and walks the
+// tree, so a caller paces it as it paces its own reopens: a user who
+// takes and drops the lock in a loop must not make the agent do either
+// on every cycle.
+func (t *Tracker) Resume() (reopen bool) {
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	t.mu.Lock()
+	members := slices.Clone(t.members)
+	t.mu.Unlock()
+	for _, m := range members {
+		res, err := m.set.Resume()
+		if err != nil {
+			t.o.Debugf("cgroups: %s: %v", m.path, err)
+		}
+		reopen = reopen || res.Reopen > 0
+	}
+	t.mu.Lock()
+	t.reserved = false
+	t.mu.Unlock()
+	reopen = reopen || t.missed
+	t.missed = false
+	return reopen
+}
+
+// Reopen reopens the counters after perfalloc (after Resume, or straight
+// after Close) and rescans for what changed meanwhile.
 func (t *Tracker) Reopen() {
 	t.opMu.Lock()
 	t.mu.Lock()

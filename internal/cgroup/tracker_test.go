@@ -211,6 +211,68 @@ func TestTrackerReservation(t *testing.T) {
 	}
 }
 
+// Resume enables the software counters at once and leaves for Reopen,
+// which the agent paces, only what needs system calls by the dozen: the
+// counters Close had to close, and a rescan skipped while reserved.
+func TestTrackerResume(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a")
+	f := &fakes{by: map[string]*countertest.Opener{}}
+	var logs []string
+	tr := newTestTracker(t, root, 0, f, &logs)
+	tr.Start()
+	a := f.get("a")
+	opens := a.Opens()
+
+	tr.Close()
+	mkdirs(t, root, "b") // no rescan sees it while reserved
+	if tr.Resume() {
+		t.Error("Resume after a reservation that skipped nothing asks for a Reopen")
+	}
+	if a.CountingNow() != 6 || a.Opens() != opens {
+		t.Errorf("after Resume %d descriptors count and %d were opened, want 6 and none", a.CountingNow(), a.Opens()-opens)
+	}
+	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/a"}) {
+		t.Errorf("instances after Resume %q, want [/a]: the next rescan, not Resume, finds /b", got)
+	}
+
+	tr.Close()
+	tr.rescan() // skipped
+	if !tr.Resume() {
+		t.Fatal("Resume after a skipped rescan does not ask for a Reopen")
+	}
+	tr.Reopen()
+	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/a", "/b"}) {
+		t.Errorf("instances after Reopen %q, want [/a /b]", got)
+	}
+	if tr.Close(); tr.Resume() {
+		t.Error("the skipped rescan is asked for again after Reopen made it")
+	}
+
+	// A counter that holds a PMU counter is closed by Close, so it needs
+	// the Reopen.
+	root = t.TempDir()
+	mkdirs(t, root, "hw")
+	tr = newTestTracker(t, root, 0, f, &logs)
+	tr.o.Events = append(slices.Clone(testEvents), Event{Name: "cycles", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES}})
+	tr.Start()
+	hw := f.get("hw")
+	if hw.OpenNow() != 9 {
+		t.Fatalf("%d descriptors open for 3 events on 3 CPUs, want 9", hw.OpenNow())
+	}
+	tr.Close()
+	if !tr.Resume() {
+		t.Fatal("Resume with closed hardware counters does not ask for a Reopen")
+	}
+	if hw.OpenNow() != 6 || hw.CountingNow() != 6 {
+		t.Errorf("after Resume %d descriptors open and %d counting, want the 6 software ones", hw.OpenNow(), hw.CountingNow())
+	}
+	tr.Reopen()
+	if hw.OpenNow() != 9 || hw.CountingNow() != 9 {
+		t.Errorf("after Reopen %d descriptors open and %d counting, want 9", hw.OpenNow(), hw.CountingNow())
+	}
+}
+
 func TestTrackerVanishedQuietly(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "a", "b")
