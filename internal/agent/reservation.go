@@ -195,14 +195,17 @@ func (a *Agent) reopenLocked(set *counter.Set, enabled int) {
 	}
 }
 
-// updateState writes the state file; s is nil when only the events changed.
+// updateState has the state file rewritten; s is nil when only the events
+// changed.
 // The caller holds a.mu.
 func (a *Agent) updateState(s *reservation.Status) {
 	if a.state == nil {
 		return
 	}
 	events := a.events()
-	err := a.state.Update(func(st *reservation.State) {
+	// Posted, not written here: this runs on the lock watcher's thread,
+	// which must not wait for the file system.
+	a.state.Post(func(st *reservation.State) {
 		if s != nil {
 			counters := reservation.CountersOpen
 			if s.Reserved {
@@ -215,10 +218,7 @@ func (a *Agent) updateState(s *reservation.Status) {
 			st.Holders = append(st.Holders[:0], s.Holders...)
 		}
 		st.Events = events
-	})
-	if err != nil {
-		a.log.Warningf("state file: %v", err)
-	}
+	}, func(err error) { a.log.Warningf("state file: %v", err) })
 }
 
 // events describes every configured event for the state file.

@@ -186,11 +186,17 @@ func WriteState(path string, s *State) error {
 }
 
 func writeState(d *Directory, name string, s *State) error {
-	data, err := json.MarshalIndent(s, "", "  ")
+	data, err := encodeState(s)
 	if err != nil {
 		return fmt.Errorf("state file %s: %w", filepath.Join(d.path, name), err)
 	}
-	return d.replace(name, append(data, '\n'))
+	return d.replace(name, data)
+}
+
+// encodeState is the state file's content for s.
+func encodeState(s *State) ([]byte, error) {
+	data, err := json.MarshalIndent(s, "", "  ")
+	return append(data, '\n'), err
 }
 
 // ReadState reads and decodes the state file. A missing file gives an
@@ -235,9 +241,14 @@ type StateFile struct {
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	posted  chan struct{} // a Post's change awaits its write
 
-	mu    sync.Mutex
-	state State
+	// writeMu orders the writes, so that the file's generation only goes
+	// up; it is taken before mu, which guards the state itself.
+	writeMu sync.Mutex
+	mu      sync.Mutex
+	state   State
+	failed  func(error) // the last Post's, until a write carries its change
 }
 
 // NewStateFile writes the initial state to path and starts the periodic
@@ -285,6 +296,7 @@ func newStateFile(d *Directory, name string, initial State, refresh time.Duratio
 		refresh: refresh,
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+		posted:  make(chan struct{}, 1),
 		state:   initial,
 	}
 	if err := f.Update(func(*State) {}); err != nil {
@@ -306,11 +318,51 @@ func (f *StateFile) Path() string { return filepath.Join(f.dir.path, f.name) }
 // the pointer.
 func (f *StateFile) Update(fn func(*State)) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	fn(&f.state)
+	f.mu.Unlock()
+	failed, err := f.write()
+	if err != nil && failed != nil {
+		failed(err) // a Post's change was in it too
+	}
+	return err
+}
+
+// Post changes the state as Update does and leaves the write to the
+// StateFile's own goroutine, which writes the newest state once for any
+// number of Posts made meanwhile. It is for callers that must not wait for
+// the file system: the lock watcher reports a reservation through it, and
+// on a busy ext4 the rename over the old file took 20-740 ms, during which
+// the watcher would look at the lock no more. If the write that carries
+// the change fails, failed (if not nil) is called with the error, on the
+// StateFile's goroutine.
+func (f *StateFile) Post(fn func(*State), failed func(error)) {
+	f.mu.Lock()
+	fn(&f.state)
+	f.failed = failed
+	f.mu.Unlock()
+	select {
+	case f.posted <- struct{}{}:
+	default: // a write is due already, and will carry this change
+	}
+}
+
+// write numbers, stamps and writes the current state, and returns the
+// failed of the last Post it carries. The state is encoded under mu and
+// written outside it, so that a Post waits for no write.
+func (f *StateFile) write() (failed func(error), err error) {
+	f.writeMu.Lock()
+	defer f.writeMu.Unlock()
+	f.mu.Lock()
 	f.state.Generation++
 	f.state.Written = time.Now()
-	return writeState(f.dir, f.name, &f.state)
+	data, err := encodeState(&f.state)
+	failed = f.failed
+	f.failed = nil
+	f.mu.Unlock()
+	if err != nil {
+		return failed, fmt.Errorf("state file %s: %w", f.Path(), err)
+	}
+	return failed, f.dir.replace(f.name, data)
 }
 
 func (f *StateFile) refresher() {
@@ -321,10 +373,16 @@ func (f *StateFile) refresher() {
 		select {
 		case <-f.stop:
 			return
+		case <-f.posted:
+			if failed, err := f.write(); err != nil && failed != nil {
+				failed(err)
+			}
 		case <-t.C:
-			// An error here repeats on the next Update, where the caller
+			// An error here repeats on the next write, where the caller
 			// sees it; a heartbeat has nobody to tell.
-			f.Update(func(*State) {})
+			if failed, err := f.write(); err != nil && failed != nil {
+				failed(err) // it carried a Post's change
+			}
 		}
 	}
 }
@@ -334,8 +392,8 @@ func (f *StateFile) refresher() {
 func (f *StateFile) Close() error {
 	f.once.Do(func() { close(f.stop) })
 	<-f.done
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.writeMu.Lock()
+	defer f.writeMu.Unlock()
 	// Removed while the directory is still ours: the next owner's
 	// first write cannot come before this.
 	err := f.dir.remove(f.name)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,6 +163,67 @@ func TestStateFileRefreshes(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Close left the state file: %v", err)
+	}
+}
+
+// Post does not wait for a write under way, which is what the lock watcher
+// needs of it; the posts made meanwhile are written together (at most one
+// write each for the one under way and the one due), the newest state
+// last, and a failed write is reported to the Post whose change it
+// carried.
+func TestStateFilePost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.state")
+	sf, err := NewStateFile(path, State{Program: "pmdaperfevent", Counters: CountersOpen}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	before, err := ReadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failures := make(chan error, 8)
+	failed := func(err error) { failures <- err }
+
+	sf.writeMu.Lock() // a write that takes its time
+	posted := make(chan struct{})
+	go func() {
+		sf.Post(func(s *State) { s.Counters = CountersReleased; s.Holders = []int{7} }, failed)
+		sf.Post(func(s *State) { s.Holders = []int{7, 8} }, failed)
+		close(posted)
+	}()
+	select {
+	case <-posted:
+	case <-time.After(patience):
+		sf.writeMu.Unlock()
+		t.Fatal("Post waited for the write under way")
+	}
+	if s, _ := ReadState(path); s.Generation != before.Generation {
+		t.Errorf("written while a write was under way: %+v", s)
+	}
+	sf.writeMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	s, err := WaitState(ctx, path, 0, func(s *State) bool { return slices.Equal(s.Holders, []int{7, 8}) })
+	if err != nil || s.Counters != CountersReleased || s.Generation > before.Generation+2 {
+		t.Errorf("after two posts: %+v, %v; want both changes, in at most two writes (generation %d)", s, err, before.Generation+2)
+	}
+	select {
+	case err := <-failures:
+		t.Errorf("a write that worked reported %v", err)
+	default:
+	}
+
+	// A directory that is gone makes the write fail, and the Post hears.
+	sf.dir.Close()
+	sf.Post(func(s *State) { s.Holders = nil }, failed)
+	select {
+	case err := <-failures:
+		if !strings.Contains(err.Error(), "state directory "+filepath.Dir(path)) {
+			t.Errorf("a failed posted write: %v, want it to name the state directory", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("a failed posted write was never reported")
 	}
 }
 
