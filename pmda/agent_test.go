@@ -700,6 +700,9 @@ func TestLockDirectoryComesBack(t *testing.T) {
 			f, _ := os.Open(h.lock)
 			lk := unix.Flock_t{Type: unix.F_RDLCK, Start: 0, Len: 1}
 			unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+			// Seen: the warning below may be older, from a rebuild (a
+			// CPU that came back online since the start does that).
+			h.waitLog(t, "counters released for perfalloc")
 			h.waitLog(t, "state directory "+reservation.StateDir(h.lock)+" is missing, and the agent (uid "+nobody.Uid+") cannot make it in "+lockDir+
 				": perfalloc cannot confirm releases until the agent restarts, or root makes it: install -d -o "+nobody.Uid+" -g "+nobody.Gid+" -m 0755 "+reservation.StateDir(h.lock))
 			f.Close()

@@ -106,12 +106,15 @@ func TestKernelGroupReads(t *testing.T) {
 		}
 		return vals
 	}
+	w1 := window{start: time.Now()}
 	v1 := read()
-	t1 := time.Now()
+	w1.end = time.Now()
 	busyEveryCPU(t, cpus)
 	time.Sleep(50 * time.Millisecond)
+	w2 := window{start: time.Now()}
 	v2 := read()
-	checkCounting(t, s, specs, v1, v2, uint64(time.Since(t1)), sum.FDs)
+	w2.end = time.Now()
+	checkCounting(t, s, specs, v1, v2, w1, w2, sum.FDs)
 
 	// Close and reopen the groups: every descriptor goes and comes back,
 	// and the members count again.
@@ -214,14 +217,24 @@ func TestKernelCgroupMSRInGroup(t *testing.T) {
 		}
 		return clock, tsc
 	}
+	// The loop's run time is read on both sides of each reading, which
+	// brackets what cpu-clock may count however long the test's thread
+	// waits for a CPU in between (a factor around one read of it was not
+	// enough on a busy machine). schedstat adds the running task's time
+	// at the scheduler's tick, so each side may be a tick or two behind.
+	const tickSlack = 10 * time.Millisecond
+	r1a := cgrouptest.OnCPU(t, pid)
 	c1, t1 := total()
-	ran := cgrouptest.OnCPU(t, pid)
+	r1b := cgrouptest.OnCPU(t, pid)
 	time.Sleep(300 * time.Millisecond)
+	r2a := cgrouptest.OnCPU(t, pid)
 	c2, t2 := total()
-	ran = cgrouptest.OnCPU(t, pid) - ran
+	r2b := cgrouptest.OnCPU(t, pid)
 	clock, tsc := float64(c2-c1), float64(t2-t1)
-	if clock < 0.5*float64(ran) || clock > 1.5*float64(ran) {
-		t.Errorf("cpu-clock grew %.4g ns while the loop ran %d ns", clock, ran)
+	least, most := time.Duration(r2a-r1b), time.Duration(r2b-r1a)
+	low, high := time.Duration(float64(least)*(1-clockSlack))-tickSlack, time.Duration(float64(most)*(1+clockSlack))+tickSlack
+	if d := time.Duration(c2 - c1); c2 < c1 || d < low || d > high {
+		t.Errorf("cpu-clock grew %v while the loop ran %v to %v", d, least, most)
 	}
 	ghz := tsc / clock
 	t.Logf("the cgroup ran %.4g ns of cpu-clock, %.4g msr/tsc ticks: %.3g GHz", clock, tsc, ghz)

@@ -187,12 +187,29 @@ func checksDuring(w *Watcher, d time.Duration) int64 {
 	return w.checks.Load() - before
 }
 
-// With a 10 ms poll, 500 ms hold 50 polls; a loaded machine may lose many
-// of them but not 40. The slow interval is an hour, so its windows should
-// see none, plus a few of the follow-ups of a late hint.
+// waitChecks waits until the watcher has made n more checks. At a 10 ms
+// poll that takes n polls; at the slow interval (an hour) or the unsure
+// one (a second) it does not happen within patience. How many checks a
+// window of time holds is not asked: on a busy machine, or when the test
+// process stalls, the watcher's thread can miss hundreds of milliseconds
+// (CI saw 2 checks where 50 were due), and its pace is a matter for the
+// benchmarks, the choice of interval for the schedule tests.
+func waitChecks(t *testing.T, w *Watcher, n int64, why string) {
+	t.Helper()
+	before := w.checks.Load()
+	for deadline := time.Now().Add(patience); w.checks.Load()-before < n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d checks in %v, want %d", why, w.checks.Load()-before, patience, n)
+		}
+	}
+}
+
+// The slow interval is an hour, so a window of it should see no check but
+// a few of the follow-ups of a late hint: a loaded machine makes fewer
+// checks, never more.
 const (
 	window        = 500 * time.Millisecond
-	minFastChecks = 10
+	fastChecks    = 10
 	maxSlowChecks = 3
 )
 
@@ -234,8 +251,9 @@ func TestWatcherAdaptivePoll(t *testing.T) {
 
 	o := startOpener(t, path, "open")
 	waitInterval(t, w, fast, "a helper has the file open")
-	if n := checksDuring(w, window); n < minFastChecks {
-		t.Errorf("opened elsewhere: %d checks in %v, want at least %d", n, window, minFastChecks)
+	waitChecks(t, w, fastChecks, "opened elsewhere")
+	if got := w.poll(); got != fast {
+		t.Errorf("opened elsewhere, after %d checks: poll interval %v, want %v", fastChecks, got, fast)
 	}
 
 	o.reserve(t, ch)
@@ -279,10 +297,11 @@ func TestWatcherIdlePollIsTheSafetyNet(t *testing.T) {
 	waitInterval(t, w, slow, "nobody else has the file open")
 
 	o := startOpener(t, path, "open")
-	time.Sleep(denseFor + 50*time.Millisecond) // past the dense checks after the open
-	if got := w.poll(); got != slow {
-		t.Fatalf("missed open: poll interval %v, want %v", got, slow)
-	}
+	// Past the dense checks after the open, the interval is slow again
+	// (counted, the open would keep it fast). The open hint may be taken
+	// late on a busy machine, and its dense checks end denseFor after.
+	time.Sleep(denseFor)
+	waitInterval(t, w, slow, "missed open")
 	o.reserve(t, ch)
 	o.release(t, ch)
 	waitInterval(t, w, slow, "a rescan after the unexpected close")
@@ -294,9 +313,7 @@ func TestWatcherNoNotifyPollsFast(t *testing.T) {
 	if got := w.poll(); got != fast {
 		t.Errorf("poll interval %v, want %v", got, fast)
 	}
-	if n := checksDuring(w, window); n < minFastChecks {
-		t.Errorf("%d checks in %v, want at least %d", n, window, minFastChecks)
-	}
+	waitChecks(t, w, fastChecks, "no inotify")
 }
 
 func TestWatcherRecreatedFileCountsAfresh(t *testing.T) {

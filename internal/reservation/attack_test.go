@@ -222,6 +222,52 @@ func TestWatcherUnderAttackIsBounded(t *testing.T) {
 	}
 }
 
+// A flood is told by the rate of the events, not by how many one read
+// brings: a read that comes late (the watcher's thread waited for a CPU, or
+// its callback for the agent) finds all the events of that time, and a
+// loop of perfalloc runs is no flood. The inotify queue is real, the clock
+// of the reads is the test's.
+func TestWatcherLateReadIsNoFlood(t *testing.T) {
+	path, lf := tempLockFile(t)
+	w := newWatcher(lf, Options{}, func(Status) {})
+	if err := w.startNotify(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.stopNotify)
+	flood := func() bool {
+		w.users.mu.Lock()
+		defer w.users.mu.Unlock()
+		return w.users.flood
+	}
+	// Each cycle is two events, an open and a close, which do not merge.
+	const cycles = floodEvents
+	openClose := func() {
+		for range cycles {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	buf := make([]byte, notifyBufSize)
+	t0 := time.Now()
+	w.readEvents(buf, t0)
+
+	openClose()
+	late := t0.Add(time.Duration(2*cycles) * time.Second / 1000) // 1000 a second
+	w.readEvents(buf, late)
+	if flood() {
+		t.Fatalf("%d events read %v after the last read: taken for a flood", 2*cycles, late.Sub(t0))
+	}
+
+	openClose()
+	w.readEvents(buf, late.Add(DefaultOpenPoll))
+	if !flood() {
+		t.Fatalf("%d events read %v after the last read: not taken for a flood", 2*cycles, DefaultOpenPoll)
+	}
+}
+
 // In a flood the watcher stops watching closes; reservations are still
 // seen (the open is a hint, the end a poll), and once opens pause for
 // floodQuiet it watches closes and counts users again.

@@ -167,7 +167,8 @@
 // Checks that hints ask for come at most one per millisecond, from
 // a bucket of 200 that refills at 50 a second, and then one per OpenPoll;
 // the inotify queue is read at the same pace. A flood of events (more than
-// 128 in one read) stops the watch on closes until opens pause for a
+// 128 in one read, at more than 32,000 a second) stops the watch on closes
+// until opens pause for a
 // second: identical events still queued merge, so a loop of opens is then
 // one event per read, and the count of users is given up for that time
 // (Poll, and the dense checks after each open). attack_test.go measures the

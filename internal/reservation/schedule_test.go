@@ -24,14 +24,26 @@ func schedWatcher(t *testing.T, others int, t0 time.Time) (string, *Watcher) {
 	path, lf := tempLockFile(t)
 	w := newWatcher(lf, Options{}, func(st Status) {})
 	w.note = &notifier{fd: -1, fileWD: -1} // events come from the test only
-	// Namings finish at once, and the next step takes them.
-	w.startNaming = func(n naming) { w.named <- w.readHolders(n) }
+	// Namings finish at once, and the next step takes them. Their cost,
+	// which sets when the next one may start, is the test's too: the read
+	// of /proc/locks is real, but its CPU time on a busy machine or under
+	// qemu-user (7 ms, which puts the next naming 350 ms off) is not.
+	w.startNaming = func(n naming) {
+		n = w.readHolders(n)
+		n.took = namingCost
+		w.named <- n
+	}
 	w.users.known, w.users.delta = true, others
 	long := t0.Add(-time.Second)
 	w.lastCheck, w.lastEnsure, w.tokensAt, w.openAt, w.next = long, t0, t0, long, t0
 	w.current = Status{Since: long}
 	return path, w
 }
+
+// namingCost is the CPU time the schedule tests give each read of
+// /proc/locks: a tenth of a millisecond, as on an idle machine, so the
+// budget between namings is namingGap.
+const namingCost = 100 * time.Microsecond
 
 // stepAt runs a step at now and returns how long after now the next check
 // is due.
@@ -197,8 +209,7 @@ func TestScheduleNamesALateSecondHolder(t *testing.T) {
 	}
 	second := startHolder(t, path, false)
 	defer second.release(t)
-	// Until the naming after the window, which the budget may put off
-	// further on a slow machine (a read of /proc/locks under qemu-user).
+	// Until the naming after the window.
 	for now := t0.Add(densePoll); w.nameStale || w.naming || now.Before(t0.Add(denseFor)); now = w.next {
 		if now.Sub(t0) > time.Minute {
 			t.Fatalf("a minute after the open the holders are still to be named (%v)", w.Current().Holders)

@@ -71,13 +71,23 @@ const (
 // A loop of opens and closes makes hundreds of thousands of events a
 // second, and reading them would take most of a core even when they are
 // taken thousands at a time. So when one read brings more than floodEvents,
-// the Watcher stops watching closes: inotify merges an event into an
-// identical one still queued, so a run of opens is then one event per read.
-// Without closes nobody is counted, so the Watcher polls at Poll, with the
-// dense checks after each open hint, until floodQuiet passes without one;
-// then it watches closes again and counts afresh.
+// at more than floodRate a second since the read before, the Watcher stops
+// watching closes: inotify merges an event into an identical one still
+// queued, so a run of opens is then one event per read. Without closes
+// nobody is counted, so the Watcher polls at Poll, with the dense checks
+// after each open hint, until floodQuiet passes without one; then it
+// watches closes again and counts afresh.
+//
+// The rate matters, not the number alone: a read that comes late (the
+// watcher's thread waited for a CPU, or its callback took 200 ms on a busy
+// machine) finds all the events of that time, and a shell loop of
+// perfalloc runs, a few thousand events a second, is no flood. floodRate
+// is floodEvents per DefaultOpenPoll, the pace of the reads when they are
+// on time; a real flood late for one read is seen at the next, which comes
+// a read gap later, full.
 const (
 	floodEvents   = 128
+	floodRate     = floodEvents * float64(time.Second) / float64(DefaultOpenPoll)
 	floodQuiet    = time.Second
 	floodLogEvery = time.Hour
 )
@@ -477,12 +487,13 @@ func (w *Watcher) event(ev notifyEvent) {
 // kernel queues up to fs.inotify.max_queued_events, 16384 by default, and
 // reports an overflow beyond).
 func (w *Watcher) readEvents(buf []byte, now time.Time) {
+	since := now.Sub(w.readAt)
 	w.readAt = now
 	n, err := w.note.readNow(buf)
 	if err != nil {
 		w.problem(fmt.Errorf("lock file %s: %w", w.lf.Path(), err))
 	}
-	if n > floodEvents {
+	if n > floodEvents && float64(n) > floodRate*since.Seconds() {
 		w.flooded(n)
 	}
 }
