@@ -930,7 +930,7 @@ def read_state(lock):
     return None
 
 
-def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1):
+def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
     """Take and drop an F_RDLCK on byte 0 of the agent's lock file, as
     perfalloc does, at random moments (0 to gap seconds apart), and time
     from outside (through pmcd) how long the agent takes to release its
@@ -949,7 +949,11 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1):
     bound, "width" the bracket, the probe's resolution for that cycle, and
     "answer" the time the first new answer reached this process, which is
     what the bench reported before and includes this process's own
-    scheduling after pmcd replied."""
+    scheduling after pmcd replied.
+
+    The probe asks flat out unless pace_ns is set: then it sleeps until
+    pace_ns after its last request, as a client that is not a busy loop
+    would."""
     c = slot.client
     lock = slot.lock
     if not os.path.exists(lock):
@@ -957,12 +961,20 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1):
     parts = {"request": [], "reply": [], "loop": []}
     periods = []
 
+    last_sent = [0]
+
     def sample():
+        if pace_ns:
+            wait = last_sent[0] + pace_ns - time.time_ns()
+            if wait > 0:
+                time.sleep(wait / 1e9)
         try:
-            return c.sample()
+            st = c.sample()
         except pmapi.pmErr:
             t = time.time_ns()
-            return None, None, t, t, t
+            st = None, None, t, t, t
+        last_sent[0] = st[2]
+        return st
 
     def poll_until(pred, t_ref):
         """Samples until pred holds; (seen, lower, answer) in ms after t_ref
@@ -1030,20 +1042,22 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1):
         if w_unlock is not None:
             agent_view("resume", "open", w_unlock)
         fd = os.open(lock, os.O_RDONLY)
+        # The times are taken before the calls: the agent, woken by the
+        # call, may well run before this process gets its CPU back.
+        w_lock = time.time_ns()
         try:
             fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0, os.SEEK_SET)
         except OSError:
             os.close(fd)
             raise
-        w_lock = time.time_ns()
         r = poll_until(lambda s: s[0] == 0, w_lock)
         record("release", r)
         frozen = r[3][1]
         poll_for(rng.uniform(0.0, gap))
         agent_view("release", "released", w_lock)
+        w_unlock = time.time_ns()
         fcntl.lockf(fd, fcntl.LOCK_UN, 1, 0, os.SEEK_SET)
         os.close(fd)
-        w_unlock = time.time_ns()
         record("resume", poll_until(lambda s: counting(s) or (s[1] is not None and s[1] != frozen), w_unlock))
         # The C agent reports active=0 on its first fetch after re-enabling;
         # settle so that the next cycle starts from "counting".
@@ -1275,6 +1289,7 @@ def main():
     # of the C agent's 100 ms check.
     perfalloc_gap = env_num("BENCH_PERFALLOC_GAP_MS", 100, 100, q) / 1000.0
     probe_nice = env_num("BENCH_PROBE_NICE", 0, 0, q, int)
+    probe_pace_ns = int(env_num("BENCH_PROBE_PACE_US", 0, 0, q) * 1000)
     warm = env_num("BENCH_RSS_WARMUP", 1000, 1000, q, int)
     measures = [m.strip() for m in o.measures.split(",") if m.strip()]
     for m in measures:
@@ -1471,9 +1486,10 @@ def main():
                 continue
             busy = measure == "perfalloc-busy"
             suffix = "_busy" if busy else ""
-            log("\n== 5%s. perfalloc reaction%s, %d cycles per agent, ms (lock → active=0; unlock → counting)%s" % (
+            log("\n== 5%s. perfalloc reaction%s, %d cycles per agent, ms (lock → active=0; unlock → counting)%s%s" % (
                 "b" if busy else "", ", one busy process per CPU competing" if busy else "", cycles,
-                "; the probe at nice %d" % probe_nice if probe_nice else ""))
+                "; the probe at nice %d" % probe_nice if probe_nice else "",
+                "; the probe asks every %.0f µs" % (probe_pace_ns / 1e3) if probe_pace_ns else ""))
             r = {}
             for s in slots:  # one at a time: the poll loop is the resolution
                 spin = busy_processes() if busy else []
@@ -1484,7 +1500,7 @@ def main():
                         os.setpriority(os.PRIO_PROCESS, 0, probe_nice)
                     try:
                         r[s.label] = run("the %s measure (%s)" % (measure, s.label),
-                                         lambda: measure_perfalloc(s, cycles, 3.0, rng, perfalloc_gap))
+                                         lambda: measure_perfalloc(s, cycles, 3.0, rng, perfalloc_gap, probe_pace_ns))
                     finally:
                         if probe_nice:
                             os.setpriority(os.PRIO_PROCESS, 0, 0)
@@ -1525,9 +1541,10 @@ def main():
                 if any(v and v["n"] for v in av):
                     lines.append("perfalloc_%s_agent_p99_ms%s %s" % (k, suffix, " ".join(
                         "%s=%s(n=%d)" % (l, fmt(v["p99"]), v["n"]) for l, v in zip(("go", "c"), av) if v and v["n"])))
-            lines.append("perfalloc_probe_period_p99_us%s go=%s c=%s cycles=%d%s" % (
+            lines.append("perfalloc_probe_period_p99_us%s go=%s c=%s cycles=%d%s%s" % (
                 suffix, fmt(r["go"]["poll_us"]["p99"]), fmt(r["c"]["poll_us"]["p99"]), cycles,
-                " probe_nice=%d" % probe_nice if probe_nice else ""))
+                " probe_nice=%d" % probe_nice if probe_nice else "",
+                " probe_pace_us=%.0f" % (probe_pace_ns / 1e3) if probe_pace_ns else ""))
         for measure in ("startup", "restart"):
             if measure not in measures:
                 continue
