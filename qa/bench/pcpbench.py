@@ -991,11 +991,11 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
                 periods.append(sent - prev[2])
             if pred(st):
                 seen = min(max(stamp, sent), got)
-                return (seen - t_ref) / 1e6, (lower - t_ref) / 1e6, (got - t_ref) / 1e6, st
+                return (seen - t_ref) / 1e6, (lower - t_ref) / 1e6, (got - t_ref) / 1e6, st, (sent - t_ref) / 1e6
             lower = max(lower, sent)
             prev = st
             if got - t_ref > timeout * 1e9:
-                return None, None, None, st
+                return None, None, None, st, None
 
     def poll_for(seconds):
         end = time.perf_counter() + seconds
@@ -1014,11 +1014,15 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
     agent = {"release": [], "resume": []}
     timeouts = {"release": 0, "resume": 0}
 
+    raw = []
+
     def record(k, r):
-        hi, lo, got, _ = r
+        hi, lo, got, _, sent = r
         if hi is None:
             timeouts[k] += 1
             return
+        # For results.json: where a slow cycle's time went.
+        raw.append((k, round(lo, 3), round(sent, 3), round(hi, 3), round(got, 3)))
         seen[k].append(hi)
         mid[k].append((hi + lo) / 2)
         width[k].append(hi - lo)
@@ -1071,6 +1075,7 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
         "timeouts": timeouts,
         "poll_us": stats([p / 1e3 for p in periods]),
         "probe_us": {k: stats([v / 1e3 for v in vals]) for k, vals in parts.items()},
+        "cycles_ms": {"columns": ["transition", "lower", "request sent", "seen (pmcd's stamp)", "answer"], "rows": raw},
     }
     for k in ("release", "resume"):
         out[k] = stats(seen[k])
