@@ -1014,7 +1014,7 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
     agent = {"release": [], "resume": []}
     timeouts = {"release": 0, "resume": 0}
 
-    raw = []
+    raw, latest = [], {}
 
     def record(k, r):
         hi, lo, got, _, sent = r
@@ -1022,7 +1022,8 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
             timeouts[k] += 1
             return
         # For results.json: where a slow cycle's time went.
-        raw.append((k, round(lo, 3), round(sent, 3), round(hi, 3), round(got, 3)))
+        latest[k] = [k, round(lo, 3), round(sent, 3), round(hi, 3), round(got, 3), None]
+        raw.append(latest[k])
         seen[k].append(hi)
         mid[k].append((hi + lo) / 2)
         width[k].append(hi - lo)
@@ -1037,6 +1038,9 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
             since = parse_go_time(state.get("since"))
             if since is not None:
                 agent[k].append(since * 1000.0 - t_ref / 1e6)
+                if latest.get(k):
+                    latest[k][5] = round(agent[k][-1], 3)
+        latest[k] = None
 
     if poll_until(counting, time.time_ns())[0] is None:
         raise BenchError("%s: perfevent.active never became > 0 before the perfalloc cycles" % slot.label)
@@ -1075,7 +1079,7 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
         "timeouts": timeouts,
         "poll_us": stats([p / 1e3 for p in periods]),
         "probe_us": {k: stats([v / 1e3 for v in vals]) for k, vals in parts.items()},
-        "cycles_ms": {"columns": ["transition", "lower", "request sent", "seen (pmcd's stamp)", "answer"], "rows": raw},
+        "cycles_ms": {"columns": ["transition", "lower", "request sent", "seen (pmcd's stamp)", "answer", "agent's view"], "rows": raw},
     }
     for k in ("release", "resume"):
         out[k] = stats(seen[k])
