@@ -959,6 +959,9 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
     if not os.path.exists(lock):
         raise BenchError("%s: lock file %s does not exist" % (slot.label, lock))
     parts = {"request": [], "reply": [], "loop": []}
+    # The same for the samples between transitions, when the agent has
+    # nothing to do but answer: a baseline for the parts above.
+    steady = {"request": [], "reply": []}
     periods = []
 
     last_sent = [0]
@@ -1002,6 +1005,8 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
         last = None
         while time.perf_counter() < end:
             last = sample()
+            steady["request"].append(last[3] - last[2])
+            steady["reply"].append(last[4] - last[3])
         return last
 
     def counting(st):
@@ -1079,6 +1084,7 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
         "timeouts": timeouts,
         "poll_us": stats([p / 1e3 for p in periods]),
         "probe_us": {k: stats([v / 1e3 for v in vals]) for k, vals in parts.items()},
+        "steady_us": {k: stats([v / 1e3 for v in vals]) for k, vals in steady.items()},
         "cycles_ms": {"columns": ["transition", "lower", "request sent", "seen (pmcd's stamp)", "answer", "agent's view"], "rows": raw},
     }
     for k in ("release", "resume"):
@@ -1531,6 +1537,9 @@ def main():
                     " + answer→next request %.0f/%.0f; lock %s" % (
                         s.label, x["poll_us"]["median"], x["poll_us"]["p99"], pu["request"]["median"], pu["request"]["p99"],
                         pu["reply"]["median"], pu["reply"]["p99"], pu["loop"]["median"], pu["loop"]["p99"], x["lock"]))
+                su = x["steady_us"]
+                log("%-3s between transitions, µs median/p99: request→stamp %.0f/%.0f, stamp→answer %.0f/%.0f" % (
+                    s.label, su["request"]["median"], su["request"]["p99"], su["reply"]["median"], su["reply"]["p99"]))
                 for k in ("agent_view_release", "agent_view_resume"):
                     if k in x and x[k]["n"]:
                         st = x[k]
@@ -1550,6 +1559,9 @@ def main():
                 if any(v and v["n"] for v in av):
                     lines.append("perfalloc_%s_agent_p99_ms%s %s" % (k, suffix, " ".join(
                         "%s=%s(n=%d)" % (l, fmt(v["p99"]), v["n"]) for l, v in zip(("go", "c"), av) if v and v["n"])))
+            lines.append("perfalloc_request_p99_us%s go=%s c=%s (request→pmcd's stamp near the transitions; between them go=%s c=%s)" % (
+                suffix, fmt(r["go"]["probe_us"]["request"]["p99"]), fmt(r["c"]["probe_us"]["request"]["p99"]),
+                fmt(r["go"]["steady_us"]["request"]["p99"]), fmt(r["c"]["steady_us"]["request"]["p99"])))
             lines.append("perfalloc_probe_period_p99_us%s go=%s c=%s cycles=%d%s%s" % (
                 suffix, fmt(r["go"]["poll_us"]["p99"]), fmt(r["c"]["poll_us"]["p99"]), cycles,
                 " probe_nice=%d" % probe_nice if probe_nice else "",
