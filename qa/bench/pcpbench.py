@@ -980,8 +980,9 @@ def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
         return st
 
     def poll_until(pred, t_ref):
-        """Samples until pred holds; (seen, lower, answer) in ms after t_ref
-        (ns, wall clock), or Nones on a timeout, and the last sample."""
+        """Samples until pred holds: (seen, lower, answer, the last sample,
+        its request's send time), times in ms after t_ref (ns, wall clock);
+        the times are None on a timeout."""
         lower = t_ref
         prev = None
         while True:
