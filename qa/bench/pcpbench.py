@@ -647,16 +647,28 @@ class Client:
     def probe(self):
         """(perfevent.active, cpu_clock of the first instance); None where
         there is no value."""
+        return self.sample()[:2]
+
+    def sample(self):
+        """probe() with its times, in ns of the wall clock (pmcd stamps its
+        results with gettimeofday): (active, value, sent, stamp, received).
+        sent is taken just before the request goes out, received just after
+        the answer is decoded, and stamp is pmcd's timestamp of the result,
+        which pmcd takes after the agent has answered and before it replies,
+        so that it bounds from above when the agent's answer was made
+        without the time this process takes to be scheduled and read it."""
+        t0 = time.time_ns()
         r = self.ctx.pmFetch(self.probe_ids)
         try:
             res = r.contents
+            stamp = res.timestamp.tv_sec * 1000000000 + res.timestamp.tv_usec * 1000
             active = value = None
             if res.get_numval(0) > 0:
                 active = res.get_vlist(0, 0).value.lval
             if res.get_numval(1) > 0:
                 value = self.ctx.pmExtractValue(res.get_valfmt(1), res.get_vlist(1, 0),
                                                 c_api.PM_TYPE_64, c_api.PM_TYPE_64).ll
-            return active, value
+            return active, value, t0, stamp, time.time_ns()
         finally:
             self.ctx.pmFreeResult(r)
 
@@ -918,102 +930,171 @@ def read_state(lock):
     return None
 
 
-def measure_perfalloc(slot, cycles, timeout, rng):
+def measure_perfalloc(slot, cycles, timeout, rng, gap=0.1, pace_ns=0):
     """Take and drop an F_RDLCK on byte 0 of the agent's lock file, as
-    perfalloc does, at random moments, and time from outside (through pmcd)
-    how long the agent takes to release its counters and to count again.
+    perfalloc does, at random moments (0 to gap seconds apart), and time
+    from outside (through pmcd) how long the agent takes to release its
+    counters and to count again.
 
     Released: perfevent.active == 0.  Counting again: active > 0, or the
     cpu_clock value moved off the value seen while released (the C agent's
-    first fetch after re-enabling still says active=0)."""
+    first fetch after re-enabling still says active=0).
+
+    Each transition is bracketed by two samples of the probe: the last one
+    that still showed the old state (the agent answered it after it was
+    sent) and the first that shows the new one (the agent answered it
+    before pmcd stamped its result).  So the agent changed its answer
+    after max(lock or unlock time, the last old sample's send time) and no
+    later than pmcd's stamp of the first new one: "seen" is that upper
+    bound, "width" the bracket, the probe's resolution for that cycle, and
+    "answer" the time the first new answer reached this process, which is
+    what the bench reported before and includes this process's own
+    scheduling after pmcd replied.
+
+    The probe asks flat out unless pace_ns is set: then it sleeps until
+    pace_ns after its last request, as a client that is not a busy loop
+    would."""
     c = slot.client
     lock = slot.lock
     if not os.path.exists(lock):
         raise BenchError("%s: lock file %s does not exist" % (slot.label, lock))
-    gaps = []
+    parts = {"request": [], "reply": [], "loop": []}
+    # The same for the samples between transitions, when the agent has
+    # nothing to do but answer: a baseline for the parts above.
+    steady = {"request": [], "reply": []}
+    periods = []
+
+    last_sent = [0]
+
+    def sample():
+        if pace_ns:
+            wait = last_sent[0] + pace_ns - time.time_ns()
+            if wait > 0:
+                time.sleep(wait / 1e9)
+        try:
+            st = c.sample()
+        except pmapi.pmErr:
+            t = time.time_ns()
+            st = None, None, t, t, t
+        last_sent[0] = st[2]
+        return st
 
     def poll_until(pred, t_ref):
-        prev = time.perf_counter()
+        """Samples until pred holds: (seen, lower, answer, the last sample,
+        its request's send time), times in ms after t_ref (ns, wall clock);
+        the times are None on a timeout."""
+        lower = t_ref
+        prev = None
         while True:
-            try:
-                st = c.probe()
-            except pmapi.pmErr:
-                st = (None, None)
-            now = time.perf_counter()
-            gaps.append(now - prev)
-            prev = now
+            st = sample()
+            _, _, sent, stamp, got = st
+            parts["request"].append(stamp - sent)
+            parts["reply"].append(got - stamp)
+            if prev is not None:
+                parts["loop"].append(sent - prev[4])
+                periods.append(sent - prev[2])
             if pred(st):
-                return (now - t_ref) * 1000.0, st
-            if now - t_ref > timeout:
-                return None, st
+                seen = min(max(stamp, sent), got)
+                return (seen - t_ref) / 1e6, (lower - t_ref) / 1e6, (got - t_ref) / 1e6, st, (sent - t_ref) / 1e6
+            lower = max(lower, sent)
+            prev = st
+            if got - t_ref > timeout * 1e9:
+                return None, None, None, st, None
 
     def poll_for(seconds):
         end = time.perf_counter() + seconds
         last = None
         while time.perf_counter() < end:
-            try:
-                last = c.probe()
-            except pmapi.pmErr:
-                last = (None, None)
+            last = sample()
+            steady["request"].append(last[3] - last[2])
+            steady["reply"].append(last[4] - last[3])
         return last
 
     def counting(st):
         return st[0] is not None and st[0] > 0
 
-    released_ms, resumed_ms, agent_rel, agent_res = [], [], [], []
+    seen = {"release": [], "resume": []}
+    mid = {"release": [], "resume": []}
+    width = {"release": [], "resume": []}
+    answer = {"release": [], "resume": []}
+    agent = {"release": [], "resume": []}
     timeouts = {"release": 0, "resume": 0}
-    if poll_until(counting, time.perf_counter())[0] is None:
+
+    raw, latest = [], {}
+
+    def record(k, r):
+        hi, lo, got, _, sent = r
+        if hi is None:
+            timeouts[k] += 1
+            return
+        # For results.json: where a slow cycle's time went.
+        latest[k] = [k, round(lo, 3), round(sent, 3), round(hi, 3), round(got, 3), None]
+        raw.append(latest[k])
+        seen[k].append(hi)
+        mid[k].append((hi + lo) / 2)
+        width[k].append(hi - lo)
+        answer[k].append(got)
+
+    def agent_view(k, want, t_ref):
+        """The agent's own time of the transition, from its state file; read
+        a while after the transition was seen, as the agent may write the
+        file after it has changed its answers."""
+        state = read_state(lock)
+        if state and state.get("counters") == want:
+            since = parse_go_time(state.get("since"))
+            if since is not None:
+                agent[k].append(since * 1000.0 - t_ref / 1e6)
+                if latest.get(k):
+                    latest[k][5] = round(agent[k][-1], 3)
+        latest[k] = None
+
+    if poll_until(counting, time.time_ns())[0] is None:
         raise BenchError("%s: perfevent.active never became > 0 before the perfalloc cycles" % slot.label)
+    w_unlock = None
     for _ in range(cycles):
-        poll_for(rng.uniform(0.0, 0.2))
+        poll_for(rng.uniform(0.0, gap))
+        if w_unlock is not None:
+            agent_view("resume", "open", w_unlock)
         fd = os.open(lock, os.O_RDONLY)
+        # The times are taken before the calls: the agent, woken by the
+        # call, may well run before this process gets its CPU back.
+        w_lock = time.time_ns()
         try:
             fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0, os.SEEK_SET)
         except OSError:
             os.close(fd)
             raise
-        t_lock = time.perf_counter()
-        w_lock = time.time()
-        d, st = poll_until(lambda s: s[0] == 0, t_lock)
-        if d is None:
-            timeouts["release"] += 1
-        else:
-            released_ms.append(d)
-        frozen = st[1]
-        state = read_state(lock)
-        if state and state.get("counters") == "released":
-            since = parse_go_time(state.get("since"))
-            if since is not None:
-                agent_rel.append((since - w_lock) * 1000.0)
-        poll_for(rng.uniform(0.0, 0.2))
+        r = poll_until(lambda s: s[0] == 0, w_lock)
+        record("release", r)
+        frozen = r[3][1]
+        poll_for(rng.uniform(0.0, gap))
+        agent_view("release", "released", w_lock)
+        w_unlock = time.time_ns()
         fcntl.lockf(fd, fcntl.LOCK_UN, 1, 0, os.SEEK_SET)
         os.close(fd)
-        t_unlock = time.perf_counter()
-        w_unlock = time.time()
-        d, st = poll_until(lambda s: counting(s) or (s[1] is not None and s[1] != frozen), t_unlock)
-        if d is None:
-            timeouts["resume"] += 1
-        else:
-            resumed_ms.append(d)
+        record("resume", poll_until(lambda s: counting(s) or (s[1] is not None and s[1] != frozen), w_unlock))
         # The C agent reports active=0 on its first fetch after re-enabling;
         # settle so that the next cycle starts from "counting".
-        poll_until(counting, time.perf_counter())
-        state = read_state(lock)
-        if state and state.get("counters") == "open":
-            since = parse_go_time(state.get("since"))
-            if since is not None:
-                agent_res.append((since - w_unlock) * 1000.0)
+        poll_until(counting, time.time_ns())
+    if w_unlock is not None:
+        poll_for(gap / 2)
+        agent_view("resume", "open", w_unlock)
     out = {
         "lock": lock,
         "cycles": cycles,
-        "release": stats(released_ms),
-        "resume": stats(resumed_ms),
         "timeouts": timeouts,
-        "poll_us": stats([g * 1e6 for g in gaps]),
+        "poll_us": stats([p / 1e3 for p in periods]),
+        "probe_us": {k: stats([v / 1e3 for v in vals]) for k, vals in parts.items()},
+        "steady_us": {k: stats([v / 1e3 for v in vals]) for k, vals in steady.items()},
+        "cycles_ms": {"columns": ["transition", "lower", "request sent", "seen (pmcd's stamp)", "answer", "agent's view"], "rows": raw},
     }
-    if agent_rel or agent_res:
-        out["agent_view_release"] = stats(agent_rel)
-        out["agent_view_resume"] = stats(agent_res)
+    for k in ("release", "resume"):
+        out[k] = stats(seen[k])
+        out[k + "_mid"] = stats(mid[k])
+        out[k + "_width"] = stats(width[k])
+        out[k + "_answer"] = stats(answer[k])
+        if agent[k]:
+            out["agent_view_" + k] = stats(agent[k])
     return out
 
 
@@ -1219,7 +1300,12 @@ def main():
     start_rounds = env_num("BENCH_START_ROUNDS", rounds, 2, q, int)
     many = env_num("BENCH_START_EVENTS", 100, 100, q, int)
     idle_s = env_num("BENCH_IDLE_SECONDS", 30.0, 5.0, q)
-    cycles = env_num("BENCH_PERFALLOC_CYCLES", 50, 10, q, int)
+    cycles = env_num("BENCH_PERFALLOC_CYCLES", 200, 10, q, int)
+    # Long enough to put each lock and unlock at a uniformly random phase
+    # of the C agent's 100 ms check.
+    perfalloc_gap = env_num("BENCH_PERFALLOC_GAP_MS", 100, 100, q) / 1000.0
+    probe_nice = env_num("BENCH_PROBE_NICE", 0, 0, q, int)
+    probe_pace_ns = int(env_num("BENCH_PROBE_PACE_US", 0, 0, q) * 1000)
     warm = env_num("BENCH_RSS_WARMUP", 1000, 1000, q, int)
     measures = [m.strip() for m in o.measures.split(",") if m.strip()]
     for m in measures:
@@ -1416,22 +1502,45 @@ def main():
                 continue
             busy = measure == "perfalloc-busy"
             suffix = "_busy" if busy else ""
-            log("\n== 5%s. perfalloc reaction%s, %d cycles per agent, ms (lock → active=0; unlock → counting)" % (
-                "b" if busy else "", ", one busy process per CPU competing" if busy else "", cycles))
+            log("\n== 5%s. perfalloc reaction%s, %d cycles per agent, ms (lock → active=0; unlock → counting)%s%s" % (
+                "b" if busy else "", ", one busy process per CPU competing" if busy else "", cycles,
+                "; the probe at nice %d" % probe_nice if probe_nice else "",
+                "; the probe asks every %.0f µs" % (probe_pace_ns / 1e3) if probe_pace_ns else ""))
             r = {}
             for s in slots:  # one at a time: the poll loop is the resolution
                 spin = busy_processes() if busy else []
                 try:
-                    r[s.label] = run("the %s measure (%s)" % (measure, s.label), lambda: measure_perfalloc(s, cycles, 3.0, rng))
+                    # This thread only (setpriority is per thread on Linux),
+                    # after the busy processes have been started.
+                    if probe_nice:
+                        os.setpriority(os.PRIO_PROCESS, 0, probe_nice)
+                    try:
+                        r[s.label] = run("the %s measure (%s)" % (measure, s.label),
+                                         lambda: measure_perfalloc(s, cycles, 3.0, rng, perfalloc_gap, probe_pace_ns))
+                    finally:
+                        if probe_nice:
+                            os.setpriority(os.PRIO_PROCESS, 0, 0)
                 finally:
                     stop_processes(spin)
-            log("%-3s %-8s %4s %8s %8s %8s %8s  %s" % ("", "", "n", "min", "median", "p99", "max", "timeouts"))
+            log("seen: pmcd's stamp of the first answer in the new state; width: from the later of the lock/unlock and\n"
+                "the last old answer's request to it (the probe's resolution); answer: when that answer reached the bench")
+            log("%-3s %-8s %4s %7s %7s %7s %7s  %7s %7s  %7s %7s  %s" % (
+                "", "", "n", "min", "median", "p99", "max", "width50", "width99", "answ99", "answmax", "timeouts"))
             for s in slots:
                 x = r[s.label]
                 for k in ("release", "resume"):
-                    st = x[k]
-                    log("%-3s %-8s %4d %8.2f %8.2f %8.2f %8.2f  %d" % (s.label, k, st["n"], st["min"], st["median"], st["p99"], st["max"], x["timeouts"][k]))
-                log("%-3s poll period around the transitions: median %.0f µs, p99 %.0f µs; lock %s" % (s.label, x["poll_us"]["median"], x["poll_us"]["p99"], x["lock"]))
+                    st, w, a = x[k], x[k + "_width"], x[k + "_answer"]
+                    log("%-3s %-8s %4d %7.2f %7.2f %7.2f %7.2f  %7.2f %7.2f  %7.2f %7.2f  %d" % (
+                        s.label, k, st["n"], st["min"], st["median"], st["p99"], st["max"],
+                        w["median"], w["p99"], a["p99"], a["max"], x["timeouts"][k]))
+                pu = x["probe_us"]
+                log("%-3s probe, µs median/p99: period %.0f/%.0f = request→stamp %.0f/%.0f + stamp→answer %.0f/%.0f"
+                    " + answer→next request %.0f/%.0f; lock %s" % (
+                        s.label, x["poll_us"]["median"], x["poll_us"]["p99"], pu["request"]["median"], pu["request"]["p99"],
+                        pu["reply"]["median"], pu["reply"]["p99"], pu["loop"]["median"], pu["loop"]["p99"], x["lock"]))
+                su = x["steady_us"]
+                log("%-3s between transitions, µs median/p99: request→stamp %.0f/%.0f, stamp→answer %.0f/%.0f" % (
+                    s.label, su["request"]["median"], su["request"]["p99"], su["reply"]["median"], su["reply"]["p99"]))
                 for k in ("agent_view_release", "agent_view_resume"):
                     if k in x and x[k]["n"]:
                         st = x[k]
@@ -1444,6 +1553,20 @@ def main():
                     if r["go"]["timeouts"][k]:
                         go = float("inf")
                     lines.append(summary_line("perfalloc_%s_%s_ms%s" % (k, m, suffix), go, c))
+                for part in ("width", "answer"):
+                    lines.append("perfalloc_%s_%s_p99_ms%s go=%s c=%s" % (
+                        k, part, suffix, fmt(r["go"][k + "_" + part]["p99"]), fmt(r["c"][k + "_" + part]["p99"])))
+                av = [r[l].get("agent_view_" + k) for l in ("go", "c")]
+                if any(v and v["n"] for v in av):
+                    lines.append("perfalloc_%s_agent_p99_ms%s %s" % (k, suffix, " ".join(
+                        "%s=%s(n=%d)" % (l, fmt(v["p99"]), v["n"]) for l, v in zip(("go", "c"), av) if v and v["n"])))
+            lines.append("perfalloc_request_p99_us%s go=%s c=%s (request→pmcd's stamp near the transitions; between them go=%s c=%s)" % (
+                suffix, fmt(r["go"]["probe_us"]["request"]["p99"]), fmt(r["c"]["probe_us"]["request"]["p99"]),
+                fmt(r["go"]["steady_us"]["request"]["p99"]), fmt(r["c"]["steady_us"]["request"]["p99"])))
+            lines.append("perfalloc_probe_period_p99_us%s go=%s c=%s cycles=%d%s%s" % (
+                suffix, fmt(r["go"]["poll_us"]["p99"]), fmt(r["c"]["poll_us"]["p99"]), cycles,
+                " probe_nice=%d" % probe_nice if probe_nice else "",
+                " probe_pace_us=%.0f" % (probe_pace_ns / 1e3) if probe_pace_ns else ""))
         for measure in ("startup", "restart"):
             if measure not in measures:
                 continue
