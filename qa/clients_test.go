@@ -162,15 +162,6 @@ released = perfevent.active == 0 -> shell "touch %s";
 	})
 }
 
-// needClient skips (fails, with PERFEVENT_QA=1) when a PCP client is not
-// on the lab's PATH.
-func needClient(t *testing.T, l *Lab, name string) {
-	t.Helper()
-	if !strings.Contains(l.lookPath(name), "/") {
-		unmet(t, "needs PCP's %s (Debian package pcp)", name)
-	}
-}
-
 func readCSV(t *testing.T, what, out string) [][]string {
 	t.Helper()
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
