@@ -72,9 +72,9 @@ s "$1"; "$0" -h "$2" -f perfevent.cgroup.cpu_clock.value > "$4"; s "$1"`
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = l.Environ()
-	outer0 := cgrouptest.OnCPU(t, loop)
+	outer0, steal0 := cgrouptest.OnCPU(t, loop), stolen(t)
 	out, err := cmd.Output()
-	outer1 := cgrouptest.OnCPU(t, loop)
+	outer1, steal1 := cgrouptest.OnCPU(t, loop), stolen(t)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", args[0], err, out)
 	}
@@ -88,9 +88,10 @@ s "$1"; "$0" -h "$2" -f perfevent.cgroup.cpu_clock.value > "$4"; s "$1"`
 	}
 	v0, v1 := parseCgroupValues(t, first), parseCgroupValues(t, second)
 	busyNS, idleNS := v1["/"+busyName]-v0["/"+busyName], v1["/"+idleName]-v0["/"+idleName]
-	t.Logf("cpu_clock between the two fetches: busy %d ns, idle %d ns; the loop ran between %d and %d ns meanwhile", busyNS, idleNS, s[2]-s[1], s[3]-s[0])
-	if lo, hi := clockSlack(s[2]-s[1], s[3]-s[0]); busyNS < lo || busyNS > hi {
-		t.Errorf("busy cgroup: cpu_clock grew %d ns between two fetches; the loop ran %d to %d ns meanwhile (schedstat)", busyNS, s[2]-s[1], s[3]-s[0])
+	steal := steal1 - steal0
+	t.Logf("cpu_clock between the two fetches: busy %d ns, idle %d ns; the loop ran between %d and %d ns meanwhile, and the hypervisor stole %d ns", busyNS, idleNS, s[2]-s[1], s[3]-s[0], steal)
+	if lo, hi := clockBounds(s[2]-s[1], s[3]-s[0], steal); busyNS < lo || busyNS > hi {
+		t.Errorf("busy cgroup: cpu_clock grew %d ns between two fetches, want %d to %d: the loop ran %d to %d ns meanwhile (schedstat), and %d ns were stolen", busyNS, lo, hi, s[2]-s[1], s[3]-s[0], steal)
 	}
 	if idleNS > 1e8 {
 		t.Errorf("idle cgroup: cpu_clock grew %d ns in 2 s, want ≈ 0", idleNS)
@@ -113,8 +114,8 @@ s "$1"; "$0" -h "$2" -f perfevent.cgroup.cpu_clock.value > "$4"; s "$1"`
 		// around perf.
 		p := perf[busyName]
 		t.Logf("perf stat -G over the script: busy %d ns, idle %d ns; the loop ran between %d and %d ns meanwhile", p, perf[idleName], s[3]-s[0], outer1-outer0)
-		if lo, hi := clockSlack(s[3]-s[0], outer1-outer0); p < lo || p > hi {
-			t.Errorf("perf stat -G says %d ns for the busy cgroup; the loop ran %d to %d ns meanwhile (schedstat):\n%s", p, s[3]-s[0], outer1-outer0, perfOut)
+		if lo, hi := clockBounds(s[3]-s[0], outer1-outer0, steal); p < lo || p > hi {
+			t.Errorf("perf stat -G says %d ns for the busy cgroup, want %d to %d: the loop ran %d to %d ns meanwhile (schedstat), and %d ns were stolen:\n%s", p, lo, hi, s[3]-s[0], outer1-outer0, steal, perfOut)
 		}
 		if p := perf[idleName]; p > 1e8 {
 			t.Errorf("perf stat -G says %d ns for the idle cgroup:\n%s", p, perfOut)
@@ -207,13 +208,35 @@ s "$1"; "$0" -h "$2" -f perfevent.cgroup.cpu_clock.value > "$4"; s "$1"`
 
 }
 
-// clockSlack widens bounds on a task's time on CPU, taken from its
-// schedstat, into bounds on a cgroup's cpu-clock count of the same time:
-// the two clocks differ a little (cpu-clock also counts the interrupts
-// taken while the task ran, which schedstat leaves out where the kernel
-// accounts IRQ time), by 2 % and a millisecond here.
-func clockSlack(lo, hi uint64) (uint64, uint64) {
-	return lo - min(lo, lo/50+1e6), hi + hi/50 + 1e6
+// clockBounds turns bounds on a task's time on CPU, from its schedstat,
+// into bounds on a cgroup's cpu-clock count of the same time. In a VM the
+// kernel leaves the time the hypervisor stole from a vCPU out of a task's
+// runtime (CONFIG_PARAVIRT_TIME_ACCOUNTING), while cpu-clock, which reads
+// the clock as the task is switched in and out, counts it: the count may
+// exceed the runtime by at most what was stolen from every CPU meanwhile
+// (/proc/stat, to a tick on either side). 2 % and a millisecond cover the
+// rest (the switch itself, and interrupts on kernels that account them
+// apart).
+func clockBounds(lo, hi, stolen uint64) (uint64, uint64) {
+	return lo - min(lo, lo/50+1e6), hi + hi/50 + 1e6 + stolen + 2*1e7
+}
+
+// stolen is the time the hypervisor has taken from this machine's CPUs
+// since boot (the steal column of /proc/stat, in USER_HZ = 100 ticks), in
+// nanoseconds.
+func stolen(t *testing.T) uint64 {
+	t.Helper()
+	for _, line := range strings.Split(readFile(t, "/proc/stat"), "\n") {
+		if f := strings.Fields(line); len(f) > 8 && f[0] == "cpu" {
+			ticks, err := strconv.ParseUint(f[8], 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/stat: steal %q: %v", f[8], err)
+			}
+			return ticks * 1e7
+		}
+	}
+	t.Fatal("/proc/stat has no cpu line")
+	return 0
 }
 
 // mkCgroup makes a cgroup at the top of h and removes it when the test ends.
