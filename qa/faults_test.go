@@ -225,7 +225,7 @@ func TestFaultRestart(t *testing.T) {
 		// counters released and takes them when the holder lets go.
 		pa := perfallocBinary(t, l)
 		h := startHolder(t, l, pa, "-D", "--verbose", "-f", l.Lock)
-		h.waitStderr(t, "counters released by pmdaperfevent", 5*time.Second)
+		h.waitStderr(t, "counters released by pmdaperfevent", Settle)
 		l.Agent.Inactive = true
 		l.Restart(t)
 		l.Agent.Inactive = false
