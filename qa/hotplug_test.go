@@ -2,6 +2,7 @@ package qa
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -74,6 +75,19 @@ func TestHotplugCPU1(t *testing.T) {
 		t.Skip("offlines CPU 1: set PERFEVENT_QA=1 to run it")
 	}
 	e := Direct(t)
+	e.lock(t)
+	// A run that died with CPU 1 offline (a test timeout panics without
+	// running cleanups; a CI job can be cancelled) left this behind:
+	// bring the CPU back before anything else, or this test would skip
+	// from then on.
+	marker := filepath.Join(e.PCP.Get("PCP_TMPFILE_DIR"), "perfevent-qa-cpu1-offline")
+	if _, err := os.Stat(marker); err == nil {
+		t.Logf("%s: an earlier run left CPU 1 offline; bringing it back", marker)
+		if err := os.WriteFile(cpu1Online, []byte("1"), 0o644); err != nil {
+			t.Fatalf("bringing CPU 1 back: %v", err)
+		}
+		os.Remove(marker)
+	}
 	data, err := os.ReadFile(cpu1Online)
 	if err != nil {
 		t.Skipf("needs a CPU 1 that can go offline (%s: %v)", cpu1Online, err)
@@ -81,8 +95,11 @@ func TestHotplugCPU1(t *testing.T) {
 	if strings.TrimSpace(string(data)) != "1" {
 		t.Skipf("needs CPU 1 online at the start (%s says %q)", cpu1Online, data)
 	}
-	e.lock(t)
-	back := func() { os.WriteFile(cpu1Online, []byte("1"), 0o644) }
+	back := func() {
+		if os.WriteFile(cpu1Online, []byte("1"), 0o644) == nil {
+			os.Remove(marker)
+		}
+	}
 	defer back()
 	t.Cleanup(back)
 
@@ -109,6 +126,7 @@ func TestHotplugCPU1(t *testing.T) {
 	}
 	logger.WaitRecords(t, metric, "record with cpu1", func(recs []Record) bool { return strings.HasPrefix(withCPU1(recs), "1") })
 
+	writeFile(t, marker, "")
 	if err := os.WriteFile(cpu1Online, []byte("0"), 0o644); err != nil {
 		t.Skipf("needs a CPU 1 that can go offline: writing 0 to %s: %v", cpu1Online, err)
 	}
