@@ -88,7 +88,7 @@ func TestCompareWithCAgent(t *testing.T) {
 		}
 		held := map[string][]string{}
 		for name, l := range labs {
-			waitFor(t, 5*time.Second, name+": perfevent.active 0 under a read lock", func() bool {
+			waitFor(t, Settle, name+": perfevent.active 0 under a read lock", func() bool {
 				a, _ := probe(l)
 				return a == "0"
 			})
@@ -105,7 +105,7 @@ func TestCompareWithCAgent(t *testing.T) {
 			u()
 		}
 		for name, l := range labs {
-			waitFor(t, 5*time.Second, name+": counting again after the lock went", func() bool {
+			waitFor(t, Settle, name+": counting again after the lock went", func() bool {
 				a, clock := probe(l)
 				return a == strconv.Itoa(12*len(cpus)) && strings.Join(clock, " ") != strings.Join(held[name], " ")
 			})

@@ -225,7 +225,7 @@ func TestFaultRestart(t *testing.T) {
 		// counters released and takes them when the holder lets go.
 		pa := perfallocBinary(t, l)
 		h := startHolder(t, l, pa, "-D", "--verbose", "-f", l.Lock)
-		h.waitStderr(t, "counters released by pmdaperfevent", 5*time.Second)
+		h.waitStderr(t, "counters released by pmdaperfevent", Settle)
 		l.Agent.Inactive = true
 		l.Restart(t)
 		l.Agent.Inactive = false
@@ -543,10 +543,10 @@ func renameOver(t *testing.T, path string, make func(tmp string) error) {
 // poll.
 func waitLogCount(t *testing.T, l *Lab, s string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(Settle)
 	for logCount(l, s) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("the agent's log has %d lines with %q after 2 s, want %d\n%s", logCount(l, s), s, n, tail(l.AgentLog, 15))
+			t.Fatalf("the agent's log has %d lines with %q after %v, want %d\n%s", logCount(l, s), s, Settle, n, tail(l.AgentLog, 15))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

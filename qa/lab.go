@@ -507,6 +507,15 @@ func (l *Lab) lookPath(name string) string {
 	return name
 }
 
+// needClient skips (fails, with PERFEVENT_QA=1) when a PCP client is not
+// on the lab's PATH.
+func needClient(t testing.TB, l *Lab, name string) {
+	t.Helper()
+	if !strings.Contains(l.lookPath(name), "/") {
+		unmet(t, "needs PCP's %s (Debian package pcp)", name)
+	}
+}
+
 // RunErr runs a PCP client (or any command) against the lab and returns
 // what happened, without failing the test. The client needs no -h: its
 // default connection reaches the lab's pmcd.

@@ -43,7 +43,7 @@ func TestPerfallocReservation(t *testing.T) {
 	t.Run("foreground", func(t *testing.T) {
 		before := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
 		h := startHolder(t, l, pa, "-D", "--verbose", "-f", l.Lock)
-		h.waitStderr(t, fmt.Sprintf("perfalloc: counters released by pmdaperfevent (pid %d) after ", agent), 5*time.Second)
+		h.waitStderr(t, fmt.Sprintf("perfalloc: counters released by pmdaperfevent (pid %d) after ", agent), Settle)
 		if got := active(t, l); got != 0 {
 			t.Errorf("perfevent.active = %d while perfalloc pid %d holds the lock, want 0", got, h.pid())
 		}
@@ -56,7 +56,7 @@ func TestPerfallocReservation(t *testing.T) {
 		if !valuesAtLeast(before, frozen) {
 			t.Errorf("cpu_clock: frozen values %v are below the ones before the reservation, %v", frozen, before)
 		}
-		waitLog(t, l, fmt.Sprintf("counters released for perfalloc (holders %d)", h.pid()), 2*time.Second)
+		waitLog(t, l, fmt.Sprintf("counters released for perfalloc (holders %d)", h.pid()), Settle)
 
 		out := l.Run(t, pa, "-f", l.Lock, "--status")
 		for _, re := range []string{
@@ -75,27 +75,33 @@ func TestPerfallocReservation(t *testing.T) {
 			t.Errorf("perfalloc --ping: %q, want OK", out)
 		}
 
+		resumed := logCount(l, countingAgain)
 		if code := h.stop(t, syscall.SIGINT); code != 0 {
 			t.Errorf("perfalloc -D after SIGINT: exit %d, want 0; stderr:\n%s", code, h.stderr())
 		}
-		// The C agent's first fetch after the release still says 0 and the
-		// next one counts; ours may be quicker, never slower.
+		// The agent notices the release on its own time (how soon is
+		// for qa/bench). From then on, as with the C agent, the first
+		// fetch may still say 0, and the next one counts; ours may be
+		// quicker, never slower.
+		waitLogCount(t, l, countingAgain, resumed+1)
 		first := active(t, l)
-		time.Sleep(200 * time.Millisecond) // two of the agent's polls
 		if got := active(t, l); got != want {
-			t.Errorf("perfevent.active: %d, then %d 200 ms after the release; want %d by the second fetch", first, got, want)
+			t.Errorf("perfevent.active: %d, then %d after the agent counted again; want %d by the second fetch", first, got, want)
 		}
 		moving := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
 		if !valuesGrew(frozen, moving) {
 			t.Errorf("cpu_clock after the release: %v, not past the frozen %v", moving, frozen)
 		}
-		out = l.Run(t, pa, "-f", l.Lock, "--status")
-		for _, re := range []string{`(?m)^counters: +open since `, `(?m)^holders: +none$`, `(?m)^  cpu-clock +counting +\d+$`} {
+		// The agent writes its state file just after its log line.
+		waitFor(t, Settle, "perfalloc --status to say the counters are open", func() bool {
+			out = l.Run(t, pa, "-f", l.Lock, "--status")
+			return regexp.MustCompile(`(?m)^counters: +open since `).MatchString(out)
+		})
+		for _, re := range []string{`(?m)^holders: +none$`, `(?m)^  cpu-clock +counting +\d+$`} {
 			if !regexp.MustCompile(re).MatchString(out) {
 				t.Errorf("perfalloc --status after the release lacks %s:\n%s", re, out)
 			}
 		}
-		waitLog(t, l, countingAgain, 2*time.Second)
 	})
 
 	t.Run("command", func(t *testing.T) {
@@ -143,7 +149,7 @@ func TestPerfallocReservation(t *testing.T) {
 
 	t.Run("killed", func(t *testing.T) {
 		h := startHolder(t, l, pa, "-D", "--verbose", "-f", l.Lock)
-		h.waitStderr(t, "counters released by", 5*time.Second)
+		h.waitStderr(t, "counters released by", Settle)
 		if got := active(t, l); got != 0 {
 			t.Fatalf("perfevent.active = %d while reserved", got)
 		}
@@ -151,12 +157,11 @@ func TestPerfallocReservation(t *testing.T) {
 		if code := h.stop(t, syscall.SIGKILL); code != 128+int(syscall.SIGKILL) {
 			t.Errorf("perfalloc after SIGKILL: status %d", code)
 		}
-		// The kernel drops a dead process's locks; the agent must notice.
+		// The kernel drops a dead process's locks; the agent must notice,
+		// once. (A fetch can count before the agent has logged it.)
 		waitActive(t, l, want)
 		waitValuesMove(t, l, "perfevent.hwcounters.cpu_clock.value")
-		if got := logCount(l, countingAgain); got != reopened+1 {
-			t.Errorf("the agent's log has %d new lines about counting again after perfalloc was killed, want 1:\n%s", got-reopened, tail(l.AgentLog, 6))
-		}
+		waitLogCount(t, l, countingAgain, reopened+1)
 	})
 
 	t.Run("c-perfalloc", func(t *testing.T) {
@@ -165,7 +170,7 @@ func TestPerfallocReservation(t *testing.T) {
 		}
 		h := startHolder(t, l, CPerfalloc, "-D", "-f", l.Lock)
 		waitActive(t, l, 0)
-		waitLog(t, l, fmt.Sprintf("counters released for perfalloc (holders %d)", h.pid()), 2*time.Second)
+		waitLog(t, l, fmt.Sprintf("counters released for perfalloc (holders %d)", h.pid()), Settle)
 		frozen := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value")
 		time.Sleep(150 * time.Millisecond)
 		if again := waitValues(t, l, "perfevent.hwcounters.cpu_clock.value"); !slicesEqual(frozen, again) {
@@ -350,18 +355,18 @@ func activeAll(t testing.TB, l *Lab) int {
 	return n
 }
 
-// waitActive polls perfevent.active until it is want, for up to 3 s (the
-// agents poll the lock every 100 ms).
+// waitActive polls perfevent.active until it is want (the agents poll the
+// lock every 100 ms), for up to Settle.
 func waitActive(t testing.TB, l *Lab, want int) {
 	t.Helper()
 	var got int
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(Settle)
 	for {
 		if got = active(t, l); got == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("perfevent.active = %d after 3 s, want %d\n%s", got, want, l.Logs())
+			t.Fatalf("perfevent.active = %d after %v, want %d\n%s", got, Settle, want, l.Logs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -371,14 +376,14 @@ func waitActive(t testing.TB, l *Lab, want int) {
 func waitValues(t testing.TB, l *Lab, metric string) []string {
 	t.Helper()
 	var err error
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(Settle)
 	for {
 		var v []string
 		if v, err = probe(t, l, metric); err == nil {
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no values for %s within 3 s: %v\n%s", metric, err, l.Logs())
+			t.Fatalf("no values for %s within %v: %v\n%s", metric, Settle, err, l.Logs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -389,7 +394,7 @@ func waitValues(t testing.TB, l *Lab, metric string) []string {
 func waitValuesMove(t testing.TB, l *Lab, metric string) {
 	t.Helper()
 	prev := waitValues(t, l, metric)
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(Settle)
 	for {
 		time.Sleep(50 * time.Millisecond)
 		cur := waitValues(t, l, metric)
@@ -553,8 +558,8 @@ func (h *holder) stop(t testing.TB, sig syscall.Signal) int {
 	h.cmd.Process.Signal(sig)
 	select {
 	case <-h.done:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s pid %d still runs 5 s after %v", h.cmd.Path, h.pid(), sig)
+	case <-time.After(Settle):
+		t.Fatalf("%s pid %d still runs %v after %v", h.cmd.Path, h.pid(), Settle, sig)
 	}
 	ws := h.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
@@ -573,14 +578,14 @@ func TestPerfallocScripts(t *testing.T) {
 	pa := perfallocBinary(t, l)
 	want := activeAll(t, l)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), Settle)
 	defer cancel()
 	v := exec.CommandContext(ctx, pa, "-v", "-f", l.Lock)
 	v.Env = l.Environ()
 	var vout, verr strings.Builder
 	v.Stdout, v.Stderr = &vout, &verr
 	if err := v.Run(); ctx.Err() != nil {
-		t.Fatal("perfalloc -v still ran after 5 s: it took the lock instead of printing the version")
+		t.Fatalf("perfalloc -v still ran after %v: it took the lock instead of printing the version", Settle)
 	} else if err != nil || !regexp.MustCompile(`^perfalloc \d+\.\d+\.\d+\n$`).MatchString(vout.String()) || verr.String() != "" {
 		t.Errorf("perfalloc -v: %v, stdout %q, stderr %q", err, vout.String(), verr.String())
 	}
@@ -613,10 +618,10 @@ func TestPerfallocScripts(t *testing.T) {
 
 	reloads := logCount(l, "reload done")
 	syscall.Kill(l.AgentPID(t), syscall.SIGHUP)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(Settle)
 	for logCount(l, "reload done") == reloads {
 		if time.Now().After(deadline) {
-			t.Fatalf("no reload within 5 s of SIGHUP\n%s", l.Logs())
+			t.Fatalf("no reload within %v of SIGHUP\n%s", Settle, l.Logs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

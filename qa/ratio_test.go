@@ -261,7 +261,7 @@ func TestRatioAcrossReload(t *testing.T) {
 	if err := syscall.Kill(l.AgentPID(t), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitLog(t, l, "reload done", 10*time.Second)
+	waitLog(t, l, "reload done", Settle)
 	cmd.Wait()
 	got := samples()
 	t.Logf("pmval across the reload:\n%s", strings.Join(got, "\n"))
@@ -290,7 +290,7 @@ func TestRatioOverWallClock(t *testing.T) {
 	if err := syscall.Kill(l.AgentPID(t), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitLog(t, l, "reload done", 10*time.Second)
+	waitLog(t, l, "reload done", Settle)
 	out := l.Run(t, "pmrep", "-o", "csv", "-t", "1", "-s", "4", "-P", "6",
 		"perfevent.hwcounters.context_switches.value", "perfevent.ratio.cs_wall", "perfevent.ratio.all.cs_wall")
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -99,18 +99,15 @@ func (s *State) Alive() error {
 	if err := unix.Kill(s.PID, 0); err != nil && !errors.Is(err, unix.EPERM) {
 		return fmt.Errorf("%s (pid %d) is not running", name, s.PID)
 	}
-	state, ticks, err := processStat(s.PID)
+	st, err := processStat(s.PID)
 	if err != nil {
 		return nil // kill said it runs; a /proc hidden from us (hidepid) cannot say more
 	}
-	if s.StartTicks != 0 && ticks != s.StartTicks {
+	if s.StartTicks != 0 && st.startTicks != s.StartTicks {
 		return fmt.Errorf("%s (pid %d) is not running (the pid now belongs to another process)", name, s.PID)
 	}
-	// A writer that has exited but that its parent (pmcd) has not yet
-	// reaped still answers kill(pid, 0); its state must not be taken
-	// for a live agent's.
-	if state == 'Z' || state == 'X' {
-		return fmt.Errorf("%s (pid %d) is not running (it has exited, and its parent has not reaped it yet)", name, s.PID)
+	if why := st.leaving(); why != "" {
+		return fmt.Errorf("%s (pid %d) is not running (%s)", name, s.PID, why)
 	}
 	return nil
 }
@@ -134,36 +131,70 @@ func (s *State) Fresh(now time.Time) error {
 // time in clock ticks since boot, which together with the pid names one
 // process for the life of the system.
 func ProcessStartTicks(pid int) (uint64, error) {
-	_, ticks, err := processStat(pid)
-	return ticks, err
+	st, err := processStat(pid)
+	return st.startTicks, err
 }
 
-// processStat returns fields 3 (the state: R, S, Z...) and 22 (the start
-// time) of /proc/PID/stat.
-func processStat(pid int) (state byte, startTicks uint64, err error) {
+// procStat is what Alive reads of /proc/PID/stat.
+type procStat struct {
+	state      byte   // field 3: R, S, D, Z...
+	flags      uint64 // field 9: the kernel's PF_* flags
+	startTicks uint64 // field 22
+}
+
+// pfExiting is the kernel's PF_EXITING (include/linux/sched.h), set when a
+// process starts to exit, before it has closed its descriptors.
+const pfExiting = 0x4
+
+// leaving says why a process that still answers kill(pid, 0) is no longer
+// a live agent, or "" if it is one. A writer that has exited but that its
+// parent (pmcd) has not yet reaped is a zombie; one still on its way out
+// (after a SIGKILL, say) holds its descriptors, its claim on the state
+// directory among them, while it closes its counters, which takes tens of
+// milliseconds on a busy machine. Its /proc/PID/exe is gone meanwhile, so
+// whoever restarts the agent may already take it for gone, rightly.
+func (p procStat) leaving() string {
+	switch {
+	case p.state == 'Z' || p.state == 'X':
+		return "it has exited, and its parent has not reaped it yet"
+	case p.flags&pfExiting != 0:
+		return "it is exiting"
+	}
+	return ""
+}
+
+func processStat(pid int) (procStat, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, err
+		return procStat{}, err
 	}
+	return parseStat(pid, b)
+}
+
+func parseStat(pid int, b []byte) (procStat, error) {
 	// The command name (field 2) may hold spaces and parentheses; fields
 	// after it start at the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: no ')' after the command name", pid)
+		return procStat{}, fmt.Errorf("/proc/%d/stat: no ')' after the command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	const field = 22 - 3 // f[0] is field 3
-	if len(f) <= field {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: only %d fields", pid, len(f)+2)
+	const flags, start = 9 - 3, 22 - 3 // f[0] is field 3
+	if len(f) <= start {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: only %d fields", pid, len(f)+2)
 	}
 	if len(f[0]) != 1 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: state %q is not one letter", pid, f[0])
+		return procStat{}, fmt.Errorf("/proc/%d/stat: state %q is not one letter", pid, f[0])
 	}
-	ticks, err := strconv.ParseUint(f[field], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: field 22 %q: %v", pid, f[field], err)
+	p := procStat{state: f[0][0]}
+	var err error
+	if p.flags, err = strconv.ParseUint(f[flags], 10, 64); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: field 9 %q: %v", pid, f[flags], err)
 	}
-	return f[0][0], ticks, nil
+	if p.startTicks, err = strconv.ParseUint(f[start], 10, 64); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: field 22 %q: %v", pid, f[start], err)
+	}
+	return p, nil
 }
 
 // WriteState replaces the state file atomically: it writes a new file in the

@@ -291,6 +291,45 @@ func TestStateFileClaimOfAnExitedAgent(t *testing.T) {
 	}
 }
 
+// An agent killed with SIGKILL keeps its descriptors, and with them its
+// claim on the state directory, for as long as it takes to close its
+// counters: a D or R state with PF_EXITING, no /proc/PID/exe, and no
+// zombie yet. Its restarted successor must wait for the claim, not take
+// the dying agent for a live one (qa's TestFaultLockFileUser on a busy
+// machine: "state file ... belongs to pmdaperfevent (pid 619), which
+// runs", and perfalloc could not confirm the release).
+// No process can be held in that state, so the lines are canned: what
+// /proc/PID/stat showed, polled in a loop, of pmdaperfevents killed while
+// they counted the events of qa/testdata/vm.conf.
+func TestStateLivenessWhileExiting(t *testing.T) {
+	for _, c := range []struct {
+		stat  string
+		start uint64
+		why   string
+	}{
+		// Just after the kill, before it took effect.
+		{"14610 (pmdaperfevent) R 14605 14462 434 0 -1 4194560 769 0 3 0 1 0 0 0 20 0 9 0 3044106 1260257280 1733 18446744073709551615 4194304 6406321 140736929094992 0 0 256 0 4096 2143416063 0 0 0 17 1 0 0 0 0 0 9347072 9490496 956272640 140736929102359 140736929102520 140736929102520 140736929103829 9\n", 3044106, ""},
+		{"15827 (pmdaperfevent) D 15822 15358 434 0 -1 4195596 706 0 0 0 0 0 0 0 20 0 1 0 3046154 0 0 18446744073709551615 0 0 0 0 0 0 1002059776 4096 2143416063 1 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n", 3046154, "it is exiting"},
+		{"15915 (pmdaperfevent) R 15910 15358 434 0 -1 4195596 778 0 0 0 0 0 0 0 20 0 1 0 3046311 0 0 18446744073709551615 0 0 0 0 0 0 1002059776 4096 2143416063 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 9\n", 3046311, "it is exiting"},
+		// The leader a zombie while other threads still close descriptors.
+		{"14764 (pmdaperfevent) Z 14744 14462 434 0 -1 4228364 764 0 0 0 0 1 0 0 20 0 5 0 3044266 0 0 18446744073709551615 0 0 0 0 0 0 0 4096 2143416063 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 9\n", 3044266, "it has exited, and its parent has not reaped it yet"},
+	} {
+		st, err := parseStat(1, []byte(c.stat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.startTicks != c.start {
+			t.Errorf("%q: start %d, want %d", c.stat, st.startTicks, c.start)
+		}
+		if why := st.leaving(); why != c.why {
+			t.Errorf("%q: %q, want %q", c.stat, why, c.why)
+		}
+	}
+	if _, err := parseStat(720, []byte("720 (pmdaperfevent) R 713 713 713 0 -1 x 1525")); err == nil {
+		t.Error("a short line parsed")
+	}
+}
+
 func TestStateLiveness(t *testing.T) {
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
@@ -312,7 +351,7 @@ func TestStateLiveness(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if st, _, _ := processStat(zombie.Process.Pid); st == 'Z' {
+		if st, _ := processStat(zombie.Process.Pid); st.state == 'Z' {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -322,6 +361,9 @@ func TestStateLiveness(t *testing.T) {
 	exited := &State{Program: "pmdaperfevent", PID: zombie.Process.Pid, StartTicks: ticks}
 	if err := exited.Alive(); err == nil || !strings.Contains(err.Error(), "it has exited, and its parent has not reaped it yet") {
 		t.Errorf("unreaped pid: %v", err)
+	}
+	if err := (&State{PID: os.Getpid()}).Alive(); err != nil {
+		t.Errorf("the test itself: %v", err)
 	}
 	reused := &State{PID: os.Getpid(), StartTicks: 1}
 	if err := reused.Alive(); err == nil || !strings.Contains(err.Error(), "the pid now belongs to another process") {
