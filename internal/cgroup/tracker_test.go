@@ -175,13 +175,23 @@ func TestTrackerFollowsTheTree(t *testing.T) {
 	}
 }
 
-func TestTrackerReservation(t *testing.T) {
-	root := t.TempDir()
-	mkdirs(t, root, "a")
+// startTracker starts a tracker of the tree at root, without a cap, with
+// a fake opener per cgroup, counting events (testEvents if nil).
+func startTracker(t *testing.T, root string, events []Event) (*Tracker, *fakes) {
 	f := &fakes{by: map[string]*countertest.Opener{}}
 	var logs []string
 	tr := newTestTracker(t, root, 0, f, &logs)
+	if events != nil {
+		tr.o.Events = events
+	}
 	tr.Start()
+	return tr, f
+}
+
+func TestTrackerReservation(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a")
+	tr, f := startTracker(t, root, nil)
 	a := f.get("a")
 	a.Add("cpu-clock", 0, 500, 10, 10)
 	tr.Read([]bool{true, false})
@@ -217,10 +227,7 @@ func TestTrackerReservation(t *testing.T) {
 func TestTrackerResume(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "a")
-	f := &fakes{by: map[string]*countertest.Opener{}}
-	var logs []string
-	tr := newTestTracker(t, root, 0, f, &logs)
-	tr.Start()
+	tr, f := startTracker(t, root, nil)
 	a := f.get("a")
 	opens := a.Opens()
 
@@ -253,9 +260,7 @@ func TestTrackerResume(t *testing.T) {
 	// the Reopen.
 	root = t.TempDir()
 	mkdirs(t, root, "hw")
-	tr = newTestTracker(t, root, 0, f, &logs)
-	tr.o.Events = append(slices.Clone(testEvents), Event{Name: "cycles", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES}})
-	tr.Start()
+	tr, f = startTracker(t, root, append(slices.Clone(testEvents), Event{Name: "cycles", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES}}))
 	hw := f.get("hw")
 	if hw.OpenNow() != 9 {
 		t.Fatalf("%d descriptors open for 3 events on 3 CPUs, want 9", hw.OpenNow())
