@@ -351,11 +351,7 @@ func (f *StateFile) Update(fn func(*State)) error {
 	f.mu.Lock()
 	fn(&f.state)
 	f.mu.Unlock()
-	failed, err := f.write()
-	if err != nil && failed != nil {
-		failed(err) // a Post's change was in it too
-	}
-	return err
+	return f.flush()
 }
 
 // Post changes the state as Update does and leaves the write to the
@@ -375,6 +371,16 @@ func (f *StateFile) Post(fn func(*State), failed func(error)) {
 	case f.posted <- struct{}{}:
 	default: // a write is due already, and will carry this change
 	}
+}
+
+// flush writes the current state, and tells the last Post whose change
+// it carries if the write failed.
+func (f *StateFile) flush() error {
+	failed, err := f.write()
+	if err != nil && failed != nil {
+		failed(err)
+	}
+	return err
 }
 
 // write numbers, stamps and writes the current state, and returns the
@@ -405,15 +411,11 @@ func (f *StateFile) refresher() {
 		case <-f.stop:
 			return
 		case <-f.posted:
-			if failed, err := f.write(); err != nil && failed != nil {
-				failed(err)
-			}
+			f.flush()
 		case <-t.C:
-			// An error here repeats on the next write, where the caller
-			// sees it; a heartbeat has nobody to tell.
-			if failed, err := f.write(); err != nil && failed != nil {
-				failed(err) // it carried a Post's change
-			}
+			// A heartbeat's error has nobody to tell but a Post whose
+			// change it carries; otherwise it repeats on the next write.
+			f.flush()
 		}
 	}
 }
