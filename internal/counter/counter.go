@@ -284,6 +284,9 @@ const (
 	released // by Release: some descriptors disabled, the others closed
 )
 
+// stopped says whether the counters are stopped for a reservation.
+func (st state) stopped() bool { return st == closed || st == released }
+
 // Set is every configured event on every one of its CPUs.
 type Set struct {
 	opener       Opener
@@ -756,7 +759,7 @@ func (s *Set) Reopen() (Summary, error) {
 func (s *Set) Reserved() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state == closed || s.state == released
+	return s.state.stopped()
 }
 
 // NumEvents is the number of configured events, served or not. Event
@@ -1056,4 +1059,4 @@ func (f *Fetch) Active() int {
 }
 
 // Reserved reports whether the counters are stopped for a reservation.
-func (f *Fetch) Reserved() bool { return f.s.state == closed || f.s.state == released }
+func (f *Fetch) Reserved() bool { return f.s.state.stopped() }
