@@ -85,7 +85,7 @@ func (a *Agent) dropPrivileges(acct privilege.Account) {
 	// thread's result differs. (The privilege tests read every thread's;
 	// here that would cost a /proc read per thread at every start.)
 	st, err := privilege.ReadStatus(0)
-	if err != nil || !st.Dropped(acct, c) || st.UIDs[0] != acct.UID || st.GIDs[0] != acct.GID {
+	if err != nil || !st.Dropped(acct, c) {
 		a.log.Warningf("after dropping privileges /proc/self/status shows uids %v gids %v groups %v CapEff %#x CapPrm %#x CapInh %#x CapAmb %#x NoNewPrivs %v (err %v)",
 			st.UIDs, st.GIDs, st.Groups, st.CapEff, st.CapPrm, st.CapInh, st.CapAmb, st.NoNewPrivs, err)
 		return
