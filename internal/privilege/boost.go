@@ -1,8 +1,6 @@
 package privilege
 
 import (
-	"os"
-	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -130,15 +128,6 @@ func currentCPU() int {
 
 // threadIDs are the ids of the process's threads.
 func threadIDs() []int {
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return nil
-	}
-	tids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
-	}
+	tids, _ := taskIDs(procDir(0))
 	return tids
 }

@@ -255,18 +255,13 @@ func procDir(pid int) string {
 // this process), by thread id. Credentials are per thread: the process's
 // own status file shows only its first thread's.
 func ReadThreads(pid int) (map[int]Status, error) {
-	dir := procDir(pid) + "/task"
-	ents, err := os.ReadDir(dir)
+	tids, err := taskIDs(procDir(pid))
 	if err != nil {
 		return nil, err
 	}
-	threads := make(map[int]Status, len(ents))
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readStatus(dir + "/" + e.Name() + "/status")
+	threads := make(map[int]Status, len(tids))
+	for _, tid := range tids {
+		st, err := readStatus(procDir(pid) + "/task/" + strconv.Itoa(tid) + "/status")
 		if errors.Is(err, os.ErrNotExist) {
 			continue // the thread has exited
 		}
@@ -276,6 +271,22 @@ func ReadThreads(pid int) (map[int]Status, error) {
 		threads[tid] = st
 	}
 	return threads, nil
+}
+
+// taskIDs lists the thread ids in dir/task, for dir a process's /proc
+// directory.
+func taskIDs(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return nil, err
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
 }
 
 func readStatus(path string) (Status, error) {
