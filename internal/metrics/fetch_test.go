@@ -344,15 +344,17 @@ func TestFetchMakesNoGarbage(t *testing.T) {
 }
 
 // BenchmarkFetchAll serves FETCHes of every metric through the whole
-// agent (framing, Source, countertest counters), without the ratios and
-// with them, so that what the ratios add to a fetch, in time and in
-// allocations, is one comparison.
+// agent (framing, Source, countertest counters), without the ratios, with
+// their values, and with their operands too, so that what the ratios add
+// to a fetch, in time and in allocations, is one comparison.
 func BenchmarkFetchAll(b *testing.B) {
 	_, _, table, src := newSource(b)
-	for _, name := range []string{"counters", "counters+ratios"} {
+	for _, name := range []string{"counters", "counters+ratios", "counters+ratios+operands"} {
 		var pmids []pdu.PMID
 		for _, m := range table.Metrics() {
-			if name == "counters" && strings.HasPrefix(m.Name, "perfevent.ratio.") {
+			ratio := strings.HasPrefix(m.Name, "perfevent.ratio.")
+			operand := ratio && m.Desc.PMID.Item() > ItemRatioAll
+			if ratio && name == "counters" || operand && name != "counters+ratios+operands" {
 				continue
 			}
 			pmids = append(pmids, m.Desc.PMID)

@@ -59,7 +59,7 @@ func newFixtureRig(t *testing.T, machine, conf string) *fixtureRig {
 		ev, _ := set.Lookup(c.Event.Name)
 		counters = append(counters, Counter{Event: ev, Metric: c.Metric})
 	}
-	table, src, err := Build(Spec{Version: "test", Set: set, Clusters: NewClusters(), Counters: counters, Ratios: chosen, Clock: func() uint64 { return r.now }})
+	table, src, err := Build(Spec{Version: "test", Set: set, Clusters: NewClusters(), Counters: counters, Ratios: chosen, Sockets: plan.Sockets, Clock: func() uint64 { return r.now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +104,12 @@ func TestMemBandwidthOnUncoreIMC(t *testing.T) {
 	}
 	if strings.Join(inst, " ") != "cpu0 cpu8" {
 		t.Errorf("instances %v, want the cpumask's cpu0 cpu8", inst)
+	}
+	// Each says which socket it counts for.
+	for i, in := range indom.Instances {
+		if in.Labels["socket"] != i || in.Labels["cpu"] != int(in.ID) {
+			t.Errorf("instance %s: labels %v, want cpu %d and socket %d", in.Name, in.Labels, in.ID, i)
+		}
 	}
 	// The first fetch has the agent's interval, from the counters'
 	// opening (at 0) to now: nothing read or written, 0 B/s.
