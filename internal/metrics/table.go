@@ -63,7 +63,9 @@ type Spec struct {
 	Clusters *Clusters
 	Cgroups  *Cgroups // nil: no per-cgroup metrics
 	// Sockets maps each CPU to its socket (physical package), for the
-	// instances' "socket" label; a CPU it lacks gets no such label.
+	// ratios' instances' "socket" label; a CPU it lacks gets no such
+	// label. The counters' instances keep the C agent's labels alone
+	// ({"cpu":N}), which archives and comparisons with it expect.
 	Sockets map[int]int
 }
 
@@ -159,7 +161,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event), spec.Sockets))
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event), nil))
 		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
 			fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
 			fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About))...)
@@ -173,7 +175,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.DerivedCPUs(d.Derived), spec.Sockets))
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.DerivedCPUs(d.Derived), nil))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.derived." + d.Metric + ".value",
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
@@ -371,9 +373,9 @@ func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDu
 func (s *Source) Skipped() []error { return s.skipped }
 
 // cpuInDom is a per-CPU instance domain with the C agent's labels, and a
-// "socket" label where sockets knows the CPU's, so that a per-package
-// value (an uncore PMU's, counted on one CPU per package) says which
-// socket it is. The per-instance "cpu" label is the CPU number, which the
+// "socket" label where sockets knows the CPU's, so that a ratio's
+// per-package value (an uncore PMU's, counted on one CPU per package)
+// says which socket it is. The per-instance "cpu" label is the CPU number, which the
 // C agent gets wrong (it gives the index) whenever a CPU is offline.
 func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 	d := pmda.InDom{
