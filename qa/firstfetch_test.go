@@ -157,7 +157,7 @@ func TestRatioFirstScrapePMProxy(t *testing.T) {
 		_, err := httpGet(base + "/pmapi/context?" + url.Values{"hostspec": {l.HostSpec()}}.Encode())
 		return err == nil
 	})
-	cpus := onlineCPUs(t)
+	cpus, sockets := onlineCPUs(t), hostSockets(t)
 	sample := regexp.MustCompile(`(?m)^(perfevent_ratio_\w+)\{([^}]*)\} (\S+)$`)
 	for scrape := range 3 {
 		body, err := httpGet(base + "/metrics?" + url.Values{"hostspec": {l.HostSpec()}, "names": {"perfevent.ratio"}}.Encode())
@@ -182,6 +182,11 @@ func TestRatioFirstScrapePMProxy(t *testing.T) {
 					t.Fatalf("scrape %d: no instname in %q", scrape, m[0])
 				}
 				perCPU[inst[1]] = v
+				// Instance labels reach Prometheus: the CPU's socket.
+				cpu, _ := strconv.Atoi(strings.TrimPrefix(inst[1], "cpu"))
+				if sk, ok := sockets[cpu]; ok && !strings.Contains(m[2], fmt.Sprintf(`socket="%d"`, sk)) {
+					t.Errorf("scrape %d: %s has no label socket=\"%d\": %q", scrape, inst[1], sk, m[0])
+				}
 			case "perfevent_ratio_all_context_switches_per_cpu_second":
 				all = v
 			}
@@ -200,7 +205,7 @@ func TestRatioFirstScrapePMProxy(t *testing.T) {
 			}
 		}
 		if scrape == 0 {
-			t.Logf("first scrape: %v, all %v", perCPU, all)
+			t.Logf("first scrape: %v, all %v\n%s", perCPU, all, strings.Join(regexp.MustCompile(`(?m)^perfevent_ratio_context_switches_per_cpu_second\{.*$`).FindAllString(text, -1), "\n"))
 		}
 	}
 
