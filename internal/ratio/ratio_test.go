@@ -57,6 +57,12 @@ func TestBuiltinFormulas(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// The subtrees of perfevent.ratio are not ratio names.
+	for _, name := range []string{"all", "numerator", "denominator"} {
+		if err := (Def{Name: name, Num: []string{"a"}, Den: "b", Scale: 1}).Check(); err == nil || !strings.Contains(err.Error(), "perfevent.ratio."+name) {
+			t.Errorf("a ratio named %q: %v; want an error naming perfevent.ratio.%s", name, err, name)
+		}
+	}
 }
 
 // chosen is d served on k CPUs, its one numerator event of weight 1.
