@@ -282,15 +282,21 @@ func operandMetrics(c ratio.Chosen, cluster int, indom pdu.InDom, events, den st
 		denUnits = pdu.NewUnits(0, 1, 0, 0, pdu.TimeNSec, 0)
 		denWhat = "the nanoseconds of " + den
 	}
-	rel := fmt.Sprintf("perfevent.ratio.%s is %g × Δnumerator / Δdenominator over the interval, so rate(numerator) / rate(denominator) × %g "+
-		"is the ratio over any interval a client chooses. Cumulative since the counters were opened, carried across reloads, "+
-		"and scaled up by time_enabled/time_running when the kernel multiplexed them.", c.Name, c.Scale, c.Scale)
+	rel := func(ratio string) string {
+		return fmt.Sprintf("%s is %g × Δnumerator / Δdenominator over the interval, so rate(numerator) / rate(denominator) × %g "+
+			"is the ratio over any interval a client chooses. Cumulative since the counters were opened, carried across reloads, "+
+			"and scaled up by time_enabled/time_running when the kernel multiplexed them.", ratio, c.Scale, c.Scale)
+	}
 	one := func(item int, name string, in pdu.InDom, units pdu.Units, oneLine, what string) pmda.Metric {
+		ratio := "perfevent.ratio." + c.Name
+		if in == pdu.InDomNull {
+			ratio = "perfevent.ratio.all." + c.Name
+		}
 		return pmda.Metric{
 			Name:    name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, item), Type: pdu.ValueUint64, InDom: in, Sem: pdu.SemCounter, Units: units},
 			OneLine: oneLine,
-			Help:    wrap(what + ". " + rel),
+			Help:    wrap(what + ". " + rel(ratio)),
 		}
 	}
 	return []pmda.Metric{
@@ -302,7 +308,7 @@ func operandMetrics(c ratio.Chosen, cluster int, indom pdu.InDom, events, den st
 			"The denominator of perfevent.ratio."+c.Name+" per instance: "+denWhat),
 		one(ItemNumeratorAll, "perfevent.ratio.all.numerator."+c.Name, pdu.InDomNull, numUnits,
 			"Numerator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs",
-			"The numerator of perfevent.ratio.all."+c.Name+": the sum over the instances of "+numWhat),
+			"The numerator of perfevent.ratio.all."+c.Name+": the per-instance numerators summed, each "+numWhat),
 		one(ItemDenominatorAll, "perfevent.ratio.all.denominator."+c.Name, pdu.InDomNull, denUnits,
 			"Denominator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs",
 			"The denominator of perfevent.ratio.all."+c.Name+": "+allDenOperand(c.Elapsed(), denWhat)),
