@@ -277,11 +277,11 @@ func (s *Source) stepRatios(f *counter.Fetch, client ratio.Client) {
 		base := s.recent.Base(i, now)
 		if s.ratGen[ItemRatioCPU][i] == s.gen {
 			it := ItemRatioCPU
-			s.tracker[it].Step(client, c, i, s.ratNum[i], s.ratDen[i], base, s.ratVal[it][i], s.ratOK[it][i])
+			s.tracker[it].Step(client, now, c, i, s.ratNum[i], s.ratDen[i], base, s.ratVal[it][i], s.ratOK[it][i])
 		}
 		if s.ratGen[ItemRatioAll][i] == s.gen {
 			it := ItemRatioAll
-			s.ratAll[i], s.ratAlOK[i] = s.tracker[it].Step(client, c, i, s.ratNum[i], s.ratDen[i], base, s.ratVal[it][i], s.ratOK[it][i])
+			s.ratAll[i], s.ratAlOK[i] = s.tracker[it].Step(client, now, c, i, s.ratNum[i], s.ratDen[i], base, s.ratVal[it][i], s.ratOK[it][i])
 		}
 		s.recent.Record(i, now, s.ratNum[i], s.ratDen[i])
 	}

@@ -17,11 +17,23 @@ type Client struct{ Slot, Ctx int32 }
 type Tracker struct {
 	sizes   []size // per ratio
 	clients map[Client]*history
+	swept   uint64 // when Step last looked for idle clients
 }
+
+// Idle is how long a client may go without fetching before its history is
+// dropped. pmcd says when a client slot goes away, but not when one of its
+// contexts does, and libpcp never reuses a context's number: pmproxy makes
+// a context per stateless REST request or scrape, so while its connection
+// to pmcd lasts, the histories could otherwise pile up. A client dropped this way is served
+// the agent's interval on its next fetch, which, when nobody else fetched
+// meanwhile, reaches back to its own previous fetch anyway. An hour is
+// longer than any logging interval in common use.
+const Idle = uint64(3600e9)
 
 type size struct{ terms, inst int }
 
 type history struct {
+	last uint64     // the clock at the client's latest Step
 	seen []bool     // per ratio: a previous fetch exists
 	num  [][]uint64 // per ratio, term-major: num[r][j*inst+i]
 	den  [][]uint64 // per ratio, per instance
@@ -53,10 +65,12 @@ func NewTracker(chosen []Chosen) *Tracker {
 // ΣΔnum / ΣΔden over the instances, which weighs each CPU by its
 // denominator as perf stat -a does; over Elapsed the denominator is the
 // interval itself, not a sum of it. Unsigned differences stay right across
-// a counter's wrap.
-func (t *Tracker) Step(c Client, ch *Chosen, r int, num, den []uint64, base *Sample, val []float64, ok []bool) (all float64, allOK bool) {
+// a counter's wrap. now is the agent's monotonic clock: a new client's
+// Step drops the clients that have not stepped for Idle.
+func (t *Tracker) Step(c Client, now uint64, ch *Chosen, r int, num, den []uint64, base *Sample, val []float64, ok []bool) (all float64, allOK bool) {
 	h := t.clients[c]
 	if h == nil {
+		t.sweep(now)
 		h = &history{seen: make([]bool, len(t.sizes)), num: make([][]uint64, len(t.sizes)), den: make([][]uint64, len(t.sizes))}
 		for i, n := range t.sizes {
 			h.num[i] = make([]uint64, n.terms*n.inst)
@@ -64,6 +78,7 @@ func (t *Tracker) Step(c Client, ch *Chosen, r int, num, den []uint64, base *Sam
 		}
 		t.clients[c] = h
 	}
+	h.last = now
 	pn, pd := h.num[r], h.den[r]
 	// fn and fd are where the interval starts; when they are the client's
 	// own, each element is read before it is overwritten below.
@@ -99,6 +114,19 @@ func (t *Tracker) Step(c Client, ch *Chosen, r int, num, den []uint64, base *Sam
 		}
 	}
 	return ch.Of(sumNum, sumDen)
+}
+
+// sweep drops the clients idle for Idle, looking at most every Idle/4.
+func (t *Tracker) sweep(now uint64) {
+	if now-t.swept < Idle/4 {
+		return
+	}
+	t.swept = now
+	for c, h := range t.clients {
+		if now-h.last > Idle {
+			delete(t.clients, c)
+		}
+	}
 }
 
 // Forget drops every context of pmcd client slot, which has gone away.
