@@ -36,10 +36,10 @@ var hybridKernel = map[string]struct{ suffix, kernel string }{
 var modelID = regexp.MustCompile(`^GenuineIntel-([0-9]+)-([0-9A-Fa-f]+)`)
 
 type intelEvent struct {
-	EventName, BriefDescription                      string
-	EventCode, UMask, UMaskExt, CounterMask, Invert  string
-	EdgeDetect, AnyThread, MSRIndex, MSRValue, Unit  string
-	PortMask, FCMask, ExtSel, Deprecated, Filter     string
+	EventName, BriefDescription                     string
+	EventCode, UMask, UMaskExt, CounterMask, Invert string
+	EdgeDetect, AnyThread, MSRIndex, MSRValue, Unit string
+	PortMask, FCMask, ExtSel, Deprecated, Filter    string
 }
 
 // kernelUnit is the kernel's name for the uncore unit a JSON event names:

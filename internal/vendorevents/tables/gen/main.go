@@ -54,9 +54,9 @@ func main() {
 
 // known is what libpfm4 upstream can already encode.
 type known struct {
-	intelCore map[int]bool    // family 6 models with a core PMU
+	intelCore map[int]bool     // family 6 models with a core PMU
 	intelUnc  map[int][]string // models with uncore PMUs: the units libpfm4 has
-	armParts  map[[2]int]bool // implementer, part
+	armParts  map[[2]int]bool  // implementer, part
 }
 
 var (
@@ -137,7 +137,7 @@ func libpfmKnows(lib string) (known, error) {
 // table is one generated PMU: its index line and its events.
 type table struct {
 	pmu, match, kernel, version, desc string
-	events                             [][3]string // name, terms, brief description
+	events                            [][3]string // name, terms, brief description
 }
 
 func (t *table) file() string { return t.pmu + ".tsv.gz" }
