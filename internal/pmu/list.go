@@ -20,6 +20,7 @@ const (
 	KindTracepoint Kind = "tracepoint" // tracefs events, any PMU section
 	KindDynamic    Kind = "dynamic"    // sysfs pmu.event, [dynamic] section only
 	KindLibpfm     Kind = "libpfm4"    // libpfm4's tables for this machine's PMUs, any PMU section
+	KindVendor     Kind = "vendor"     // Intel's or Arm's own lists, for the models libpfm4 lacks, any PMU section
 )
 
 // Listing is one event pmdaperfevent --list-events shows.
@@ -77,6 +78,7 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 	}
 
 	ls = append(ls, fs.catalogListings()...)
+	ls = append(ls, fs.vendorListings()...)
 
 	pmus, err := fs.PMUs()
 	if err != nil {
@@ -232,7 +234,7 @@ func FilterListings(ls []Listing, pmuName, pattern string) ([]Listing, error) {
 	for _, l := range ls {
 		if pmuName != "" {
 			group := l.Group
-			if l.Kind != KindDynamic && l.Kind != KindLibpfm {
+			if l.Kind != KindDynamic && l.Kind != KindLibpfm && l.Kind != KindVendor {
 				group = "perf"
 			}
 			if !strings.EqualFold(group, pmuName) {

@@ -97,6 +97,10 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 	if libErr == nil {
 		return ev, nil
 	}
+	// Then the vendors' lists for the models libpfm4 lacks.
+	if ev, err := fs.resolveVendor(name); err == nil || !errors.Is(err, errNotLocal) {
+		return ev, err
+	}
 	if ev, err := fs.resolveLocal(name); err == nil || !errors.Is(err, errNotLocal) {
 		return ev, err
 	}
@@ -525,6 +529,15 @@ func (fs *FS) resolvePerfSyntax(name string, o Options) (Event, error) {
 				ev.Scale, ev.Unit, ev.Snapshot, ev.PerPkg = pe.Scale, pe.Unit, pe.Snapshot, pe.PerPkg
 				continue
 			}
+			// perf also takes the vendor's names there
+			// ("cpu_atom/INST_RETIRED.ANY/").
+			if vt, ok, err := fs.vendorTerms(p, t.Name); ok {
+				if err != nil {
+					return Event{}, fmt.Errorf("event %q: %w", name, err)
+				}
+				all = append(all, vt...)
+				continue
+			}
 		}
 		all = slices.DeleteFunc(all, func(a Term) bool { return a.Name == t.Name })
 		all = append(all, t)
@@ -545,5 +558,8 @@ func (fs *FS) resolvePerfSyntax(name string, o Options) (Event, error) {
 		bits = l.bits(plmAll) &^ (unix.PerfBitExcludeGuest | unix.PerfBitExcludeHost)
 	}
 	ev.Attr = unix.PerfEventAttr{Type: p.Type, Config: enc.Config, Ext1: enc.Config1, Ext2: enc.Config2, Bits: bits}
+	if canon := fs.vendorName(p, enc); canon != "" {
+		ev.Source += " = " + canon
+	}
 	return ev, nil
 }
