@@ -168,8 +168,12 @@ func (fs *FS) errUnknown(name string, libErr error) error {
 		ev, _, _ := strings.Cut(rest, ":")
 		msg = fmt.Sprintf("PMU %s has no event %s", pfx, ev)
 	default:
-		msg = fmt.Sprintf("not an event of the libpfm4 PMUs found here (%s), nor a tracepoint or sysfs event; "+
-			"write \"RAW:NAME rawcode=0x<code>\" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)", strings.Join(present, ", "))
+		vendor := ""
+		if v := present[len(fs.libpfmNames()):]; len(v) > 0 {
+			vendor = fmt.Sprintf(", nor of the vendor's list for this CPU (%s)", strings.Join(v, ", "))
+		}
+		msg = fmt.Sprintf("not an event of the libpfm4 PMUs found here (%s)%s, nor a tracepoint or sysfs event; "+
+			"write \"RAW:NAME rawcode=0x<code>\" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)", strings.Join(fs.libpfmNames(), ", "), vendor)
 	}
 	if s := fs.Suggest(name); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, ", ") + "?"

@@ -128,6 +128,11 @@ func TestVendorModifiers(t *testing.T) {
 	if unc.Attr.Bits != 0 {
 		t.Errorf("uncore bits %#x", unc.Attr.Bits)
 	}
+	// A typo gets the nearest vendor names.
+	if _, err := fs.Resolve("INST_RETIRD.ANY"); err == nil || !strings.Contains(err.Error(), "nor of the vendor's list for this CPU (mtl_core, mtl_atom, mtl_unc_arb)") ||
+		!strings.Contains(err.Error(), "did you mean mtl_core::INST_RETIRED.ANY, ") {
+		t.Errorf("a typo: %v", err)
+	}
 	// A name of another model is refused with the usual advice.
 	if _, err := fs.Resolve("UNC_CHA_TOR_INSERTS.IA_HIT_RFO"); err == nil || !strings.Contains(err.Error(), "mtl_core") {
 		t.Errorf("Sierra Forest's event on Meteor Lake: %v", err)
