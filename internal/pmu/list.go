@@ -258,3 +258,55 @@ func FilterListings(ls []Listing, pmuName, pattern string) ([]Listing, error) {
 	}
 	return out, nil
 }
+
+// LibpfmCatalog names the libpfm4 tables package pfm decodes, for
+// listings that say where each PMU's events come from.
+var LibpfmCatalog = "libpfm4 4.13.0"
+
+// CatalogOf says where the events of one listing group come from: the
+// libpfm4 tables, a vendor's list (with its commit, the list's version
+// and the kernel PMUs that count it), or the kernel's own sysfs and
+// tracefs.
+func (fs *FS) CatalogOf(k Kind, group string) string {
+	switch k {
+	case KindLibpfm:
+		return LibpfmCatalog
+	case KindVendor:
+		for _, vp := range fs.VendorPMUs() {
+			if vp.Name != group {
+				continue
+			}
+			s := vp.Catalog.String()
+			if vp.Version != "-" {
+				s += " v" + vp.Version
+			}
+			on := vp.kernel[0]
+			if len(vp.kernel) > 1 {
+				on = fmt.Sprintf("%s..%s, %d boxes", vp.kernel[0], vp.kernel[len(vp.kernel)-1], len(vp.kernel))
+			}
+			return fmt.Sprintf("%s: %s, on %s", s, vp.Desc, on)
+		}
+	case KindDynamic:
+		if group == "software" {
+			return "the agent's software PMU"
+		}
+		return "the kernel's " + path.Join(fs.devicesDir(), group, "events")
+	case KindTracepoint:
+		return "tracefs"
+	case KindHardware, KindCache, KindSoftware:
+		return "the kernel's generic events"
+	}
+	return ""
+}
+
+// KnownPMUs lists every name --list-events --pmu accepts here: "perf",
+// libpfm4's and the vendors' PMUs (PresentNames) and the kernel's
+// (PMUNames), sorted and without duplicates.
+func (fs *FS) KnownPMUs() []string {
+	names := append([]string{"perf"}, fs.PresentNames()...)
+	kernel, _ := fs.PMUNames()
+	names = append(names, kernel...)
+	names = append(names, "software")
+	slices.Sort(names)
+	return slices.Compact(names)
+}
