@@ -3,6 +3,8 @@ package setup
 import (
 	"strings"
 	"testing"
+
+	"perfevent/internal/counter/countertest"
 )
 
 // On the models only the vendors' lists serve, a section named after a
@@ -27,6 +29,22 @@ func TestPlanVendorSections(t *testing.T) {
 		}
 		if len(p.Counters) != c.events || strings.Contains(notes(p), "PROBLEM") {
 			t.Errorf("%s: %d counters, want %d\n%s", c.fixture, len(p.Counters), c.events, notes(p))
+		}
+	}
+}
+
+// --check shows each vendor line's canonical form: the vendor PMU and
+// event, the kernel PMU it opens on and the terms, whatever the spelling.
+func TestCheckShowsVendorNames(t *testing.T) {
+	p := plan(t, fixture(t, "meteorlake"), "[mtl_core]\nINST_RETIRED:ANY\ncpu_core/event=0x0,umask=0x1/\nuncore_arb::UNC_ARB_DAT_OCCUPANCY.RD\n")
+	text := openWith(t, p, countertest.New())
+	for _, want := range []string{
+		"info    test.conf:2: INST_RETIRED:ANY: github.com/intel/perfmon mtl_core::INST_RETIRED.ANY on cpu_core (event=0x0,umask=0x1): type 4 config 0x100 exclude guest -> perfevent.hwcounters.INST_RETIRED_ANY",
+		"info    test.conf:3: cpu_core/event=0x0,umask=0x1/: perf syntax cpu_core/event=0x0,umask=0x1/ = mtl_core::INST_RETIRED.ANY: type 4 config 0x100",
+		"info    test.conf:4: uncore_arb::UNC_ARB_DAT_OCCUPANCY.RD: github.com/intel/perfmon mtl_unc_arb::UNC_ARB_DAT_OCCUPANCY.RD on uncore_arb (event=0x85,umask=0x2): type 12 config 0x285 exclude none",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("notes lack %q:\n%s", want, text)
 		}
 	}
 }
