@@ -87,6 +87,14 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 	}
 	if !strings.Contains(name, "::") {
 		if ev, ok, err := fs.resolveDynamic(name, o); ok {
+			// perf users write the vendors' names in lower case
+			// ("inst_retired.any"), which looks like pmu.event of a
+			// PMU that does not exist.
+			if err != nil && !fs.sysfsHas(name[:strings.IndexByte(name, '.')]) {
+				if ev, verr := fs.resolveVendor(name); verr == nil {
+					return ev, nil
+				}
+			}
 			return ev, err
 		}
 	}
@@ -105,6 +113,15 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 		return ev, err
 	}
 	return Event{}, fs.errUnknown(name, libErr)
+}
+
+// sysfsHas reports whether sysfs has a PMU of that name.
+func (fs *FS) sysfsHas(pmuName string) bool {
+	if !isPathElem(pmuName) {
+		return false
+	}
+	_, err := os.Stat(fs.sysPath("bus", "event_source", "devices", pmuName))
+	return err == nil
 }
 
 // errNotLocal says that resolveLocal does not know the name at all.

@@ -63,6 +63,7 @@ func TestVendorResolve(t *testing.T) {
 		// on the P-cores first.
 		{"meteorlake", "INST_RETIRED.ANY", want{4, 0x100, 0, "0-1", "github.com/intel/perfmon mtl_core::INST_RETIRED.ANY on cpu_core (event=0x0,umask=0x1)"}},
 		{"meteorlake", "INST_RETIRED:ANY", want{4, 0x100, 0, "0-1", ""}},
+		{"meteorlake", "inst_retired.any", want{4, 0x100, 0, "0-1", ""}},
 		{"meteorlake", "mtl_atom::INST_RETIRED.ANY", want{10, 0x100, 0, "2-3", "github.com/intel/perfmon mtl_atom::INST_RETIRED.ANY on cpu_atom (event=0x0,umask=0x1)"}},
 		{"meteorlake", "cpu_atom::BR_INST_RETIRED.ALL_BRANCHES", want{10, 0xc4, 0, "2-3", ""}},
 		{"meteorlake", "OCR.DEMAND_DATA_RD.ANY_RESPONSE", want{4, 0x12a, 0x10001, "0-1", ""}},
