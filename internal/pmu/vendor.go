@@ -194,7 +194,8 @@ func (fs *FS) vendorEvent(name string, vp *vendorPMU, ev vendorevents.Event, box
 
 // foldUmaskExt places Intel's UMaskExt: in a format of its own where the
 // PMU has one, else above the umask's low byte, where the kernel's CHA
-// format continues the umask (umask=config:8-15,32-55 on Sapphire Rapids, 32-63 on Granite Rapids and Sierra Forest).
+// format continues the umask (umask=config:8-15,32-55 on Sapphire
+// Rapids, 32-63 on Granite Rapids and Sierra Forest).
 func foldUmaskExt(p *PMU, terms []Term) []Term {
 	if _, ok := p.Formats["umask_ext"]; ok {
 		return terms
