@@ -144,6 +144,15 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 	return fs.active
 }
 
+// libpfmNames are the names of LibpfmPMUs.
+func (fs *FS) libpfmNames() []string {
+	var names []string
+	for _, p := range fs.LibpfmPMUs() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // libpfmArch is the libpfm4 build whose tables serve this machine: the
 // one of its CPU, which for a fixture need not be the agent's.
 func (fs *FS) libpfmArch() string {
@@ -151,24 +160,14 @@ func (fs *FS) libpfmArch() string {
 	return fs.arch
 }
 
-// PresentNames returns the names a perfevent.conf PMU section must use to
-// be chosen: those of LibpfmPMUs, as in the C agent ("perf" and
+// PresentNames returns the names of LibpfmPMUs, the names a perfevent.conf
+// PMU section must use to be chosen, as in the C agent: "perf" and
 // "perf_raw" always, then the CPU's core, uncore and RAPL PMUs as libpfm4
-// names them: "skx", "snbep_unc_imc0", "amd64_fam19h_zen3"), then those
-// of VendorPMUs ("mtl_core", "srf", "srf_unc_imc", "arm_ac78").
+// names them ("skx", "snbep_unc_imc0", "amd64_fam19h_zen3").
 func (fs *FS) PresentNames() []string {
-	names := fs.libpfmNames()
-	for _, p := range fs.VendorPMUs() {
-		names = append(names, p.Name)
-	}
-	return names
-}
-
-// libpfmNames returns the names of LibpfmPMUs.
-func (fs *FS) libpfmNames() []string {
 	var names []string
 	for _, p := range fs.LibpfmPMUs() {
 		names = append(names, p.Name)
 	}
-	return names
+	return append(names, fs.vendorNames()...)
 }

@@ -171,11 +171,11 @@ func (fs *FS) errUnknown(name string, libErr error) error {
 	if !errors.Is(libErr, pfm.ErrNotFound) {
 		return fmt.Errorf("event %q: %s (libpfm4)", name, strings.TrimPrefix(libErr.Error(), fmt.Sprintf("perf event %q: ", name)))
 	}
-	present := fs.PresentNames()
+	present := fs.libpfmNames()
 	var msg string
 	pfx, rest, prefixed := strings.Cut(name, "::")
 	switch {
-	case prefixed && !slices.ContainsFunc(present, func(p string) bool { return strings.EqualFold(p, pfx) }):
+	case prefixed && !slices.ContainsFunc(present, func(p string) bool { return strings.EqualFold(p, pfx) }) && !fs.isVendorPMU(pfx):
 		msg = fmt.Sprintf("libpfm4 finds no PMU %s on this machine (it finds %s)", pfx, strings.Join(present, ", "))
 		if k, ok := fs.kernelUncoreName(pfx); ok {
 			msg += fmt.Sprintf("; the kernel's %s has its events in %s, for a [dynamic] section", k, filepath.Join(fs.devicesDir(), k, "events"))
@@ -186,11 +186,11 @@ func (fs *FS) errUnknown(name string, libErr error) error {
 		msg = fmt.Sprintf("PMU %s has no event %s", pfx, ev)
 	default:
 		vendor := ""
-		if v := present[len(fs.libpfmNames()):]; len(v) > 0 {
+		if v := fs.vendorNames(); len(v) > 0 {
 			vendor = fmt.Sprintf(", nor of the vendor's list for this CPU (%s)", strings.Join(v, ", "))
 		}
 		msg = fmt.Sprintf("not an event of the libpfm4 PMUs found here (%s)%s, nor a tracepoint or sysfs event; "+
-			"write \"RAW:NAME rawcode=0x<code>\" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)", strings.Join(fs.libpfmNames(), ", "), vendor)
+			"write \"RAW:NAME rawcode=0x<code>\" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)", strings.Join(present, ", "), vendor)
 	}
 	if s := fs.Suggest(name); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, ", ") + "?"

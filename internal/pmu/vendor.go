@@ -40,7 +40,8 @@ func kernelOrder(k string) int {
 // VendorPMUs returns the vendor PMUs of this machine, named as perfevent.conf
 // sections and PMU:: prefixes use them ("mtl_core", "srf_unc_imc",
 // "arm_ac78"): the models libpfm4 lacks, from Intel's and Arm's own event
-// lists. Like libpfm4's, they count only when the kernel exposes a core PMU.
+// lists. They count only when the kernel exposes a core PMU, and
+// PresentNames lists them after libpfm4's.
 func (fs *FS) VendorPMUs() []*vendorPMU {
 	fs.vendorOnce.Do(func() {
 		cpu, err := fs.CPUInfo()
@@ -57,6 +58,27 @@ func (fs *FS) VendorPMUs() []*vendorPMU {
 		slices.SortStableFunc(fs.vendor, func(a, b *vendorPMU) int { return kernelOrder(a.Kernel) - kernelOrder(b.Kernel) })
 	})
 	return fs.vendor
+}
+
+// vendorNames are the names of VendorPMUs, which PresentNames lists after
+// libpfm4's so that a perfevent.conf section can name them.
+func (fs *FS) vendorNames() []string {
+	var names []string
+	for _, p := range fs.VendorPMUs() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// isVendorPMU reports whether name is one of VendorPMUs or a kernel PMU
+// that counts one, ignoring case.
+func (fs *FS) isVendorPMU(name string) bool {
+	for _, p := range fs.VendorPMUs() {
+		if strings.EqualFold(p.Name, name) || slices.Contains(p.kernel, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // kernelPMUsFor finds the kernel PMUs of a vendor table among sysfs's.
