@@ -41,8 +41,8 @@
 // files, "power9" an LPAR with hv_24x7, "graviton2" an ARM Neoverse N1;
 // "snbep" (Sandy Bridge-EP with its uncore), "haswell", "icelake-sp",
 // "zen2", "zen3" and "zen4" carry what detection needs; "meteorlake",
-// "sierraforest" and "cortex-a78" are models only the vendors' lists
-// serve. Each tree's
+// "sierraforest", "cortex-a78" and "cortex-a78-a55" (big.LITTLE) are
+// models only the vendors' lists serve. Each tree's
 // libpfm4-pmus file is libpfm4's own list for it, and says how it was
 // obtained.
 package pmu

@@ -2,6 +2,7 @@ package pmu
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,10 +50,20 @@ func (fs *FS) VendorPMUs() []*vendorPMU {
 			return
 		}
 		names, _ := fs.PMUNames()
-		for _, p := range vendorevents.Detect(vendorevents.CPU{Vendor: cpu.Vendor, Family: cpu.Family, Model: cpu.Model,
-			Stepping: cpu.Stepping, Implementer: cpu.Implementer, Part: cpu.Part}) {
-			if k := kernelPMUsFor(p, names); len(k) > 0 {
-				fs.vendor = append(fs.vendor, &vendorPMU{PMU: p, kernel: k})
+		if cpu.Implementer == 0 && cpu.Part == 0 {
+			for _, p := range vendorevents.Detect(vendorevents.CPU{Vendor: cpu.Vendor, Family: cpu.Family, Model: cpu.Model, Stepping: cpu.Stepping}) {
+				if k := kernelPMUsFor(p, names); len(k) > 0 {
+					fs.vendor = append(fs.vendor, &vendorPMU{PMU: p, kernel: k})
+				}
+			}
+		}
+		// Every kind of Arm core, each on its own core PMU: a big.LITTLE
+		// machine has one per kind.
+		for _, core := range fs.armCores() {
+			for _, p := range vendorevents.Detect(vendorevents.CPU{Implementer: core.implementer, Part: core.part}) {
+				if k := fs.armKernelPMU(p, core.cpus, names); k != "" {
+					fs.vendor = append(fs.vendor, &vendorPMU{PMU: p, kernel: []string{k}})
+				}
 			}
 		}
 		slices.SortStableFunc(fs.vendor, func(a, b *vendorPMU) int { return kernelOrder(a.Kernel) - kernelOrder(b.Kernel) })
@@ -85,21 +96,6 @@ func (fs *FS) isVendorPMU(name string) bool {
 func kernelPMUsFor(p *vendorevents.PMU, names []string) []string {
 	var out []string
 	switch {
-	case p.Kernel == "armv8":
-		// Device-tree kernels name the core PMU after the core
-		// (armv8_cortex_a78), ACPI ones armv8_pmuv3_0; on a big.LITTLE
-		// machine the one named after this core is the one.
-		own := "_" + strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(p.Desc, "Arm "), "-", "_"))
-		for _, n := range names {
-			if (strings.HasPrefix(n, "armv8_") || strings.HasPrefix(n, "armv9_")) && strings.HasSuffix(n, own) {
-				return []string{n}
-			}
-		}
-		for _, n := range names {
-			if strings.HasPrefix(n, "armv8_pmuv3") || strings.HasPrefix(n, "armv9_pmuv3") {
-				out = append(out, n)
-			}
-		}
 	case p.Uncore():
 		for _, n := range names {
 			if n == p.Kernel {
@@ -124,6 +120,80 @@ func boxNumber(name string) int {
 		return -1
 	}
 	return n
+}
+
+// armCore is one kind of Arm core and the CPUs that are of that kind.
+type armCore struct {
+	implementer, part int
+	cpus              []int
+}
+
+// armCores reads every processor of cpuinfo for its implementer and
+// part, kinds in the order first seen.
+func (fs *FS) armCores() []armCore {
+	b, err := os.ReadFile(fs.procPath("cpuinfo"))
+	if err != nil {
+		return nil
+	}
+	var cores []armCore
+	cpu, impl, part := -1, -1, -1
+	flush := func() {
+		if cpu < 0 || impl < 0 || part < 0 {
+			return
+		}
+		i := slices.IndexFunc(cores, func(c armCore) bool { return c.implementer == impl && c.part == part })
+		if i < 0 {
+			cores = append(cores, armCore{implementer: impl, part: part})
+			i = len(cores) - 1
+		}
+		cores[i].cpus = append(cores[i].cpus, cpu)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(val), 0, 32)
+		if err != nil {
+			continue
+		}
+		switch strings.TrimSpace(key) {
+		case "processor":
+			flush()
+			cpu, impl, part = int(n), -1, -1
+		case "CPU implementer":
+			impl = int(n)
+		case "CPU part":
+			part = int(n)
+		}
+	}
+	flush()
+	return cores
+}
+
+// armKernelPMU finds the core PMU of one kind of Arm core. Device-tree
+// kernels name it after the core (armv8_cortex_a78); ACPI ones number
+// them (armv8_pmuv3_0), and the one whose cpus are this core's is the one.
+func (fs *FS) armKernelPMU(p *vendorevents.PMU, cpus []int, names []string) string {
+	own := "_" + strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(p.Desc, "Arm "), "-", "_"))
+	for _, n := range names {
+		if (strings.HasPrefix(n, "armv8_") || strings.HasPrefix(n, "armv9_")) && strings.HasSuffix(n, own) {
+			return n
+		}
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, "armv8_pmuv3") && !strings.HasPrefix(n, "armv9_pmuv3") {
+			continue
+		}
+		k, err := fs.PMU(n)
+		if err != nil {
+			continue
+		}
+		if k.CPUs == nil || slices.ContainsFunc(cpus, func(c int) bool { return slices.Contains(k.CPUs, c) }) {
+			return n
+		}
+	}
+	return ""
 }
 
 // resolveVendor handles the names of the vendor PMUs found here: Intel's

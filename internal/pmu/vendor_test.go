@@ -26,6 +26,7 @@ func TestVendorDetection(t *testing.T) {
 		{"meteorlake", []string{"mtl_core", "mtl_atom", "mtl_unc_arb"}},
 		{"sierraforest", []string{"srf", "srf_unc_cha", "srf_unc_imc"}},
 		{"cortex-a78", []string{"arm_ac78"}},
+		{"cortex-a78-a55", []string{"arm_ac78"}},
 		// libpfm4's models get none.
 		{"skylake", nil},
 		{"alderlake", nil},
@@ -84,6 +85,9 @@ func TestVendorResolve(t *testing.T) {
 		// Arm's events, on the core's own PMU.
 		{"cortex-a78", "L1D_CACHE_REFILL", want{8, 0x3, 0, "0-3", ""}},
 		{"cortex-a78", "arm_ac78::STALL_BACKEND", want{8, 0x24, 0, "0-3", ""}},
+		// On big.LITTLE, on the PMU of the Cortex-A78's CPUs, whichever
+		// processor cpuinfo lists first.
+		{"cortex-a78-a55", "STALL_BACKEND", want{9, 0x24, 0, "4-7", ""}},
 		{"cortex-a78", "armv8_cortex_a78/L1D_CACHE_REFILL/", want{8, 0x3, 0, "0-3", "perf syntax armv8_cortex_a78/L1D_CACHE_REFILL/ = arm_ac78::L1D_CACHE_REFILL"}},
 	} {
 		ev, err := testFS(c.fixture).Resolve(c.name)
