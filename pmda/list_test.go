@@ -127,6 +127,9 @@ func TestListEventsAnswers(t *testing.T) {
 		// The shipped perfevent.conf's hint, on a machine with memory controllers.
 		{"skylake", "", "cas_count", 0, "\n# dynamic uncore_imc_0 (from the kernel's ../internal/pmu/testdata/skylake/sys/bus/event_source/devices/uncore_imc_0/events)\n" +
 			"uncore_imc_0.cas_count_read [dynamic: event=0x04,umask=0x03; scale 6.103515625e-05 MiB]\n", ""},
+		// docs/ratios.md's hint.
+		{"skylake", "uncore_imc_0", "", 0, "\n# dynamic uncore_imc_0 (from the kernel's ../internal/pmu/testdata/skylake/sys/bus/event_source/devices/uncore_imc_0/events)\n" +
+			"uncore_imc_0.cas_count_read [dynamic: event=0x04,umask=0x03; scale 6.103515625e-05 MiB]\n", ""},
 		{"skylake", "SKX", "INST_RETIRED", 0, "\n# libpfm4 skx (from " + pmu.LibpfmCatalog + ")\nskx::BR_INST_RETIRED ", ""},
 		{"sierraforest", "srf_unc_imc", "*::UNC_M_CAS_COUNT_SCH0.RD", 0,
 			"\n# vendor srf_unc_imc (from github.com/intel/perfmon 6dadedf3aa48 v1.18: Intel Sierra Forest uncore IMC (uncore_imc boxes), on uncore_imc_0..uncore_imc_3, 4 boxes)\n" +
