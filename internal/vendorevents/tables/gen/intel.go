@@ -105,8 +105,8 @@ func genIntel(root, commit, note string, k known, out string) error {
 			if t == nil {
 				t = &table{pmu: pmu, kernel: kernel, version: version, desc: desc}
 				for _, e := range evs {
-					if keep(e) {
-						t.events = append(t.events, [3]string{e.EventName, intelTerms(file, e), clean(e.BriefDescription)})
+					if terms := intelTerms(file, e); keep(e) && terms != "" {
+						t.events = append(t.events, [3]string{e.EventName, terms, clean(e.BriefDescription)})
 					}
 				}
 				tables[pmu] = t
@@ -184,7 +184,8 @@ func hexValue(s string) uint64 {
 	return v
 }
 
-// intelTerms writes an event's JSON fields as the kernel's format terms.
+// intelTerms writes an event's JSON fields as the kernel's format terms,
+// or "" for an event whose MSR has no term.
 // The offcore response, load latency and front-end MSRs go into the
 // terms the kernel's core PMU gives them (config1). UMaskExt is kept as
 // a term of its own: package vendorevents places it where the PMU's
@@ -217,7 +218,9 @@ func intelTerms(file string, e intelEvent) string {
 		case idx == "0x3f7":
 			terms = append(terms, fmt.Sprintf("frontend=%#x", val))
 		default:
-			log.Printf("%s: %s: MSR %s not encoded", file, e.EventName, e.MSRIndex)
+			// Counting it without its MSR would count something else.
+			log.Printf("%s: %s: MSR %s has no kernel term; event left out", file, e.EventName, e.MSRIndex)
+			return ""
 		}
 	}
 	return strings.Join(terms, ",")
