@@ -89,8 +89,12 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 		if ev, ok, err := fs.resolveDynamic(name, o); ok {
 			// perf users write the vendors' names in lower case
 			// ("inst_retired.any"), which looks like pmu.event of a
-			// PMU that does not exist.
+			// PMU that does not exist; libpfm4 and the vendors' lists
+			// ignore case.
 			if err != nil && !fs.sysfsHas(name[:strings.IndexByte(name, '.')]) {
+				if ev, lerr := fs.resolveLibpfm(name); lerr == nil {
+					return ev, nil
+				}
 				if ev, verr := fs.resolveVendor(name); verr == nil {
 					return ev, nil
 				}

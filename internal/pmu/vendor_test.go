@@ -152,6 +152,7 @@ func TestPerfSpellingOnLibpfmModel(t *testing.T) {
 		"INST_RETIRED.ANY_P":        "INST_RETIRED:ANY_P",
 		"skx::INST_RETIRED.ANY_P:u": "skx::INST_RETIRED:ANY_P:u",
 		"UNC_M_CAS_COUNT.RD":        "UNC_M_CAS_COUNT:RD",
+		"inst_retired.any_p":        "INST_RETIRED:ANY_P",
 	} {
 		a, err := fs.Resolve(dotted)
 		if err != nil {
