@@ -309,13 +309,21 @@ func foldUmaskExt(p *PMU, terms []Term) []Term {
 // vendorListings lists the events of the vendor PMUs found here.
 func (fs *FS) vendorListings() []Listing {
 	var ls []Listing
+	// The bare name is an alias only where it means this PMU's event:
+	// on a hybrid CPU the P-core's, which VendorPMUs lists first.
+	bare := map[string]bool{}
 	for _, vp := range fs.VendorPMUs() {
 		evs, err := vp.Events()
 		if err != nil {
 			continue
 		}
 		for _, ev := range evs {
-			ls = append(ls, Listing{Name: vp.Name + "::" + ev.Name, Aliases: []string{ev.Name}, Kind: KindVendor, Group: vp.Name, Desc: ev.Desc, Scale: 1})
+			l := Listing{Name: vp.Name + "::" + ev.Name, Kind: KindVendor, Group: vp.Name, Desc: ev.Desc, Scale: 1}
+			if !bare[ev.Name] {
+				bare[ev.Name] = true
+				l.Aliases = []string{ev.Name}
+			}
+			ls = append(ls, l)
 		}
 	}
 	return ls
