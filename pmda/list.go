@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"perfevent/internal/counter"
@@ -22,7 +23,7 @@ func listEvents(fs *pmu.FS, pmuName, pattern string, probe bool, stdout, stderr 
 	if pmuName != "" {
 		known := fs.KnownPMUs()
 		if !slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, pmuName) }) {
-			fmt.Fprintf(stderr, "%s: --pmu %s: no PMU of that name on this machine; its PMUs are %s\n", prog, pmuName, strings.Join(known, ", "))
+			fmt.Fprintf(stderr, "%s: --pmu %s: no PMU of that name on this machine; its PMUs are %s\n", prog, pmuName, strings.Join(boxRuns(known), ", "))
 			return 1
 		}
 	}
@@ -71,4 +72,65 @@ func listEvents(fs *pmu.FS, pmuName, pattern string, probe bool, stdout, stderr 
 		fmt.Fprintln(stdout, l.String())
 	}
 	return 0
+}
+
+// boxRuns shortens the numbered PMUs of a sorted list, of which a large
+// server has hundreds (uncore_cha_0 to uncore_cha_119), to one entry per
+// run: uncore_cha_0..119.
+func boxRuns(names []string) []string {
+	type box struct {
+		prefix string
+		n      int
+	}
+	split := func(s string) (box, bool) {
+		i := len(s)
+		for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+			i--
+		}
+		n, err := strconv.Atoi(s[i:])
+		if i == len(s) || i == 0 || err != nil {
+			return box{}, false
+		}
+		return box{s[:i], n}, true
+	}
+	var out []string
+	var run []box
+	flush := func() {
+		switch len(run) {
+		case 0:
+		case 1, 2:
+			for _, b := range run {
+				out = append(out, b.prefix+strconv.Itoa(b.n))
+			}
+		default:
+			out = append(out, fmt.Sprintf("%s%d..%d", run[0].prefix, run[0].n, run[len(run)-1].n))
+		}
+		run = run[:0]
+	}
+	// Sorted as strings, uncore_imc_10 comes before uncore_imc_2: order
+	// each prefix's numbers first.
+	sorted := slices.Clone(names)
+	slices.SortStableFunc(sorted, func(a, b string) int {
+		ba, oka := split(a)
+		bb, okb := split(b)
+		if oka && okb && ba.prefix == bb.prefix {
+			return ba.n - bb.n
+		}
+		return strings.Compare(a, b)
+	})
+	for _, n := range sorted {
+		b, ok := split(n)
+		if ok && len(run) > 0 && b.prefix == run[0].prefix && b.n == run[len(run)-1].n+1 {
+			run = append(run, b)
+			continue
+		}
+		flush()
+		if ok {
+			run = append(run, b)
+			continue
+		}
+		out = append(out, n)
+	}
+	flush()
+	return out
 }

@@ -119,7 +119,8 @@ func TestListEventsAnswers(t *testing.T) {
 		code                int
 		stdout, stderr      string // contained in the output; "" for no output
 	}{
-		{"skylake", "nosuch", "", 1, "", "pmdaperfevent: --pmu nosuch: no PMU of that name on this machine; its PMUs are " + strings.Join(skylakePMUs, ", ") + "\n"},
+		{"skylake", "nosuch", "", 1, "", "pmdaperfevent: --pmu nosuch: no PMU of that name on this machine; its PMUs are " + strings.Join(boxRuns(skylakePMUs), ", ") + "\n"},
+		{"sierraforest", "srf_unc_imx", "", 1, "", "perf_raw, software, srf, srf_unc_cha, srf_unc_imc, tracepoint, uncore_cha_0..2, uncore_imc_0..3\n"},
 		{"skylake", "", "no_such_event", 1, "", `pmdaperfevent: nothing matched "no_such_event" among this machine's events` + "\n"},
 		{"skylake", "skx", "no_such_event", 1, "", `pmdaperfevent: nothing matched "no_such_event" among the events of PMU skx` + "\n"},
 		{"skylake", "breakpoint", "", 1, "", "pmdaperfevent: nothing matched: PMU breakpoint has no events to list\n"},
@@ -168,5 +169,14 @@ func TestListEventsExitStatus(t *testing.T) {
 	out, _, code = runAgent(t, bin, "--list-events", "--no-probe", "--pmu", "perf", "--match", "cpu-clock")
 	if code != 0 || !strings.Contains(out, "\n# software (from the kernel's generic events)\ncpu-clock ") {
 		t.Errorf("--pmu perf --match cpu-clock: exit %d, stdout %q", code, out)
+	}
+}
+
+func TestBoxRuns(t *testing.T) {
+	in := []string{"breakpoint", "cpu", "msr", "uncore_cha_0", "uncore_cha_1", "uncore_cha_10", "uncore_cha_11", "uncore_cha_2", "uncore_cha_3",
+		"uncore_cha_4", "uncore_cha_5", "uncore_cha_6", "uncore_cha_7", "uncore_cha_8", "uncore_cha_9", "uncore_imc_0", "uncore_imc_2", "uncore_upi_0", "uncore_upi_1"}
+	want := "breakpoint, cpu, msr, uncore_cha_0..11, uncore_imc_0, uncore_imc_2, uncore_upi_0, uncore_upi_1"
+	if got := strings.Join(boxRuns(in), ", "); got != want {
+		t.Errorf("boxRuns: %s\nwant %s", got, want)
 	}
 }
