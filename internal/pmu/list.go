@@ -300,10 +300,12 @@ func (fs *FS) CatalogOf(k Kind, group string) string {
 }
 
 // KnownPMUs lists every name --list-events --pmu accepts here: "perf",
-// libpfm4's and the vendors' PMUs (PresentNames) and the kernel's
-// (PMUNames), sorted and without duplicates.
+// libpfm4's PMUs (LibpfmPMUs, whose events are listed even where no
+// section can be chosen by them), the vendors' (VendorPMUs) and the
+// kernel's (PMUNames), sorted and without duplicates.
 func (fs *FS) KnownPMUs() []string {
-	names := append([]string{"perf"}, fs.PresentNames()...)
+	names := append([]string{"perf"}, fs.libpfmNames()...)
+	names = append(names, fs.vendorNames()...)
 	kernel, _ := fs.PMUNames()
 	names = append(names, kernel...)
 	names = append(names, "software")
