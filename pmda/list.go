@@ -23,7 +23,11 @@ func listEvents(fs *pmu.FS, pmuName, pattern string, probe bool, stdout, stderr 
 	if pmuName != "" {
 		known := fs.KnownPMUs()
 		if !slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, pmuName) }) {
-			fmt.Fprintf(stderr, "%s: --pmu %s: no PMU of that name on this machine; its PMUs are %s\n", prog, pmuName, strings.Join(boxRuns(known), ", "))
+			hint := ""
+			if near := pmu.NearestNames(pmuName, known); len(near) > 0 {
+				hint = " (did you mean " + strings.Join(near, ", ") + "?)"
+			}
+			fmt.Fprintf(stderr, "%s: --pmu %s: no PMU of that name on this machine%s; its PMUs are %s\n", prog, pmuName, hint, strings.Join(boxRuns(known), ", "))
 			return 1
 		}
 	}

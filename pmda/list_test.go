@@ -120,6 +120,7 @@ func TestListEventsAnswers(t *testing.T) {
 		stdout, stderr      string // contained in the output; "" for no output
 	}{
 		{"skylake", "nosuch", "", 1, "", "pmdaperfevent: --pmu nosuch: no PMU of that name on this machine; its PMUs are " + strings.Join(boxRuns(skylakePMUs), ", ") + "\n"},
+		{"sierraforest", "srf_unc_imx", "", 1, "", "--pmu srf_unc_imx: no PMU of that name on this machine (did you mean srf_unc_imc, srf_unc_cha?); its PMUs are "},
 		{"sierraforest", "srf_unc_imx", "", 1, "", "perf_raw, software, srf, srf_unc_cha, srf_unc_imc, tracepoint, uncore_cha_0..2, uncore_imc_0..3\n"},
 		{"skylake", "", "no_such_event", 1, "", `pmdaperfevent: nothing matched "no_such_event" among this machine's events` + "\n"},
 		{"skylake", "skx", "no_such_event", 1, "", `pmdaperfevent: nothing matched "no_such_event" among the events of PMU skx` + "\n"},

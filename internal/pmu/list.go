@@ -312,3 +312,9 @@ func (fs *FS) KnownPMUs() []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
+
+// NearestNames returns up to three of names closest to want (edit
+// distance, ignoring case), nearest first, for "did you mean" advice.
+func NearestNames(want string, names []string) []string {
+	return nearest(want, names, func(s string) string { return s })
+}
