@@ -142,6 +142,15 @@ func (g *generation) reopenCgroups() {
 	}
 }
 
+// carryCgroups makes the per-cgroup values of g continue old's, as
+// counter.Set.Carry does for the per-CPU ones: a reload or a hotplug
+// rebuild must not show a counter reset on every cgroup.
+func (g *generation) carryCgroups(old *generation) {
+	if g.cg != nil && old != nil {
+		g.cg.Carry(old.cg)
+	}
+}
+
 func (g *generation) stopCgroups() {
 	if g.cg != nil {
 		g.cg.Stop()

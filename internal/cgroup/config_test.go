@@ -109,14 +109,14 @@ func TestScanRoot(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "a/b/c")
 	matched, dirs, _ := scan(root, []string{"/", "/*", "/*/*"})
-	if want := []string{"/", "/a", "/a/b"}; !slices.Equal(matched, want) {
-		t.Errorf("matched %q, want %q", matched, want)
+	if want := []match{{"/", 0}, {"/a", 1}, {"/a/b", 2}}; !slices.Equal(matched, want) {
+		t.Errorf("matched %v, want %v", matched, want)
 	}
 	if want := []string{"/", "/a"}; !slices.Equal(dirs, want) {
 		t.Errorf("watched %q, want %q", dirs, want)
 	}
-	if matched, _, _ := scan(root, []string{"/a/**"}); !slices.Equal(matched, []string{"/a", "/a/b", "/a/b/c"}) {
-		t.Errorf("/a/** matched %q", matched)
+	if matched, _, _ := scan(root, []string{"/a/**"}); !slices.Equal(matched, []match{{"/a", 0}, {"/a/b", 0}, {"/a/b/c", 0}}) {
+		t.Errorf("/a/** matched %v", matched)
 	}
 }
 

@@ -5,52 +5,36 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 )
-
-// IDs numbers cgroup paths for the life of the agent: a path keeps its id
-// (also when it is removed and created again, as PCP's cgroup.* instances
-// do), and no id is ever given to another path. Share one IDs between the
-// Trackers of successive reloads.
-type IDs struct {
-	mu   sync.Mutex
-	ids  map[string]int32
-	next int32
-}
-
-// NewIDs returns an empty numbering; the first path gets id 0.
-func NewIDs() *IDs { return &IDs{ids: map[string]int32{}} }
-
-// ID returns the id of path, numbering it if it is new.
-func (n *IDs) ID(path string) int32 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	id, ok := n.ids[path]
-	if !ok {
-		id = n.next
-		n.next++
-		n.ids[path] = id
-	}
-	return id
-}
 
 // maxWalk bounds the directories one scan reads. Whoever may make cgroups
 // (a delegated subtree) could otherwise make every rescan of a "**"
 // pattern as slow as they like.
 const maxWalk = 10000
 
-// scan lists the cgroups below mount that match patterns, by path, in the
-// order they are taken under a cap: shallower first, then by name. dirs
-// are the directories whose children can still match: the ones to watch.
-// A directory that vanishes during the walk is skipped. After maxWalk
-// directories the walk stops, and truncated says so.
-func scan(mount string, patterns []string) (matched, dirs []string, truncated bool) {
+// match is a cgroup that matches a pattern: prio is the index of the
+// first pattern it matches, the lower the sooner counted under the cap.
+type match struct {
+	path string
+	prio int
+}
+
+// scan lists the cgroups below mount that match patterns, shallower
+// first, then by name. dirs are the directories whose children can still
+// match: the ones to watch. A directory that vanishes during the walk is
+// skipped. After maxWalk directories the walk stops, and truncated says so.
+func scan(mount string, patterns []string) (matched []match, dirs []string, truncated bool) {
 	limit := depth(patterns)
-	for _, pat := range patterns {
-		if Match(pat, "/") {
-			matched = append(matched, "/") // the root cgroup: every task
-			break
+	first := func(p string) int {
+		for i, pat := range patterns {
+			if Match(pat, p) {
+				return i
+			}
 		}
+		return -1
+	}
+	if i := first("/"); i >= 0 {
+		matched = append(matched, match{"/", i}) // the root cgroup: every task
 	}
 	level := []string{"/"}
 	for d := 0; len(level) > 0 && (limit < 0 || d < limit); d++ {
@@ -73,11 +57,8 @@ func scan(mount string, patterns []string) (matched, dirs []string, truncated bo
 		}
 		sort.Strings(next)
 		for _, p := range next {
-			for _, pat := range patterns {
-				if Match(pat, p) {
-					matched = append(matched, p)
-					break
-				}
+			if i := first(p); i >= 0 {
+				matched = append(matched, match{p, i})
 			}
 		}
 		level = next
@@ -85,26 +66,34 @@ func scan(mount string, patterns []string) (matched, dirs []string, truncated bo
 	return matched, dirs, false
 }
 
-// choose picks at most max of matched, keeping those counted already
-// (so that a new cgroup never pushes out one that has values), then
-// adding new ones in matched's order. It returns the chosen paths in
-// matched's order and those left out for the cap.
-func choose(matched []string, counted map[string]bool, max int) (chosen, left []string) {
-	n := 0
-	for _, p := range matched {
-		if counted[p] {
-			n++
-		}
+// choose picks at most max of matched: by pattern, the earlier first; for
+// one pattern, those counted already first (so that a new cgroup never
+// pushes out one of the same pattern that has values), then in matched's
+// order. An earlier pattern's cgroup does push out a later one's: a user
+// who makes cgroups by the thousand under a pattern low in the list must
+// not blind counting for the services above it. It returns the chosen
+// paths in matched's order and those left out for the cap.
+func choose(matched []match, counted map[string]bool, max int) (chosen, left []string) {
+	order := make([]int, len(matched))
+	for i := range order {
+		order[i] = i
 	}
-	for _, p := range matched {
-		switch {
-		case counted[p]:
-			chosen = append(chosen, p)
-		case n < max:
-			chosen = append(chosen, p)
-			n++
-		default:
-			left = append(left, p)
+	sort.SliceStable(order, func(a, b int) bool {
+		x, y := matched[order[a]], matched[order[b]]
+		if x.prio != y.prio {
+			return x.prio < y.prio
+		}
+		return counted[x.path] && !counted[y.path]
+	})
+	take := make([]bool, len(matched))
+	for _, i := range order[:min(max, len(order))] {
+		take[i] = true
+	}
+	for i, m := range matched {
+		if take[i] {
+			chosen = append(chosen, m.path)
+		} else {
+			left = append(left, m.path)
 		}
 	}
 	return chosen, left

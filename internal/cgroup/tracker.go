@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
 
 	"perfevent/internal/counter"
 )
@@ -55,9 +57,15 @@ type Options struct {
 type member struct {
 	id   int32
 	path string
+	// ino is the cgroup's id, its directory's inode: a cgroup removed and
+	// made again under the same path is another cgroup, with another id,
+	// which the counters of the first never see. Holding dir keeps the
+	// inode from being reused meanwhile on any file system.
+	ino  uint64
 	dir  *os.File     // kept open: Reopen after perfalloc needs it
 	set  *counter.Set // one spec per Options.Events, in order
-	vals []uint64     // per event: the sum over CPUs as of the last Read
+	base []uint64     // per event: what the instance had served before set
+	vals []uint64     // per event: base + the sum over CPUs as of the last Read
 	duty []float64    // per event: the mean dutycycle over its CPUs
 	fds  int
 }
@@ -78,6 +86,14 @@ type Tracker struct {
 	quiet     map[string]bool // failed to open, as logged; opMu
 	truncated bool            // the last scan stopped at maxWalk, as logged; opMu
 	notify    *os.File        // inotify, or nil
+	// closing says that Close waits for opMu: a rescan stops opening
+	// cgroups then, so that perfalloc's wait is one open at most.
+	closing atomic.Int32
+	// logs paces the Info lines about cgroups, which churn would
+	// otherwise repeat without end; hushed counts those not logged.
+	logs   *rate.Limiter
+	hushed int
+	now    func() time.Time
 
 	snap     []*member // the members of the last Read; Read's caller only
 	wake     chan struct{}
@@ -107,10 +123,32 @@ func New(o Options) *Tracker {
 		o:     o,
 		left:  map[string]bool{},
 		quiet: map[string]bool{},
+		logs:  rate.NewLimiter(rate.Every(logEvery), logBurst),
+		now:   time.Now,
 		snap:  make([]*member, 0, o.Max),
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}
+}
+
+// The Info lines about cgroups: logBurst at once, then one per logEvery;
+// the next line logged says how many were not.
+const (
+	logEvery = time.Minute
+	logBurst = 3
+)
+
+// infof logs a line about cgroups, unless too many came lately.
+func (t *Tracker) infof(format string, args ...any) {
+	if !t.logs.AllowN(t.now(), 1) {
+		t.hushed++
+		return
+	}
+	if t.hushed > 0 {
+		format += fmt.Sprintf(" (%d more lines about cgroups were not logged in the last %v)", t.hushed, logEvery)
+		t.hushed = 0
+	}
+	t.o.Infof(format, args...)
 }
 
 // How often a Tracker rescans on its own. With inotify the rescan is a
@@ -124,6 +162,9 @@ const (
 	RescanNotified = 30 * time.Second
 	RescanPolled   = time.Second
 	settleRescan   = time.Second
+	// minRescan spaces the rescans that inotify asks for: a thousand
+	// cgroups made and removed a second are ten rescans, not a thousand.
+	minRescan = 100 * time.Millisecond
 )
 
 // Start scans the tree once, opening what matches, and then follows it:
@@ -162,6 +203,7 @@ func (t *Tracker) loop() {
 	defer t.finished.Done()
 	timer := time.NewTimer(t.o.Rescan)
 	defer timer.Stop()
+	last := time.Now()
 	for {
 		next := t.o.Rescan
 		select {
@@ -170,14 +212,22 @@ func (t *Tracker) loop() {
 		case <-timer.C:
 		case <-t.wake:
 			// A burst of events (systemd starting a unit makes several
-			// directories) is one rescan.
-			time.Sleep(20 * time.Millisecond)
+			// directories) is one rescan, and rescans are minRescan
+			// apart however fast cgroups come and go.
+			pause := time.NewTimer(max(20*time.Millisecond, minRescan-time.Since(last)))
+			select {
+			case <-t.done:
+				pause.Stop()
+				return
+			case <-pause.C:
+			}
 			select {
 			case <-t.wake:
 			default:
 			}
 			next = min(next, settleRescan)
 		}
+		last = time.Now()
 		t.rescan()
 		timer.Reset(next)
 	}
@@ -217,7 +267,7 @@ func (t *Tracker) rescan() {
 	if truncated != t.truncated {
 		t.truncated = truncated
 		if truncated {
-			t.o.Infof("cgroups: the patterns reach more than %d directories; only the first %d (by depth, then name) are looked at", maxWalk, maxWalk)
+			t.infof("cgroups: the patterns reach more than %d directories; only the first %d (by depth, then name) are looked at", maxWalk, maxWalk)
 		}
 	}
 	if t.notify != nil {
@@ -228,29 +278,46 @@ func (t *Tracker) rescan() {
 		}
 	}
 	t.mu.Lock()
-	counted := make(map[string]bool, len(t.members))
-	for _, m := range t.members {
-		counted[m.path] = true
-	}
+	members := slices.Clone(t.members)
 	t.mu.Unlock()
-	chosen, left := choose(matched, counted, t.o.Max)
+	counted := make(map[string]*member, len(members))
+	isCounted := make(map[string]bool, len(members))
+	for _, m := range members {
+		counted[m.path] = m
+		isCounted[m.path] = true
+	}
+	chosen, left := choose(matched, isCounted, t.o.Max)
 	t.logLeft(left)
+	t.forgetFailures(matched)
 
+	// A counted path whose directory is another cgroup now was removed
+	// and made again: its counters count the dead one, so it is opened
+	// anew, and its instance continues from the old one's values.
 	want := make(map[string]bool, len(chosen))
 	var added []*member
+	replaced := map[*member]bool{}
 	for _, p := range chosen {
 		want[p] = true
-		if !counted[p] {
-			if m := t.open(p); m != nil {
-				added = append(added, m)
-			}
+		old := counted[p]
+		if old != nil && !t.recreated(old) {
+			continue
+		}
+		if t.closing.Load() > 0 {
+			t.missed = true // perfalloc waits: Reopen finishes the job
+			break
+		}
+		if old != nil {
+			replaced[old] = true
+		}
+		if m := t.open(p, old); m != nil {
+			added = append(added, m)
 		}
 	}
 	var removed []*member
 	t.mu.Lock()
 	kept := t.members[:0:0]
 	for _, m := range t.members {
-		if want[m.path] {
+		if want[m.path] && !replaced[m] {
 			kept = append(kept, m)
 		} else {
 			removed = append(removed, m)
@@ -259,13 +326,71 @@ func (t *Tracker) rescan() {
 	kept = append(kept, added...)
 	slices.SortFunc(kept, func(a, b *member) int { return int(a.id - b.id) })
 	t.members = kept
+	last := make([]map[valueKey]uint64, len(removed))
+	for i, m := range removed {
+		last[i] = t.values(m)
+	}
 	t.mu.Unlock()
-	for _, m := range removed {
-		t.o.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
+	for i, m := range removed {
+		if replaced[m] {
+			t.o.Debugf("cgroups: %s was removed and made again; its instance continues on the new cgroup", m.path)
+		} else {
+			t.o.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
+		}
+		t.o.IDs.release(m.path, last[i])
 		m.close()
 	}
 	if len(added) > 0 || len(removed) > 0 {
 		t.changed()
+	}
+}
+
+// recreated says whether m's path names another cgroup than m's now (or
+// none: then the scan that found it raced with its removal).
+func (t *Tracker) recreated(m *member) bool {
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(t.o.Hierarchy.Mount, m.path), &st); err != nil {
+		return true
+	}
+	return st.Ino != m.ino
+}
+
+// values is m's instance's values by event, as last served; t.mu held.
+func (t *Tracker) values(m *member) map[valueKey]uint64 {
+	out := make(map[valueKey]uint64, len(t.o.Events))
+	for i, e := range t.o.Events {
+		out[valueKey{e.Name, e.Attr}] = m.vals[i]
+	}
+	return out
+}
+
+// Carry makes the instances of t continue the values of old's, the
+// Tracker it replaces (a reload or a CPU hotplug rebuild): each cgroup
+// path counted by both starts from what old served for the same event,
+// not from zero. Call it before t is read; old may be stopped after.
+func (t *Tracker) Carry(old *Tracker) {
+	if old == nil || old == t {
+		return
+	}
+	prev := map[string]map[valueKey]uint64{}
+	old.mu.Lock()
+	for _, m := range old.members {
+		prev[m.path] = old.values(m)
+	}
+	old.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, m := range t.members {
+		v, ok := prev[m.path]
+		if !ok {
+			continue
+		}
+		for i, e := range t.o.Events {
+			if c := v[valueKey{e.Name, e.Attr}]; c > m.base[i] {
+				m.vals[i] += c - m.base[i]
+				m.base[i] = c
+			}
+		}
 	}
 }
 
@@ -276,7 +401,7 @@ func (t *Tracker) changed() {
 }
 
 // logLeft logs each cgroup left out for the cap once, until it is counted
-// or gone.
+// or gone, within the pace of infof.
 func (t *Tracker) logLeft(left []string) {
 	now := make(map[string]bool, len(left))
 	var fresh []string
@@ -295,13 +420,30 @@ func (t *Tracker) logLeft(left []string) {
 	if len(fresh) > show {
 		list += fmt.Sprintf(" and %d more", len(fresh)-show)
 	}
-	t.o.Infof("cgroups: %d matching cgroups not counted, the cap of %d cgroups (max in cgroups.conf) being reached: %s", len(fresh), t.o.Max, list)
+	t.infof("cgroups: %d matching cgroups not counted, the cap of %d cgroups (max in cgroups.conf) being taken by cgroups of the same or earlier patterns: %s", len(fresh), t.o.Max, list)
+}
+
+// forgetFailures forgets the failures logged for cgroups that no longer
+// match, so that churn does not grow t.quiet.
+func (t *Tracker) forgetFailures(matched []match) {
+	if len(t.quiet) == 0 {
+		return
+	}
+	now := make(map[string]bool, len(matched))
+	for _, m := range matched {
+		now[m.path] = true
+	}
+	for p := range t.quiet {
+		if !now[p] {
+			delete(t.quiet, p)
+		}
+	}
 }
 
 // open opens the counters of one cgroup. A cgroup that vanished meanwhile
 // (ENOENT, ENODEV) is dropped quietly: a Debug line, or Info once for any
 // other reason.
-func (t *Tracker) open(path string) *member {
+func (t *Tracker) open(path string, prev *member) *member {
 	full := filepath.Join(t.o.Hierarchy.Mount, path)
 	fd, err := unix.Open(full, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -309,6 +451,12 @@ func (t *Tracker) open(path string) *member {
 		return nil
 	}
 	dir := os.NewFile(uintptr(fd), full)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		dir.Close()
+		t.openFailed(path, err)
+		return nil
+	}
 	specs := make([]counter.Spec, len(t.o.Events))
 	for i, e := range t.o.Events {
 		specs[i] = counter.Spec{Name: e.Name, Attr: e.Attr, CPUs: t.o.CPUs}
@@ -332,7 +480,20 @@ func (t *Tracker) open(path string) *member {
 	delete(t.quiet, path)
 	n := len(t.o.Events)
 	t.o.Debugf("cgroups: counting %s on %d descriptors", path, sum.FDs)
-	return &member{id: t.o.IDs.ID(path), path: path, dir: dir, set: set, vals: make([]uint64, n), duty: make([]float64, n), fds: sum.FDs}
+	id, last := t.o.IDs.acquire(path)
+	if prev != nil {
+		t.mu.Lock()
+		for k, v := range t.values(prev) {
+			last[k] = max(last[k], v)
+		}
+		t.mu.Unlock()
+	}
+	m := &member{id: id, path: path, ino: st.Ino, dir: dir, set: set, base: make([]uint64, n), vals: make([]uint64, n), duty: make([]float64, n), fds: sum.FDs}
+	for i, e := range t.o.Events {
+		m.base[i] = last[valueKey{e.Name, e.Attr}]
+		m.vals[i] = m.base[i]
+	}
+	return m
 }
 
 func (t *Tracker) openFailed(path string, err error) {
@@ -342,7 +503,7 @@ func (t *Tracker) openFailed(path string, err error) {
 	}
 	if !t.quiet[path] {
 		t.quiet[path] = true
-		t.o.Infof("cgroups: %s cannot be counted: %v", path, err)
+		t.infof("cgroups: %s cannot be counted: %v", path, err)
 	}
 }
 
@@ -380,7 +541,9 @@ func (t *Tracker) Stats() (cgroups, fds int) {
 // it holds a PMU counter, disabled if not); the cgroups stay instances
 // with their values frozen, and no new ones are opened until Reopen.
 func (t *Tracker) Close() {
+	t.closing.Add(1)
 	t.opMu.Lock()
+	t.closing.Add(-1)
 	defer t.opMu.Unlock()
 	t.mu.Lock()
 	t.reserved = true
@@ -459,10 +622,15 @@ func (t *Tracker) Stop() {
 	t.mu.Lock()
 	members := t.members
 	t.members = nil
+	last := make([]map[valueKey]uint64, len(members))
+	for i, m := range members {
+		last[i] = t.values(m)
+	}
 	t.mu.Unlock()
 	t.opMu.Unlock()
 	t.finished.Wait()
-	for _, m := range members {
+	for i, m := range members {
+		t.o.IDs.release(m.path, last[i])
 		m.close()
 	}
 }
@@ -487,7 +655,7 @@ func (t *Tracker) Read(need []bool) {
 			if !n {
 				continue
 			}
-			var sum uint64
+			sum := m.base[ev]
 			var duty float64
 			k := len(m.set.CPUs(ev))
 			for i := range k {
