@@ -3,6 +3,7 @@ package cgroup
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -40,6 +41,9 @@ func scan(mount string, patterns []string) (matched []match, dirs []string, trun
 	for d := 0; len(level) > 0 && (limit < 0 || d < limit); d++ {
 		var next []string
 		for _, parent := range level {
+			if !slices.ContainsFunc(patterns, func(p string) bool { return below(p, parent) }) {
+				continue // nothing below can match: not read, not watched
+			}
 			if len(dirs) == maxWalk {
 				return matched, dirs, true
 			}

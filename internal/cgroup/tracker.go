@@ -34,9 +34,12 @@ type Options struct {
 	Hierarchy Hierarchy
 	Patterns  []string
 	Max       int // the most cgroups counted at once; DefaultMax if 0
-	Events    []Event
-	CPUs      []int // kernel CPU ids to count on
-	IDs       *IDs  // instance ids; NewIDs if nil
+	// Descriptors bounds the counter descriptors, cgroups × events ×
+	// CPUs, and so the cgroups counted; DefaultDescriptors if 0.
+	Descriptors int
+	Events      []Event
+	CPUs        []int // kernel CPU ids to count on
+	IDs         *IDs  // instance ids; NewIDs if nil
 	// Opener returns what opens the counters of the cgroup whose
 	// directory dir is; nil means counter.CgroupOpener (the kernel).
 	Opener func(dir *os.File) counter.Opener
@@ -82,6 +85,7 @@ type Tracker struct {
 	stopped  bool
 	missed   bool // a rescan was skipped while reserved; opMu
 
+	capWhy    string          // what sets o.Max, for the log
 	left      map[string]bool // left out for the cap, as logged; opMu
 	quiet     map[string]bool // failed to open, as logged; opMu
 	truncated bool            // the last scan stopped at maxWalk, as logged; opMu
@@ -106,6 +110,14 @@ func New(o Options) *Tracker {
 	if o.Max <= 0 {
 		o.Max = DefaultMax
 	}
+	if o.Descriptors <= 0 {
+		o.Descriptors = DefaultDescriptors
+	}
+	capWhy := "max in cgroups.conf"
+	if per := len(o.Events) * len(o.CPUs); per > 0 && o.Descriptors/per < o.Max {
+		o.Max = o.Descriptors / per
+		capWhy = fmt.Sprintf("descriptors %d in cgroups.conf for %d events × %d CPUs a cgroup", o.Descriptors, len(o.Events), len(o.CPUs))
+	}
 	if o.IDs == nil {
 		o.IDs = NewIDs()
 	}
@@ -120,14 +132,15 @@ func New(o Options) *Tracker {
 		o.Debugf = nop
 	}
 	return &Tracker{
-		o:     o,
-		left:  map[string]bool{},
-		quiet: map[string]bool{},
-		logs:  rate.NewLimiter(rate.Every(logEvery), logBurst),
-		now:   time.Now,
-		snap:  make([]*member, 0, o.Max),
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		o:      o,
+		capWhy: capWhy,
+		left:   map[string]bool{},
+		quiet:  map[string]bool{},
+		logs:   rate.NewLimiter(rate.Every(logEvery), logBurst),
+		now:    time.Now,
+		snap:   make([]*member, 0, o.Max),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
 	}
 }
 
@@ -420,7 +433,7 @@ func (t *Tracker) logLeft(left []string) {
 	if len(fresh) > show {
 		list += fmt.Sprintf(" and %d more", len(fresh)-show)
 	}
-	t.infof("cgroups: %d matching cgroups not counted, the cap of %d cgroups (max in cgroups.conf) being taken by cgroups of the same or earlier patterns: %s", len(fresh), t.o.Max, list)
+	t.infof("cgroups: %d matching cgroups not counted, the cap of %d cgroups (%s) being taken by cgroups of the same or earlier patterns: %s", len(fresh), t.o.Max, t.capWhy, list)
 }
 
 // forgetFailures forgets the failures logged for cgroups that no longer

@@ -49,7 +49,7 @@ var testEvents = []Event{
 	{Name: "context-switches", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES}},
 }
 
-func mkdirs(t *testing.T, root string, dirs ...string) {
+func mkdirs(t testing.TB, root string, dirs ...string) {
 	t.Helper()
 	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {

@@ -304,3 +304,23 @@ func TestTrackerRescanYieldsToClose(t *testing.T) {
 		t.Errorf("instances after Reopen %q, want [/a /b]", got)
 	}
 }
+
+// The descriptor budget caps the cgroups before max does on a machine
+// with many CPUs, and the log says which bound is reached.
+func TestTrackerDescriptorBudget(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a", "b", "c")
+	f := &fakes{by: map[string]*countertest.Opener{}}
+	var logs []string
+	tr := newTestTracker(t, root, 10, f, &logs)
+	tr = New(Options{Hierarchy: tr.o.Hierarchy, Patterns: tr.o.Patterns, Max: 10, Descriptors: 13, Events: testEvents,
+		CPUs: []int{0, 1, 2}, Opener: f.opener, Rescan: time.Hour, NoNotify: true, Infof: tr.o.Infof})
+	t.Cleanup(tr.Stop)
+	tr.Start()
+	if n, fds := tr.Stats(); n != 2 || fds != 12 {
+		t.Errorf("%d cgroups on %d descriptors under a budget of 13, want 2 on 12 (2 events × 3 CPUs each)", n, fds)
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], "the cap of 2 cgroups (descriptors 13 in cgroups.conf for 2 events × 3 CPUs a cgroup)") || !strings.Contains(logs[0], "/c") {
+		t.Errorf("log %q, want one line naming /c and the descriptor budget", logs)
+	}
+}
