@@ -112,14 +112,14 @@ func TestFindHierarchy(t *testing.T) {
 func TestScanRoot(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "a/b/c")
-	matched, dirs, _ := scan(root, []string{"/", "/*", "/*/*"})
+	matched, dirs, _ := scan(root, []string{"/", "/*", "/*/*"}, nil)
 	if want := []match{{"/", 0}, {"/a", 1}, {"/a/b", 2}}; !slices.Equal(matched, want) {
 		t.Errorf("matched %v, want %v", matched, want)
 	}
 	if want := []string{"/", "/a"}; !slices.Equal(dirs, want) {
 		t.Errorf("watched %q, want %q", dirs, want)
 	}
-	if matched, _, _ := scan(root, []string{"/a/**"}); !slices.Equal(matched, []match{{"/a", 0}, {"/a/b", 0}, {"/a/b/c", 0}}) {
+	if matched, _, _ := scan(root, []string{"/a/**"}, nil); !slices.Equal(matched, []match{{"/a", 0}, {"/a/b", 0}, {"/a/b/c", 0}}) {
 		t.Errorf("/a/** matched %v", matched)
 	}
 }

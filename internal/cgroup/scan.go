@@ -24,7 +24,9 @@ type match struct {
 // first, then by name. dirs are the directories whose children can still
 // match: the ones to watch. A directory that vanishes during the walk is
 // skipped. After maxWalk directories the walk stops, and truncated says so.
-func scan(mount string, patterns []string) (matched []match, dirs []string, truncated bool) {
+// The walk also stops, with a partial answer, once yield (if not nil)
+// says so.
+func scan(mount string, patterns []string, yield func() bool) (matched []match, dirs []string, truncated bool) {
 	limit := depth(patterns)
 	first := func(p string) int {
 		for i, pat := range patterns {
@@ -43,6 +45,9 @@ func scan(mount string, patterns []string) (matched []match, dirs []string, trun
 		for _, parent := range level {
 			if !slices.ContainsFunc(patterns, func(p string) bool { return below(p, parent) }) {
 				continue // nothing below can match: not read, not watched
+			}
+			if yield != nil && yield() {
+				return matched, dirs, false
 			}
 			if len(dirs) == maxWalk {
 				return matched, dirs, true

@@ -51,7 +51,7 @@ func TestShippedConfig(t *testing.T) {
 		"/system.slice/kubepods.slice/kubepods-pod1f2e3d4c_5b6a_4798_8a9b_0c1d2e3f4a5b.slice/crio-" + strings.Repeat("cd", 32) + ".scope"}
 	mkdirs(t, root, cgroupfs...)
 	want = append(want, cgroupfs...)
-	matched, _, truncated := scan(root, cfg.Patterns)
+	matched, _, truncated := scan(root, cfg.Patterns, nil)
 	if truncated {
 		t.Fatal("the scan was truncated")
 	}

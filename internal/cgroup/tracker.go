@@ -93,6 +93,7 @@ type Tracker struct {
 	// closing says that Close waits for opMu: a rescan stops opening
 	// cgroups then, so that perfalloc's wait is one open at most.
 	closing atomic.Int32
+	closes  sync.WaitGroup // rescans closing what they removed
 	// logs paces the Info lines about cgroups, which churn would
 	// otherwise repeat without end; hushed counts those not logged.
 	logs   *rate.Limiter
@@ -101,6 +102,7 @@ type Tracker struct {
 
 	snap     []*member // the members of the last Read; Read's caller only
 	wake     chan struct{}
+	started  chan struct{} // a rescan started since the last poke
 	done     chan struct{}
 	finished sync.WaitGroup
 }
@@ -132,15 +134,16 @@ func New(o Options) *Tracker {
 		o.Debugf = nop
 	}
 	return &Tracker{
-		o:      o,
-		capWhy: capWhy,
-		left:   map[string]bool{},
-		quiet:  map[string]bool{},
-		logs:   rate.NewLimiter(rate.Every(logEvery), logBurst),
-		now:    time.Now,
-		snap:   make([]*member, 0, o.Max),
-		wake:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		o:       o,
+		capWhy:  capWhy,
+		left:    map[string]bool{},
+		quiet:   map[string]bool{},
+		logs:    rate.NewLimiter(rate.Every(logEvery), logBurst),
+		now:     time.Now,
+		snap:    make([]*member, 0, o.Max),
+		wake:    make(chan struct{}, 1),
+		started: make(chan struct{}, 1),
+		done:    make(chan struct{}),
 	}
 }
 
@@ -175,9 +178,13 @@ const (
 	RescanNotified = 30 * time.Second
 	RescanPolled   = time.Second
 	settleRescan   = time.Second
-	// minRescan spaces the rescans that inotify asks for: a thousand
-	// cgroups made and removed a second are ten rescans, not a thousand.
-	minRescan = 100 * time.Millisecond
+	// The rescans that inotify asks for: rescanBurst at once, then one
+	// per rescanEvery while the tree keeps changing. A new service
+	// appears within milliseconds on a quiet machine; a thousand cgroups
+	// made and removed a second cost a rescan a second, not a thousand
+	// (each walks the tree, and opens every short-lived cgroup it finds).
+	rescanEvery = time.Second
+	rescanBurst = 2
 )
 
 // Start scans the tree once, opening what matches, and then follows it:
@@ -216,7 +223,7 @@ func (t *Tracker) loop() {
 	defer t.finished.Done()
 	timer := time.NewTimer(t.o.Rescan)
 	defer timer.Stop()
-	last := time.Now()
+	pace := rate.NewLimiter(rate.Every(rescanEvery), rescanBurst)
 	for {
 		next := t.o.Rescan
 		select {
@@ -225,9 +232,9 @@ func (t *Tracker) loop() {
 		case <-timer.C:
 		case <-t.wake:
 			// A burst of events (systemd starting a unit makes several
-			// directories) is one rescan, and rescans are minRescan
-			// apart however fast cgroups come and go.
-			pause := time.NewTimer(max(20*time.Millisecond, minRescan-time.Since(last)))
+			// directories) is one rescan, and rescans keep to the pace
+			// however fast cgroups come and go.
+			pause := time.NewTimer(max(20*time.Millisecond, pace.Reserve().Delay()))
 			select {
 			case <-t.done:
 				pause.Stop()
@@ -240,22 +247,34 @@ func (t *Tracker) loop() {
 			}
 			next = min(next, settleRescan)
 		}
-		last = time.Now()
+		select {
+		case t.started <- struct{}{}:
+		default:
+		}
 		t.rescan()
 		timer.Reset(next)
 	}
 }
 
 // readNotify turns inotify events into rescans. Which directory changed
-// does not matter: a rescan of the levels that can match is cheap.
+// does not matter: a rescan of the levels that can match is cheap. Once
+// it has asked for a rescan it reads no more until that rescan starts:
+// under churn the events of a second cost one read, not thousands of
+// wake-ups. (Should the kernel's queue overflow meanwhile, the overflow
+// is an event too, and the rescan adds whatever watches are missing.)
 func (t *Tracker) readNotify() {
 	defer t.finished.Done()
-	buf := make([]byte, 4096)
+	buf := make([]byte, 64<<10)
 	for {
 		if _, err := t.notify.Read(buf); err != nil {
 			return // closed by Stop
 		}
 		t.poke()
+		select {
+		case <-t.started:
+		case <-t.done:
+			return
+		}
 	}
 }
 
@@ -270,13 +289,35 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 
 // rescan brings the counted set in line with the tree.
 func (t *Tracker) rescan() {
+	var removed []*member
 	t.opMu.Lock()
-	defer t.opMu.Unlock()
+	defer func() {
+		if len(removed) == 0 {
+			t.opMu.Unlock()
+			return
+		}
+		// Closing takes the kernel an IPI per CPU and event: perfalloc's
+		// Close waits for it while it releases the other counters. (No
+		// rescan removes anything while reserved, so Close's Wait never
+		// meets an Add.)
+		t.closes.Add(1)
+		t.opMu.Unlock()
+		for _, m := range removed {
+			m.close()
+		}
+		t.closes.Done()
+	}()
 	if t.stopped || t.reserved {
 		t.missed = t.reserved // Resume asks for the rescan, Reopen makes it
 		return
 	}
-	matched, dirs, truncated := scan(t.o.Hierarchy.Mount, t.o.Patterns)
+	t.missed = false
+	yield := func() bool { return t.closing.Load() > 0 }
+	matched, dirs, truncated := scan(t.o.Hierarchy.Mount, t.o.Patterns, yield)
+	if yield() {
+		t.missed = true // perfalloc waits: Reopen finishes the job
+		return
+	}
 	if truncated != t.truncated {
 		t.truncated = truncated
 		if truncated {
@@ -315,8 +356,8 @@ func (t *Tracker) rescan() {
 		if old != nil && !t.recreated(old) {
 			continue
 		}
-		if t.closing.Load() > 0 {
-			t.missed = true // perfalloc waits: Reopen finishes the job
+		if yield() {
+			t.missed = true
 			break
 		}
 		if old != nil {
@@ -326,7 +367,6 @@ func (t *Tracker) rescan() {
 			added = append(added, m)
 		}
 	}
-	var removed []*member
 	t.mu.Lock()
 	kept := t.members[:0:0]
 	for _, m := range t.members {
@@ -351,7 +391,6 @@ func (t *Tracker) rescan() {
 			t.o.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
 		}
 		t.o.IDs.release(m.path, last[i])
-		m.close()
 	}
 	if len(added) > 0 || len(removed) > 0 {
 		t.changed()
@@ -565,6 +604,10 @@ func (t *Tracker) Close() {
 	for _, m := range members {
 		m.set.Release()
 	}
+	// Not under opMu: the rescan that holds a count closes after it.
+	t.opMu.Unlock()
+	t.closes.Wait()
+	t.opMu.Lock()
 }
 
 // Resume starts again, after perfalloc, what Close disabled (one ioctl
@@ -597,7 +640,9 @@ func (t *Tracker) Resume() (reopen bool) {
 }
 
 // Reopen reopens the counters after perfalloc (after Resume, or straight
-// after Close) and rescans for what changed meanwhile.
+// after Close) and has the Tracker's goroutine rescan for what changed
+// meanwhile: the caller holds up the next perfalloc for as long as it
+// runs, and a rescan yields to perfalloc only on that goroutine.
 func (t *Tracker) Reopen() {
 	t.opMu.Lock()
 	t.mu.Lock()
@@ -606,6 +651,7 @@ func (t *Tracker) Reopen() {
 	t.mu.Unlock()
 	fds := make([]int, len(members))
 	for i, m := range members {
+		fds[i] = m.fds
 		if sum, err := m.set.Reopen(); err == nil {
 			fds[i] = sum.FDs
 		}
@@ -615,8 +661,9 @@ func (t *Tracker) Reopen() {
 		m.fds = fds[i]
 	}
 	t.mu.Unlock()
+	t.missed = true // until the rescan asked for below has run
 	t.opMu.Unlock()
-	t.rescan()
+	t.poke()
 }
 
 // Stop ends discovery and closes every descriptor. The Tracker serves no

@@ -211,9 +211,7 @@ func TestTrackerReservation(t *testing.T) {
 	if a.CountingNow() != 6 {
 		t.Errorf("after Reopen %d descriptors of /a count, want 6", a.CountingNow())
 	}
-	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/a", "/b"}) {
-		t.Errorf("instances after Reopen %q, want [/a /b]", got)
-	}
+	waitPaths(t, tr, "/a", "/b")
 	a.Add("cpu-clock", 0, 20, 10, 10)
 	tr.Read([]bool{true, false})
 	if _, v, _ := tr.At(0, 0); v != 520 {
@@ -249,9 +247,7 @@ func TestTrackerResume(t *testing.T) {
 		t.Fatal("Resume after a skipped rescan does not ask for a Reopen")
 	}
 	tr.Reopen()
-	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/a", "/b"}) {
-		t.Errorf("instances after Reopen %q, want [/a /b]", got)
-	}
+	waitPaths(t, tr, "/a", "/b")
 	if tr.Close(); tr.Resume() {
 		t.Error("the skipped rescan is asked for again after Reopen made it")
 	}
@@ -349,5 +345,22 @@ func TestTrackerDefaultRescan(t *testing.T) {
 			t.Errorf("NoNotify=%v: rescan every %v, want %v", c.noNotify, tr.o.Rescan, c.want)
 		}
 		tr.Stop()
+	}
+}
+
+// waitPaths waits, within a bound, for the Tracker's goroutine to make the
+// instances want.
+func waitPaths(t *testing.T, tr *Tracker, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := paths(tr.Instances())
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instances %q, want %q", got, want)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -143,9 +143,14 @@ func TestTrackerRecreatedCgroup(t *testing.T) {
 		t.Fatal("Resume after a re-creation under the reservation does not ask for a Reopen")
 	}
 	tr.Reopen()
-	third := f.get("svc")
-	if third == second {
-		t.Fatal("the cgroup re-created under the reservation was not opened anew")
+	var third *countertest.Opener
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if third = f.get("svc"); third != second && len(tr.Instances()) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cgroup re-created under the reservation was not opened anew")
+		}
 	}
 	third.Add("cpu-clock", 0, 3, 1, 1)
 	if v := value(t, tr, "/svc", 0); v != 1023 {
@@ -300,9 +305,7 @@ func TestTrackerRescanYieldsToClose(t *testing.T) {
 		t.Fatal("the rescan cut short is not asked for again")
 	}
 	tr.Reopen()
-	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/a", "/b"}) {
-		t.Errorf("instances after Reopen %q, want [/a /b]", got)
-	}
+	waitPaths(t, tr, "/a", "/b")
 }
 
 // The descriptor budget caps the cgroups before max does on a machine
