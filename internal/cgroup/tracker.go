@@ -181,9 +181,9 @@ const (
 	// The rescans that inotify asks for: rescanBurst at once, then one
 	// per rescanEvery while the tree keeps changing. A new service
 	// appears within milliseconds on a quiet machine; a thousand cgroups
-	// made and removed a second cost a rescan a second, not a thousand
+	// made and removed a second cost a rescan every two seconds, not a thousand
 	// (each walks the tree, and opens every short-lived cgroup it finds).
-	rescanEvery = time.Second
+	rescanEvery = 2 * time.Second
 	rescanBurst = 2
 )
 
