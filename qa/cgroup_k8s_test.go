@@ -190,7 +190,7 @@ func TestLabCgroupsKubernetes(t *testing.T) {
 	churnDir := dir(base + "/kubepods-besteffort.slice")
 	lines := logCount(l, "cgroups:")
 	pid := l.AgentPID(t)
-	cpu0 := procCPU(t, pid)
+	cpu0, rss0 := procCPU(t, pid), procRSS(t, pid)
 	start := time.Now()
 	done := make(chan struct{})
 	var made atomic.Int64
@@ -221,10 +221,11 @@ func TestLabCgroupsKubernetes(t *testing.T) {
 	wall := time.Since(start)
 	used := procCPU(t, pid) - cpu0
 	rate := float64(made.Load()) / wall.Seconds()
+	rss1 := procRSS(t, pid)
 	waits := confirmations()
 	<-done
-	t.Logf("churn: %.0f cgroups made and removed a second for %v: the agent used %v of CPU (%.1f %% of a core); perfalloc's confirmations: %s ms",
-		rate, wall.Round(time.Millisecond), used, 100*used.Seconds()/wall.Seconds(), waits)
+	t.Logf("churn: %.0f cgroups made and removed a second for %v: the agent used %v of CPU (%.1f %% of a core), RSS %d → %d KiB; perfalloc's confirmations: %s ms",
+		rate, wall.Round(time.Millisecond), used, 100*used.Seconds()/wall.Seconds(), rss0, rss1, waits)
 	if n := logCount(l, "cgroups:") - lines; n > 6 {
 		t.Errorf("%d log lines about cgroups during 10 s of churn, want a few (paced)", n)
 	}
@@ -273,6 +274,19 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	ut, _ := strconv.ParseUint(f[11], 10, 64)
 	st, _ := strconv.ParseUint(f[12], 10, 64)
 	return time.Duration(ut+st) * (time.Second / 100)
+}
+
+// procRSS is process pid's resident set, in KiB.
+func procRSS(t *testing.T, pid int) int {
+	t.Helper()
+	for _, line := range strings.Split(readFile(t, fmt.Sprintf("/proc/%d/status", pid)), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	t.Fatalf("/proc/%d/status has no VmRSS", pid)
+	return 0
 }
 
 // removeCgroups removes the cgroup directory d and all below it, deepest

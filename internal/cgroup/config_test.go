@@ -1,9 +1,14 @@
 package cgroup
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestMatch(t *testing.T) {
@@ -112,15 +117,43 @@ func TestFindHierarchy(t *testing.T) {
 func TestScanRoot(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "a/b/c")
+	os.WriteFile(filepath.Join(root, "a", "cgroup.procs"), nil, 0o644) // files are not cgroups
+	ino := func(p string) uint64 {
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(root, p), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
 	matched, dirs, _ := scan(root, []string{"/", "/*", "/*/*"}, nil)
-	if want := []match{{"/", 0}, {"/a", 1}, {"/a/b", 2}}; !slices.Equal(matched, want) {
+	if want := []match{{"/", 0, ino("/")}, {"/a", 1, ino("/a")}, {"/a/b", 2, ino("/a/b")}}; !slices.Equal(matched, want) {
 		t.Errorf("matched %v, want %v", matched, want)
 	}
-	if want := []string{"/", "/a"}; !slices.Equal(dirs, want) {
-		t.Errorf("watched %q, want %q", dirs, want)
+	if want := []node{{"/", ino("/")}, {"/a", ino("/a")}}; !slices.Equal(dirs, want) {
+		t.Errorf("watched %v, want %v", dirs, want)
 	}
-	if matched, _, _ := scan(root, []string{"/a/**"}, nil); !slices.Equal(matched, []match{{"/a", 0}, {"/a/b", 0}, {"/a/b/c", 0}}) {
-		t.Errorf("/a/** matched %v", matched)
+	matched, _, _ = scan(root, []string{"/a/**"}, nil)
+	if want := []match{{"/a", 0, ino("/a")}, {"/a/b", 0, ino("/a/b")}, {"/a/b/c", 0, ino("/a/b/c")}}; !slices.Equal(matched, want) {
+		t.Errorf("/a/** matched %v, want %v", matched, want)
+	}
+}
+
+// A directory of many entries takes several getdents calls.
+func TestScanManyEntries(t *testing.T) {
+	root := t.TempDir()
+	var want []string
+	for i := range 2000 {
+		name := fmt.Sprintf("/cgroup-with-a-long-name-%04d", i)
+		mkdirs(t, root, name)
+		want = append(want, name)
+	}
+	matched, _, _ := scan(root, []string{"/*"}, nil)
+	var got []string
+	for _, m := range matched {
+		got = append(got, m.path)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%d cgroups found of %d", len(got), len(want))
 	}
 }
 

@@ -1,11 +1,15 @@
 package cgroup
 
 import (
-	"os"
+	"bytes"
+	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxWalk bounds the directories one scan reads. Whoever may make cgroups
@@ -14,10 +18,18 @@ import (
 const maxWalk = 10000
 
 // match is a cgroup that matches a pattern: prio is the index of the
-// first pattern it matches, the lower the sooner counted under the cap.
+// first pattern it matches, the lower the sooner counted under the cap;
+// ino is its directory's inode as the scan read it (0 if unknown).
 type match struct {
 	path string
 	prio int
+	ino  uint64
+}
+
+// node is a directory the scan read.
+type node struct {
+	path string
+	ino  uint64
 }
 
 // scan lists the cgroups below mount that match patterns, shallower
@@ -26,7 +38,7 @@ type match struct {
 // skipped. After maxWalk directories the walk stops, and truncated says so.
 // The walk also stops, with a partial answer, once yield (if not nil)
 // says so.
-func scan(mount string, patterns []string, yield func() bool) (matched []match, dirs []string, truncated bool) {
+func scan(mount string, patterns []string, yield func() bool) (matched []match, dirs []node, truncated bool) {
 	limit := depth(patterns)
 	first := func(p string) int {
 		for i, pat := range patterns {
@@ -36,14 +48,20 @@ func scan(mount string, patterns []string, yield func() bool) (matched []match, 
 		}
 		return -1
 	}
-	if i := first("/"); i >= 0 {
-		matched = append(matched, match{"/", i}) // the root cgroup: every task
+	var st unix.Stat_t
+	if unix.Stat(mount, &st) != nil {
+		return nil, nil, false
 	}
-	level := []string{"/"}
+	root := node{"/", st.Ino}
+	if i := first("/"); i >= 0 {
+		matched = append(matched, match{"/", i, root.ino}) // the root cgroup: every task
+	}
+	var r dirReader
+	level := []node{root}
 	for d := 0; len(level) > 0 && (limit < 0 || d < limit); d++ {
-		var next []string
+		var next []node
 		for _, parent := range level {
-			if !slices.ContainsFunc(patterns, func(p string) bool { return below(p, parent) }) {
+			if !slices.ContainsFunc(patterns, func(p string) bool { return below(p, parent.path) }) {
 				continue // nothing below can match: not read, not watched
 			}
 			if yield != nil && yield() {
@@ -52,22 +70,19 @@ func scan(mount string, patterns []string, yield func() bool) (matched []match, 
 			if len(dirs) == maxWalk {
 				return matched, dirs, true
 			}
-			ents, err := os.ReadDir(filepath.Join(mount, parent))
+			n := len(next)
+			var err error
+			next, err = r.subdirs(filepath.Join(mount, parent.path), strings.TrimSuffix(parent.path, "/")+"/", next)
 			if err != nil {
+				next = next[:n]
 				continue // removed meanwhile, or unreadable: nothing below to count
 			}
 			dirs = append(dirs, parent)
-			for _, e := range ents {
-				if !e.IsDir() {
-					continue
-				}
-				next = append(next, strings.TrimSuffix(parent, "/")+"/"+e.Name())
-			}
 		}
-		sort.Strings(next)
+		slices.SortFunc(next, func(a, b node) int { return strings.Compare(a.path, b.path) })
 		for _, p := range next {
-			if i := first(p); i >= 0 {
-				matched = append(matched, match{p, i})
+			if i := first(p.path); i >= 0 {
+				matched = append(matched, match{p.path, i, p.ino})
 			}
 		}
 		level = next
@@ -106,4 +121,62 @@ func choose(matched []match, counted map[string]bool, max int) (chosen, left []s
 		}
 	}
 	return chosen, left
+}
+
+// dirReader reads directories with getdents(2), which gives each entry's
+// inode (a cgroup's id) and type with no further system call, into one
+// buffer it keeps.
+type dirReader struct {
+	buf []byte
+}
+
+// subdirs appends the subdirectories of dir to out, each named prefix +
+// its name, with its inode.
+func (r *dirReader) subdirs(dir, prefix string, out []node) ([]node, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return out, err
+	}
+	defer unix.Close(fd)
+	if r.buf == nil {
+		r.buf = make([]byte, 16<<10)
+	}
+	for {
+		n, err := unix.Getdents(fd, r.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return out, err
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+		for b := r.buf[:n]; len(b) > 0; {
+			if len(b) < 19 {
+				return out, fmt.Errorf("%s: short directory entry", dir)
+			}
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return out, fmt.Errorf("%s: directory entry of %d bytes", dir, reclen)
+			}
+			ino, typ, name := binary.NativeEndian.Uint64(b[0:8]), b[18], b[19:reclen]
+			b = b[reclen:]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if string(name) == "." || string(name) == ".." {
+				continue
+			}
+			switch typ {
+			case unix.DT_DIR:
+			case unix.DT_UNKNOWN: // a file system that does not say
+				var st unix.Stat_t
+				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+					continue
+				}
+			default:
+				continue
+			}
+			out = append(out, node{prefix + string(name), ino})
+		}
+	}
 }

@@ -85,11 +85,12 @@ type Tracker struct {
 	stopped  bool
 	missed   bool // a rescan was skipped while reserved; opMu
 
-	capWhy    string          // what sets o.Max, for the log
-	left      map[string]bool // left out for the cap, as logged; opMu
-	quiet     map[string]bool // failed to open, as logged; opMu
-	truncated bool            // the last scan stopped at maxWalk, as logged; opMu
-	notify    *os.File        // inotify, or nil
+	capWhy    string            // what sets o.Max, for the log
+	left      map[string]bool   // left out for the cap, as logged; opMu
+	quiet     map[string]bool   // failed to open, as logged; opMu
+	truncated bool              // the last scan stopped at maxWalk, as logged; opMu
+	notify    *os.File          // inotify, or nil
+	watched   map[string]uint64 // directories watched, by path: their inodes; opMu
 	// closing says that Close waits for opMu: a rescan stops opening
 	// cgroups then, so that perfalloc's wait is one open at most.
 	closing atomic.Int32
@@ -325,11 +326,16 @@ func (t *Tracker) rescan() {
 		}
 	}
 	if t.notify != nil {
+		// A directory is watched once; a removed one's watch goes with
+		// it, and one made again under its path has another inode.
+		now := make(map[string]uint64, len(dirs))
 		for _, d := range dirs {
-			// Adding a watch again is harmless; a removed directory's
-			// watch goes with it.
-			unix.InotifyAddWatch(int(t.notify.Fd()), filepath.Join(t.o.Hierarchy.Mount, d), watchMask)
+			now[d.path] = d.ino
+			if w, ok := t.watched[d.path]; !ok || w != d.ino || d.ino == 0 {
+				unix.InotifyAddWatch(int(t.notify.Fd()), filepath.Join(t.o.Hierarchy.Mount, d.path), watchMask)
+			}
 		}
+		t.watched = now
 	}
 	t.mu.Lock()
 	members := slices.Clone(t.members)
@@ -339,6 +345,10 @@ func (t *Tracker) rescan() {
 	for _, m := range members {
 		counted[m.path] = m
 		isCounted[m.path] = true
+	}
+	inos := make(map[string]uint64, len(matched))
+	for _, m := range matched {
+		inos[m.path] = m.ino
 	}
 	chosen, left := choose(matched, isCounted, t.o.Max)
 	t.logLeft(left)
@@ -353,7 +363,7 @@ func (t *Tracker) rescan() {
 	for _, p := range chosen {
 		want[p] = true
 		old := counted[p]
-		if old != nil && !t.recreated(old) {
+		if old != nil && !t.recreated(old, inos[p]) {
 			continue
 		}
 		if yield() {
@@ -398,8 +408,12 @@ func (t *Tracker) rescan() {
 }
 
 // recreated says whether m's path names another cgroup than m's now (or
-// none: then the scan that found it raced with its removal).
-func (t *Tracker) recreated(m *member) bool {
+// none: then the scan that found it raced with its removal), from the
+// inode the scan read (ino), or else the path's.
+func (t *Tracker) recreated(m *member, ino uint64) bool {
+	if ino != 0 {
+		return ino != m.ino
+	}
 	var st unix.Stat_t
 	if err := unix.Stat(filepath.Join(t.o.Hierarchy.Mount, m.path), &st); err != nil {
 		return true
