@@ -91,6 +91,7 @@ type Tracker struct {
 	truncated bool              // the last scan stopped at maxWalk, as logged; opMu
 	notify    *os.File          // inotify, or nil
 	watched   map[string]uint64 // directories watched, by path: their inodes; opMu
+	seen      map[string]uint64 // not opened by a busy rescan, by path: their inodes; opMu
 	// closing says that Close waits for opMu: a rescan stops opening
 	// cgroups then, so that perfalloc's wait is one open at most.
 	closing atomic.Int32
@@ -227,6 +228,7 @@ func (t *Tracker) loop() {
 	pace := rate.NewLimiter(rate.Every(rescanEvery), rescanBurst)
 	for {
 		next := t.o.Rescan
+		busy := false
 		select {
 		case <-t.done:
 			return
@@ -235,7 +237,9 @@ func (t *Tracker) loop() {
 			// A burst of events (systemd starting a unit makes several
 			// directories) is one rescan, and rescans keep to the pace
 			// however fast cgroups come and go.
-			pause := time.NewTimer(max(20*time.Millisecond, pace.Reserve().Delay()))
+			delay := pace.Reserve().Delay()
+			busy = delay > 0
+			pause := time.NewTimer(max(20*time.Millisecond, delay))
 			select {
 			case <-t.done:
 				pause.Stop()
@@ -252,7 +256,7 @@ func (t *Tracker) loop() {
 		case t.started <- struct{}{}:
 		default:
 		}
-		t.rescan()
+		t.scanTree(busy)
 		timer.Reset(next)
 	}
 }
@@ -289,7 +293,14 @@ func (t *Tracker) poke() {
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ONLYDIR
 
 // rescan brings the counted set in line with the tree.
-func (t *Tracker) rescan() {
+func (t *Tracker) rescan() { t.scanTree(false) }
+
+// scanTree is rescan. busy says that the tree keeps changing: a cgroup
+// is opened only if the previous rescan saw it too (the same inode), so
+// that the many that live less than the pace of rescans cost a directory
+// entry each, not an open and a close; the settle rescan a second after
+// the last event, not busy, opens the rest.
+func (t *Tracker) scanTree(busy bool) {
 	var removed []*member
 	t.opMu.Lock()
 	defer func() {
@@ -360,10 +371,16 @@ func (t *Tracker) rescan() {
 	want := make(map[string]bool, len(chosen))
 	var added []*member
 	replaced := map[*member]bool{}
+	seen := t.seen
+	t.seen = map[string]uint64{}
 	for _, p := range chosen {
 		want[p] = true
 		old := counted[p]
 		if old != nil && !t.recreated(old, inos[p]) {
+			continue
+		}
+		if busy && (inos[p] == 0 || seen[p] != inos[p]) {
+			t.seen[p] = inos[p] // a re-created one keeps its old member meanwhile
 			continue
 		}
 		if yield() {

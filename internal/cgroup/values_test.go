@@ -327,3 +327,46 @@ func TestTrackerDescriptorBudget(t *testing.T) {
 		t.Errorf("log %q, want one line naming /c and the descriptor budget", logs)
 	}
 }
+
+// While the tree keeps changing, a cgroup is opened by the second rescan
+// that sees it: one that lives less than that costs no open and no close.
+// A re-created one keeps its old member meanwhile. A quiet rescan opens
+// at once.
+func TestTrackerBusyRescan(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "svc")
+	tr, f := startTracker(t, root, nil)
+	first := f.get("svc")
+
+	mkdirs(t, root, "short")
+	tr.scanTree(true)
+	os.Remove(filepath.Join(root, "short"))
+	tr.scanTree(true)
+	if f.get("short") != nil {
+		t.Error("a cgroup seen by one busy rescan only was opened")
+	}
+
+	mkdirs(t, root, "long")
+	os.Remove(filepath.Join(root, "svc"))
+	mkdirs(t, root, "svc")
+	tr.scanTree(true)
+	if f.get("long") != nil || f.get("svc") != first {
+		t.Fatal("a busy rescan opened cgroups it saw for the first time")
+	}
+	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/svc"}) {
+		t.Errorf("instances %q, want the re-created /svc kept meanwhile", got)
+	}
+	tr.scanTree(true)
+	if f.get("long") == nil || f.get("svc") == first {
+		t.Fatal("the second busy rescan did not open what the first saw")
+	}
+	if got := paths(tr.Instances()); !slices.Equal(got, []string{"/svc", "/long"}) {
+		t.Errorf("instances %q, want [/svc /long]", got)
+	}
+
+	mkdirs(t, root, "quiet")
+	tr.rescan()
+	if f.get("quiet") == nil {
+		t.Error("a quiet rescan did not open a new cgroup")
+	}
+}
