@@ -85,11 +85,13 @@ type Tracker struct {
 	stopped  bool
 	missed   bool // a rescan was skipped while reserved; opMu
 
-	capWhy    string            // what sets o.Max, for the log
-	left      map[string]bool   // left out for the cap, as logged; opMu
-	quiet     map[string]bool   // failed to open, as logged; opMu
-	truncated bool              // the last scan stopped at maxWalk, as logged; opMu
-	notify    *os.File          // inotify, or nil
+	capWhy    string          // what sets o.Max, for the log
+	left      map[string]bool // left out for the cap, as logged; opMu
+	quiet     map[string]bool // failed to open, as logged; opMu
+	truncated bool            // the last scan stopped at maxWalk, as logged; opMu
+	notify    int             // inotify's descriptor, or -1
+	stopR     int             // a pipe whose write end Stop closes: ends readNotify's poll
+	stopW     int
 	watched   map[string]uint64 // directories watched, by path: their inodes; opMu
 	seen      map[string]uint64 // not opened by a busy rescan, by path: their inodes; opMu
 	// closing says that Close waits for opMu: a rescan stops opening
@@ -137,6 +139,7 @@ func New(o Options) *Tracker {
 	}
 	return &Tracker{
 		o:       o,
+		notify:  -1,
 		capWhy:  capWhy,
 		left:    map[string]bool{},
 		quiet:   map[string]bool{},
@@ -200,22 +203,23 @@ func (t *Tracker) Start() {
 				t.o.Rescan = RescanPolled
 			}
 			t.o.Infof("cgroups: inotify: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
+		} else if p, err := pipe(); err != nil {
+			unix.Close(fd)
+			t.o.Infof("cgroups: pipe: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
 		} else {
-			// Non-blocking, so that the runtime poller serves it and
-			// closing it ends the reader.
-			t.notify = os.NewFile(uintptr(fd), "inotify")
+			t.notify, t.stopR, t.stopW = fd, p[0], p[1]
 		}
 	}
 	if t.o.Rescan <= 0 {
 		t.o.Rescan = RescanPolled
-		if t.notify != nil {
+		if t.notify >= 0 {
 			t.o.Rescan = RescanNotified
 		}
 	}
 	t.rescan()
 	t.finished.Add(1)
 	go t.loop()
-	if t.notify != nil {
+	if t.notify >= 0 {
 		t.finished.Add(1)
 		go t.readNotify()
 	}
@@ -261,18 +265,39 @@ func (t *Tracker) loop() {
 	}
 }
 
+func pipe() ([2]int, error) {
+	var p [2]int
+	err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK)
+	return p, err
+}
+
 // readNotify turns inotify events into rescans. Which directory changed
 // does not matter: a rescan of the levels that can match is cheap. Once
 // it has asked for a rescan it reads no more until that rescan starts:
 // under churn the events of a second cost one read, not thousands of
 // wake-ups. (Should the kernel's queue overflow meanwhile, the overflow
 // is an event too, and the rescan adds whatever watches are missing.)
+// It waits in poll(2) on its own thread rather than in the runtime's
+// poller: an event arriving while no one reads would wake the poller,
+// and with it the scheduler, for nothing, a thousand times a second.
 func (t *Tracker) readNotify() {
 	defer t.finished.Done()
 	buf := make([]byte, 64<<10)
 	for {
-		if _, err := t.notify.Read(buf); err != nil {
-			return // closed by Stop
+		fds := []unix.PollFd{{Fd: int32(t.notify), Events: unix.POLLIN}, {Fd: int32(t.stopR), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			return
+		}
+		if fds[1].Revents != 0 {
+			return // Stop closed the pipe
+		}
+		if fds[0].Revents == 0 {
+			continue
+		}
+		for range 16 { // drained (EAGAIN), or what came meanwhile waits
+			if _, err := unix.Read(t.notify, buf); err != nil {
+				break
+			}
 		}
 		t.poke()
 		select {
@@ -336,14 +361,14 @@ func (t *Tracker) scanTree(busy bool) {
 			t.infof("cgroups: the patterns reach more than %d directories; only the first %d (by depth, then name) are looked at", maxWalk, maxWalk)
 		}
 	}
-	if t.notify != nil {
+	if t.notify >= 0 {
 		// A directory is watched once; a removed one's watch goes with
 		// it, and one made again under its path has another inode.
 		now := make(map[string]uint64, len(dirs))
 		for _, d := range dirs {
 			now[d.path] = d.ino
 			if w, ok := t.watched[d.path]; !ok || w != d.ino || d.ino == 0 {
-				unix.InotifyAddWatch(int(t.notify.Fd()), filepath.Join(t.o.Hierarchy.Mount, d.path), watchMask)
+				unix.InotifyAddWatch(t.notify, filepath.Join(t.o.Hierarchy.Mount, d.path), watchMask)
 			}
 		}
 		t.watched = now
@@ -707,8 +732,8 @@ func (t *Tracker) Stop() {
 	}
 	t.stopped = true
 	close(t.done)
-	if t.notify != nil {
-		t.notify.Close()
+	if t.notify >= 0 {
+		unix.Close(t.stopW)
 	}
 	t.mu.Lock()
 	members := t.members
@@ -720,6 +745,10 @@ func (t *Tracker) Stop() {
 	t.mu.Unlock()
 	t.opMu.Unlock()
 	t.finished.Wait()
+	if t.notify >= 0 {
+		unix.Close(t.notify)
+		unix.Close(t.stopR)
+	}
 	for i, m := range members {
 		t.o.IDs.release(m.path, last[i])
 		m.close()
