@@ -28,7 +28,7 @@
 // removed in it, once more a second later (inotify misses what happens
 // below directories it was not yet watching), and every Rescan interval
 // anyway: 30 s with inotify, 1 s without it. Rescans that inotify asks
-// for keep to a pace under churn. A scan reads only the directories below
+// for keep to a pace under churn, and open only what the previous one saw. A scan reads only the directories below
 // which a pattern can still match. New matching cgroups are opened and
 // become instances; vanished ones are closed and dropped.
 //
