@@ -232,7 +232,29 @@ func TestLabCgroupsKubernetes(t *testing.T) {
 	if n := logCount(l, "cgroups:") - lines; n > 6 {
 		t.Errorf("%d log lines about cgroups during 10 s of churn, want a few (paced)", n)
 	}
-	monotonic(vals, "the churn")
+	vals = monotonic(vals, "the churn")
+
+	// One name under counting removed and made again without pause.
+	flap := dir(pods[5] + "/flapping.scope")
+	if err := os.Mkdir(flap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cpu0, start = procCPU(t, pid), time.Now()
+	flaps := 0
+	for time.Since(start) < 5*time.Second {
+		if os.Remove(flap) == nil && os.Mkdir(flap, 0o755) == nil {
+			flaps++
+		}
+	}
+	used = procCPU(t, pid) - cpu0
+	wall = time.Since(start)
+	t.Logf("flapping: one cgroup removed and made again %.0f times a second for %v: the agent used %v of CPU (%.1f %% of a core)",
+		float64(flaps)/wall.Seconds(), wall.Round(time.Millisecond), used, 100*used.Seconds()/wall.Seconds())
+	waitFor(t, Settle, "the flapping cgroup counted once it stays", func() bool {
+		_, ok := cgroupValues(t, l, metric)[pods[5]+"/flapping.scope"]
+		return ok
+	})
+	monotonic(vals, "the flapping")
 }
 
 // cgroupHotplug offlines CPU 1 and brings it back, checking the values
