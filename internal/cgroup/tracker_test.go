@@ -157,7 +157,7 @@ func TestTrackerFollowsTheTree(t *testing.T) {
 	if a.OpenNow() != 0 {
 		t.Errorf("/a removed: %d descriptors still open", a.OpenNow())
 	}
-	// Ids are never reused, and a path that returns gets its old id.
+	// Ids of remembered paths are not given to others, and a path that returns gets its old id.
 	ids := map[string]int32{}
 	for _, in := range tr.Instances() {
 		ids[in.Path] = in.ID
