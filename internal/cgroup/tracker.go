@@ -463,6 +463,28 @@ func (t *Tracker) recreated(m *member, ino uint64) bool {
 	return st.Ino != m.ino
 }
 
+// readValues reads every event of m now, without touching what the last
+// Read keeps for Len and At (a fetch in flight may still use it); t.mu
+// held.
+func (t *Tracker) readValues(m *member) map[valueKey]uint64 {
+	out := t.values(m)
+	f := m.set.Begin()
+	defer f.End()
+	for ev := range t.o.Events {
+		f.Need(ev)
+	}
+	f.Read()
+	for ev, e := range t.o.Events {
+		sum := m.base[ev]
+		for i := range len(m.set.CPUs(ev)) {
+			sum += f.Value(ev, i)
+		}
+		k := valueKey{e.Name, e.Attr}
+		out[k] = max(out[k], sum)
+	}
+	return out
+}
+
 // values is m's instance's values by event, as last served; t.mu held.
 func (t *Tracker) values(m *member) map[valueKey]uint64 {
 	out := make(map[valueKey]uint64, len(t.o.Events))
@@ -474,8 +496,9 @@ func (t *Tracker) values(m *member) map[valueKey]uint64 {
 
 // Carry makes the instances of t continue the values of old's, the
 // Tracker it replaces (a reload or a CPU hotplug rebuild): each cgroup
-// path counted by both starts from what old served for the same event,
-// not from zero. Call it before t is read; old may be stopped after.
+// path counted by both starts from what old counted for the same event,
+// read once more now so that nothing counted since the last fetch is
+// lost, not from zero. Call it before t is read; old may be stopped after.
 func (t *Tracker) Carry(old *Tracker) {
 	if old == nil || old == t {
 		return
@@ -483,7 +506,7 @@ func (t *Tracker) Carry(old *Tracker) {
 	prev := map[string]map[valueKey]uint64{}
 	old.mu.Lock()
 	for _, m := range old.members {
-		prev[m.path] = old.values(m)
+		prev[m.path] = old.readValues(m)
 	}
 	old.mu.Unlock()
 	t.mu.Lock()

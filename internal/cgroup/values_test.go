@@ -63,13 +63,15 @@ func TestTrackerCarriesAcrossGenerations(t *testing.T) {
 		t.Fatalf("/a before the rebuild: %d, want 7000", v)
 	}
 
+	f.get("a").Add("cpu-clock", 1, 500, 1, 1) // counted after the last fetch
+
 	// CPU 1 went offline: the rebuild counts on CPU 0 alone.
 	nu, g := trackerWith(t, root, ids, []int{0})
 	nu.Carry(old)
 	old.Stop()
 	g.get("a").Add("cpu-clock", 0, 5, 1, 1)
-	if v := value(t, nu, "/a", 0); v != 7005 {
-		t.Errorf("/a after the rebuild: %d, want 7005 (7000 carried, 5 new)", v)
+	if v := value(t, nu, "/a", 0); v != 7505 {
+		t.Errorf("/a after the rebuild: %d, want 7505 (7000 fetched and 500 not, carried; 5 new)", v)
 	}
 	if v := value(t, nu, "/b", 1); v != 9 {
 		t.Errorf("/b context-switches after the rebuild: %d, want 9 carried", v)
@@ -86,8 +88,8 @@ func TestTrackerCarriesAcrossGenerations(t *testing.T) {
 	third.Start()
 	third.Carry(nu)
 	nu.Stop()
-	if v := value(t, third, "/a", 0); v != 7005 {
-		t.Errorf("/a in the third generation: %d, want 7005", v)
+	if v := value(t, third, "/a", 0); v != 7505 {
+		t.Errorf("/a in the third generation: %d, want 7505", v)
 	}
 	if v := value(t, third, "/b", 1); v != 0 {
 		t.Errorf("/b's changed context-switches: %d, want 0: another event", v)
