@@ -233,6 +233,14 @@ func TestLabCgroupsKubernetes(t *testing.T) {
 		t.Errorf("%d log lines about cgroups during 10 s of churn, want a few (paced)", n)
 	}
 	vals = monotonic(vals, "the churn")
+	// The agent's own share of each confirmation: its log times each
+	// release, per-CPU and per-cgroup counters together.
+	took := regexp.MustCompile(`counters released for perfalloc \(holders [^)]*\) in ([0-9.]+[µm]?s)`)
+	var releases []string
+	for _, m := range took.FindAllStringSubmatch(readFile(t, l.AgentLog), -1) {
+		releases = append(releases, m[1])
+	}
+	t.Logf("the agent's releases, as it logged them: %s", strings.Join(releases, ", "))
 
 	// One name under counting removed and made again without pause.
 	flap := dir(pods[5] + "/flapping.scope")
