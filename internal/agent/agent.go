@@ -342,6 +342,7 @@ func (a *Agent) reloadLocked(afterRelease bool) bool {
 	}
 	old := a.gen.Load()
 	g.set.Carry(old.set)
+	g.carryCgroups(old)
 	a.prev.Store(old)
 	a.gen.Store(g)
 	if a.pm != nil {
