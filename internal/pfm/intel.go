@@ -31,6 +31,10 @@ func initIX86Arch(p *PMU, env Env) *PMU {
 	}
 	mods := uint32(1<<intelModI | 1<<intelModE | 1<<intelModC | 1<<intelModU | 1<<intelModK)
 	switch version {
+	case 5:
+		// After 4.13: AnyThread is gone from version 5; 4.13 gave
+		// version 5 only version 2's modifiers.
+		mods |= 1<<intelModIntx | 1<<intelModIntxCP
 	case 4:
 		mods |= 1<<intelModT | 1<<intelModIntx | 1<<intelModIntxCP
 	case 3:
@@ -65,6 +69,7 @@ const (
 	intelExclGrpBut0  = 0x04000 // only its own group and group 0
 	intelGrpReq       = 0x08000 // grpid's high byte names a group that must be present
 	intelFiltUmask    = 0x10000 // filters go in config's upper half
+	intelNoMods       = 0x200000 // TOPDOWN_M's metrics: no modifier at all (after 4.13)
 )
 
 // PMU flags of Intel x86 PMUs (INTEL_X86_PMU_FL_*).
@@ -533,6 +538,16 @@ func (s *intelState) encode() error {
 		return badAttr(ErrAttr, "e: edge detection needs a counter mask (c=1 or more)")
 	}
 
+	// A metric of the PERF_METRICS register (TOPDOWN_M) is read
+	// whole: libpfm4 takes no modifier on it, and gives no canonical name.
+	for _, v := range r.pmuVals() {
+		if r.desc(v).Type == attrUmask && s.umask(v).Flags&intelNoMods != 0 {
+			r.noMods = true
+		}
+	}
+	if r.noMods {
+		return nil
+	}
 	for _, d := range r.pattrs {
 		if d.Perf || d.Type == attrUmask {
 			continue

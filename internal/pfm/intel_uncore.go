@@ -50,6 +50,11 @@ const (
 	uncRMem
 	uncDNID
 	uncRCSNID
+	// Added after 4.13, for the Ice Lake-SP PCU: a 6-bit threshold and
+	// the occupancy counter's own invert and edge.
+	uncT6
+	uncOccI
+	uncOccE
 	uncNumMods
 )
 
@@ -133,6 +138,9 @@ var uncMods = map[int]uncMod{
 	uncNF1:    {min: 1, max: 255, set: uncField{2, 0, 16}, show: uncField{2, 0, 16}},
 	uncDNID:   {max: 15, set: uncField{1, 8, 4}, show: uncField{1, 8, 4}, enable: 13},
 	uncRCSNID: {max: 15, set: uncField{1, 14, 4}, show: uncField{1, 14, 4}, enable: 18},
+	uncT6:     {max: 63, set: ctlThres8, show: uncField{0, rThres, 6}},
+	uncOccI:   {bool: true, set: uncField{0, rOccInv, 1}, show: uncField{0, rOccInv, 1}},
+	uncOccE:   {bool: true, set: uncField{0, rOccEdge, 1}, show: uncField{0, rOccEdge, 1}},
 	uncIsoc:   {bool: true, set: uncField{2, 31, 1}, show: uncField{2, 31, 1}},
 	uncNC:     {bool: true, set: uncField{2, 30, 1}, show: uncField{2, 30, 1}},
 	uncLoc:    {bool: true, set: uncField{2, 1, 1}, show: uncField{2, 1, 1}},
@@ -333,7 +341,7 @@ func (s *uncState) modifier(a attrDesc, iv uint64) error {
 			s.filt[0].set(m.enable, 1, 1)
 		}
 	}
-	if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 {
+	if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 || a.Idx >= uncT6 {
 		s.umodmsk |= 1 << a.Idx
 	}
 	return nil

@@ -132,11 +132,15 @@ func encode(name string, env Env, active []string) (Encoding, error) {
 	if err := r.perfLayer(); err != nil {
 		return Encoding{}, err
 	}
+	full := r.pmu.Name + "::" + r.fstr
+	if r.noMods {
+		full = ""
+	}
 	return Encoding{
 		PMU:      r.pmu,
 		Event:    r.event,
 		Attr:     r.attr,
-		FullName: r.pmu.Name + "::" + r.fstr,
+		FullName: full,
 		CPU:      r.cpu,
 	}, nil
 }
@@ -666,6 +670,9 @@ func (r *request) perfLayer() error {
 		d := r.desc(v)
 		if !d.Perf {
 			continue
+		}
+		if r.noMods && v.Val != 0 && d.Idx != perfPinned {
+			return badAttr(ErrAttrVal, "%s: %s takes no modifier", d.Name, r.event.Name)
 		}
 		switch d.Idx {
 		case perfU, perfK, perfH:

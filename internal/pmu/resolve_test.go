@@ -355,9 +355,14 @@ func TestResolveLibpfmCPUs(t *testing.T) {
 	check(t, "snbep", "RAPL:PACKAGE_ENERGY", Options{}, want{pmu: "power", typ: 8, config: 2, scale: joule, unit: "Joules", cpus: []int{0, 8},
 		source: "RAPL as sysfs power/events/energy-pkg (event=0x02)"})
 	check(t, "snbep", "RAPL:DRAM_ENERGY", Options{}, want{pmu: "power", typ: 8, config: 3, scale: joule, unit: "Joules", cpus: []int{0, 8}})
-	// On a hybrid CPU the core event (ix86arch's, type 4) counts on the
-	// CPUs of the kernel PMU of that type, the performance cores.
-	check(t, "alderlake", "INSTRUCTION_RETIRED", Options{}, want{pmu: "ix86arch", typ: 4, config: 0xc0, bits: exGuest,
+	// On a hybrid CPU a core event counts on the CPUs of its kernel PMU:
+	// an unprefixed name is the performance cores' (adl_glc comes first in
+	// libpfm4's list), opened with cpu_core's type; adl_grt's go to cpu_atom.
+	check(t, "alderlake", "INSTRUCTION_RETIRED", Options{}, want{pmu: "adl_glc", typ: 4, config: 0xc0, bits: exGuest,
+		cpus: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}})
+	check(t, "alderlake", "adl_grt::INST_RETIRED:ANY_P", Options{}, want{pmu: "adl_grt", typ: 10, config: 0xc0, bits: exGuest,
+		cpus: []int{16, 17, 18, 19}})
+	check(t, "alderlake", "ix86arch::INSTRUCTION_RETIRED", Options{}, want{pmu: "ix86arch", typ: 4, config: 0xc0, bits: exGuest,
 		cpus: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}})
 	// cpu=N asks for one CPU.
 	check(t, "haswell", "INST_RETIRED:ANY_P:cpu=3", Options{}, want{pmu: "hsw", typ: 4, config: 0xc0, bits: exGuest, cpus: []int{3}})

@@ -1,22 +1,30 @@
 package pfmgolden
 
 import (
+	"os"
 	"testing"
 
 	"perfevent/internal/pfm"
 )
 
-// Every PMU of the catalog has a golden file that parses, and every
-// kernel PMU name of the catalog has its made-up type.
+// Every PMU of the catalog has a golden file of libpfm4 upstream that
+// parses, and every kernel PMU name of the catalog has its made-up type.
+// Debian's 4.13 has the PMUs it knows.
 func TestEveryPMU(t *testing.T) {
 	for _, arch := range pfm.Archs {
-		types, err := PerfTypes(arch)
+		set := Upstream
+		if _, err := os.Stat(set.Dir(arch)); err != nil {
+			// arm64 and ppc64le goldens of upstream are made with the
+			// tables' next regeneration; until then Debian's cover them.
+			set = Debian
+		}
+		types, err := set.PerfTypes(arch)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines := 0
 		for _, p := range pfm.ArchPMUs(arch) {
-			g, err := Read(arch, p.Name)
+			g, err := set.Read(arch, p.Name)
 			if err != nil {
 				t.Error(err)
 				continue
