@@ -57,18 +57,18 @@ func initIX86Arch(p *PMU, env Env) *PMU {
 const (
 	intelNCombo       = 0x00001 // umasks of this one's group cannot be combined with it
 	intelPEBS         = 0x00004
-	intelDFL          = 0x00008 // the group's default umask
-	intelGrpExcl      = 0x00010 // umasks from one group only
-	intelNHMOffcore   = 0x00020 // OFFCORE_RESPONSE: the umask goes to config1
-	intelExclGrpGT    = 0x00040 // no umask from a higher group may go with it
-	intelCodeOverride = 0x00200 // the umask's low byte replaces the event code
-	intelLDLat        = 0x00400 // a load latency umask: config1 takes ldlat
-	intelGrpDflNone   = 0x00800 // the group may go without a umask
-	intelFrontend     = 0x01000 // FRONTEND_RETIRED: the umask goes to config1
-	intelFEThr        = 0x02000 // the umask takes fe_thres
-	intelExclGrpBut0  = 0x04000 // only its own group and group 0
-	intelGrpReq       = 0x08000 // grpid's high byte names a group that must be present
-	intelFiltUmask    = 0x10000 // filters go in config's upper half
+	intelDFL          = 0x00008  // the group's default umask
+	intelGrpExcl      = 0x00010  // umasks from one group only
+	intelNHMOffcore   = 0x00020  // OFFCORE_RESPONSE: the umask goes to config1
+	intelExclGrpGT    = 0x00040  // no umask from a higher group may go with it
+	intelCodeOverride = 0x00200  // the umask's low byte replaces the event code
+	intelLDLat        = 0x00400  // a load latency umask: config1 takes ldlat
+	intelGrpDflNone   = 0x00800  // the group may go without a umask
+	intelFrontend     = 0x01000  // FRONTEND_RETIRED: the umask goes to config1
+	intelFEThr        = 0x02000  // the umask takes fe_thres
+	intelExclGrpBut0  = 0x04000  // only its own group and group 0
+	intelGrpReq       = 0x08000  // grpid's high byte names a group that must be present
+	intelFiltUmask    = 0x10000  // filters go in config's upper half
 	intelNoMods       = 0x200000 // TOPDOWN_M's metrics: no modifier at all (after 4.13)
 )
 

@@ -33,8 +33,8 @@ func libpfmGolden(t *testing.T, fixture string) []string {
 func TestFixtureDetection(t *testing.T) {
 	for _, f := range fixtures {
 		want := libpfmGolden(t, f)
-		if got := testFS(f).PresentNames(); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: PresentNames = %v\nlibpfm4 gives %v", f, got, want)
+		if got := testFS(f).libpfmNames(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: LibpfmPMUs = %v\nlibpfm4 gives %v", f, got, want)
 		}
 	}
 }

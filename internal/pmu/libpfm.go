@@ -18,7 +18,7 @@ import (
 // events count on the CPUs of the kernel PMU they open through, and a
 // core event on a hybrid machine on the CPUs of its kernel PMU.
 func (fs *FS) resolveLibpfm(name string) (Event, error) {
-	enc, err := pfm.Encode(name, fs.pfmEnv(), fs.PresentNames())
+	enc, err := pfm.Encode(name, fs.pfmEnv(), fs.libpfmNames())
 	if err != nil {
 		return Event{}, err
 	}

@@ -119,16 +119,17 @@ func (fs *FS) hasCorePMU() bool {
 	return false
 }
 
-// LibpfmPMUs returns the PMUs of libpfm4's catalog that libpfm4 4.13
-// activates on this machine, in libpfm4's order of PMU ids (the order of
-// pfm_for_all_pmus, which the C agent logs as "Found PMU"). The CPU's own
-// PMUs count only when the kernel exposes a core PMU (see hasCorePMU); the
-// generic perf and perf_raw PMUs always do.
+// LibpfmPMUs returns the PMUs of libpfm4's catalog that libpfm4 activates
+// on this machine, in libpfm4's order of PMU ids (the order of
+// pfm_for_all_pmus, which the C agent logs as "Found PMU"): the CPU's by
+// its cpuinfo, whether or not the kernel exposes a core PMU, and the
+// generic perf and perf_raw PMUs. Names are encoded and listed among them,
+// as libpfm4 encodes them; PresentNames is what chooses a section.
 func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 	fs.detectOnce.Do(func() {
 		cpu, err := fs.CPUInfo()
 		arch := cpu.arch()
-		if err != nil || !fs.hasCorePMU() {
+		if err != nil {
 			cpu = CPUInfo{}
 		}
 		device := func(name string) bool {
@@ -144,6 +145,15 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 	return fs.active
 }
 
+// libpfmNames are the names of LibpfmPMUs.
+func (fs *FS) libpfmNames() []string {
+	var names []string
+	for _, p := range fs.LibpfmPMUs() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // libpfmArch is the libpfm4 build whose tables serve this machine: the
 // one of its CPU, which for a fixture need not be the agent's.
 func (fs *FS) libpfmArch() string {
@@ -151,14 +161,19 @@ func (fs *FS) libpfmArch() string {
 	return fs.arch
 }
 
-// PresentNames returns the names of LibpfmPMUs, the names a perfevent.conf
-// PMU section must use to be chosen, as in the C agent: "perf" and
-// "perf_raw" always, then the CPU's core, uncore and RAPL PMUs as libpfm4
-// names them ("skx", "snbep_unc_imc0", "amd64_fam19h_zen3").
+// PresentNames returns the names a perfevent.conf PMU section must use to
+// be chosen, as in the C agent: "perf" and "perf_raw" always, then the
+// CPU's core, uncore and RAPL PMUs as libpfm4 names them ("skx",
+// "snbep_unc_imc0", "amd64_fam19h_zen3") when the kernel exposes a core PMU
+// (see hasCorePMU): a guest without one cannot count its CPU's events, so
+// its CPU model must not select a section.
 func (fs *FS) PresentNames() []string {
 	var names []string
+	core := fs.hasCorePMU()
 	for _, p := range fs.LibpfmPMUs() {
-		names = append(names, p.Name)
+		if core || p.Family == pfm.FamilyPerf {
+			names = append(names, p.Name)
+		}
 	}
 	return names
 }

@@ -150,7 +150,7 @@ func (fs *FS) errUnknown(name string, libErr error) error {
 	if !errors.Is(libErr, pfm.ErrNotFound) {
 		return fmt.Errorf("event %q: %s (libpfm4)", name, strings.TrimPrefix(libErr.Error(), fmt.Sprintf("perf event %q: ", name)))
 	}
-	present := fs.PresentNames()
+	present := fs.libpfmNames()
 	var msg string
 	pfx, rest, prefixed := strings.Cut(name, "::")
 	switch {
