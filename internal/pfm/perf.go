@@ -789,14 +789,24 @@ func b2i(b bool) int {
 // kernelPMUType gives the perf_event type of the kernel PMU the request's
 // PMU is opened through, which libpfm4 reads from sysfs; an uncore PMU
 // the kernel does not have cannot be encoded.
+//
+// After 4.13 a perf_name may list several kernel PMUs, comma-separated
+// ("armv8_cortex_a57,armv8_pmuv3_0,armv8_pmuv3"): the first the kernel
+// has is the one (pfm_perf_find_pmu_type).
 func (r *request) kernelPMUType() (uint32, error) {
 	name := r.pmu.PerfName
 	if r.env.PerfType == nil {
 		return 0, badAttr(ErrNotSupported, "kernel PMU %s not found", name)
 	}
-	t, err := r.env.PerfType(name)
-	if err != nil {
-		return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", name, err)
+	var first error
+	for _, n := range strings.Split(name, ",") {
+		t, err := r.env.PerfType(n)
+		if err == nil {
+			return t, nil
+		}
+		if first == nil {
+			first = err
+		}
 	}
-	return t, nil
+	return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", name, first)
 }

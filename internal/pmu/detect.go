@@ -201,38 +201,51 @@ func amdDetects(c CPUInfo, name string) bool {
 	return name == rev
 }
 
-// armParts are the 64-bit ARM cores libpfm4 4.13 knows, by "CPU
-// implementer" and "CPU part", with the uncore PMUs that come with the
-// core (ThunderX2's tx2_*, Kunpeng's hisi_sccl*), which libpfm4 detects
-// by the core alone.
+// armParts are the 64-bit ARM cores libpfm4 knows, by "CPU implementer"
+// and "CPU part" (the MIDR's), with the uncore PMUs that come with the
+// core (ThunderX2's tx2_*, Kunpeng's hisi_sccl*), which libpfm4 detects by
+// the core alone.
 var armParts = []struct {
 	implementer, part int
 	name, uncore      string
 }{
 	{0x41, 0xd03, "arm_ac53", ""},
+	{0x41, 0xd05, "arm_ac55", ""},
 	{0x41, 0xd07, "arm_ac57", ""},
+	{0x41, 0xd08, "arm_ac72", ""},
+	{0x41, 0xd0b, "arm_ac76", ""},
 	{0x41, 0xd0c, "arm_n1", ""},
 	{0x41, 0xd40, "arm_v1", ""},
 	{0x41, 0xd49, "arm_n2", ""},
 	{0x41, 0xd4f, "arm_v2", ""},
+	{0x41, 0xd82, "arm_x4", ""},
+	{0x41, 0xd84, "arm_v3", ""},
+	{0x41, 0xd8e, "arm_n3", ""},
 	{0x42, 0x516, "arm_thunderx2", "tx2_"},
 	{0x43, 0x0af, "arm_thunderx2", "tx2_"},
 	{0x46, 0x001, "arm_a64fx", ""},
+	{0x46, 0x003, "arm_monaka", ""},
 	{0x48, 0xd01, "arm_kunpeng", "hisi_sccl"},
+	{0x4e, 0x010, "arm_olympus", ""},
 	{0x50, 0x000, "arm_xgene", ""},
 }
 
+// armDetects: libpfm4 activates the PMU of every kind of core the
+// machine has (both on big.LITTLE), and insists on a "CPU architecture"
+// line. libpfm4 4.13 looked at the first processor only.
 func armDetects(c CPUInfo, name string) bool {
-	// libpfm4 also insists on a "CPU architecture" line.
-	if !c.HasArchitecture {
-		return false
+	cores := c.ARMCores
+	if len(cores) == 0 && c.HasArchitecture {
+		cores = []ARMCore{{c.Implementer, c.Part}}
 	}
-	for _, a := range armParts {
-		if c.Implementer != a.implementer || c.Part != a.part {
-			continue
-		}
-		if name == a.name || a.uncore != "" && strings.HasPrefix(name, a.uncore) {
-			return true
+	for _, core := range cores {
+		for _, a := range armParts {
+			if core.Implementer != a.implementer || core.Part != a.part {
+				continue
+			}
+			if name == a.name || a.uncore != "" && strings.HasPrefix(name, a.uncore) {
+				return true
+			}
 		}
 	}
 	return false

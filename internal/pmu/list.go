@@ -123,8 +123,8 @@ func (fs *FS) catalogListings() []Listing {
 		// events only through the kernel's PMU.
 		var missing error
 		if p.PerfName != "" {
-			if _, err := fs.pfmEnv().PerfType(p.PerfName); err != nil {
-				missing = fmt.Errorf("kernel PMU %s not found: %w", p.PerfName, err)
+			if _, ok := fs.perfNamePMU(p.PerfName); !ok {
+				missing = fmt.Errorf("kernel PMU %s not found", p.PerfName)
 			}
 		}
 		for i := range p.Events {

@@ -163,9 +163,13 @@ func buildUpstreamOracle(arch, src string) (string, func(), error) {
 func perfTypes(pmus []*pfm.PMU) (names []string, types map[string]int) {
 	types = map[string]int{}
 	for _, p := range pmus {
-		if p.PerfName != "" && types[p.PerfName] == 0 {
-			types[p.PerfName] = -1
-			names = append(names, p.PerfName)
+		// After 4.13 a perf_name may list several kernel PMUs, the first
+		// the kernel has winning ("armv8_cortex_a57,armv8_pmuv3_0").
+		for _, n := range strings.Split(p.PerfName, ",") {
+			if n != "" && types[n] == 0 {
+				types[n] = -1
+				names = append(names, n)
+			}
 		}
 	}
 	sort.Strings(names)
