@@ -26,49 +26,6 @@ import (
 // to the reason.
 var goldenAllow = map[string]string{}
 
-// goldenAllowEvent lists the events whose every name may differ from
-// Debian's 4.13 goldens, "arch/pmu::EVENT" to the reason: the catalog
-// follows upstream's tables, and upstream changed these entries since 4.13
-// (see the tables' README). The upstream goldens hold them as the agent
-// encodes them.
-var goldenAllowEvent = map[string]string{
-	"amd64/icl::MEM_LOAD_MISC_RETIRED": "upstream fixed the code: 0xd4 (Intel's MEM_LOAD_MISC_RETIRED.UC), 4.13 had 0xc4",
-	"amd64/icx::MEM_LOAD_MISC_RETIRED": "upstream fixed the code: 0xd4 (Intel's MEM_LOAD_MISC_RETIRED.UC), 4.13 had 0xc4",
-	"amd64/icl::BR_INST_RETIRED":       "upstream made ALL_BRANCHES the default: 4.13 refused the bare event",
-	"amd64/icx::BR_INST_RETIRED":       "upstream made ALL_BRANCHES the default: 4.13 refused the bare event",
-	"amd64/spr::BR_INST_RETIRED":       "upstream made ALL_BRANCHES the default: 4.13 refused the bare event",
-	"amd64/icl::BR_MISP_RETIRED":       "upstream made ALL_BRANCHES the default: 4.13 refused the bare event",
-	"amd64/icx::BR_MISP_RETIRED":       "upstream made ALL_BRANCHES the default: 4.13 refused the bare event",
-	"amd64/spr::BR_MISP_RETIRED":       "upstream made ALL_BRANCHES the default: 4.13 refused the bare event",
-	// Upstream made the ARMv8 deprecated names aliases of the
-	// architected ones: same code, the canonical name is the target's.
-	"arm64/arm_n1::L2D_CACHE_ACCESS": armAlias,
-	"arm64/arm_n2::L2D_CACHE_ACCESS": armAlias,
-	"arm64/arm_v1::L2D_CACHE_ACCESS": armAlias,
-	"arm64/arm_n2::L1I_CACHE_ACCESS": armAlias,
-	"arm64/arm_v1::L1I_CACHE_ACCESS": armAlias,
-	"arm64/arm_v2::L1I_CACHE_ACCESS": armAlias,
-}
-
-const armAlias = "upstream made it an alias: the same encoding, named after L2D_CACHE or L1I_CACHE"
-
-// goldenAllowPMU lists the PMUs whose every name may differ from Debian's
-// 4.13 goldens, "arch/pmu" to the reason.
-var goldenAllowPMU = map[string]string{
-	"amd64/spr": "upstream regenerated spr's table from Intel's event list (PEBS flags, new unit masks, " +
-		"INST_RETIRED:ANY and TOPDOWN:BAD_SPEC_SLOTS on their fixed counters' codes, AMX_OPS_RETIRED gone)",
-	"arm64/arm_ac53":      armSysfsType,
-	"arm64/arm_ac57":      armSysfsType,
-	"arm64/arm_thunderx2": armSysfsType,
-}
-
-// armSysfsType: upstream opens the ARM cores that have a perf_name through
-// that kernel PMU's type, read from sysfs, and refuses their events when
-// the kernel has none of the names; 4.13 used PERF_TYPE_RAW, which on a
-// big.LITTLE machine counts on whichever kind of core the CPU is. The
-// machine of Debian's goldens has no such kernel PMU.
-const armSysfsType = "upstream reads the ARM core's perf_event type from sysfs"
-
 // goldenEnv lets a family override the machine of goldenMachine
 // (a PerfType of its own); the fields it sets win.
 var goldenEnv = map[Family]Env{}
@@ -190,7 +147,7 @@ func runGolden(set pfmgolden.Set, p *PMU, env Env) (goldenResult, error) {
 			res.allowed++
 			continue
 		}
-		if set == pfmgolden.Debian && debianAllowed(env.Arch, p.Name, l.Name) {
+		if set == pfmgolden.Debian && pfmgolden.UpstreamChanged(env.Arch, p.Name, l.Name) != "" {
 			res.allowed++
 			continue
 		}
@@ -200,20 +157,6 @@ func runGolden(set pfmgolden.Set, p *PMU, env Env) (goldenResult, error) {
 		}
 	}
 	return res, nil
-}
-
-// debianAllowed says whether a name of Debian's goldens may differ because
-// upstream changed its event's entry.
-func debianAllowed(arch, pmu, name string) bool {
-	if _, ok := goldenAllowPMU[arch+"/"+pmu]; ok {
-		return true
-	}
-	if _, rest, ok := strings.Cut(name, "::"); ok {
-		name = rest
-	}
-	ev, _, _ := strings.Cut(name, ":")
-	_, ok := goldenAllowEvent[arch+"/"+pmu+"::"+strings.ToUpper(ev)]
-	return ok
 }
 
 // goldenWant is a golden line as goldenDiff takes it.
