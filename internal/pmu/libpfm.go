@@ -27,6 +27,10 @@ func (fs *FS) resolveLibpfm(name string) (Event, error) {
 		Attr:   enc.Attr,
 		Source: "libpfm4 " + enc.FullName,
 	}
+	if enc.FullName == "" {
+		// libpfm4 names no TOPDOWN_M metric: the name as given.
+		ev.Source = "libpfm4 " + name
+	}
 	if k := fs.kernelPMUOf(enc); k != nil {
 		ev.CPUs = slices.Clone(k.CPUs)
 	}
