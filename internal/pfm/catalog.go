@@ -1,4 +1,5 @@
-// Package pfm knows event names the way libpfm4 4.13 knows them, and
+// Package pfm knows event names the way libpfm4 knows them, at the upstream
+// commit package tables was generated from (tables.Libpfm4Commit), and
 // encodes them into perf_event attributes exactly as libpfm4's perf_events
 // layer does, without libpfm4: PCP's C pmdaperfevent resolves every
 // perfevent.conf name through libpfm4, so users' configurations are

@@ -7,8 +7,8 @@ import (
 )
 
 // The Intel x86 core encoder: ix86arch and every Intel core PMU of
-// libpfm4 4.13 (core to Sapphire Rapids, the Atoms, Knights Corner to
-// Knights Mill), and the client uncores that share their table format
+// libpfm4 (core to Granite Rapids, Alder Lake's two cores, the Atoms,
+// Knights Corner to Knights Mill), and the client uncores that share their table format
 // (nhm_unc, wsm_unc, snb_unc_*, ivb_unc_*). It does what libpfm4's pfm_intel_x86_encode_gen
 // and pfm_intel_x86_get_perf_encoding do; docs/libpfm4-encoding.md says
 // what that is.

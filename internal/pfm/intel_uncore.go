@@ -1,9 +1,9 @@
 package pfm
 
-// The encoder of Intel's server uncore PMUs, SandyBridge-EP to Skylake-X
-// and Knights Landing/Mill (libpfm4's snbep_unc family: snbep_unc_*,
-// ivbep_unc_*, hswep_unc_*, bdx_unc_*, skx_unc_*, knl_unc_*, knm_unc_*).
-// libpfm4 4.13 has no Icelake-X or Sapphire Rapids uncore tables.
+// The encoder of Intel's server uncore PMUs, SandyBridge-EP to Granite
+// Rapids and Knights Landing/Mill (libpfm4's snbep_unc family: snbep_unc_*,
+// ivbep_unc_*, hswep_unc_*, bdx_unc_*, skx_unc_*, knl_unc_*, knm_unc_*,
+// and since 4.13 icx_unc_*, spr_unc_* and gnr_unc_imc*).
 //
 // Each box's control register shares a layout: event 0-7, umask 8-15,
 // edge 18, enable 22, invert 23, threshold 24-31. The power unit (PCU)

@@ -263,3 +263,10 @@ func TestDecodeIndexErrors(t *testing.T) {
 		}
 	}
 }
+
+// The catalog says which libpfm4 commit it comes from.
+func TestSource(t *testing.T) {
+	if got, want := Source(), "libpfm4 6870a9f00412 (as bundled by PAPI 545375f7d81b)"; got != want {
+		t.Errorf("Source() = %q, want %q", got, want)
+	}
+}

@@ -83,7 +83,7 @@ var catalogPMUs = func(arch string) []*PMU {
 }
 
 // Encode encodes a libpfm4 event name, "[pmu::]EVENT[:UMASK...][:MOD...]",
-// as libpfm4 4.13's pfm_get_os_event_encoding(name, PFM_PLM0|PFM_PLM3,
+// as libpfm4's pfm_get_os_event_encoding(name, PFM_PLM0|PFM_PLM3,
 // PFM_OS_PERF_EVENT_EXT) does for the C pmdaperfevent.
 //
 // active names the PMUs libpfm4 detected on this machine. A name without
