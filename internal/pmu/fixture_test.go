@@ -11,7 +11,7 @@ import (
 // fixtures are the machines under testdata whose libpfm4 PMU list is
 // known, in testdata/NAME/libpfm4-pmus (each file says how it was made).
 var fixtures = []string{"snbep", "haswell", "skylake", "icelake-sp", "zen2", "zen3", "zen4", "graviton2", "power9", "vm", "alderlake",
-	"zen5", "sapphirerapids", "graniterapids", "neoverse-v2", "neoverse-v3"}
+	"zen5", "sapphirerapids", "graniterapids", "neoverse-v2", "neoverse-v3", "biglittle"}
 
 // libpfmGolden reads a fixture's libpfm4-pmus file.
 func libpfmGolden(t *testing.T, fixture string) []string {

@@ -24,6 +24,7 @@ func TestUpstreamFamilies(t *testing.T) {
 		{"alderlake", map[string]int{"adl_glc": 68, "adl_grt": 27}},
 		{"neoverse-v2", map[string]int{"arm_v2": 160}},
 		{"neoverse-v3", map[string]int{"arm_v3": 228}},
+		{"biglittle", map[string]int{"arm_ac55": 112, "arm_ac76": 107}},
 	} {
 		fs := testFS(tc.fixture)
 		all, _ := fs.ListEvents()
@@ -89,4 +90,31 @@ func kernelSide(t *testing.T, fs *FS, fixture, pmuName string) (uint32, []int) {
 	}
 	t.Fatalf("%s: libpfm4 finds no %s (it finds %s)", fixture, pmuName, strings.Join(fs.libpfmNames(), ", "))
 	return 0, nil
+}
+
+// TestBigLittle: on a machine of Cortex-A55 and A76 cores, each core's
+// events open through its own kernel PMU's type and on its CPUs, as
+// libpfm4 upstream encodes them (its answers on this fixture, under
+// qemu-aarch64: types 8 and 9, an unprefixed name the A55's).
+func TestBigLittle(t *testing.T) {
+	fs := testFS("biglittle")
+	for _, tc := range []struct {
+		name, pmu string
+		typ       uint32
+		cpus      []int
+	}{
+		{"arm_ac55::INST_RETIRED", "arm_ac55", 8, []int{0, 1, 2, 3}},
+		{"arm_ac76::INST_RETIRED", "arm_ac76", 9, []int{4, 5, 6, 7}},
+		{"INST_RETIRED", "arm_ac55", 8, []int{0, 1, 2, 3}},
+	} {
+		ev, err := fs.Resolve(tc.name)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if ev.PMU != tc.pmu || ev.Attr.Type != tc.typ || ev.Attr.Config != 0x8 || !slices.Equal(ev.CPUs, tc.cpus) {
+			t.Errorf("%s: PMU %s type %d config %#x CPUs %v, want %s type %d config 0x8 CPUs %v",
+				tc.name, ev.PMU, ev.Attr.Type, ev.Attr.Config, ev.CPUs, tc.pmu, tc.typ, tc.cpus)
+		}
+	}
 }
