@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"perfevent/internal/emulator"
 	"perfevent/internal/pfm/pfmgolden"
 )
 
@@ -54,8 +55,16 @@ func TestGolden(t *testing.T) {
 }
 
 func testGolden(t *testing.T, set pfmgolden.Set) {
+	// Under an emulator (make cross) the point is the byte order and the
+	// architecture, not the whole comparison again: upstream's goldens
+	// only, and of the PMUs sharing a table (cbo0..cbo27) the first.
+	emulated := emulator.Name() != ""
+	if emulated && set == pfmgolden.Debian {
+		t.Skipf("under %s: upstream's goldens cover the encoders", emulator.Name())
+	}
 	total, bad, npmu := 0, 0, 0
 	for _, arch := range Archs {
+		seenTable := map[*Event]bool{}
 		files, _ := filepath.Glob(filepath.Join(set.Dir(arch), "*.tsv.gz"))
 		if len(files) == 0 {
 			continue
@@ -75,6 +84,12 @@ func testGolden(t *testing.T, set pfmgolden.Set) {
 			if err != nil {
 				t.Errorf("%s: %v", f, err)
 				continue
+			}
+			if emulated && len(p.Events) > 0 {
+				if seenTable[&p.Events[0]] {
+					continue
+				}
+				seenTable[&p.Events[0]] = true
 			}
 			if familyEncoders[p.Family] == nil {
 				// Every family has one: a PMU without is not encoded at all.
