@@ -20,7 +20,7 @@ const (
 	FamilyIntelX86           // intel_x86_entry_t: Intel core PMUs and ix86arch
 	FamilyIntelUncore        // intel_x86_entry_t read by the snbep_unc encoder (snbep..spr uncore)
 	FamilyIntelRAPL          // intel_x86_entry_t read by the rapl encoder
-	FamilyAMD64              // amd64_entry_t: K7 to Zen 4, and amd64_rapl
+	FamilyAMD64              // amd64_entry_t: K7 to Zen 6, and amd64_rapl
 	FamilyARM                // arm_entry_t: armv6 to armv9 tables
 	FamilyPower              // pme_power_entry_t: POWER4 to POWER10
 	FamilyPerf               // libpfm4's perf and perf_raw pseudo-PMUs
