@@ -61,3 +61,17 @@ func TestUpstreamFamiliesConfig(t *testing.T) {
 		}
 	}
 }
+
+// On a guest without a core PMU (the vm fixture, a Zen 5) the CPU's
+// section is not chosen, and the note says libpfm4 does find its PMU.
+func TestGatedSectionNote(t *testing.T) {
+	p := plan(t, fixture(t, "vm"), "[amd64_fam1ah_zen5]\nRETIRED_INSTRUCTIONS\n\n[perf]\ncpu-clock\n")
+	if p.Section == nil || p.Section.Header() != "[perf]" {
+		t.Fatalf("section = %v\n%s", p.Section, notes(p))
+	}
+	want := "info    test.conf:1: [amd64_fam1ah_zen5] skipped: no PMU named amd64_fam1ah_zen5 on this machine " +
+		"(libpfm4 finds amd64_fam1ah_zen5 from the CPU, but the kernel exposes no core PMU to count its events)"
+	if !strings.Contains(notes(p), want+"\n") {
+		t.Errorf("notes lack %q:\n%s", want, notes(p))
+	}
+}
