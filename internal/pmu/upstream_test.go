@@ -1,6 +1,9 @@
 package pmu
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -47,5 +50,41 @@ func TestZen5Listing(t *testing.T) {
 		if n != "perf" && n != "perf_raw" {
 			t.Errorf("PresentNames has %s on a machine without a core PMU", n)
 		}
+	}
+}
+
+// libpfm4 upstream takes a kernel PMU only if its directory has
+// perf_event_mux_interval_ms, which every PMU of a real kernel has; the
+// agent reads the type file as 4.13 did, so a sysfs without those files
+// (a container's) keeps its uncore: here an Ice Lake-SP IMC.
+func TestTypeWithoutMuxFile(t *testing.T) {
+	root := t.TempDir()
+	cpuinfo, err := os.ReadFile(filepath.Join("testdata", "icelake-sp", "proc", "cpuinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, text := range map[string]string{
+		"proc/cpuinfo":                                       string(cpuinfo),
+		"sys/devices/system/cpu/online":                      "0-3\n",
+		"sys/bus/event_source/devices/cpu/type":              "4\n",
+		"sys/bus/event_source/devices/cpu/events/cpu-cycles": "event=0x3c\n",
+		"sys/bus/event_source/devices/uncore_imc_0/type":     "42\n",
+		"sys/bus/event_source/devices/uncore_imc_0/cpumask":  "0\n",
+	} {
+		p := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := &FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc")}
+	ev, err := fs.Resolve("icx_unc_imc0::UNC_M_CAS_COUNT:RD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.PMU != "icx_unc_imc0" || ev.Attr.Type != 42 || !slices.Equal(ev.CPUs, []int{0}) {
+		t.Errorf("PMU %s type %d CPUs %v, want icx_unc_imc0 type 42 CPUs [0]", ev.PMU, ev.Attr.Type, ev.CPUs)
 	}
 }
