@@ -121,12 +121,20 @@ func (fs *FS) catalogListings() []Listing {
 		if p.Family == pfm.FamilyPerf {
 			continue
 		}
+		// libpfm4 detects an AMD L3 by the CPU alone, but encodes its
+		// events only through the kernel's PMU.
+		var missing error
+		if p.PerfName != "" {
+			if _, ok := fs.perfNamePMU(p.PerfName); !ok {
+				missing = fmt.Errorf("kernel PMU %s not found", p.PerfName)
+			}
+		}
 		for i := range p.Events {
 			e := &p.Events[i]
 			if !belongs(p, e.Model, e.Flags) {
 				continue
 			}
-			l := Listing{Name: p.Name + "::" + e.Name, Kind: KindLibpfm, Group: p.Name, Desc: firstLine(e.Desc), Scale: 1}
+			l := Listing{Name: p.Name + "::" + e.Name, Kind: KindLibpfm, Group: p.Name, Desc: firstLine(e.Desc), Scale: 1, Err: missing}
 			if e.Equiv != "" {
 				l.Desc = "alias for " + e.Equiv
 			}

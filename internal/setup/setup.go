@@ -170,6 +170,9 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 			if text, ok := strings.CutPrefix(line, sections[i].Pos.String()+": "); ok {
 				n.Pos, n.Text = sections[i].Pos, text
 			}
+			if section != sections[i] {
+				n.Text += gatedPMU(m.PMU, sections[i].PMUs, present)
+			}
 		}
 		p.Notes = append(p.Notes, n)
 	}
@@ -555,4 +558,16 @@ func (p *Plan) Problems() int {
 		}
 	}
 	return n
+}
+
+// gatedPMU says why a section naming a PMU that libpfm4 finds from the CPU
+// is not chosen: the kernel has no core PMU (a guest without a virtual
+// PMU), so none of its events could count. "" for the other sections.
+func gatedPMU(fs *pmu.FS, names []string, present map[string]bool) string {
+	for _, h := range fs.LibpfmPMUs() {
+		if slices.Contains(names, h.Name) && !present[h.Name] {
+			return fmt.Sprintf(" (libpfm4 finds %s from the CPU, but the kernel exposes no core PMU to count its events)", h.Name)
+		}
+	}
+	return ""
 }
