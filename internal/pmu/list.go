@@ -267,9 +267,10 @@ func FilterListings(ls []Listing, pmuName, pattern string) ([]Listing, error) {
 	return out, nil
 }
 
-// LibpfmCatalog names the libpfm4 tables package pfm decodes, for
-// listings that say where each PMU's events come from.
-var LibpfmCatalog = "libpfm4 4.13.0"
+// LibpfmCatalog names the libpfm4 tables package pfm decodes (the
+// upstream commit they were generated from), for listings that say where
+// each PMU's events come from.
+var LibpfmCatalog = pfm.Source()
 
 // CatalogOf says where the events of one listing group come from: the
 // libpfm4 tables, a vendor's list (with its commit, the list's version
