@@ -3,9 +3,11 @@ package agent
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/catalog"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -17,6 +19,7 @@ import (
 // counted is what count made of the configuration.
 type counted struct {
 	plan    *setup.Plan     // what each line means here, with its notes
+	family  *catalog.Family // the metric catalog's part for this machine
 	set     *counter.Set    // the plan's counters, opened
 	sum     counter.Summary // what opening them gave
 	derived []setup.Derived // the derived metrics the open counters allow
@@ -38,9 +41,15 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		return nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
 	plan := setup.Make(f, perr, m, o.Compat)
+	family := catalog.Detect(fs.PresentNames())
+	var fromCatalog []ratio.Def
+	if !o.NoCatalog {
+		fromCatalog = family.Metrics
+	}
+	// chooseRatios notes the file's errors
+	defs, user, off, _ := ratio.DefsWith(ratiosPath(o), fromCatalog)
+	plan.AddOperands(operands(defs[user : user+len(fromCatalog)-len(off)]))
 	specs := plan.Specs()
-	defs, _, _ := ratio.Defs(ratiosPath(o)) // chooseRatios notes the file's errors
-	ratio.Group(specs, defs)
 	if cfg.JoinSoftware == nil {
 		// Tracepoints and x86's msr events live in the kernel's software
 		// context, so they are read inside each CPU's software group.
@@ -48,6 +57,12 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		if p, err := fs.PMU("msr"); err == nil {
 			cfg.JoinSoftware = append(cfg.JoinSoftware, p.Type)
 		}
+	}
+	soft := func(sp counter.Spec) bool {
+		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(cfg.JoinSoftware, sp.Attr.Type)
+	}
+	for _, line := range ratio.GroupFit(specs, defs, family.Fit(soft)) {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: "catalog: " + line})
 	}
 	set, err := counter.New(specs, cfg)
 	if err != nil {
@@ -58,7 +73,28 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		return nil, err
 	}
 	plan.Opened(set, sum)
-	return &counted{plan: plan, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
+	return &counted{plan: plan, family: family, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
+}
+
+// operands are the events the catalog's ratios defs need, each once, with
+// the ratios that need it.
+func operands(defs []ratio.Def) []setup.Operand {
+	var ops []setup.Operand
+	at := map[string]int{}
+	for _, d := range defs {
+		for _, term := range catalog.Operands(d) {
+			i, ok := at[term]
+			if !ok {
+				i = len(ops)
+				at[term] = i
+				ops = append(ops, setup.Operand{Term: term})
+			}
+			if !slices.Contains(ops[i].For, d.Name) {
+				ops[i].For = append(ops[i].For, d.Name)
+			}
+		}
+	}
+	return ops
 }
 
 // parseConfig reads the configuration: through the descriptor start-up
@@ -77,11 +113,11 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups}
 	for _, pc := range c.plan.Counters {
 		ev, _ := c.set.Lookup(pc.Event.Name)
-		spec.Counters = append(spec.Counters, metrics.Counter{
-			Event:  ev,
-			Metric: pc.Metric,
-			About:  fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source),
-		})
+		about := fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source)
+		if pc.For != "" {
+			about = fmt.Sprintf("Opened by the metric catalog as %q %s: %s.", pc.Event.Name, pc.For, pc.Event.Source)
+		}
+		spec.Counters = append(spec.Counters, metrics.Counter{Event: ev, Metric: pc.Metric, About: about})
 	}
 	for i, d := range c.derived {
 		spec.Derived = append(spec.Derived, metrics.Derived{
@@ -90,7 +126,11 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
 		})
 	}
-	spec.Ratios = chooseRatios(ratiosPath(o), c.plan, c.set)
+	var fromCatalog []ratio.Def
+	if !o.NoCatalog {
+		fromCatalog = c.family.Metrics
+	}
+	spec.Ratios = chooseRatios(ratiosPath(o), fromCatalog, c.plan, c.set)
 	return metrics.Build(spec)
 }
 
@@ -99,8 +139,8 @@ func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config)
 
 // chooseRatios are the ratios served (ratio.Choose), with notes for the log
 // and --check.
-func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
-	chosen, problems, info := ratio.Choose(path, set, plan.Scale)
+func chooseRatios(path string, fromCatalog []ratio.Def, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
+	chosen, problems, info := ratio.ChooseWith(path, fromCatalog, set, plan.Scale)
 	for _, e := range problems {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}
