@@ -61,7 +61,13 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	soft := func(sp counter.Spec) bool {
 		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(cfg.JoinSoftware, sp.Attr.Type)
 	}
-	for _, line := range ratio.GroupFit(specs, defs, family.Fit(soft)) {
+	// Without the catalog, ratios group as the configuration says, with
+	// no bound: a group too big for the PMU is then split by counter.
+	fit := ratio.Fit{Soft: soft}
+	if !o.NoCatalog {
+		fit = family.Fit(soft)
+	}
+	for _, line := range ratio.GroupFit(specs, defs, fit) {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: "catalog: " + line})
 	}
 	set, err := counter.New(specs, cfg)
