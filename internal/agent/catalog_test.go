@@ -33,7 +33,7 @@ func TestCheckShowsTheCatalog(t *testing.T) {
 	}
 	for _, want := range []string{
 		"catalog: this machine is Intel Skylake-SP / Cascade Lake, 4 general-purpose counters a perf group",
-		"catalog topdown: perfevent.ratio.topdown_retiring = UOPS_RETIRED:RETIRE_SLOTS / cycles|UNHALTED_CORE_CYCLES × 0.25: not served:",
+		"catalog topdown: perfevent.ratio.topdown_retiring = UOPS_RETIRED:RETIRE_SLOTS / cycles × 0.25: not served:",
 		"source: Intel perfmon SKX/metrics/skylakex_metrics.json (TMA 5.01), Retiring",
 		"catalog topdown_l2: perfevent.ratio.topdown_memory_bound not served on Intel Skylake-SP / Cascade Lake: a product of two ratios",
 		"catalog: perfevent.ratio.l1d_mpki turned off in " + filepath.Join(dir, "ratios.conf"),

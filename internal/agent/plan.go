@@ -48,7 +48,7 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	}
 	// chooseRatios notes the file's errors
 	defs, user, off, _ := ratio.DefsWith(ratiosPath(o), fromCatalog)
-	plan.AddOperands(operands(defs[user : user+len(fromCatalog)-len(off)]))
+	catalog.Open(plan, defs[user:user+len(fromCatalog)-len(off)])
 	specs := plan.Specs()
 	if cfg.JoinSoftware == nil {
 		// Tracepoints and x86's msr events live in the kernel's software
@@ -80,27 +80,6 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	}
 	plan.Opened(set, sum)
 	return &counted{plan: plan, family: family, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
-}
-
-// operands are the events the catalog's ratios defs need, each once, with
-// the ratios that need it.
-func operands(defs []ratio.Def) []setup.Operand {
-	var ops []setup.Operand
-	at := map[string]int{}
-	for _, d := range defs {
-		for _, term := range catalog.Operands(d) {
-			i, ok := at[term]
-			if !ok {
-				i = len(ops)
-				at[term] = i
-				ops = append(ops, setup.Operand{Term: term})
-			}
-			if !slices.Contains(ops[i].For, d.Name) {
-				ops[i].For = append(ops[i].For, d.Name)
-			}
-		}
-	}
-	return ops
 }
 
 // parseConfig reads the configuration: through the descriptor start-up

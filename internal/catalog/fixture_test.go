@@ -50,13 +50,7 @@ func plan(t *testing.T, fixture string) *machine {
 	if user != 0 || len(off) != 0 || len(errs) != 0 {
 		t.Fatalf("DefsWith: %d user ratios, off %v, errors %v", user, off, errs)
 	}
-	var ops []setup.Operand
-	for _, d := range fam.Metrics {
-		for _, term := range catalog.Operands(d) {
-			ops = append(ops, setup.Operand{Term: term, For: []string{d.Name}})
-		}
-	}
-	p.AddOperands(ops)
+	catalog.Open(p, fam.Metrics)
 	specs := p.Specs()
 	var msr uint32 = 1 << 31
 	if pm, err := fs.PMU("msr"); err == nil {
@@ -322,5 +316,26 @@ func TestFormulasByHand(t *testing.T) {
 				t.Errorf("%s: %s = %g, want %g", tc.fixture, name, got, w)
 			}
 		}
+	}
+}
+
+// TestVMOpensNothing: on a VM without a core PMU, RAPL or APERF, the
+// catalog's ratios that the configuration does not already provide cannot
+// be served, so none of their events is opened, and the plan says why.
+func TestVMOpensNothing(t *testing.T) {
+	m := plan(t, "vm")
+	for _, c := range m.plan.Counters {
+		if c.For != "" {
+			t.Errorf("the catalog opened %s %s", c.Event.Name, c.For)
+		}
+	}
+	var notes int
+	for _, n := range m.plan.Notes {
+		if strings.Contains(n.Text, "is not usable here") {
+			notes++
+		}
+	}
+	if notes == 0 {
+		t.Errorf("no note says why the catalog's ratios are not opened: %v", m.plan.Notes)
 	}
 }

@@ -232,7 +232,7 @@ func ChooseWith(path string, catalog []Def, set *counter.Set, scales Scales) (ch
 	}
 	for i, d := range defs[user : user+len(catalog)-len(off)] {
 		if w := why[user+i]; w != "" && !served[d.Name] {
-			info = append(info, fmt.Sprintf("catalog %s: perfevent.ratio.%s = %s: %s; source: %s", d.Group, d.Name, d.Formula(), strings.TrimPrefix(w, fmt.Sprintf("ratio %q ", d.Name)), d.Source))
+			info = append(info, fmt.Sprintf("catalog %s: perfevent.ratio.%s = %s: %s; source: %s", d.Group, d.Name, d.Brief(), strings.TrimPrefix(w, fmt.Sprintf("ratio %q ", d.Name)), d.Source))
 		}
 	}
 	return chosen, problems, info

@@ -124,6 +124,19 @@ func (d *Def) Formula() string {
 	return s
 }
 
+// Brief is Formula with each term's first alternative only: the event
+// names as the catalog opens them, for notes.
+func (d *Def) Brief() string {
+	b := *d
+	first := func(t string) string { f, _, _ := strings.Cut(t, "|"); return f }
+	b.Num = make([]string, len(d.Num))
+	for j, t := range d.Num {
+		b.Num[j] = first(t)
+	}
+	b.Den = first(d.Den)
+	return b.Formula()
+}
+
 // weight is the weight of numerator term j: Weights[j], or 1.
 func (d *Def) weight(j int) float64 {
 	if j < len(d.Weights) {

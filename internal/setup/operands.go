@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"perfevent/internal/config"
 	"perfevent/internal/names"
 	"perfevent/internal/pmu"
@@ -70,6 +72,46 @@ func (p *Plan) AddOperands(ops []Operand) {
 			p.info(config.Pos{}, "catalog: %s; %s not served", text, why)
 		}
 	}
+}
+
+// Usable reports whether term is configured, or one of its alternatives
+// names events this machine resolves and could count; why says otherwise,
+// for the log. A catalog ratio is given its events only when every one of
+// its operands is usable, so that a machine never opens events for a
+// ratio it cannot serve (hardware events on a VM without a core PMU).
+func (p *Plan) Usable(term string) (ok bool, why string) {
+	if p.fs == nil {
+		return false, "no machine"
+	}
+	pmus, _ := p.fs.PMUNames()
+	var firstErr error
+	for _, alt := range strings.Split(term, "|") {
+		for _, c := range p.Counters {
+			if ok, _ := path.Match(alt, c.Event.Name); ok || alt == c.Event.Name {
+				return true, ""
+			}
+		}
+		for _, name := range expand(alt, pmus) {
+			ev, err := p.fs.ResolveWith(name, pmu.Options{})
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			switch ev.Attr.Type {
+			case unix.PERF_TYPE_HARDWARE, unix.PERF_TYPE_HW_CACHE, unix.PERF_TYPE_RAW:
+				if !p.fs.HasCorePMU() {
+					return false, "the kernel has no core PMU here (a VM without a hardware PMU?)"
+				}
+			}
+			return true, ""
+		}
+	}
+	if firstErr != nil {
+		return false, firstErr.Error()
+	}
+	return false, "no event of that name here"
 }
 
 // expand gives the event names of one alternative: itself, or for a glob
