@@ -12,6 +12,7 @@ import (
 const (
 	srcSKX = "Intel perfmon SKX/metrics/skylakex_metrics.json (TMA 5.01), "
 	srcICX = "Intel perfmon ICX/metrics/icelakex_metrics.json (TMA 5.2), "
+	srcSPR = "Intel perfmon SPR/metrics/sapphirerapids_metrics.json (TMA 5.x), "
 	srcAMD = "AMD Processor Programming Reference (PPR) for Family 19h Model 11h B1 (publication 55901), " +
 		"Vol. 1, Performance Monitor Counters: pipeline utilization (PMCx1A0 dispatch slots, PMCx0AA ops dispatched, PMCx0C1 retired ops, PMCx076 cycles, 6 slots a cycle)"
 	srcArm  = "Arm Neoverse N1 PMU guide and Arm telemetry-solution (Apache-2.0) neoverse-n1 topdown methodology, "
@@ -187,6 +188,43 @@ func iceLakeTopDown(source string) []ratio.Def {
 	}
 }
 
+// sapphireRapidsTopDown is TMA levels 1 and 2 from the kernel's
+// PERF_METRICS events, which from Sapphire Rapids on include level 2
+// (heavy operations, branch mispredicts, fetch latency, memory bound); the
+// rest of level 2 is each level-1 share less its level-2 part.
+func sapphireRapidsTopDown(source string) []ratio.Def {
+	const (
+		slots = "cpu.slots"
+		fe    = "cpu.topdown-fe-bound"
+		be    = "cpu.topdown-be-bound"
+		ret   = "cpu.topdown-retiring"
+		drop  = "INT_MISC:UOP_DROPPING"
+		heavy = "cpu.topdown-heavy-ops"
+		brm   = "cpu.topdown-br-mispredict"
+		flat  = "cpu.topdown-fetch-lat"
+		mem   = "cpu.topdown-mem-bound"
+	)
+	td := func(group, name, what string, num []string, w []float64, formula string) ratio.Def {
+		return def(group, "topdown_"+name, ratio.Pure, num, w, slots, 1,
+			"TopDown: the share of pipeline slots "+what+".", source+formula)
+	}
+	return []ratio.Def{
+		td(TopDown, "frontend_bound", "the front end left without a micro-op", []string{fe, drop}, []float64{1, -1}, "Frontend_Bound"),
+		td(TopDown, "bad_speculation", "spent on micro-ops that never retired (1 − the other three)",
+			[]string{slots, fe, drop, be, ret}, []float64{1, -1, 1, -1, -1}, "Bad_Speculation"),
+		td(TopDown, "retiring", "that retired a micro-op", []string{ret}, nil, "Retiring"),
+		td(TopDown, "backend_bound", "stalled for back-end resources", []string{be}, nil, "Backend_Bound"),
+		td(TopDownL2, "fetch_latency", "lost to front-end latency", []string{flat, drop}, []float64{1, -1}, "Fetch_Latency"),
+		td(TopDownL2, "fetch_bandwidth", "lost to front-end bandwidth", []string{fe, flat}, []float64{1, -1}, "Fetch_Bandwidth"),
+		td(TopDownL2, "branch_mispredicts", "lost to mispredicted branches", []string{brm}, nil, "Branch_Mispredicts"),
+		td(TopDownL2, "machine_clears", "lost to machine clears", []string{slots, fe, drop, be, ret, brm}, []float64{1, -1, 1, -1, -1, -1}, "Machine_Clears"),
+		td(TopDownL2, "memory_bound", "stalled on the memory subsystem", []string{mem}, nil, "Memory_Bound"),
+		td(TopDownL2, "core_bound", "stalled on the core's execution units", []string{be, mem}, []float64{1, -1}, "Core_Bound"),
+		td(TopDownL2, "heavy_operations", "retiring heavy (microcoded or multi-uop) operations", []string{heavy}, nil, "Heavy_Operations"),
+		td(TopDownL2, "light_operations", "retiring light operations", []string{ret, heavy}, []float64{1, -1}, "Light_Operations"),
+	}
+}
+
 var intelFixed = []string{"instructions", "cycles", "ref-cycles", "INSTRUCTION_RETIRED", "UNHALTED_CORE_CYCLES", "UNHALTED_REFERENCE_CYCLES", "cpu.slots", "cpu.topdown-*"}
 
 func intelMPKI(source string) []ratio.Def {
@@ -230,6 +268,19 @@ var iceLakeSP = &Family{
 	Unserved: []Unserved{
 		{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcICX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
 	},
+}
+
+// Sapphire Rapids and its successors with the same PERF_METRICS
+// (libpfm4's spr; emr and gnr where the libpfm4 tables name them), 8
+// counters a thread.
+var sapphireRapids = &Family{
+	Name: "Intel Sapphire Rapids / Emerald Rapids / Granite Rapids", PMUs: []string{"spr", "emr", "gnr"}, Counters: 8, Fixed: intelFixed,
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, srcSPR+"IPC")},
+		sapphireRapidsTopDown(srcSPR),
+		imcBandwidth(srcSPR+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
+		energy(), x86Frequency(), intelMPKI(srcSPR),
+	),
 }
 
 // AMD Zen: 6 core counters, none fixed.
@@ -313,7 +364,7 @@ var power9 = &Family{
 }
 
 var families = []*Family{
-	skylakeSP, iceLakeSP,
+	skylakeSP, iceLakeSP, sapphireRapids,
 	zenFamily("AMD Zen 4", "amd64_fam19h_zen4", true),
 	zenFamily("AMD Zen 3", "amd64_fam19h_zen3", false),
 	zenFamily("AMD Zen 2", "amd64_fam17h_zen2", false),

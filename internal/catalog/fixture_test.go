@@ -157,7 +157,17 @@ func TestServedPerFamily(t *testing.T) {
 			"ipc = instructions / cycles",
 		}},
 		{"haswell", "generic", cat([]string{"ipc", "energy_dram_watts", "energy_cores_watts"}, x86, mpki3), nil},
+		// Its kernel lists no level-2 topdown events, so level 2 is not
+		// served.
+		{"sapphirerapids", "Intel Sapphire Rapids / Emerald Rapids / Granite Rapids", cat([]string{"ipc", "energy_dram_watts"}, x86, mpki3, bw, l1), []string{
+			"topdown_frontend_bound = (cpu.topdown-fe-bound - INT_MISC:UOP_DROPPING) / cpu.slots",
+			"topdown_backend_bound = cpu.topdown-be-bound / cpu.slots",
+		}},
 	} {
+		if _, err := os.Stat("../pmu/testdata/" + tc.fixture); err != nil {
+			t.Logf("no fixture %s: %v", tc.fixture, err)
+			continue
+		}
 		m := plan(t, tc.fixture)
 		if m.family.Name != tc.family {
 			t.Errorf("%s: family %q, want %q", tc.fixture, m.family.Name, tc.family)
@@ -306,10 +316,22 @@ func TestFormulasByHand(t *testing.T) {
 			"ipc": 1.5, "topdown_frontend_bound": 0.2, "topdown_backend_bound": 0.3, "topdown_not_stalled": 0.5, "topdown_retired_share": 0.9,
 			"l1d_mpki": 10, "llc_mpki": 1, "branch_mpki": 5, "frequency_average_hz": 2000,
 		}},
+		// Sapphire Rapids: 10000 slots; level 2 in slots as the kernel
+		// reports it.
+		{"sapphirerapids", map[string]float64{
+			"cpu.slots": 10000, "cpu.topdown-fe-bound": 2000, "cpu.topdown-be-bound": 3000, "cpu.topdown-retiring": 4000,
+			"INT_MISC:UOP_DROPPING": 100,
+		}, 1e9, want{
+			"topdown_frontend_bound": 0.19, "topdown_backend_bound": 0.3, "topdown_retiring": 0.4, "topdown_bad_speculation": 0.11,
+		}},
 		{"power9", map[string]float64{"instructions": 3000, "cycles": 2000, "L1-dcache-load-misses": 30, "branch-misses": 6}, 1e9, want{
 			"ipc": 1.5, "l1d_mpki": 10, "branch_mpki": 2,
 		}},
 	} {
+		if _, err := os.Stat("../pmu/testdata/" + tc.fixture); err != nil {
+			t.Logf("no fixture %s: %v", tc.fixture, err)
+			continue
+		}
 		m := plan(t, tc.fixture)
 		for name, w := range tc.want {
 			if got := m.value(t, name, tc.counts, tc.elapsed); math.Abs(got-w) > 1e-9*math.Max(1, math.Abs(w)) {
@@ -337,5 +359,43 @@ func TestVMOpensNothing(t *testing.T) {
 	}
 	if notes == 0 {
 		t.Errorf("no note says why the catalog's ratios are not opened: %v", m.plan.Notes)
+	}
+}
+
+// TestLevel2FromPerfMetrics: Sapphire Rapids' level 2, from the kernel's
+// level-2 PERF_METRICS events, on fixed counts worked out by hand.
+func TestLevel2FromPerfMetrics(t *testing.T) {
+	counts := map[string]float64{
+		"cpu.slots": 10000, "cpu.topdown-fe-bound": 2000, "cpu.topdown-be-bound": 3000, "cpu.topdown-retiring": 4000,
+		"INT_MISC:UOP_DROPPING": 100, "cpu.topdown-fetch-lat": 1500, "cpu.topdown-br-mispredict": 600,
+		"cpu.topdown-mem-bound": 1800, "cpu.topdown-heavy-ops": 1000,
+	}
+	want := map[string]float64{
+		"topdown_fetch_latency": 0.14, "topdown_fetch_bandwidth": 0.05, "topdown_branch_mispredicts": 0.06,
+		"topdown_machine_clears": 0.05, "topdown_memory_bound": 0.18, "topdown_core_bound": 0.12,
+		"topdown_heavy_operations": 0.1, "topdown_light_operations": 0.3,
+	}
+	fam := catalog.Detect([]string{"spr"})
+	seen := 0
+	for _, d := range fam.Metrics {
+		w, ok := want[d.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		var num float64
+		for j, term := range d.Num {
+			weight := 1.0
+			if j < len(d.Weights) {
+				weight = d.Weights[j]
+			}
+			num += weight * counts[term]
+		}
+		if got, _ := d.Of(num, uint64(counts[d.Den])); math.Abs(got-w) > 1e-12 {
+			t.Errorf("%s = %s = %g, want %g", d.Name, d.Formula(), got, w)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d level-2 metrics are in the catalog", seen, len(want))
 	}
 }
