@@ -18,11 +18,14 @@ import (
 
 // counted is what count made of the configuration.
 type counted struct {
-	plan    *setup.Plan     // what each line means here, with its notes
-	family  *catalog.Family // the metric catalog's part for this machine
-	set     *counter.Set    // the plan's counters, opened
-	sum     counter.Summary // what opening them gave
-	derived []setup.Derived // the derived metrics the open counters allow
+	plan   *setup.Plan     // what each line means here, with its notes
+	family *catalog.Family // the metric catalog's part for this machine
+	// unusable are the catalog's ratios whose events were not opened,
+	// the notes saying why already.
+	unusable []string
+	set      *counter.Set    // the plan's counters, opened
+	sum      counter.Summary // what opening them gave
+	derived  []setup.Derived // the derived metrics the open counters allow
 }
 
 // count reads the configuration (through held, if not nil: see
@@ -48,7 +51,7 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	}
 	// chooseRatios notes the file's errors
 	defs, user, off, _ := ratio.DefsWith(ratiosPath(o), fromCatalog)
-	catalog.Open(plan, defs[user:user+len(fromCatalog)-len(off)])
+	unusable := catalog.Open(plan, defs[user:user+len(fromCatalog)-len(off)])
 	specs := plan.Specs()
 	if cfg.JoinSoftware == nil {
 		// Tracepoints and x86's msr events live in the kernel's software
@@ -79,7 +82,7 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		return nil, err
 	}
 	plan.Opened(set, sum)
-	return &counted{plan: plan, family: family, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
+	return &counted{plan: plan, family: family, unusable: unusable, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
 }
 
 // parseConfig reads the configuration: through the descriptor start-up
@@ -115,7 +118,7 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 	if !o.NoCatalog {
 		fromCatalog = c.family.Metrics
 	}
-	spec.Ratios = chooseRatios(ratiosPath(o), fromCatalog, c.plan, c.set)
+	spec.Ratios = chooseRatios(ratiosPath(o), fromCatalog, func(name string) bool { return slices.Contains(c.unusable, name) }, c.plan, c.set)
 	return metrics.Build(spec)
 }
 
@@ -124,8 +127,8 @@ func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config)
 
 // chooseRatios are the ratios served (ratio.Choose), with notes for the log
 // and --check.
-func chooseRatios(path string, fromCatalog []ratio.Def, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
-	chosen, problems, info := ratio.ChooseWith(path, fromCatalog, set, plan.Scale)
+func chooseRatios(path string, fromCatalog []ratio.Def, quiet func(string) bool, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
+	chosen, problems, info := ratio.ChooseWith(path, fromCatalog, quiet, set, plan.Scale)
 	for _, e := range problems {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}

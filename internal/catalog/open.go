@@ -11,8 +11,9 @@ import (
 // Open adds to plan the events of the ratios of defs every operand of
 // which is usable here (setup.Plan.Usable), each event once; a ratio with
 // an operand that is not gets an Info note and none of its events, so a
-// machine never counts events for a ratio it cannot serve.
-func Open(plan *setup.Plan, defs []ratio.Def) {
+// machine never counts events for a ratio it cannot serve. It returns the
+// names of those ratios.
+func Open(plan *setup.Plan, defs []ratio.Def) (unusable []string) {
 	var ops []setup.Operand
 	at := map[string]int{}
 	for _, d := range defs {
@@ -26,6 +27,7 @@ func Open(plan *setup.Plan, defs []ratio.Def) {
 			}
 		}
 		if !usable {
+			unusable = append(unusable, d.Name)
 			continue
 		}
 		for _, term := range Operands(d) {
@@ -41,4 +43,5 @@ func Open(plan *setup.Plan, defs []ratio.Def) {
 		}
 	}
 	plan.AddOperands(ops)
+	return unusable
 }

@@ -204,13 +204,14 @@ func DefsWith(path string, catalog []Def) (defs []Def, user int, off []string, e
 // not served and why, then each ratio served). A built-in ratio that this
 // machine cannot count is normal (a VM has no ipc) and gets no line.
 func Choose(path string, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
-	return ChooseWith(path, nil, set, scales)
+	return ChooseWith(path, nil, nil, set, scales)
 }
 
 // ChooseWith is Choose with the catalog's ratios for this machine
 // (DefsWith): each of those gets a line too, served or not, with its
-// formula and source.
-func ChooseWith(path string, catalog []Def, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
+// formula and source, but those quiet names: the caller has said why
+// already.
+func ChooseWith(path string, catalog []Def, quiet func(name string) bool, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
 	defs, user, off, problems := DefsWith(path, catalog)
 	chosen, why := Select(defs, set, scales)
 	for _, w := range why[:user] {
@@ -231,7 +232,7 @@ func ChooseWith(path string, catalog []Def, set *counter.Set, scales Scales) (ch
 		info = append(info, line)
 	}
 	for i, d := range defs[user : user+len(catalog)-len(off)] {
-		if w := why[user+i]; w != "" && !served[d.Name] {
+		if w := why[user+i]; w != "" && !served[d.Name] && (quiet == nil || !quiet(d.Name)) {
 			info = append(info, fmt.Sprintf("catalog %s: perfevent.ratio.%s = %s: %s; source: %s", d.Group, d.Name, d.Brief(), strings.TrimPrefix(w, fmt.Sprintf("ratio %q ", d.Name)), d.Source))
 		}
 	}
