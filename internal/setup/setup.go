@@ -59,6 +59,9 @@ type Counter struct {
 	Event  pmu.Event
 	CPUs   []int
 	Metric string
+	// For names the ratios an event no line configures was opened for
+	// (AddOperands); "" for a configured line.
+	For string
 }
 
 // Derived is a derived section, exported below perfevent.derived.
@@ -80,8 +83,12 @@ type Plan struct {
 	// Sockets is Machine.Sockets, for the instances' labels.
 	Sockets map[int]int
 
-	compat      bool
-	fs          *pmu.FS         // the machine's PMUs, for Scale
+	compat bool
+	fs     *pmu.FS // the machine's PMUs, for Scale
+	alloc  *config.CPUAllocator
+	taken  map[string]config.Pos
+	tree   *subtree
+
 	unsupported map[string]bool // events that failed only as "not supported here"
 }
 
@@ -184,6 +191,7 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 	}
 	taken := map[string]config.Pos{}
 	tree := newSubtree("perfevent.hwcounters")
+	p.alloc, p.taken, p.tree = alloc, taken, tree
 	if section != nil {
 		for _, ev := range section.Events {
 			p.addCounter(m.PMU, alloc, ev, false, taken, tree)
@@ -402,6 +410,9 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 		ev, _ := set.Lookup(c.Event.Name)
 		served := set.CPUs(ev)
 		text := c.Event.Name + ": " + describe(c)
+		if c.For != "" {
+			text = "catalog: " + text + " (" + c.For + ")"
+		}
 		fails := byEvent[c.Event.Name]
 		if len(fails) == 0 {
 			p.info(c.Pos, "%s, on %s", text, cpulist.Describe(served))
@@ -422,7 +433,7 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 			text += "; skipped"
 		}
 		sev := Problem
-		if allUnsupported(fails) {
+		if allUnsupported(fails) || c.For != "" {
 			sev = Info
 			if len(served) == 0 {
 				if p.unsupported == nil {
