@@ -38,6 +38,7 @@ type options struct {
 	debug      string
 	domain     int
 	logfile    string
+	logSize    byteSize
 	pipe       bool
 	socket     string
 	inet       int
@@ -64,6 +65,8 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	// Relative, as the C agent's: pmcd starts agents in $PCP_LOG_DIR/pmcd,
 	// and an agent run by hand elsewhere leaves the live agent's log alone.
 	fs.StringVar(&o.logfile, "l", "perfevent.log", "write the log to `file` (- for stderr)")
+	o.logSize = defaultLogSize
+	fs.Var(&o.logSize, "log-size", "rotate the log when it grows past `size` bytes (K, M and G multiply by 1024s; 0 never rotates), keeping the last one as .prev")
 	fs.StringVar(&o.Config, "c", defaultConfig(pcp), "read the configuration from `file`")
 	fs.StringVar(&o.User, "U", pcp.Get("PCP_USER"), "after start-up, run as `user`, keeping only the capability to open counters (root: stay root)")
 	fs.BoolVar(&o.pipe, "p", false, "talk to pmcd on stdin and stdout (the default)")
@@ -96,6 +99,10 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 		// Below this the poll alone keeps a core busy; above it, without
 		// inotify, perfalloc's release could go unnoticed for minutes.
 		return nil, fmt.Errorf("-poll %v: choose an interval from %v to %v", o.Poll, minPoll, maxPoll)
+	}
+	if o.logSize != 0 && o.logSize < minLogSize {
+		// Smaller, a reload's summary would rotate the log it is in.
+		return nil, fmt.Errorf("-log-size %d: choose 0 (never rotate) or at least %d bytes", o.logSize, minLogSize)
 	}
 	n := 0
 	for _, set := range []bool{o.pipe, o.socket != "", o.inet != 0, o.ipv6 != 0} {
@@ -185,9 +192,10 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}
 	defer ln.Close()
 
-	w, closeLog, lerr := pmda.OpenLog(o.logfile, stderr)
+	w, logFile, closeLog, lerr := pmda.OpenLog(o.logfile, stderr)
 	defer closeLog()
 	log := pmda.NewLogger(w, prog)
+	log.RotateAt(logFile, o.logfile, int64(o.logSize))
 	host, _ := os.Hostname()
 	log.Start(host)
 	defer log.Finish()
