@@ -29,7 +29,7 @@ type Log interface {
 // for concurrent use.
 //
 // A message that keeps coming back is held back: each kind (its format,
-// or its text when the format is only verbs) is written at most
+// or its text but for numbers when the format is only verbs) is written at most
 // RepeatBurst times per RepeatWindow, and the rest are counted and told
 // in one line when the window ends. A log file it opened itself
 // (RotateAt) is rotated at a size.
@@ -119,7 +119,7 @@ func (l *Logger) logf(level, format string, args ...any) {
 	}
 	key := level + "\x00" + format
 	if onlyVerbs(format) {
-		key = level + "\x00\x00" + msg
+		key = level + "\x00\x00" + withoutNumbers(msg)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -210,6 +210,23 @@ func (l *Logger) armTimer(d time.Duration) {
 			l.armTimer(RepeatWindow / 4)
 		}
 	})
+}
+
+// withoutNumbers is s with each run of digits made one '#': messages
+// built before they are logged differ only there when they are the same
+// message (durations, counts, pids).
+func withoutNumbers(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			if len(b) == 0 || b[len(b)-1] != '#' {
+				b = append(b, '#')
+			}
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // onlyVerbs says that format has nothing but verbs, spaces and

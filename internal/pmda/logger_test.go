@@ -87,7 +87,7 @@ func TestLoggerRotates(t *testing.T) {
 	l.RotateAt(f, path, 1000)
 	l.Start("vm")
 	for i := range 30 {
-		l.Infof("%s", fmt.Sprintf("line %d of a log that grows past its cap", i)) // distinct texts: none held back
+		l.Infof("%s", fmt.Sprintf("line %c of a log that grows past its cap", 'A'+i)) // distinct kinds: none held back
 	}
 	if l.Rotations() < 2 {
 		b, _ := os.ReadFile(path)
@@ -107,7 +107,7 @@ func TestLoggerRotates(t *testing.T) {
 	if len(prev) > 1000+200 {
 		t.Errorf(".prev is %d bytes, cap 1000", len(prev))
 	}
-	if !strings.HasPrefix(string(cur), "Log for pmdaperfevent on vm rotated ") || !strings.HasSuffix(string(cur), "line 29 of a log that grows past its cap\n") {
+	if !strings.HasPrefix(string(cur), "Log for pmdaperfevent on vm rotated ") || !strings.HasSuffix(string(cur), "line ^ of a log that grows past its cap\n") {
 		t.Errorf("the current log:\n%s", cur)
 	}
 }
