@@ -49,6 +49,8 @@ type options struct {
 	listMatch  string
 	noProbe    bool
 	version    bool
+	lockMode   string
+	lockGroup  string
 }
 
 func main() {
@@ -79,6 +81,9 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.listMatch, "match", "", "with --list-events: only the events whose name or unit mask contains `pattern` (ignoring case; *, ? and [...] make it a glob over the whole name)")
 	fs.BoolVar(&o.noProbe, "no-probe", false, "with --list-events: do not try to open each event to mark whether it works here")
 	fs.StringVar(&o.LockFile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
+	fs.StringVar(&o.lockMode, "lockmode", fmt.Sprintf("%04o", reservation.LockMode), "the lock file's `mode`: who may read it may reserve the counters (0640 with -lockgroup: root and the group's members)")
+	fs.StringVar(&o.lockGroup, "lockgroup", "", "the lock file's `group` (a name or number); with -lockmode 0640, only its members (and root) may reserve the counters")
+	fs.DurationVar(&o.MaxHold, "max-hold", 0, "resume counting when a reservation has lasted `duration` although perfalloc's lock is still held, and log it (0: never, as the C agent)")
 	o.DefaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
 	fs.StringVar(&o.PMIDs, "pmids", o.DefaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
 	fs.DurationVar(&o.Poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
@@ -99,6 +104,14 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 		// Below this the poll alone keeps a core busy; above it, without
 		// inotify, perfalloc's release could go unnoticed for minutes.
 		return nil, fmt.Errorf("-poll %v: choose an interval from %v to %v", o.Poll, minPoll, maxPoll)
+	}
+	access, err := lockAccess(o.lockMode, o.lockGroup)
+	if err != nil {
+		return nil, err
+	}
+	o.LockAccess = access
+	if o.MaxHold < 0 || (o.MaxHold > 0 && o.MaxHold < time.Second) {
+		return nil, fmt.Errorf("-max-hold %v: choose 0 (never) or at least 1s", o.MaxHold)
 	}
 	if o.logSize != 0 && o.logSize < minLogSize {
 		// Smaller, a reload's summary would rotate the log it is in.

@@ -35,12 +35,18 @@ type Options struct {
 	// PMIDs is the PMID map (--pmids); DefaultPMIDs is where it lives
 	// unless --pmids says otherwise, the agent's own directory.
 	PMIDs, DefaultPMIDs string
-	LockFile            string        // perfalloc's lock file (--lockfile)
-	Poll                time.Duration // the lock file's poll (--poll)
-	NoInotify           bool          // poll the lock file only (--no-inotify)
-	Compat              bool          // -C: the pre-3.10.8 metric names
-	Debug               bool          // -D: log each start-up step in detail
-	CCompatible         bool          // --check --c-compatible
+	LockFile            string // perfalloc's lock file (--lockfile)
+	// LockAccess is who may reserve: the lock file's mode and group
+	// (-lockmode, -lockgroup).
+	LockAccess reservation.Access
+	// MaxHold, if not 0, is how long a reservation may stop counting:
+	// after it, counting resumes although the lock is held (-max-hold).
+	MaxHold     time.Duration
+	Poll        time.Duration // the lock file's poll (--poll)
+	NoInotify   bool          // poll the lock file only (--no-inotify)
+	Compat      bool          // -C: the pre-3.10.8 metric names
+	Debug       bool          // -D: log each start-up step in detail
+	CCompatible bool          // --check --c-compatible
 	// User is the user to run as after start-up (-U), PCPUser
 	// $PCP_USER; "" or "root" stays root.
 	User, PCPUser string
@@ -104,6 +110,14 @@ type Agent struct {
 	now        func() time.Time // the pace's clock
 	sleep      func(time.Duration)
 	told       map[string]bool // lines already in the log, for the agent's life
+	// holds serves perfevent.reservation.*; overridden says that the
+	// reservation held now outlasted MaxHold and counting resumed, and
+	// holdTimer and holdSeq end it.
+	holds      *holds
+	status     reservation.Status // what the lock watcher said last
+	overridden bool
+	holdTimer  *time.Timer
+	holdSeq    int
 	state      *reservation.StateFile
 	stateDir   *reservation.Directory
 	published  atomic.Pointer[reservation.StateFile] // state, for RemoveState
@@ -121,6 +135,7 @@ type Agent struct {
 // New returns an agent that has done nothing yet; Start starts it.
 func New(o Options) *Agent {
 	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs(), told: map[string]bool{}}
+	a.holds = newHolds(o.MaxHold)
 	a.fs = a.o.fs()
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	a.cycleLog = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
@@ -269,7 +284,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 		a.told[line] = true
 	}
 	cg, cgSpec, cgSays := a.startCgroups(plan, r)
-	table, src, err := buildTable(&a.o, c, clusters, cgSpec)
+	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations())
 	if err != nil {
 		set.Close()
 		if cg != nil {
@@ -303,7 +318,7 @@ func (a *Agent) empty() (*generation, error) {
 		return nil, err
 	}
 	clusters, _ := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
-	table, src, err := metrics.Build(metrics.Spec{Version: version, Set: set, Clusters: clusters})
+	table, src, err := metrics.Build(metrics.Spec{Version: version, Set: set, Clusters: clusters, Reservations: a.reservations()})
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +332,7 @@ func (a *Agent) empty() (*generation, error) {
 func (a *Agent) Reload() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.reserved {
+	if a.holding() {
 		a.reloadDue = true
 		a.log.Infof("reload of %s deferred: perfalloc holds the counters; it happens when they are released", a.o.Config)
 		return

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"time"
+
 	"perfevent/internal/counter"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
@@ -17,6 +19,7 @@ const (
 	kindDerived
 	kindRatio
 	kindCgroup
+	kindReservation
 )
 
 // ref says what a cluster holds; Source looks clusters up by number, which
@@ -39,6 +42,10 @@ type Source struct {
 	skipped []error // metrics Build could not number
 	cgroups CgroupReader
 	cgNeed  []bool // per cgroup event: asked for by this fetch
+	resv    ReservationReader
+	// The reservation as this fetch saw it, when it asked for it.
+	resvSnap Reservation
+	resvNow  time.Time
 
 	// The snapshot of the current fetch. gen stamps what this fetch marked,
 	// so nothing needs clearing between fetches.
@@ -138,6 +145,7 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 // prepareSet reads what the fetch needs of the Set and marks the cgroup
 // events it asks for.
 func (s *Source) prepareSet(req *pmda.FetchRequest) {
+	s.resvNow = time.Time{}
 	f := s.set.Begin()
 	defer f.End()
 	all := false
@@ -167,6 +175,11 @@ func (s *Source) prepareSet(req *pmda.FetchRequest) {
 			}
 		case kindCgroup:
 			s.cgNeed[r.idx] = true
+		case kindReservation:
+			if s.resvNow.IsZero() {
+				s.resv.Reservation(&s.resvSnap)
+				s.resvNow = time.Now()
+			}
 		}
 	}
 	if all {
@@ -296,6 +309,8 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 				w.Double(int32(cpus[i]), v)
 			}
 		}
+	case kindReservation:
+		return s.reservationValues(pmid.Item(), w)
 	case kindCgroup:
 		c := s.cgroups
 		for i := range c.Len() {

@@ -62,6 +62,8 @@ type Spec struct {
 	Clock    func() uint64
 	Clusters *Clusters
 	Cgroups  *Cgroups // nil: no per-cgroup metrics
+	// Reservations serves perfevent.reservation.*; nil serves none.
+	Reservations *Reservations
 }
 
 // Cgroups describes the per-cgroup metrics, perfevent.cgroup.EVENT.value
@@ -113,7 +115,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	ts := pmda.TableSpec{
 		Domain:       Domain,
 		DomainLabels: pmda.Labels{"agent": "perfevent"},
-		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived", "perfevent.cgroup", "perfevent.ratio"},
+		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived", "perfevent.cgroup", "perfevent.ratio", "perfevent.reservation"},
 		Metrics: []pmda.Metric{
 			{
 				Name:    "perfevent.version",
@@ -231,6 +233,12 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	}
 	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
 		if err := src.addCgroups(&ts, cg, spec.Clusters); err != nil {
+			src.skipped = append(src.skipped, err)
+		}
+	}
+
+	if r := spec.Reservations; r != nil {
+		if err := src.addReservation(&ts, r, spec.Clusters); err != nil {
 			src.skipped = append(src.skipped, err)
 		}
 	}
