@@ -188,6 +188,7 @@ func StartLab(t testing.TB, a Agent) *Lab {
 			pmns = strings.Replace(pmns, "    derived     127:*:*\n", "    derived     127:*:*\n    cgroup      127:*:*\n", 1)
 		}
 		writeFile(t, filepath.Join(pmdas, "cgroups.conf"), cg)
+		pmns = strings.Replace(pmns, "    ratio       127:*:*\n", "    ratio       127:*:*\n    reservation 127:*:*\n", 1)
 	}
 	writeFile(t, filepath.Join(dir, "root"), pmns+pmcdPMNS(t, e))
 	label := "c"
