@@ -13,7 +13,7 @@ import (
 // lock, and the shipped pmieconf rule (install/pmieconf), enabled with a
 // threshold of one second, fires while the lock is held and not before.
 func TestReservationMetricsAndPmieRule(t *testing.T) {
-	l := StartLab(t, Agent{Go: true})
+	l := StartLab(t, Agent{Go: true, Reservation: true})
 	for _, c := range []string{"pmprobe", "pminfo", "pmie", "pmieconf"} {
 		needClient(t, l, c)
 	}
