@@ -100,6 +100,10 @@ const dateFormat = "Mon Jan _2 15:04:05 2006"
 func (l *Logger) Finish() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
 	l.tellHeld(true)
 	l.write(fmt.Appendf(nil, "\nLog finished %s\n", l.now().Format(dateFormat)))
 }
