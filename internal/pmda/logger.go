@@ -56,9 +56,10 @@ type Logger struct {
 }
 
 // A message kind's RepeatBurst lines in a RepeatWindow are written; the
-// rest of that window's are counted.
+// rest of that window's are counted. Ten a minute lets a perfalloc user's
+// few reservations each be told, and keeps a loop of them to one line.
 const (
-	RepeatBurst  = 5
+	RepeatBurst  = 10
 	RepeatWindow = time.Minute
 )
 
