@@ -50,7 +50,7 @@ import (
 //     both), dutycycle (1 on both, no multiplexing of software events),
 //     perfevent.active and perfevent.derived.active (equal), and the
 //     derived rate against the sum of its parts, in each.
-//  9. perfevent.ratio.*: ratios of counters read in one group (issue #16),
+//  9. perfevent.ratio.*: ratios of counters read in one group,
 //     which only ours serves; each must have its long help. pminfo's
 //     single fetch shows no value, as a ratio needs two of one context.
 func TestCompareWithCAgent(t *testing.T) {
