@@ -118,6 +118,7 @@ type Agent struct {
 	overridden bool
 	holdTimer  *time.Timer
 	holdSeq    int
+	closing    atomic.Bool // Close has begun: a maximum hold that ends now changes nothing
 	state      *reservation.StateFile
 	stateDir   *reservation.Directory
 	published  atomic.Pointer[reservation.StateFile] // state, for RemoveState
@@ -191,6 +192,7 @@ func (a *Agent) Serve(conn io.ReadWriter) error { return a.pm.Serve(conn) }
 
 // Close stops the watchers and removes the state file: no agent, no state.
 func (a *Agent) Close() {
+	a.closing.Store(true)
 	if a.cpus != nil {
 		a.cpus.Close()
 	}

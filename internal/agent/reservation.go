@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -311,6 +312,9 @@ func (a *Agent) stopMaxHold() {
 // maximum hold. The holder keeps its lock, and the agent its counters
 // until the lock is let go and taken again.
 func (a *Agent) holdExpired(seq int) {
+	if a.closing.Load() {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.reserved || a.overridden || seq != a.holdSeq {
@@ -323,5 +327,8 @@ func (a *Agent) holdExpired(seq int) {
 	if !a.reloadDue || !a.reloadLocked(true) {
 		a.resumeLocked(a.gen.Load())
 	}
-	a.updateState(&a.status)
+	// A copy: the state file's goroutine reads it after a.mu is let go.
+	st := a.status
+	st.Holders = slices.Clone(st.Holders)
+	a.updateState(&st)
 }
