@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"perfevent/internal/setup"
@@ -43,13 +44,18 @@ func (r *report) note(n setup.Note) {
 	if n.Severity == setup.Problem {
 		level = "Warning"
 	}
-	r.add(level, n.Text, "%s", n)
+	// Compared without its CPU list: a CPU going offline or coming back
+	// changes every line's list, and the summary and the hotplug line
+	// already say so.
+	r.add(level, cpuList.ReplaceAllString(n.Text, "cpus *"), "%s", n)
 	short, _, _ := strings.Cut(n.Text, ": ")
 	if n.Pos.Line != 0 {
 		short = n.Pos.String() + ": " + short
 	}
 	r.lines[len(r.lines)-1].short = short
 }
+
+var cpuList = regexp.MustCompile(`\bcpus? ?[0-9][0-9,-]*`)
 
 // logLine writes one line at its level.
 func (a *Agent) logLine(l reportLine) {

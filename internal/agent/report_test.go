@@ -69,3 +69,18 @@ func TestReloadLogsWhatChanged(t *testing.T) {
 		t.Errorf("the bad line was explained %d times, want once for the agent's life", n)
 	}
 }
+
+// A CPU going offline changes no line of the plan but its CPU list: the
+// rebuild logs its summary alone, and the event that cannot open is not
+// explained again.
+func TestRebuildForACPULogsTheSummary(t *testing.T) {
+	h := startAgent(t, "0-1", "[perf]\ncpu-clock\nno-such-event\n")
+	n := len(h.log.String())
+	writeOnline(t, h.online, "0")
+	h.waitLog(t, "reload done")
+	lines := logSince(h.log.String(), n)
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "Info: CPUs online now: 0; rebuilding the counters") ||
+		!strings.HasSuffix(lines[1], "reload done: the new configuration is served: 1 counters on 1 descriptors and 0 derived metrics; the plan is unchanged") {
+		t.Errorf("CPU 1 going offline logged:\n%s", strings.Join(lines, "\n"))
+	}
+}
