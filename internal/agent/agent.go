@@ -253,6 +253,14 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	// The PMID map first: counters can take every descriptor there is,
 	// and without the map names would get other PMIDs than they had.
 	r := &report{}
+	// A build that fails has no generation to carry its report: what it
+	// found on the way is logged here.
+	failed := func(err error) (*generation, error) {
+		for _, l := range r.lines {
+			a.logLine(l)
+		}
+		return nil, err
+	}
 	clusters, cerrs := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
 	for _, e := range cerrs {
 		r.warningf("%v", e)
@@ -278,7 +286,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 		CountFirstRead: seamless,
 	})
 	if err != nil {
-		return nil, err
+		return failed(err)
 	}
 	plan, set := c.plan, c.set
 	// The plan's notes report these failures; a reopen repeats only new ones.
@@ -292,7 +300,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 		if cg != nil {
 			cg.Stop()
 		}
-		return nil, err
+		return failed(err)
 	}
 	for _, e := range src.Skipped() {
 		r.warningf("%v; not served", e)
