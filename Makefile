@@ -29,6 +29,9 @@ PMDADIR ?= $(PCP_PMDAS_DIR)/perfevent-go
 # pmrep(1) reads every view file in $(PCP_SYSCONF_DIR)/pmrep; ours is
 # perfevent-go.conf there, a name no package of PCP's uses.
 PCP_SYSCONF_DIR ?= $(or $(shell . /etc/pcp.conf 2>/dev/null && echo $$PCP_SYSCONF_DIR),/etc/pcp)
+# pmieconf(1) reads rule groups from $(PCP_VAR_DIR)/config/pmieconf; ours
+# is perfevent/ there, a group no package of PCP's has.
+PCP_VAR_DIR ?= $(or $(shell . /etc/pcp.conf 2>/dev/null && echo $$PCP_VAR_DIR),/var/lib/pcp)
 PREFIX ?= /usr
 MANDIR ?= $(PMDADIR)/man
 DESTDIR ?=
@@ -136,6 +139,8 @@ install: $(AGENT_BIN) $(PERFALLOC_BIN)
 	done
 	install -d -m 0755 $(DESTDIR)$(PCP_SYSCONF_DIR)/pmrep
 	install -C -m 0644 install/pcp/pmrep-perfevent-go.conf $(DESTDIR)$(PCP_SYSCONF_DIR)/pmrep/perfevent-go.conf
+	install -d -m 0755 $(DESTDIR)$(PCP_VAR_DIR)/config/pmieconf/perfevent
+	install -C -m 0644 install/pmieconf/perfevent/reservation_held $(DESTDIR)$(PCP_VAR_DIR)/config/pmieconf/perfevent/
 	@if [ -n "$(MANPAGES)" ]; then \
 		for m in $(MANPAGES); do \
 			s=$${m##*.}; install -d -m 0755 $(DESTDIR)$(MANDIR)/man$$s; \

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -588,5 +589,48 @@ func TestStatusAndPing(t *testing.T) {
 	r = perfalloc(t, nil, "--status", "-f", lock)
 	if want := fmt.Sprintf("perfalloc: fakeagent (pid %d) is not running (state file %s)\n", s.PID, state); r.rc != 1 || r.stdout != "" || r.stderr != want {
 		t.Errorf("--status, dead agent: %+v\nwant %q", r, want)
+	}
+}
+
+// A lock file the administrator gave to a group (pmdaperfevent -lockgroup,
+// -lockmode 0640): a user outside the group cannot reserve the counters and
+// is told why; a member can.
+func TestLockFileForAGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run perfalloc as nobody with and without a group")
+	}
+	// A gid no group has: nobody is not a member unless the test says so.
+	gid := 4242
+	for ; gid < 5000; gid++ {
+		if _, err := user.LookupGroupId(strconv.Itoa(gid)); err != nil {
+			break
+		}
+	}
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755)
+	os.Chmod(dir, 0o755)
+	path := filepath.Join(dir, "perflock")
+	lf, err := reservation.OpenAccess(path, reservation.Access{Mode: 0o640, GID: gid, Group: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil || st.Mode&0o7777 != 0o640 || int(st.Gid) != gid || st.Uid != 0 {
+		t.Fatalf("lock file: mode %04o uid %d gid %d (%v), want 0640 root:%d", st.Mode&0o7777, st.Uid, st.Gid, err, gid)
+	}
+	as := func(groups ...uint32) (string, int) {
+		cmd := exec.Command(binary, "-f", path, "true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups}}
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	g := strconv.Itoa(gid)
+	want := "perfalloc: lock file " + path + ": permission denied (mode 0640, group " + g + "): only root and members of group " + g + " may reserve the counters here; ask the administrator to add you to it (pmdaperfevent -lockgroup)\n"
+	if out, rc := as(); rc != 1 || out != want {
+		t.Errorf("nobody outside the group: rc %d %q\nwant rc 1 %q", rc, out, want)
+	}
+	if out, rc := as(uint32(gid)); rc != 0 || out != "" {
+		t.Errorf("nobody in the group: rc %d %q, want rc 0 and silence", rc, out)
 	}
 }

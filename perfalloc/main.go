@@ -18,7 +18,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -129,11 +131,23 @@ func reserve(o *options, u *ui) (*reservation.Reservation, error) {
 	case errors.Is(err, fs.ErrPermission):
 		var st unix.Stat_t
 		if unix.Lstat(o.file, &st) == nil {
+			if st.Mode&0o004 == 0 && st.Mode&0o040 != 0 {
+				return nil, fmt.Errorf("lock file %s: permission denied (mode %04o, group %s): only root and members of group %s may reserve the counters here; ask the administrator to add you to it (pmdaperfevent -lockgroup)", o.file, st.Mode&0o7777, groupName(st.Gid), groupName(st.Gid))
+			}
 			return nil, fmt.Errorf("lock file %s: permission denied (mode %04o, owner uid %d): pmdaperfevent creates it readable by everyone (0644), so ask the administrator to restore that", o.file, st.Mode&0o7777, st.Uid)
 		}
 		return nil, fmt.Errorf("lock file %s: permission denied: cannot reach it (check the directories on its path)", o.file)
 	}
 	return nil, err
+}
+
+// groupName is a group's name, or its number if it has none.
+func groupName(gid uint32) string {
+	id := strconv.FormatUint(uint64(gid), 10)
+	if g, err := user.LookupGroupId(id); err == nil {
+		return g.Name
+	}
+	return id
 }
 
 func exists(path string) bool {

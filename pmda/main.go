@@ -38,6 +38,7 @@ type options struct {
 	debug      string
 	domain     int
 	logfile    string
+	logSize    byteSize
 	pipe       bool
 	socket     string
 	inet       int
@@ -48,6 +49,8 @@ type options struct {
 	listMatch  string
 	noProbe    bool
 	version    bool
+	lockMode   string
+	lockGroup  string
 }
 
 func main() {
@@ -64,6 +67,8 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	// Relative, as the C agent's: pmcd starts agents in $PCP_LOG_DIR/pmcd,
 	// and an agent run by hand elsewhere leaves the live agent's log alone.
 	fs.StringVar(&o.logfile, "l", "perfevent.log", "write the log to `file` (- for stderr)")
+	o.logSize = defaultLogSize
+	fs.Var(&o.logSize, "log-size", "rotate the log when it grows past `size` bytes (K, M and G multiply by 1024s; 0 never rotates), keeping the last one as .prev")
 	fs.StringVar(&o.Config, "c", defaultConfig(pcp), "read the configuration from `file`")
 	fs.StringVar(&o.User, "U", pcp.Get("PCP_USER"), "after start-up, run as `user`, keeping only the capability to open counters (root: stay root)")
 	fs.BoolVar(&o.pipe, "p", false, "talk to pmcd on stdin and stdout (the default)")
@@ -76,6 +81,9 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.listMatch, "match", "", "with --list-events: only the events whose name or unit mask contains `pattern` (ignoring case; *, ? and [...] make it a glob over the whole name)")
 	fs.BoolVar(&o.noProbe, "no-probe", false, "with --list-events: do not try to open each event to mark whether it works here")
 	fs.StringVar(&o.LockFile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
+	fs.StringVar(&o.lockMode, "lockmode", fmt.Sprintf("%04o", reservation.LockMode), "the lock file's `mode`: who may read it may reserve the counters (0640 with -lockgroup: root and the group's members)")
+	fs.StringVar(&o.lockGroup, "lockgroup", "", "the lock file's `group` (a name or number); with -lockmode 0640, only its members (and root) may reserve the counters")
+	fs.DurationVar(&o.MaxHold, "max-hold", 0, "resume counting when a reservation has lasted `duration` although perfalloc's lock is still held, and log it (0: never, as the C agent)")
 	o.DefaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
 	fs.StringVar(&o.PMIDs, "pmids", o.DefaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
 	fs.DurationVar(&o.Poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
@@ -97,6 +105,18 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 		// Below this the poll alone keeps a core busy; above it, without
 		// inotify, perfalloc's release could go unnoticed for minutes.
 		return nil, fmt.Errorf("-poll %v: choose an interval from %v to %v", o.Poll, minPoll, maxPoll)
+	}
+	access, err := lockAccess(o.lockMode, o.lockGroup)
+	if err != nil {
+		return nil, err
+	}
+	o.LockAccess = access
+	if o.MaxHold < 0 || (o.MaxHold > 0 && o.MaxHold < time.Second) {
+		return nil, fmt.Errorf("-max-hold %v: choose 0 (never) or at least 1s", o.MaxHold)
+	}
+	if o.logSize != 0 && o.logSize < minLogSize {
+		// Smaller, a reload's summary would rotate the log it is in.
+		return nil, fmt.Errorf("-log-size %d: choose 0 (never rotate) or at least %d bytes", o.logSize, minLogSize)
 	}
 	n := 0
 	for _, set := range []bool{o.pipe, o.socket != "", o.inet != 0, o.ipv6 != 0} {
@@ -186,9 +206,10 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	}
 	defer ln.Close()
 
-	w, closeLog, lerr := pmda.OpenLog(o.logfile, stderr)
+	w, logFile, closeLog, lerr := pmda.OpenLog(o.logfile, stderr)
 	defer closeLog()
 	log := pmda.NewLogger(w, prog)
+	log.RotateAt(logFile, o.logfile, int64(o.logSize))
 	host, _ := os.Hostname()
 	log.Start(host)
 	defer log.Finish()

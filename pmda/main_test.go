@@ -98,6 +98,13 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"extra"}, `pmdaperfevent: unexpected argument "extra"`},
 		{[]string{"-poll", "1ns"}, "pmdaperfevent: -poll 1ns: choose an interval from 10ms to 10s"},
 		{[]string{"-poll", "1m"}, "pmdaperfevent: -poll 1m0s: choose an interval from 10ms to 10s"},
+		{[]string{"-lockmode", "0664"}, "pmdaperfevent: -lockmode 0664: lock file mode 0664: the owner must read and write it, nobody else write or execute it"},
+		{[]string{"-lockmode", "rw"}, `pmdaperfevent: -lockmode "rw": an octal mode, such as 0644 or 0640`},
+		{[]string{"-lockgroup", "no-such-group-here"}, "pmdaperfevent: -lockgroup no-such-group-here: group: unknown group no-such-group-here (create it with groupadd, or give a number)"},
+		{[]string{"-lockgroup", "0", "-lockmode", "0600"}, "gives its group no read access"},
+		{[]string{"-max-hold", "10ms"}, "pmdaperfevent: -max-hold 10ms: choose 0 (never) or at least 1s"},
+		{[]string{"-log-size", "1K"}, "pmdaperfevent: -log-size 1024: choose 0 (never rotate) or at least 16384 bytes"},
+		{[]string{"-log-size", "lots"}, `invalid value "lots" for flag -log-size: "lots" is not a size`},
 	} {
 		_, stderr, code := runAgent(t, bin, tc.args...)
 		if code != 1 || !strings.Contains(stderr, tc.want) {
@@ -109,7 +116,7 @@ func TestFlagErrors(t *testing.T) {
 		t.Errorf("-h: exit %d, stderr %q", code, stderr)
 	}
 	// Long options as the man page writes them, letters as the C agent's.
-	for _, opt := range []string{"--check", "--list-events", "--lockfile file", "--pmids file", "--poll duration", "--no-inotify", "--version", "-U user", "-D options", "-c file", "-l file"} {
+	for _, opt := range []string{"--check", "--list-events", "--lockfile file", "--pmids file", "--poll duration", "--no-inotify", "--version", "-U user", "-D options", "-c file", "-l file", "--lockmode mode", "--lockgroup group", "--max-hold duration", "--log-size size"} {
 		if !strings.Contains(stderr, "\n  "+opt+" ") {
 			t.Errorf("-h lacks %q:\n%s", opt, stderr)
 		}

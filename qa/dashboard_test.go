@@ -117,8 +117,9 @@ func testDashboard(t *testing.T, f *Fleet) {
 }
 
 // make install ships the dashboard into the agent's own directory, and
-// writes nothing outside it but the pmrep views, which pmrep reads only
-// from its own directory (under a name no PCP package uses).
+// writes nothing outside it but the pmrep views and the pmieconf rule,
+// which pmrep and pmieconf read only from their own directories (under
+// names no PCP package uses).
 func TestMakeInstallShipsDashboard(t *testing.T) {
 	for _, tool := range []string{"make", "install"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -126,7 +127,7 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 		}
 	}
 	repo, stage := repoRoot(), t.TempDir()
-	cmd := exec.Command("make", "-s", "-C", repo, "install", "DESTDIR="+stage, "PCP_PMDAS_DIR=/pmdas", "PCP_SYSCONF_DIR=/sysconf", "GO="+testexec.Go())
+	cmd := exec.Command("make", "-s", "-C", repo, "install", "DESTDIR="+stage, "PCP_PMDAS_DIR=/pmdas", "PCP_SYSCONF_DIR=/sysconf", "PCP_VAR_DIR=/var", "GO="+testexec.Go())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
@@ -142,8 +143,12 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 	if _, err := os.Stat(views); err != nil {
 		t.Errorf("make install: no pmrep views: %v", err)
 	}
+	rule := filepath.Join(stage, "var", "config", "pmieconf", "perfevent", "reservation_held")
+	if _, err := os.Stat(rule); err != nil {
+		t.Errorf("make install: no pmieconf rule: %v", err)
+	}
 	filepath.Walk(stage, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() && p != views && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
+		if err == nil && !fi.IsDir() && p != views && p != rule && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
 			t.Errorf("make install wrote %s, outside the agent's directory", strings.TrimPrefix(p, stage))
 		}
 		return nil

@@ -17,7 +17,8 @@ func TestRootNamespace(t *testing.T) {
 		"perfevent.hwcounters PMID: 127.*.*\n" +
 		"perfevent.derived PMID: 127.*.*\n" +
 		"perfevent.cgroup PMID: 127.*.*\n" +
-		"perfevent.ratio PMID: 127.*.*\n"
+		"perfevent.ratio PMID: 127.*.*\n" +
+		"perfevent.reservation PMID: 127.*.*\n"
 	if out != want {
 		t.Errorf("pminfo -m -n install/root perfevent:\n got: %q\nwant: %q", out, want)
 	}

@@ -105,6 +105,9 @@ type Agent struct {
 	PMCDArgs []string
 	// Cgroups is the Go agent's cgroups.conf; empty counts no cgroup.
 	Cgroups string
+	// Reservation puts the Go agent's perfevent.reservation.* in the
+	// lab's namespace; without it both agents serve the same names.
+	Reservation bool
 }
 
 // Lab is a running private pmcd with one perfevent agent.
@@ -188,6 +191,9 @@ func StartLab(t testing.TB, a Agent) *Lab {
 			pmns = strings.Replace(pmns, "    derived     127:*:*\n", "    derived     127:*:*\n    cgroup      127:*:*\n", 1)
 		}
 		writeFile(t, filepath.Join(pmdas, "cgroups.conf"), cg)
+		if a.Reservation {
+			pmns = strings.Replace(pmns, "    ratio       127:*:*\n", "    ratio       127:*:*\n    reservation 127:*:*\n", 1)
+		}
 	}
 	writeFile(t, filepath.Join(dir, "root"), pmns+pmcdPMNS(t, e))
 	label := "c"

@@ -109,6 +109,7 @@ var (
 		"/var/lib/pcp/pmdas/perfevent-go/pmns",
 		"/var/lib/pcp/pmdas/perfevent-go/help",
 		"/var/lib/pcp/pmdas/perfevent-go/grafana/perfevent.json",
+		"/var/lib/pcp/config/pmieconf/perfevent/reservation_held",
 		"/usr/share/man/man1/pmdaperfevent-go.1",
 		"/usr/share/man/man1/perfalloc-go.1",
 		"/usr/share/man/man5/perfevent-go.conf.5",

@@ -35,12 +35,18 @@ type Options struct {
 	// PMIDs is the PMID map (--pmids); DefaultPMIDs is where it lives
 	// unless --pmids says otherwise, the agent's own directory.
 	PMIDs, DefaultPMIDs string
-	LockFile            string        // perfalloc's lock file (--lockfile)
-	Poll                time.Duration // the lock file's poll (--poll)
-	NoInotify           bool          // poll the lock file only (--no-inotify)
-	Compat              bool          // -C: the pre-3.10.8 metric names
-	Debug               bool          // -D: log each start-up step in detail
-	CCompatible         bool          // --check --c-compatible
+	LockFile            string // perfalloc's lock file (--lockfile)
+	// LockAccess is who may reserve: the lock file's mode and group
+	// (-lockmode, -lockgroup).
+	LockAccess reservation.Access
+	// MaxHold, if not 0, is how long a reservation may stop counting:
+	// after it, counting resumes although the lock is held (-max-hold).
+	MaxHold     time.Duration
+	Poll        time.Duration // the lock file's poll (--poll)
+	NoInotify   bool          // poll the lock file only (--no-inotify)
+	Compat      bool          // -C: the pre-3.10.8 metric names
+	Debug       bool          // -D: log each start-up step in detail
+	CCompatible bool          // --check --c-compatible
 	// NoCatalog serves no ratio of the metric catalog and opens none of
 	// their events (--no-catalog): the configuration alone, as the C
 	// agent reads it.
@@ -70,11 +76,12 @@ func (o *Options) fs() *pmu.FS {
 // generation is everything one reading of the configuration produced: a
 // SIGHUP builds a new one and swaps it in whole.
 type generation struct {
-	plan  *setup.Plan
-	set   *counter.Set
-	table *pmda.Table
-	src   *metrics.Source
-	cg    *cgroup.Tracker // per-cgroup counters; nil when none
+	plan   *setup.Plan
+	report *report // what its build had to say (logReport)
+	set    *counter.Set
+	table  *pmda.Table
+	src    *metrics.Source
+	cg     *cgroup.Tracker // per-cgroup counters; nil when none
 }
 
 // Agent is the running perfevent agent. It is the pmda.Fetcher: each fetch
@@ -106,7 +113,16 @@ type Agent struct {
 	untold     int
 	now        func() time.Time // the pace's clock
 	sleep      func(time.Duration)
-	told       map[string]bool // failure lines already in the log
+	told       map[string]bool // lines already in the log, for the agent's life
+	// holds serves perfevent.reservation.*; overridden says that the
+	// reservation held now outlasted MaxHold and counting resumed, and
+	// holdTimer and holdSeq end it.
+	holds      *holds
+	status     reservation.Status // what the lock watcher said last
+	overridden bool
+	holdTimer  *time.Timer
+	holdSeq    int
+	closing    atomic.Bool // Close has begun: a maximum hold that ends now changes nothing
 	state      *reservation.StateFile
 	stateDir   *reservation.Directory
 	published  atomic.Pointer[reservation.StateFile] // state, for RemoveState
@@ -123,7 +139,8 @@ type Agent struct {
 
 // New returns an agent that has done nothing yet; Start starts it.
 func New(o Options) *Agent {
-	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs()}
+	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs(), told: map[string]bool{}}
+	a.holds = newHolds(o.MaxHold)
 	a.fs = a.o.fs()
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	a.cycleLog = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
@@ -147,7 +164,9 @@ func (a *Agent) Start() error {
 	}
 
 	g, err := a.build(false)
-	if err != nil {
+	if err == nil {
+		a.logReport(g.report, nil, "")
+	} else {
 		// An unreadable configuration: serve the static metrics and say
 		// why, rather than leave pmcd without an agent (the C agent exits).
 		a.log.Errorf("%v; serving perfevent.version and perfevent.active only until this is fixed and the agent gets SIGHUP", err)
@@ -177,6 +196,7 @@ func (a *Agent) Serve(conn io.ReadWriter) error { return a.pm.Serve(conn) }
 
 // Close stops the watchers and removes the state file: no agent, no state.
 func (a *Agent) Close() {
+	a.closing.Store(true)
 	if a.cpus != nil {
 		a.cpus.Close()
 	}
@@ -223,17 +243,10 @@ func (a *Agent) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 	return a.cur.src.Values(m, w)
 }
 
-func (a *Agent) logNote(n setup.Note) {
-	if n.Severity == setup.Problem {
-		a.log.Warningf("%s", n)
-	} else {
-		a.log.Infof("%s", n)
-	}
-}
-
 // build reads the configuration and turns it into open counters and the
-// table that serves them. Problems with single lines are logged and
-// skipped; only a configuration that cannot be read at all is an error.
+// table that serves them. Problems with single lines are in the report
+// and skipped; only a configuration that cannot be read at all is an
+// error.
 // seamless is for a reload with no reservation between the old counters
 // and these: their first fetch counts in perfevent.active.
 func (a *Agent) build(seamless bool) (*generation, error) {
@@ -243,9 +256,18 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 
 	// The PMID map first: counters can take every descriptor there is,
 	// and without the map names would get other PMIDs than they had.
+	r := &report{}
+	// A build that fails has no generation to carry its report: what it
+	// found on the way is logged here.
+	failed := func(err error) (*generation, error) {
+		for _, l := range r.lines {
+			a.logLine(l)
+		}
+		return nil, err
+	}
 	clusters, cerrs := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
 	for _, e := range cerrs {
-		a.log.Warningf("%v", e)
+		r.warningf("%v", e)
 	}
 	if clusters == nil {
 		// Numbers that differ from the archives' beat serving nothing.
@@ -255,7 +277,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 			a.fresh = metrics.NewClusters()
 		}
 		clusters = a.fresh
-		a.log.Errorf("the PMID map %s cannot be used: metrics get fresh PMIDs for this run, unlike those in existing archives; fix or remove the map and restart the agent", a.o.PMIDs)
+		r.errorf("the PMID map %s cannot be used: metrics get fresh PMIDs for this run, unlike those in existing archives; fix or remove the map and restart the agent", a.o.PMIDs)
 	}
 	var opener counter.Opener
 	if a.o.NewOpener != nil {
@@ -268,37 +290,36 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 		CountFirstRead: seamless,
 	})
 	if err != nil {
-		return nil, err
+		return failed(err)
 	}
 	plan, set := c.plan, c.set
 	// The plan's notes report these failures; a reopen repeats only new ones.
-	a.told = map[string]bool{}
 	for _, line := range c.sum.FailureLines() {
 		a.told[line] = true
 	}
-	cg, cgSpec := a.startCgroups(plan)
-	table, src, err := buildTable(&a.o, c, clusters, cgSpec)
+	cg, cgSpec, cgSays := a.startCgroups(plan, r)
+	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations())
 	if err != nil {
 		set.Close()
 		if cg != nil {
 			cg.Stop()
 		}
-		return nil, err
+		return failed(err)
 	}
 	for _, e := range src.Skipped() {
-		a.log.Warningf("%v; not served", e)
+		r.warningf("%v; not served", e)
 	}
 	if err := clusters.Save(); err != nil {
-		a.log.Warningf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)
+		r.warningf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)
 	}
 	for _, n := range plan.Notes {
-		a.logNote(n)
+		r.note(n)
 	}
-	a.log.Infof("serving %d counters on %d descriptors and %d derived metrics", len(plan.Counters), c.sum.FDs, len(c.derived))
+	r.summary = fmt.Sprintf("%d counters on %d descriptors and %d derived metrics%s", len(plan.Counters), c.sum.FDs, len(c.derived), cgSays)
 	if len(plan.Counters) == 0 {
-		a.log.Warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", Program)
+		r.warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", Program)
 	}
-	return &generation{plan: plan, set: set, table: table, src: src, cg: cg}, nil
+	return &generation{plan: plan, report: r, set: set, table: table, src: src, cg: cg}, nil
 }
 
 // empty is a generation with no counters.
@@ -311,7 +332,7 @@ func (a *Agent) empty() (*generation, error) {
 		return nil, err
 	}
 	clusters, _ := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
-	table, src, err := metrics.Build(metrics.Spec{Version: version, Set: set, Clusters: clusters})
+	table, src, err := metrics.Build(metrics.Spec{Version: version, Set: set, Clusters: clusters, Reservations: a.reservations()})
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +346,7 @@ func (a *Agent) empty() (*generation, error) {
 func (a *Agent) Reload() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.reserved {
+	if a.holding() {
 		a.reloadDue = true
 		a.log.Infof("reload of %s deferred: perfalloc holds the counters; it happens when they are released", a.o.Config)
 		return
@@ -338,7 +359,6 @@ func (a *Agent) Reload() {
 // afterRelease says that perfalloc has just let go of the old counters.
 func (a *Agent) reloadLocked(afterRelease bool) bool {
 	a.reloadDue = false
-	a.log.Infof("reloading %s", a.o.Config)
 	g, err := a.build(!afterRelease)
 	if err != nil {
 		a.log.Errorf("reload: %v; still serving the previous configuration", err)
@@ -357,7 +377,7 @@ func (a *Agent) reloadLocked(afterRelease bool) bool {
 	}
 	old.stopCgroups()
 	a.updateState(nil)
-	a.log.Infof("reload done: the new configuration is served")
+	a.logReport(g.report, old.report, "reload done: the new configuration is served")
 	return true
 }
 

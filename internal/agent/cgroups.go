@@ -70,17 +70,19 @@ func planCgroups(config string, plan *setup.Plan) cgroupPlan {
 
 // startCgroups starts counting per cgroup what cgroups.conf asks for,
 // with the events of the plan, and returns the tracker (nil if nothing is
-// counted) and what the table needs to serve it.
-func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroups) {
+// counted), what the table needs to serve it and words for the summary of
+// r (the numbers of cgroups and descriptors change as cgroups come and
+// go: in the plan, every reload would seem a change).
+func (a *Agent) startCgroups(plan *setup.Plan, r *report) (*cgroup.Tracker, *metrics.Cgroups, string) {
 	p := planCgroups(a.o.Config, plan)
 	if p.missing {
-		a.log.Infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
+		r.infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
 	}
 	for _, n := range p.notes {
-		a.logNote(n)
+		r.note(n)
 	}
 	if len(p.events) == 0 {
-		return nil, nil
+		return nil, nil, ""
 	}
 	spec, cfg, events, cpus := p.spec, p.cfg, p.events, p.cpus
 	info, err := os.ReadFile("/proc/self/mountinfo")
@@ -89,8 +91,8 @@ func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 		h, err = cgroup.FindHierarchy(info)
 	}
 	if err != nil {
-		a.log.Infof("cgroups: %v; perfevent.cgroup.* is not served, everything else is", err)
-		return nil, nil
+		r.infof("cgroups: %v; perfevent.cgroup.* is not served, everything else is", err)
+		return nil, nil, ""
 	}
 	debugf := func(string, ...any) {}
 	if a.o.Debug {
@@ -122,8 +124,8 @@ func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 	spec.Reader = t
 	t.Start()
 	n, fds := t.Stats()
-	a.log.Infof("cgroups: counting %d events in %d cgroups of the %s on %d descriptors", len(events), n, h, fds)
-	return t, spec
+	r.infof("cgroups: counting per cgroup in the %s", h)
+	return t, spec, fmt.Sprintf(", and %d events in %d cgroups on %d descriptors", len(events), n, fds)
 }
 
 // The per-cgroup counters follow the generation's: closed for perfalloc,

@@ -28,7 +28,7 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 	plan := c.plan
 	// The table too, with the PMIDs of a fresh map (the real one is the
 	// agent's): whatever it refuses, the agent would not serve.
-	_, src, err := buildTable(&o, c, metrics.NewClusters(), nil)
+	_, src, err := buildTable(&o, c, metrics.NewClusters(), nil, nil)
 	c.set.Close()
 	if err != nil {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: "the metric table: " + err.Error()})

@@ -48,7 +48,7 @@ func (a *Agent) checkCPUs() {
 func (a *Agent) cpusChanged(online []int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.reserved {
+	if a.holding() {
 		a.reloadDue = true
 		a.log.Infof("CPUs online now: %s; the counters follow when perfalloc releases them", cpulist.Format(online))
 		return

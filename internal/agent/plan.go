@@ -97,8 +97,8 @@ func parseConfig(path string, held *config.Held) (*config.File, error) {
 
 // buildTable is the table that serves what the plan kept: the last step
 // that --check and the agent share.
-func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups) (*pmda.Table, *metrics.Source, error) {
-	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, Sockets: c.plan.Sockets}
+func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups, resv *metrics.Reservations) (*pmda.Table, *metrics.Source, error) {
+	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, Sockets: c.plan.Sockets, Reservations: resv}
 	for _, pc := range c.plan.Counters {
 		ev, _ := c.set.Lookup(pc.Event.Name)
 		about := fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source)

@@ -3,17 +3,19 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"perfevent/internal/counter"
+	"perfevent/internal/metrics"
 	"perfevent/internal/reservation"
 )
 
 // openLock opens (or creates) the lock file and prepares the directory of
 // the state file for the user the agent will run as.
 func (a *Agent) openLock(uid, gid int) error {
-	lf, err := reservation.Open(a.o.LockFile)
+	lf, err := reservation.OpenAccess(a.o.LockFile, a.o.LockAccess)
 	if err != nil {
 		return err
 	}
@@ -90,8 +92,11 @@ func (a *Agent) reservationChanged(s reservation.Status) {
 	defer a.mu.Unlock()
 	g := a.gen.Load()
 	set := g.set
+	a.holds.update(s, time.Now())
+	a.status = s
 	switch {
 	case s.Reserved && !a.reserved:
+		a.armMaxHold()
 		start := time.Now()
 		rel, err := set.Release()
 		if err != nil {
@@ -115,6 +120,13 @@ func (a *Agent) reservationChanged(s reservation.Status) {
 		a.log.Infof("%s", msg)
 	case !s.Reserved && a.reserved:
 		a.reserved = false
+		a.stopMaxHold()
+		if a.overridden {
+			// Counting resumed at the maximum hold already.
+			a.overridden = false
+			a.log.Infof("perfalloc's lock, held past the maximum hold, is let go")
+			break
+		}
 		if a.reloadDue {
 			a.pace()
 			if a.reloadLocked(true) {
@@ -203,12 +215,13 @@ func (a *Agent) updateState(s *reservation.Status) {
 		return
 	}
 	events := a.events()
+	overridden := a.overridden
 	// Posted, not written here: this runs on the lock watcher's thread,
 	// which must not wait for the file system.
 	a.state.Post(func(st *reservation.State) {
 		if s != nil {
 			counters := reservation.CountersOpen
-			if s.Reserved {
+			if s.Reserved && !overridden {
 				counters = reservation.CountersReleased
 			}
 			if st.Counters != counters {
@@ -265,4 +278,57 @@ func pids(p []int) string {
 		s += strconv.Itoa(pid)
 	}
 	return s
+}
+
+// holding says that perfalloc's reservation stops counting now: the lock
+// is held, and not past the maximum hold. The caller holds a.mu.
+func (a *Agent) holding() bool { return a.reserved && !a.overridden }
+
+// reservations is what the table needs to serve perfevent.reservation.*.
+func (a *Agent) reservations() *metrics.Reservations {
+	return &metrics.Reservations{Reader: a.holds, Holders: a.holds.instances}
+}
+
+// armMaxHold starts the maximum hold of a reservation that begins; the
+// caller holds a.mu.
+func (a *Agent) armMaxHold() {
+	if a.o.MaxHold <= 0 {
+		return
+	}
+	a.holdSeq++
+	seq := a.holdSeq
+	a.holdTimer = time.AfterFunc(a.o.MaxHold, func() { a.holdExpired(seq) })
+}
+
+// stopMaxHold stops it when the reservation ends; the caller holds a.mu.
+func (a *Agent) stopMaxHold() {
+	if a.holdTimer != nil {
+		a.holdTimer.Stop()
+		a.holdTimer = nil
+	}
+}
+
+// holdExpired resumes counting when reservation seq has lasted the
+// maximum hold. The holder keeps its lock, and the agent its counters
+// until the lock is let go and taken again.
+func (a *Agent) holdExpired(seq int) {
+	if a.closing.Load() {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.reserved || a.overridden || seq != a.holdSeq {
+		return
+	}
+	a.overridden = true
+	a.holdTimer = nil
+	a.holds.expired()
+	a.log.Warningf("perfalloc's reservation by %s has lasted the maximum hold of %v: counting resumes although the lock is still held (pmdaperfevent -max-hold)", a.holds.who(), a.o.MaxHold)
+	if !a.reloadDue || !a.reloadLocked(true) {
+		a.resumeLocked(a.gen.Load())
+	}
+	// A copy: the state file's goroutine reads it after a.mu is let go.
+	st := a.status
+	st.Holders = slices.Clone(st.Holders)
+	a.updateState(&st)
 }

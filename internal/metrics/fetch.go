@@ -20,6 +20,7 @@ const (
 	kindDerived
 	kindRatio
 	kindCgroup
+	kindReservation
 )
 
 // ref says what a cluster holds; Source looks clusters up by number, which
@@ -42,6 +43,10 @@ type Source struct {
 	skipped []error // metrics Build could not number
 	cgroups CgroupReader
 	cgNeed  []bool // per cgroup event: asked for by this fetch
+	resv    ReservationReader
+	// The reservation as this fetch saw it, when it asked for it.
+	resvSnap Reservation
+	resvNow  time.Time
 
 	// The snapshot of the current fetch. gen stamps what this fetch marked,
 	// so nothing needs clearing between fetches.
@@ -169,6 +174,7 @@ func (s *Source) Prepare(req *pmda.FetchRequest) error {
 // prepareSet reads what the fetch needs of the Set and marks the cgroup
 // events it asks for.
 func (s *Source) prepareSet(req *pmda.FetchRequest) {
+	s.resvNow = time.Time{}
 	f := s.set.Begin()
 	defer f.End()
 	all := false
@@ -199,6 +205,11 @@ func (s *Source) prepareSet(req *pmda.FetchRequest) {
 			}
 		case kindCgroup:
 			s.cgNeed[r.idx] = true
+		case kindReservation:
+			if s.resvNow.IsZero() {
+				s.resv.Reservation(&s.resvSnap)
+				s.resvNow = time.Now()
+			}
 		}
 	}
 	if all {
@@ -360,6 +371,8 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 		}
 	case kindRatio:
 		s.ratioValues(pmid.Item(), r.idx, w)
+	case kindReservation:
+		return s.reservationValues(pmid.Item(), w)
 	case kindCgroup:
 		c := s.cgroups
 		for i := range c.Len() {

@@ -67,6 +67,8 @@ type Spec struct {
 	// label. The counters' instances keep the C agent's labels alone
 	// ({"cpu":N}), which archives and comparisons with it expect.
 	Sockets map[int]int
+	// Reservations serves perfevent.reservation.*; nil serves none.
+	Reservations *Reservations
 }
 
 // Cgroups describes the per-cgroup metrics, perfevent.cgroup.EVENT.value
@@ -119,7 +121,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	ts := pmda.TableSpec{
 		Domain:       Domain,
 		DomainLabels: pmda.Labels{"agent": "perfevent"},
-		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived", "perfevent.cgroup", "perfevent.ratio"},
+		Subtrees:     []string{"perfevent.hwcounters", "perfevent.derived", "perfevent.cgroup", "perfevent.ratio", "perfevent.reservation"},
 		Metrics: []pmda.Metric{
 			{
 				Name:    "perfevent.version",
@@ -241,6 +243,12 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	}
 	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
 		if err := src.addCgroups(&ts, cg, spec.Clusters); err != nil {
+			src.skipped = append(src.skipped, err)
+		}
+	}
+
+	if r := spec.Reservations; r != nil {
+		if err := src.addReservation(&ts, r, spec.Clusters); err != nil {
 			src.skipped = append(src.skipped, err)
 		}
 	}

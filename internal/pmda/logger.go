@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,19 +27,59 @@ type Log interface {
 // to one writer, usually the agent's log file (PCP agents log to stderr,
 // which pmcd points at pmcd.log unless the agent reopens it). It is safe
 // for concurrent use.
+//
+// A message that keeps coming back is held back: each kind (its format,
+// or its text but for numbers when the format is only verbs) is written at most
+// RepeatBurst times per RepeatWindow, and the rest are counted and told
+// in one line when the window ends. A log file it opened itself
+// (RotateAt) is rotated at a size.
 type Logger struct {
 	mu   sync.Mutex
 	w    io.Writer
 	prog string
+	host string
 	pid  int
 	now  func() time.Time
 	buf  []byte
+
+	repeats map[string]*repeat
+	held    int         // repeats with messages held back
+	timer   *time.Timer // tells the held-back counts when their window ends
+
+	// Rotation, when RotateAt enabled it: the file, its path, its size
+	// so far and the size that starts a new one.
+	file      *os.File
+	path      string
+	size, max int64
+	rotateErr error
+	rotations int
+}
+
+// A message kind's RepeatBurst lines in a RepeatWindow are written; the
+// rest of that window's are counted. Ten a minute lets a perfalloc user's
+// few reservations each be told, and keeps a loop of them to one line.
+const (
+	RepeatBurst  = 10
+	RepeatWindow = time.Minute
+)
+
+// maxKinds bounds the kinds remembered: past it, those with nothing held
+// back are forgotten.
+const maxKinds = 1024
+
+// repeat is one message kind's window.
+type repeat struct {
+	start time.Time
+	n     int    // messages in the window, written or not
+	held  int    // of those, not written
+	level string // the last one held back
+	last  string
 }
 
 // NewLogger returns a Logger that tags lines with prog (e.g.
 // "pmdaperfevent") and this process's id.
 func NewLogger(w io.Writer, prog string) *Logger {
-	return &Logger{w: w, prog: prog, pid: os.Getpid(), now: time.Now}
+	return &Logger{w: w, prog: prog, pid: os.Getpid(), now: time.Now, repeats: map[string]*repeat{}}
 }
 
 // Start writes the header libpcp's pmOpenLog writes when a log is opened:
@@ -49,14 +90,23 @@ func NewLogger(w io.Writer, prog string) *Logger {
 func (l *Logger) Start(host string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, "Log for %s on %s started %s\n\n", l.prog, host, l.now().Format("Mon Jan _2 15:04:05 2006"))
+	l.host = host
+	l.write(fmt.Appendf(nil, "Log for %s on %s started %s\n\n", l.prog, host, l.now().Format(dateFormat)))
 }
 
-// Finish writes libpcp's closing line, "Log finished <date>".
+const dateFormat = "Mon Jan _2 15:04:05 2006"
+
+// Finish tells what is held back and writes libpcp's closing line, "Log
+// finished <date>".
 func (l *Logger) Finish() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, "\nLog finished %s\n", l.now().Format("Mon Jan _2 15:04:05 2006"))
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.tellHeld(true)
+	l.write(fmt.Appendf(nil, "\nLog finished %s\n", l.now().Format(dateFormat)))
 }
 
 // Infof, Warningf and Errorf write one line at their level; a trailing
@@ -68,19 +118,193 @@ func (l *Logger) Errorf(format string, args ...any)   { l.logf("Error", format, 
 // logf writes the whole line in one Write so that concurrent writers to a
 // shared file (pmcd.log) do not interleave within a line.
 func (l *Logger) logf(level, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	for len(msg) > 0 && msg[len(msg)-1] == '\n' {
+		msg = msg[:len(msg)-1]
+	}
+	key := level + "\x00" + format
+	if onlyVerbs(format) {
+		key = level + "\x00\x00" + withoutNumbers(msg)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.now()
+	l.tellHeld(false)
+	r := l.repeats[key]
+	if r == nil || now.Sub(r.start) >= RepeatWindow {
+		if r == nil {
+			if len(l.repeats) >= maxKinds {
+				l.forget()
+			}
+			r = &repeat{}
+			l.repeats[key] = r
+		}
+		r.start, r.n = now, 0
+	}
+	r.n++
+	if r.n > RepeatBurst {
+		if r.held == 0 {
+			l.held++
+			l.armTimer(r.start.Add(RepeatWindow).Sub(now))
+		}
+		r.held++
+		r.level, r.last = level, msg
+		return
+	}
+	l.line(level, msg)
+}
+
+// line writes one log line; the caller holds l.mu.
+func (l *Logger) line(level, msg string) {
 	b := l.buf[:0]
 	b = append(b, '[')
 	b = l.now().AppendFormat(b, "Mon Jan _2 15:04:05")
 	b = fmt.Appendf(b, "] %s(%d) %s: ", l.prog, l.pid, level)
-	b = fmt.Appendf(b, format, args...)
-	for len(b) > 0 && b[len(b)-1] == '\n' {
-		b = b[:len(b)-1]
-	}
+	b = append(b, msg...)
 	b = append(b, '\n')
 	l.buf = b
-	l.w.Write(b)
+	l.write(b)
+}
+
+// tellHeld writes, for each kind whose window is over (all of them if
+// all), the last message held back with how many were; the caller holds
+// l.mu.
+func (l *Logger) tellHeld(all bool) {
+	if l.held == 0 {
+		return
+	}
+	now := l.now()
+	for key, r := range l.repeats {
+		if r.held == 0 || (!all && now.Sub(r.start) < RepeatWindow) {
+			continue
+		}
+		secs := int(now.Sub(r.start).Round(time.Second) / time.Second)
+		if secs > int(RepeatWindow/time.Second) {
+			secs = int(RepeatWindow / time.Second)
+		}
+		l.line(r.level, fmt.Sprintf("%s (repeated %d times in %d s)", r.last, r.held, secs))
+		r.held = 0
+		l.held--
+		if !all {
+			delete(l.repeats, key)
+		}
+	}
+}
+
+// forget drops the kinds with nothing held back; the caller holds l.mu.
+func (l *Logger) forget() {
+	for key, r := range l.repeats {
+		if r.held == 0 {
+			delete(l.repeats, key)
+		}
+	}
+}
+
+// armTimer has the held-back counts told after d even if nothing else is
+// logged by then; the caller holds l.mu.
+func (l *Logger) armTimer(d time.Duration) {
+	if l.timer != nil {
+		return
+	}
+	l.timer = time.AfterFunc(d, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.timer = nil
+		l.tellHeld(false)
+		if l.held > 0 {
+			l.armTimer(RepeatWindow / 4)
+		}
+	})
+}
+
+// withoutNumbers is s with each run of digits made one '#': messages
+// built before they are logged differ only there when they are the same
+// message (durations, counts, pids).
+func withoutNumbers(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			if len(b) == 0 || b[len(b)-1] != '#' {
+				b = append(b, '#')
+			}
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+// onlyVerbs says that format has nothing but verbs, spaces and
+// punctuation ("%v", "%s: %v"), so that its kind is its text.
+func onlyVerbs(format string) bool {
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		switch {
+		case c == '%':
+			i++
+			for i < len(format) && strings.IndexByte("+-# 0123456789.", format[i]) >= 0 {
+				i++
+			}
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			return false
+		}
+	}
+	return true
+}
+
+// write writes b and rotates the file when it has grown past its cap;
+// the caller holds l.mu.
+func (l *Logger) write(b []byte) {
+	n, _ := l.w.Write(b)
+	if l.file == nil {
+		return
+	}
+	l.size += int64(n)
+	if l.size < l.max || l.rotateErr != nil {
+		return
+	}
+	// libpcp's __pmRotateLog: a footer in the old file, a header in the
+	// new one. The old one is kept as .prev, as at start-up.
+	date := l.now().Format(dateFormat)
+	fmt.Fprintf(l.w, "\nLog rotated %s\n", date)
+	f, err := createLog(l.path)
+	if err != nil {
+		// Keep writing to the old file, and try no more: a log that
+		// cannot be rotated is better than none.
+		l.rotateErr = err
+		l.line("Warning", fmt.Sprintf("cannot rotate the log %s: %v; it grows past %d bytes", l.path, err, l.max))
+		return
+	}
+	if old := l.file; old.Fd() != 2 { // fd 2 is the new file now
+		old.Close()
+	}
+	hdr := fmt.Appendf(nil, "Log for %s on %s rotated %s\n\n", l.prog, l.host, date)
+	n, _ = f.Write(hdr)
+	l.file, l.w, l.size = f, f, int64(n)
+	l.rotations++
+}
+
+// RotateAt has the log file f, opened at path by OpenLog, replaced by a
+// new one whenever it grows past max bytes, the old one kept as
+// path.prev; max 0 never rotates. It must be called before the first line
+// is written through f.
+func (l *Logger) RotateAt(f *os.File, path string, max int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if max <= 0 || f == nil {
+		return
+	}
+	l.file, l.w, l.path, l.max = f, f, path, max
+	if st, err := f.Stat(); err == nil {
+		l.size = st.Size()
+	}
+}
+
+// Rotations says how often the log was rotated.
+func (l *Logger) Rotations() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rotations
 }
 
 type discard struct{}
@@ -91,24 +315,35 @@ func (discard) Errorf(string, ...any)   {}
 
 // OpenLog opens the agent's log as libpcp does for an agent pmcd starts:
 // the previous log is kept as .prev. If the file cannot be opened the log
-// goes to stderr, which pmcd points at its own log.
+// goes to stderr, which pmcd points at its own log. The file is returned
+// too (nil for stderr), for Logger.RotateAt.
 //
 // The log directory belongs to the pcp user while the agent is still root
 // here, so nothing at the path is followed or reused: whatever is there (a
 // symlink included) is renamed out of the way, and the new file must be
 // created by this open.
-func OpenLog(path string, stderr io.Writer) (io.Writer, func(), error) {
+func OpenLog(path string, stderr io.Writer) (io.Writer, *os.File, func(), error) {
 	if path == "-" {
-		return stderr, func() {}, nil
+		return stderr, nil, func() {}, nil
 	}
+	f, err := createLog(path)
+	if err != nil {
+		return stderr, nil, func() {}, err
+	}
+	return f, f, func() { f.Close() }, nil
+}
+
+// createLog moves whatever is at path to path.prev and creates the log
+// anew there, then points fd 2 at it.
+func createLog(path string) (*os.File, error) {
 	if _, err := os.Lstat(path); err == nil {
 		if err := os.Rename(path, path+".prev"); err != nil {
-			return stderr, func() {}, err
+			return nil, err
 		}
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return stderr, func() {}, err
+		return nil, err
 	}
 	// Later panics and runtime errors land in the log too. Dup3, because
 	// dup2 has no system call on arm64, riscv64 and loong64; it refuses
@@ -117,5 +352,5 @@ func OpenLog(path string, stderr io.Writer) (io.Writer, func(), error) {
 	if fd := int(f.Fd()); fd != 2 {
 		unix.Dup3(fd, 2, 0)
 	}
-	return f, func() { f.Close() }, nil
+	return f, nil
 }

@@ -16,13 +16,54 @@ import (
 // access); the C agent used 0744, whose execute bit meant nothing.
 const LockMode = 0o644
 
+// Access is who may reserve the counters: the lock file's mode and group.
+// A read lock needs read access, so the read bits decide; Mode 0640 and a
+// group let only root and that group's members reserve. The zero value is
+// LockMode and the group the file was created with, as with the C agent.
+type Access struct {
+	Mode uint32 // permission bits; 0 is LockMode
+	GID  int    // group; -1 (or 0 in the zero value: see Group) leaves it
+	// Group says that GID is to be set; without it the group is left
+	// as created.
+	Group bool
+}
+
+func (a Access) mode() uint32 {
+	if a.Mode == 0 {
+		return LockMode
+	}
+	return a.Mode
+}
+
+// Check says whether the access can be a lock file's: the owner (the
+// agent) reads and writes, nobody else writes (a write lock, which needs
+// write access, would keep perfalloc out) and nothing is executable.
+func (a Access) Check() error {
+	m := a.mode()
+	if m&^0o7777 != 0 || m&0o600 != 0o600 || m&0o7133 != 0 {
+		return fmt.Errorf("lock file mode %04o: the owner must read and write it, nobody else write or execute it (0644: anyone may reserve; 0640 with a group: its members)", m)
+	}
+	if a.Group && m&0o040 == 0 {
+		return fmt.Errorf("lock file mode %04o gives its group no read access: members of the group could not reserve the counters (0640 lets them)", m)
+	}
+	return nil
+}
+
+func (a Access) String() string {
+	if a.Group {
+		return fmt.Sprintf("mode %04o, gid %d", a.mode(), a.GID)
+	}
+	return fmt.Sprintf("mode %04o", a.mode())
+}
+
 // LockFile is the agent's handle on the lock file. It holds one descriptor
 // for the life of the process (see the package comment for why there must
 // never be a second one) and checks for reservations with F_GETLK.
 //
 // A LockFile is safe for concurrent use.
 type LockFile struct {
-	path string
+	path   string
+	access Access
 
 	mu  sync.Mutex
 	fd  int // -1 once closed
@@ -33,20 +74,30 @@ type LockFile struct {
 // Open opens the lock file for the agent, creating it if it is missing.
 // It refuses a symbolic link or anything but a regular file, and a file
 // owned by another user, and it resets the mode to [LockMode].
-func Open(path string) (*LockFile, error) {
-	fd, st, err := openLockFile(path)
+func Open(path string) (*LockFile, error) { return OpenAccess(path, Access{}) }
+
+// OpenAccess is Open with the mode and group of a, which decide who may
+// reserve the counters; they are set through the descriptor, never by path.
+func OpenAccess(path string, a Access) (*LockFile, error) {
+	if err := a.Check(); err != nil {
+		return nil, err
+	}
+	fd, st, err := openLockFile(path, a)
 	if err != nil {
 		return nil, err
 	}
-	return &LockFile{path: path, fd: fd, dev: st.Dev, ino: st.Ino}, nil
+	return &LockFile{path: path, access: a, fd: fd, dev: st.Dev, ino: st.Ino}, nil
 }
 
 // openLockFile opens or creates path for the agent and vets what it got.
-func openLockFile(path string) (int, *unix.Stat_t, error) {
+func openLockFile(path string, a Access) (int, *unix.Stat_t, error) {
+	mode := a.mode()
 	// O_NONBLOCK: a FIFO planted at the path must not hang the agent.
 	// O_NOFOLLOW: a symbolic link planted at the path must not let anyone
 	// point a root-owned create (and a chmod) at a file of their choice.
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, LockMode)
+	// Created with no access for others: the mode and group are set
+	// below, and a group-only file must not be readable by all meanwhile.
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ELOOP):
@@ -75,12 +126,19 @@ func openLockFile(path string) (int, *unix.Stat_t, error) {
 		unix.Close(fd)
 		return -1, nil, fmt.Errorf("lock file %s is owned by uid %d, not by the agent's uid %d: remove it and the agent will create the file", path, st.Uid, euid)
 	}
-	// Our own umask, or an older agent, may have left another mode; readers
-	// need exactly read access for everyone, and nobody else may write.
-	if st.Mode&0o7777 != LockMode {
-		if err := unix.Fchmod(fd, LockMode); err != nil {
+	if a.Group && int(st.Gid) != a.GID {
+		if err := unix.Fchown(fd, -1, a.GID); err != nil {
 			unix.Close(fd)
-			return -1, nil, fmt.Errorf("lock file %s: chmod %04o: %w", path, LockMode, err)
+			return -1, nil, fmt.Errorf("lock file %s: chgrp %d: %w", path, a.GID, err)
+		}
+	}
+	// Our own umask, or an older agent, may have left another mode;
+	// readers need exactly the read access chosen, and nobody else may
+	// write.
+	if st.Mode&0o7777 != mode {
+		if err := unix.Fchmod(fd, mode); err != nil {
+			unix.Close(fd)
+			return -1, nil, fmt.Errorf("lock file %s: chmod %04o: %w", path, mode, err)
 		}
 	}
 	return fd, &st, nil
@@ -126,12 +184,20 @@ func (l *LockFile) Ensure() (repaired string, err error) {
 	var st unix.Stat_t
 	lerr := unix.Lstat(l.path, &st)
 	if lerr == nil && st.Dev == l.dev && st.Ino == l.ino {
-		if m := st.Mode & 0o7777; m != LockMode {
-			if err := unix.Fchmod(l.fd, LockMode); err != nil {
-				return "", fmt.Errorf("lock file %s has mode %04o, so only root can reserve the counters, and the agent (uid %d) cannot change it: run chmod %04o %s",
-					l.path, m, os.Geteuid(), LockMode, l.path)
+		want := l.access.mode()
+		if l.access.Group && int(st.Gid) != l.access.GID {
+			if err := unix.Fchown(l.fd, -1, l.access.GID); err != nil {
+				return "", fmt.Errorf("lock file %s has gid %d, not %d, and the agent (uid %d) cannot change it: run chgrp %d %s",
+					l.path, st.Gid, l.access.GID, os.Geteuid(), l.access.GID, l.path)
 			}
-			return fmt.Sprintf("had mode %04o: put back %04o", m, LockMode), nil
+			return fmt.Sprintf("had gid %d: put back %d", st.Gid, l.access.GID), nil
+		}
+		if m := st.Mode & 0o7777; m != want {
+			if err := unix.Fchmod(l.fd, want); err != nil {
+				return "", fmt.Errorf("lock file %s has mode %04o, not %04o, and the agent (uid %d) cannot change it: run chmod %04o %s",
+					l.path, m, want, os.Geteuid(), want, l.path)
+			}
+			return fmt.Sprintf("had mode %04o: put back %04o", m, want), nil
 		}
 		return "", nil
 	}
@@ -139,7 +205,7 @@ func (l *LockFile) Ensure() (repaired string, err error) {
 	if lerr != nil {
 		what = "was deleted"
 	}
-	fd, nst, err := openLockFile(l.path)
+	fd, nst, err := openLockFile(l.path, l.access)
 	adopted := false
 	if err != nil && os.Geteuid() != 0 && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
 		fd, nst, err = adoptLockFile(l.path, what)

@@ -223,3 +223,41 @@ func TestOpenRefusesHardLinks(t *testing.T) {
 		t.Fatalf("got %v, want %q", err, want)
 	}
 }
+
+// An Access with a group: the file is created with that group and mode,
+// and Ensure puts both back when someone changes them. A mode that would
+// let others write, or keep the group out, is refused.
+func TestOpenAccessGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give the lock file a group it is not in")
+	}
+	path := filepath.Join(t.TempDir(), "perflock")
+	a := Access{Mode: 0o640, GID: 4243, Group: true}
+	lf, err := OpenAccess(path, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	check := func(when string) {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil || st.Mode&0o7777 != 0o640 || st.Gid != 4243 {
+			t.Errorf("%s: mode %04o gid %d (%v), want 0640 gid 4243", when, st.Mode&0o7777, st.Gid, err)
+		}
+	}
+	check("created")
+	os.Chmod(path, 0o644)
+	if got, err := lf.Ensure(); err != nil || got != "had mode 0644: put back 0640" {
+		t.Errorf("Ensure after chmod 0644: %q, %v", got, err)
+	}
+	os.Chown(path, -1, 0)
+	if got, err := lf.Ensure(); err != nil || got != "had gid 0: put back 4243" {
+		t.Errorf("Ensure after chgrp 0: %q, %v", got, err)
+	}
+	check("repaired")
+	for _, bad := range []Access{{Mode: 0o664}, {Mode: 0o600, GID: 1, Group: true}, {Mode: 0o444}, {Mode: 0o755}} {
+		if _, err := OpenAccess(filepath.Join(t.TempDir(), "perflock"), bad); err == nil {
+			t.Errorf("OpenAccess %v: no error", bad)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"perfevent/internal/setup"
+)
+
+// report is what building a generation has to say: start-up logs all of
+// it, a later build only its summary and what changed since the
+// generation it replaces, so that a reload or a CPU coming back does not
+// write the whole plan again.
+type report struct {
+	lines   []reportLine
+	summary string
+}
+
+// reportLine is one line of a report; key is what it is compared by
+// across generations: a note's text without its position, so that a line
+// moved in perfevent.conf is not a change.
+type reportLine struct {
+	level string // "Info", "Warning" or "Error"
+	text  string
+	key   string
+	short string // what "no longer" names: the text up to its first ": "
+}
+
+func (r *report) add(level, key, format string, args ...any) {
+	text := fmt.Sprintf(format, args...)
+	if key == "" {
+		key = text
+	}
+	r.lines = append(r.lines, reportLine{level: level, text: text, key: level + "\x00" + key, short: text})
+}
+
+func (r *report) infof(format string, args ...any)    { r.add("Info", "", format, args...) }
+func (r *report) warningf(format string, args ...any) { r.add("Warning", "", format, args...) }
+func (r *report) errorf(format string, args ...any)   { r.add("Error", "", format, args...) }
+
+func (r *report) note(n setup.Note) {
+	level := "Info"
+	if n.Severity == setup.Problem {
+		level = "Warning"
+	}
+	// Compared without its CPU list: a CPU going offline or coming back
+	// changes every line's list, and the summary and the hotplug line
+	// already say so.
+	r.add(level, cpuList.ReplaceAllString(n.Text, "cpus *"), "%s", n)
+	short, _, _ := strings.Cut(n.Text, ": ")
+	if n.Pos.Line != 0 {
+		short = n.Pos.String() + ": " + short
+	}
+	r.lines[len(r.lines)-1].short = short
+}
+
+var cpuList = regexp.MustCompile(`\bcpus? ?[0-9][0-9,-]*`)
+
+// logLine writes one line at its level.
+func (a *Agent) logLine(l reportLine) {
+	switch l.level {
+	case "Error":
+		a.log.Errorf("%s", l.text)
+	case "Warning":
+		a.log.Warningf("%s", l.text)
+	default:
+		a.log.Infof("%s", l.text)
+	}
+}
+
+// logReport logs a generation's report. Without prev (start-up, or a
+// generation that had none) it is logged whole. Otherwise one line says
+// what is served and how the plan changed, followed by the lines that
+// are new and those that are gone; a new line that this agent has logged
+// before (an event that cannot open here, in a generation before the
+// last) is counted, not repeated: each is explained once per agent life.
+func (a *Agent) logReport(r, prev *report, summary string) {
+	if prev == nil {
+		for _, l := range r.lines {
+			a.told[l.key] = true
+			a.logLine(l)
+		}
+		a.log.Infof("serving %s", r.summary)
+		return
+	}
+	had := make(map[string]bool, len(prev.lines))
+	for _, l := range prev.lines {
+		had[l.key] = true
+	}
+	has := make(map[string]bool, len(r.lines))
+	var fresh []reportLine
+	again := 0
+	for _, l := range r.lines {
+		has[l.key] = true
+		switch {
+		case had[l.key]:
+		case a.told[l.key]:
+			again++
+		default:
+			fresh = append(fresh, l)
+			a.told[l.key] = true
+		}
+	}
+	var gone []reportLine
+	for _, l := range prev.lines {
+		if !has[l.key] {
+			gone = append(gone, l)
+		}
+	}
+	var change []string
+	if n := len(fresh) + again; n > 0 {
+		s := plural(n, "new line") + " in the plan"
+		if again > 0 {
+			s += fmt.Sprintf(" (%d of them logged before, not repeated)", again)
+		}
+		change = append(change, s)
+	}
+	if len(gone) > 0 {
+		change = append(change, plural(len(gone), "line")+" gone from it")
+	}
+	how := "the plan is unchanged"
+	if len(change) > 0 {
+		how = strings.Join(change, ", ")
+	}
+	if len(fresh) > 0 || len(gone) > 0 {
+		how += ", below"
+	}
+	a.log.Infof("%s: %s; %s", summary, r.summary, how)
+	for _, l := range fresh {
+		a.logLine(l)
+	}
+	for _, l := range gone {
+		a.log.Infof("no longer: %s", l.short)
+	}
+}

@@ -1,0 +1,122 @@
+package pmda
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/testlog"
+)
+
+// A message kind past RepeatBurst in a window is held back and told once,
+// with its count, when the window is over; another kind is not affected.
+func TestLoggerRepeats(t *testing.T) {
+	var buf testlog.Buffer
+	l := NewLogger(&buf, "pmdaperfevent")
+	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return now }
+	for i := range 62 {
+		l.Infof("cgroups: /c%d cannot be counted: %v", i, "EMFILE")
+		now = now.Add(500 * time.Millisecond)
+	}
+	l.Warningf("%v", "once")
+	l.Warningf("%v", "once") // a kind of its own: its text
+	now = now.Add(RepeatWindow)
+	l.Infof("cpu %d", 1) // ends the cgroup kind's window
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != RepeatBurst+2+2 {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), RepeatBurst+4, buf.String())
+	}
+	for i := range RepeatBurst {
+		if want := "Info: cgroups: /c" + strconv.Itoa(i) + " cannot be counted: EMFILE"; !strings.HasSuffix(lines[i], want) {
+			t.Errorf("line %d: %q, want ...%q", i, lines[i], want)
+		}
+	}
+	if b := RepeatBurst; !strings.HasSuffix(lines[b], "Warning: once") || !strings.HasSuffix(lines[b+1], "Warning: once") {
+		t.Errorf("the two identical warnings: %q %q", lines[b], lines[b+1])
+	}
+	want := "Info: cgroups: /c61 cannot be counted: EMFILE (repeated 52 times in 60 s)"
+	if !strings.HasSuffix(lines[RepeatBurst+2], want) {
+		t.Errorf("summary %q, want ...%q", lines[RepeatBurst+2], want)
+	}
+	if !strings.HasSuffix(lines[RepeatBurst+3], "Info: cpu 1") {
+		t.Errorf("last line %q", lines[RepeatBurst+3])
+	}
+}
+
+// Finish tells what is held back before the closing line.
+func TestLoggerRepeatsFinish(t *testing.T) {
+	var buf testlog.Buffer
+	l := NewLogger(&buf, "p")
+	for range RepeatBurst + 3 {
+		l.Infof("reopen %s", "x")
+	}
+	l.Finish()
+	s := buf.String()
+	if n := strings.Count(s, "Info: reopen x\n"); n != RepeatBurst {
+		t.Errorf("%d lines written in full, want %d:\n%s", n, RepeatBurst, s)
+	}
+	if !strings.Contains(s, "Info: reopen x (repeated 3 times in 0 s)\n\nLog finished") {
+		t.Errorf("no count before the closing line:\n%s", s)
+	}
+}
+
+// Past its cap the log is closed with libpcp's footer, kept as .prev, and
+// a new one starts with libpcp's header.
+func TestLoggerRotates(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "perfevent.log")
+	// Keep fd 2 for the test's own output: createLog points it at the log.
+	saved, err := dupStderr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer saved()
+	w, f, closeLog, err := OpenLog(path, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLog()
+	l := NewLogger(w, "pmdaperfevent")
+	l.RotateAt(f, path, 1000)
+	l.Start("vm")
+	for i := range 30 {
+		l.Infof("%s", fmt.Sprintf("line %c of a log that grows past its cap", 'A'+i)) // distinct kinds: none held back
+	}
+	if l.Rotations() < 2 {
+		b, _ := os.ReadFile(path)
+		t.Fatalf("%d rotations, want at least 2:\n%s", l.Rotations(), b)
+	}
+	prev, err := os.ReadFile(path + ".prev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(prev), "Log for pmdaperfevent on vm rotated ") || !strings.Contains(string(prev), "\nLog rotated ") {
+		t.Errorf(".prev has no header and footer of a rotation:\n%s", prev)
+	}
+	if len(prev) > 1000+200 {
+		t.Errorf(".prev is %d bytes, cap 1000", len(prev))
+	}
+	if !strings.HasPrefix(string(cur), "Log for pmdaperfevent on vm rotated ") || !strings.HasSuffix(string(cur), "line ^ of a log that grows past its cap\n") {
+		t.Errorf("the current log:\n%s", cur)
+	}
+}
+
+// dupStderr keeps a copy of fd 2 and returns what puts it back.
+func dupStderr() (func(), error) {
+	fd, err := unix.Dup(2)
+	if err != nil {
+		return nil, err
+	}
+	return func() { unix.Dup3(fd, 2, 0); unix.Close(fd) }, nil
+}
