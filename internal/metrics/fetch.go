@@ -42,6 +42,7 @@ type Source struct {
 	skipped []error // metrics Build could not number
 	cgroups CgroupReader
 	cgNeed  []bool // per cgroup event: asked for by this fetch
+	cgMode  func() string
 
 	// The snapshot of the current fetch. gen stamps what this fetch marked,
 	// so nothing needs clearing between fetches.
@@ -333,6 +334,12 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 			w.String(pdu.InNull, s.version)
 		case 1:
 			w.Int32(pdu.InNull, s.active)
+		case 3:
+			mode := "off: no per-cgroup events (cgroups.conf)"
+			if s.cgMode != nil {
+				mode = s.cgMode()
+			}
+			w.String(pdu.InNull, mode)
 		default:
 			n := 0
 			if s.cgroups != nil {
