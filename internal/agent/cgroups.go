@@ -100,7 +100,7 @@ func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 		return nil, &metrics.Cgroups{Mode: func() string { return mode }}
 	}
 	spec, cfg, events, cpus := p.spec, p.cfg, p.events, p.cpus
-	h, err := cgroup.LocateSystem()
+	h, err := a.hierarchy()
 	mode := cgroup.Mode(h, err)
 	spec.Mode = func() string { return mode }
 	if err != nil {
