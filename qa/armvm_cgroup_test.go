@@ -17,7 +17,8 @@ import (
 //     controller, as on RHEL 8, CentOS 7 and Ubuntu 20.04; a counter bound
 //     to a v2 cgroup would now count nothing;
 //   - gone: that hierarchy unmounted, but still holding the controller,
-//     as it does while it has cgroups.
+//     as it does while it has cgroups; then mounted again while the agent
+//     runs, which must follow it.
 //
 // qa/armvm stops the loop for each fetch, so the loop's time on CPU
 // (schedstat) and its cgroup's cpu-clock are read at the same instant.
@@ -33,14 +34,17 @@ run() { # hierarchy, scenario
 	mkdir $1/busy $1/idle
 	sh -c "echo \$\$ > $1/busy/cgroup.procs; while :; do :; done" & loop=$!
 	/bin/armvm -dir /s/$2 -pid $loop -at 300ms,1800ms perfevent.cgroup
-	kill -9 $loop
 }
 run /sys/fs/cgroup/unified v2
+kill -9 $loop
 mount -t cgroup -o perf_event none /sys/fs/cgroup/perf_event
 run /sys/fs/cgroup/perf_event v1
+kill -9 $loop # its cgroup stays, and with it the hierarchy
 umount /sys/fs/cgroup/perf_event
 grep perf_event /proc/cgroups
-/bin/armvm -dir /s/gone -at 300ms perfevent.cgroup
+sh -c "while :; do :; done" & loop=$!
+/bin/armvm -dir /s/gone -pid $loop -at 300ms,1500ms,3000ms -then "mount -t cgroup -o perf_event none /sys/fs/cgroup/perf_event && echo $loop > /sys/fs/cgroup/perf_event/busy/cgroup.procs" perfevent.cgroup
+kill -9 $loop
 echo "=== exit 0"
 poweroff -f
 `
@@ -51,7 +55,8 @@ poweroff -f
 // shared machine can afford. The busy cgroup's cpu_clock must be the
 // loop's own time on CPU within 2 %, the idle one's 0, and
 // perfevent.cgroup.mode must name the hierarchy; with the hierarchy
-// unmounted, the mode and a Warning must say why nothing is counted.
+// unmounted, the mode and a Warning must say why nothing is counted, and
+// once it is mounted again the agent must count there.
 func TestARMVMCgroups(t *testing.T) {
 	vm := needARMVM(t)
 	work := t.TempDir()
@@ -90,7 +95,7 @@ func TestARMVMCgroups(t *testing.T) {
 		}
 		reports[path.Base(r.Dir)] = r
 	}
-	for s, fetches := range map[string]int{"v2": 2, "v1": 2, "gone": 1} {
+	for s, fetches := range map[string]int{"v2": 2, "v1": 2, "gone": 3} {
 		r := reports[s]
 		switch {
 		case r == nil:
@@ -114,6 +119,10 @@ func TestARMVMCgroups(t *testing.T) {
 		if !strings.Contains(r.Log, "Warning: cgroups: "+why) || !strings.Contains(r.Log, "which is not mounted") {
 			t.Errorf("the agent's log has no Warning saying %q:\n%s", why, r.Log)
 		}
+		// Mounted again after the first fetch: the agent counts there,
+		// from the second fetch on, without a restart.
+		r.Fetches = r.Fetches[1:]
+		checkCgroupCounts(t, r, "v1 /sys/fs/cgroup/perf_event")
 	})
 }
 

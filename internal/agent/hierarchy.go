@@ -2,8 +2,6 @@ package agent
 
 import (
 	"errors"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -16,7 +14,8 @@ import (
 // hierarchyEvery is how often the agent looks again at /proc/cgroups,
 // whose changes nothing signals: a v1 hierarchy unmounted lets go of
 // perf_event only once its cgroups are gone, minutes later perhaps. A
-// mount or an unmount is seen at once (mountinfo's poll).
+// mount or an unmount is seen at once: poll on mountinfo reports
+// POLLPRI after each.
 const hierarchyEvery = 30 * time.Second
 
 // followedMode is the generation's perfevent.cgroup.mode, or "" when it
@@ -36,21 +35,26 @@ func followedMode(cg *metrics.Cgroups) string {
 // controller, and rebuilds the generation, as a reload does, when it is
 // not the one the per-cgroup counters were opened on: perf_event moved to
 // a v1 hierarchy mounted since, back to v2, or to one unmounted.
+//
+// mountinfo is polled on a descriptor of its own, not an os.File: the
+// runtime's poller would register an os.File with epoll, and each of its
+// wake-ups would take the mount event that this poll waits for (the
+// kernel reports a mount to the first poll after it only).
 type hierarchyWatch struct {
-	info *os.File // /proc/self/mountinfo, polled
-	stop [2]int   // a pipe: closing stop[1] ends the watch
+	info int    // /proc/self/mountinfo
+	stop [2]int // a pipe: closing stop[1] ends the watch
 	done chan struct{}
 }
 
 func (a *Agent) watchHierarchy() {
-	info, err := os.Open("/proc/self/mountinfo")
+	info, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		a.log.Warningf("cgroups: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
+		a.log.Warningf("cgroups: /proc/self/mountinfo: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
 		return
 	}
 	w := &hierarchyWatch{info: info, done: make(chan struct{})}
 	if err := unix.Pipe2(w.stop[:], unix.O_CLOEXEC); err != nil {
-		info.Close()
+		unix.Close(info)
 		a.log.Warningf("cgroups: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
 		return
 	}
@@ -61,9 +65,8 @@ func (a *Agent) watchHierarchy() {
 func (w *hierarchyWatch) run(a *Agent) {
 	defer close(w.done)
 	defer unix.Close(w.stop[0])
-	defer w.info.Close()
-	io.ReadAll(w.info) // arms the poll: it reports mounts made after a read
-	fds := []unix.PollFd{{Fd: int32(w.info.Fd()), Events: unix.POLLPRI}, {Fd: int32(w.stop[0]), Events: unix.POLLIN}}
+	defer unix.Close(w.info)
+	fds := []unix.PollFd{{Fd: int32(w.info), Events: unix.POLLPRI}, {Fd: int32(w.stop[0]), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		_, err := unix.Poll(fds, int(hierarchyEvery/time.Millisecond))
@@ -74,9 +77,8 @@ func (w *hierarchyWatch) run(a *Agent) {
 		if fds[1].Revents != 0 {
 			return
 		}
-		if fds[0].Revents != 0 {
-			w.info.Seek(0, io.SeekStart)
-			io.ReadAll(w.info) // rearms the poll
+		if a.o.Debug {
+			a.log.Infof("cgroups: looking at the hierarchy again (mountinfo poll %#x)", fds[0].Revents)
 		}
 		a.checkHierarchy()
 	}
@@ -97,6 +99,9 @@ func (a *Agent) checkHierarchy() {
 		return
 	}
 	mode := cgroup.Mode(a.hierarchy())
+	if a.o.Debug {
+		a.log.Infof("cgroups: perfevent.cgroup.mode would be %q", mode)
+	}
 	if mode == g.cgMode {
 		return
 	}

@@ -16,6 +16,9 @@
 // the enabled and running times. The test compares the agent's scaling with
 // that.
 //
+// With -then, a shell command runs after the first fetch: a change to
+// the machine that the agent must notice.
+//
 // With -pid, each fetch is made while that process (qa's busy loop in a
 // cgroup) is stopped: armvm stops it, reads its time on CPU from
 // /proc/PID/schedstat, fetches, and lets it go on; so the loop's cgroup's
@@ -83,6 +86,7 @@ func main() {
 	at := flag.String("at", "100ms,1.1s", "fetch at these `times` after the start, comma-separated")
 	kernel := flag.Bool("kernel", false, "open perfevent.conf's events directly instead of running the agent")
 	flag.BoolVar(&debug, "debug", false, "run the agent with -D, which logs each step")
+	flag.StringVar(&then, "then", "", "run this shell `command` after the first fetch")
 	flag.IntVar(&loopPID, "pid", 0, "stop this `process` during each fetch and report its time on CPU")
 	flag.Parse()
 	r := Report{Dir: *dir}
@@ -147,35 +151,39 @@ func runAgent(r *Report, agent string, times []time.Duration, subtrees []string)
 }
 
 var (
-	loopPID int  // -pid
-	debug   bool // -debug
+	loopPID int    // -pid
+	debug   bool   // -debug
+	then    string // -then
 )
 
-// fetchAll fetches every metric below subtrees at each of times.
+// fetchAll fetches every metric below subtrees at each of times. The
+// names are looked up again for each fetch: the agent may have rebuilt
+// its table meanwhile (the per-cgroup metrics come and go with the
+// hierarchy).
 func fetchAll(r *Report, c *pmcdtest.Client, start time.Time, times []time.Duration, subtrees []string) error {
-	var names []string
-	var ids []pdu.PMID
-	descs := map[string]pdu.Desc{}
-	for _, sub := range subtrees {
-		below, err := c.Traverse(sub)
-		if err != nil {
-			return fmt.Errorf("traversing %s: %v", sub, err)
-		}
-		for _, n := range below {
-			id, err := c.PMID(n)
+	for _, t := range times {
+		time.Sleep(time.Until(start.Add(t)))
+		var names []string
+		var ids []pdu.PMID
+		descs := map[string]pdu.Desc{}
+		for _, sub := range subtrees {
+			below, err := c.Traverse(sub)
 			if err != nil {
-				return fmt.Errorf("PMID of %s: %v", n, err)
+				return fmt.Errorf("traversing %s: %v", sub, err)
 			}
-			names, ids = append(names, n), append(ids, id)
-			if strings.HasPrefix(n, "perfevent.cgroup.") {
-				if descs[n], err = c.Desc(id); err != nil {
-					return fmt.Errorf("descriptor of %s: %v", n, err)
+			for _, n := range below {
+				id, err := c.PMID(n)
+				if err != nil {
+					return fmt.Errorf("PMID of %s: %v", n, err)
+				}
+				names, ids = append(names, n), append(ids, id)
+				if strings.HasPrefix(n, "perfevent.cgroup.") {
+					if descs[n], err = c.Desc(id); err != nil {
+						return fmt.Errorf("descriptor of %s: %v", n, err)
+					}
 				}
 			}
 		}
-	}
-	for _, t := range times {
-		time.Sleep(time.Until(start.Add(t)))
 		f := Fetch{Values: map[string]map[int32]float64{}, Errors: map[string]string{},
 			Strings: map[string]string{}, Cgroups: map[string]map[string]float64{}}
 		if loopPID != 0 {
@@ -222,6 +230,11 @@ func fetchAll(r *Report, c *pmcdtest.Client, start time.Time, times []time.Durat
 			}
 		}
 		r.Fetches = append(r.Fetches, f)
+		if len(r.Fetches) == 1 && then != "" {
+			if out, err := exec.Command("sh", "-c", then).CombinedOutput(); err != nil {
+				return fmt.Errorf("-then %q: %v: %s", then, err, out)
+			}
+		}
 	}
 	return nil
 }
