@@ -33,7 +33,8 @@ counters, and on the first fetch after they are given back.`
 that opened on this machine.`
 	helpCgroups = `The number of cgroups whose events perfevent.cgroup.* serves now: those
 that cgroups.conf selects, up to its cap. 0 when nothing is counted per
-cgroup (no cgroups.conf events, or no cgroup hierarchy on this machine).`
+cgroup (no cgroups.conf events, or no hierarchy to count on: see
+perfevent.cgroup.mode).`
 	oneLineCgroupMode = "Where per-cgroup counting happens, or why it does not"
 	helpCgroupMode    = `The cgroup hierarchy that owns the perf_event controller, which the
 per-cgroup counters are bound to: "v2 MOUNT" or "v1 MOUNT" (the mount
