@@ -42,6 +42,7 @@ run /sys/fs/cgroup/perf_event v1
 kill -9 $loop # its cgroup stays, and with it the hierarchy
 umount /sys/fs/cgroup/perf_event
 grep perf_event /proc/cgroups
+/bin/pmdaperfevent --check -c /s/gone/perfevent.conf | sed 's/^/check: /'
 sh -c "while :; do :; done" & loop=$!
 /bin/armvm -dir /s/gone -pid $loop -at 300ms,1500ms,3000ms -then "mount -t cgroup -o perf_event none /sys/fs/cgroup/perf_event && echo $loop > /sys/fs/cgroup/perf_event/busy/cgroup.procs" perfevent.cgroup
 kill -9 $loop
@@ -118,6 +119,10 @@ func TestARMVMCgroups(t *testing.T) {
 		}
 		if !strings.Contains(r.Log, "Warning: cgroups: "+why) || !strings.Contains(r.Log, "which is not mounted") {
 			t.Errorf("the agent's log has no Warning saying %q:\n%s", why, r.Log)
+		}
+		// --check marks it a problem ("! "), and counts it.
+		if !strings.Contains(console, "check: ! cgroups: "+why) || !strings.Contains(console, "; 1 problem") {
+			t.Errorf("--check does not say %q as its one problem:\n%s", why, withoutReports(console))
 		}
 		// Mounted again after the first fetch: the agent counts there,
 		// from the second fetch on, without a restart.
