@@ -18,6 +18,9 @@ import (
 // POLLPRI after each.
 const hierarchyEvery = 30 * time.Second
 
+// hierarchySettle is the least time between two looks prompted by mounts.
+const hierarchySettle = time.Second
+
 // followedMode is the generation's perfevent.cgroup.mode, or "" when it
 // counts nothing per cgroup by choice (no cgroups.conf events), which no
 // change of hierarchy alters.
@@ -81,6 +84,15 @@ func (w *hierarchyWatch) run(a *Agent) {
 			a.log.Infof("cgroups: looking at the hierarchy again (mountinfo poll %#x)", fds[0].Revents)
 		}
 		a.checkHierarchy()
+		if fds[0].Revents != 0 {
+			// A machine starting containers mounts many times a second:
+			// one look a second is enough. A mount meanwhile is reported
+			// by the next poll.
+			rest := fds[1:]
+			if _, err := unix.Poll(rest, int(hierarchySettle/time.Millisecond)); err == nil && rest[0].Revents != 0 {
+				return
+			}
+		}
 	}
 }
 
