@@ -41,6 +41,10 @@ type Options struct {
 	Compat              bool          // -C: the pre-3.10.8 metric names
 	Debug               bool          // -D: log each start-up step in detail
 	CCompatible         bool          // --check --c-compatible
+	// NoCatalog serves no ratio of the metric catalog and opens none of
+	// their events (--no-catalog): the configuration alone, as the C
+	// agent reads it.
+	NoCatalog bool
 	// User is the user to run as after start-up (-U), PCPUser
 	// $PCP_USER; "" or "root" stays root.
 	User, PCPUser string
@@ -352,6 +356,7 @@ func (a *Agent) reloadLocked(afterRelease bool) bool {
 	}
 	old := a.gen.Load()
 	g.set.Carry(old.set)
+	g.carryCgroups(old)
 	a.prev.Store(old)
 	a.gen.Store(g)
 	if a.pm != nil {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -87,20 +86,15 @@ func BenchmarkScaleFetch(b *testing.B) {
 		}{{"all", all}, {"one", one}} {
 			b.Run(fmt.Sprintf("cpus=%d/events=24/%s", cpus, c.name), func(b *testing.B) {
 				var pb pdu.Builder
-				fetch := append([]byte(nil), pb.Fetch(0, 0, c.pmids)...)
-				in := append([]byte(nil), pb.Creds(1, pdu.VersionCred(0))...)
-				for range b.N {
-					in = append(in, fetch...)
-				}
-				r := &replay{in: in}
+				r := pmcdtest.NewReplay(pb.Fetch(0, 0, c.pmids), b.N)
 				b.ReportAllocs()
 				b.ResetTimer()
 				if err := h.a.Serve(r); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				if r.replies != b.N+1 {
-					b.Fatalf("%d replies to %d FETCHes", r.replies-1, b.N)
+				if r.Replies != b.N+1 {
+					b.Fatalf("%d replies to %d FETCHes", r.Replies-1, b.N)
 				}
 				b.ReportMetric(float64(len(c.pmids)*cpus), "values/op")
 			})
@@ -148,21 +142,3 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
-
-// replay is pmcd on a loop: the CREDS handshake, then one FETCH n times.
-// Replies are counted and dropped.
-type replay struct {
-	in      []byte
-	replies int
-}
-
-func (r *replay) Read(p []byte) (int, error) {
-	if len(r.in) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, r.in)
-	r.in = r.in[n:]
-	return n, nil
-}
-
-func (r *replay) Write(p []byte) (int, error) { r.replies++; return len(p), nil }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"io"
 	"math"
 	"net"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
+	"perfevent/internal/pmda/pmcdtest"
 	"perfevent/internal/ratio"
 )
 
@@ -285,24 +285,6 @@ func same(a, b map[int32]float64) bool {
 	return true
 }
 
-// replay is pmcd on a loop: the CREDS handshake, then one FETCH n times.
-// Replies are counted and dropped.
-type replay struct {
-	in      []byte
-	replies int
-}
-
-func (r *replay) Read(p []byte) (int, error) {
-	if len(r.in) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, r.in)
-	r.in = r.in[n:]
-	return n, nil
-}
-
-func (r *replay) Write(p []byte) (int, error) { r.replies++; return len(p), nil }
-
 // A fetch of every metric, answered by the whole agent (framing, Source,
 // counters), makes no garbage: at 100 Hz for months, garbage would be the
 // agent's largest cost after the system calls.
@@ -313,27 +295,23 @@ func TestFetchMakesNoGarbage(t *testing.T) {
 		pmids = append(pmids, m.Desc.PMID)
 	}
 	var b pdu.Builder
-	fetch := append([]byte(nil), b.Fetch(0, 0, pmids)...)
+	fetch := b.Fetch(0, 0, pmids)
 	const n = 200
-	in := append([]byte(nil), b.Creds(1, pdu.VersionCred(0))...)
-	for range n {
-		in = append(in, fetch...)
-	}
-	serve := func(in []byte) (replies int, mallocs uint64) {
+	serve := func(fetches int) (replies int, mallocs uint64) {
 		agent := pmda.New(pmda.Config{Fetcher: src}, table)
-		r := &replay{in: in}
+		r := pmcdtest.NewReplay(fetch, fetches)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		if err := agent.Serve(r); err != nil {
 			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&after)
-		return r.replies, after.Mallocs - before.Mallocs
+		return r.Replies, after.Mallocs - before.Mallocs
 	}
 	// Start-up costs (buffers sized to the first RESULT, the agent itself)
 	// are the same for one fetch as for n: the difference is per fetch.
-	one, base := serve(in[:len(in)-(n-1)*len(fetch)])
-	many, total := serve(in)
+	one, base := serve(1)
+	many, total := serve(n)
 	if one != 2 || many != n+1 {
 		t.Fatalf("%d and %d replies, want 2 and %d", one, many, n+1)
 	}
@@ -361,15 +339,11 @@ func BenchmarkFetchAll(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			var pb pdu.Builder
-			fetch := append([]byte(nil), pb.Fetch(0, 0, pmids)...)
-			in := append([]byte(nil), pb.Creds(1, pdu.VersionCred(0))...)
-			for range b.N {
-				in = append(in, fetch...)
-			}
+			r := pmcdtest.NewReplay(pb.Fetch(0, 0, pmids), b.N)
 			agent := pmda.New(pmda.Config{Fetcher: src}, table)
 			b.ReportAllocs()
 			b.ResetTimer()
-			if err := agent.Serve(&replay{in: in}); err != nil {
+			if err := agent.Serve(r); err != nil {
 				b.Fatal(err)
 			}
 		})

@@ -18,7 +18,7 @@ import (
 // events count on the CPUs of the kernel PMU they open through, and a
 // core event on a hybrid machine on the CPUs of its kernel PMU.
 func (fs *FS) resolveLibpfm(name string) (Event, error) {
-	enc, err := pfm.Encode(name, fs.pfmEnv(), fs.PresentNames())
+	enc, err := pfm.Encode(name, fs.pfmEnv(), fs.libpfmNames())
 	if err != nil {
 		return Event{}, err
 	}
@@ -26,6 +26,10 @@ func (fs *FS) resolveLibpfm(name string) (Event, error) {
 		PMU:    enc.PMU.Name,
 		Attr:   enc.Attr,
 		Source: "libpfm4 " + enc.FullName,
+	}
+	if enc.FullName == "" {
+		// libpfm4 names no TOPDOWN_M metric: the name as given.
+		ev.Source = "libpfm4 " + name
 	}
 	if k := fs.kernelPMUOf(enc); k != nil {
 		ev.CPUs = slices.Clone(k.CPUs)
@@ -65,8 +69,10 @@ func (fs *FS) pfmEnv() pfm.Env {
 // cpu_atom on hybrid Intel). Nil means every online CPU.
 func (fs *FS) kernelPMUOf(enc pfm.Encoding) *PMU {
 	if n := enc.PMU.PerfName; n != "" {
-		if p, err := fs.PMU(n); err == nil {
-			return p
+		if k, ok := fs.perfNamePMU(n); ok {
+			if p, err := fs.PMU(k); err == nil {
+				return p
+			}
 		}
 		return nil
 	}
@@ -79,6 +85,18 @@ func (fs *FS) kernelPMUOf(enc pfm.Encoding) *PMU {
 		}
 	}
 	return nil
+}
+
+// perfNamePMU is the kernel PMU a libpfm4 perf_name stands for: the
+// first of its comma-separated names that the kernel has, as libpfm4
+// after 4.13 picks it ("armv8_cortex_a57,armv8_pmuv3_0,armv8_pmuv3").
+func (fs *FS) perfNamePMU(perfName string) (string, bool) {
+	for _, n := range strings.Split(perfName, ",") {
+		if _, err := fs.pfmEnv().PerfType(n); err == nil {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // raplNames maps the C agent's RAPL: names, which it reads from
@@ -108,8 +126,8 @@ func (fs *FS) resolveRAPL(name string) (Event, error) {
 	return e, nil
 }
 
-// Suggest returns up to three event names of the PMUs libpfm4 finds here
-// that are closest to name (edit distance, ignoring case), nearest first,
+// Suggest returns up to three event names of the PMUs libpfm4 finds here,
+// and of the vendor PMUs, that are closest to name (edit distance, ignoring case), nearest first,
 // each with its PMU prefix, for an unknown name's error.
 func (fs *FS) Suggest(name string) []string {
 	_, ev, ok := strings.Cut(name, "::")
@@ -121,6 +139,12 @@ func (fs *FS) Suggest(name string) []string {
 	for _, p := range fs.presentTables() {
 		for i := range p.Events {
 			names = append(names, p.Name+"::"+p.Events[i].Name)
+		}
+	}
+	for _, vp := range fs.VendorPMUs() {
+		evs, _ := vp.Events()
+		for _, e := range evs {
+			names = append(names, vp.Name+"::"+e.Name)
 		}
 	}
 	return nearest(ev, names, func(n string) string {

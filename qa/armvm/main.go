@@ -85,6 +85,7 @@ func main() {
 	dir := flag.String("dir", "", "the agent's `directory`: perfevent.conf, ratios.conf, its log")
 	at := flag.String("at", "100ms,1.1s", "fetch at these `times` after the start, comma-separated")
 	kernel := flag.Bool("kernel", false, "open perfevent.conf's events directly instead of running the agent")
+	withCatalog := flag.Bool("catalog", false, "let the agent serve the metric catalog (otherwise --no-catalog: perfevent.conf's events only)")
 	flag.BoolVar(&debug, "debug", false, "run the agent with -D, which logs each step")
 	flag.StringVar(&then, "then", "", "run this shell `command` after the first fetch")
 	flag.IntVar(&loopPID, "pid", 0, "stop this `process` during each fetch and report its time on CPU")
@@ -97,7 +98,7 @@ func main() {
 		if *kernel {
 			err = readKernel(&r, times)
 		} else {
-			err = runAgent(&r, *agent, times, flag.Args())
+			err = runAgent(&r, *agent, *withCatalog, times, flag.Args())
 		}
 		stop.Store(true)
 	}
@@ -128,13 +129,16 @@ func parseTimes(at string) ([]time.Duration, error) {
 	return times, nil
 }
 
-func runAgent(r *Report, agent string, times []time.Duration, subtrees []string) error {
+func runAgent(r *Report, agent string, withCatalog bool, times []time.Duration, subtrees []string) error {
 	if len(subtrees) == 0 {
 		return errors.New("name the metrics to fetch (subtrees such as perfevent.hwcounters)")
 	}
 	args := []string{"-d", "127", "-U", "root",
 		"-c", filepath.Join(r.Dir, "perfevent.conf"), "-l", filepath.Join(r.Dir, "perfevent.log"),
 		"--pmids", filepath.Join(r.Dir, "pmids"), "--lockfile", filepath.Join(r.Dir, "perflock")}
+	if !withCatalog {
+		args = append(args, "--no-catalog")
+	}
 	if debug {
 		args = append(args, "-D", "all")
 	}
