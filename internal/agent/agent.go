@@ -82,6 +82,9 @@ type generation struct {
 	table  *pmda.Table
 	src    *metrics.Source
 	cg     *cgroup.Tracker // per-cgroup counters; nil when none
+	// cgMode is perfevent.cgroup.mode as built, "" when cgroups.conf asks
+	// for nothing; the hierarchy watch compares it with the machine's.
+	cgMode string
 }
 
 // Agent is the running perfevent agent. It is the pmda.Fetcher: each fetch
@@ -132,6 +135,9 @@ type Agent struct {
 	lock    *reservation.LockFile
 	watcher *reservation.Watcher
 	cpus    *cpuhotplug.Watcher // CPUs going offline and coming back
+	hier    *hierarchyWatch     // the hierarchy that owns perf_event
+	// locate finds that hierarchy in tests; nil is this machine's.
+	locate func() (cgroup.Hierarchy, error)
 	// cgroupIDs numbers cgroup instances for the agent's life, across
 	// reloads, so that an id never changes hands.
 	cgroupIDs *cgroup.IDs
@@ -188,6 +194,7 @@ func (a *Agent) Start() error {
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)
 	a.mu.Unlock()
 	a.watchCPUs(a.o.Hotplug) // a change from now on swaps the table
+	a.watchHierarchy()
 	return nil
 }
 
@@ -199,6 +206,9 @@ func (a *Agent) Close() {
 	a.closing.Store(true)
 	if a.cpus != nil {
 		a.cpus.Close()
+	}
+	if a.hier != nil {
+		a.hier.close()
 	}
 	a.stopReservation()
 	if a.held != nil {
@@ -319,7 +329,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	if len(plan.Counters) == 0 {
 		r.warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", Program)
 	}
-	return &generation{plan: plan, report: r, set: set, table: table, src: src, cg: cg}, nil
+	return &generation{plan: plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec)}, nil
 }
 
 // empty is a generation with no counters.

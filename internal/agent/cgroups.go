@@ -1,8 +1,8 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -68,6 +68,19 @@ func planCgroups(config string, plan *setup.Plan) cgroupPlan {
 	return p
 }
 
+// hierarchyNote is --check's word on where the cgroups would be counted:
+// a Problem when nowhere, as the agent then logs a Warning.
+func hierarchyNote(p cgroupPlan) []setup.Note {
+	if len(p.events) == 0 {
+		return nil
+	}
+	h, err := cgroup.LocateSystem()
+	if err != nil {
+		return []setup.Note{{Severity: setup.Problem, Text: "cgroups: " + whyNoHierarchy(err) + "; nothing would be counted per cgroup"}}
+	}
+	return []setup.Note{{Text: fmt.Sprintf("cgroups: counted in the %s (perfevent.cgroup.mode %q)", h, cgroup.Mode(h, nil))}}
+}
+
 // startCgroups starts counting per cgroup what cgroups.conf asks for,
 // with the events of the plan, and returns the tracker (nil if nothing is
 // counted), what the table needs to serve it and words for the summary of
@@ -82,17 +95,19 @@ func (a *Agent) startCgroups(plan *setup.Plan, r *report) (*cgroup.Tracker, *met
 		r.note(n)
 	}
 	if len(p.events) == 0 {
-		return nil, nil, ""
+		mode := "off: no per-cgroup events (cgroups.conf)"
+		if p.missing {
+			mode = "off: no " + cgroupsConf(a.o.Config)
+		}
+		return nil, &metrics.Cgroups{Mode: func() string { return mode }}, ""
 	}
 	spec, cfg, events, cpus := p.spec, p.cfg, p.events, p.cpus
-	info, err := os.ReadFile("/proc/self/mountinfo")
-	var h cgroup.Hierarchy
-	if err == nil {
-		h, err = cgroup.FindHierarchy(info)
-	}
+	h, err := a.hierarchy()
+	mode := cgroup.Mode(h, err)
+	spec.Mode = func() string { return mode }
 	if err != nil {
-		r.infof("cgroups: %v; perfevent.cgroup.* is not served, everything else is", err)
-		return nil, nil, ""
+		r.warningf("cgroups: %s; nothing is counted per cgroup (perfevent.cgroup.mode says so), everything else is", whyNoHierarchy(err))
+		return nil, &metrics.Cgroups{Mode: spec.Mode}, ""
 	}
 	debugf := func(string, ...any) {}
 	if a.o.Debug {
@@ -125,7 +140,20 @@ func (a *Agent) startCgroups(plan *setup.Plan, r *report) (*cgroup.Tracker, *met
 	t.Start()
 	n, fds := t.Stats()
 	r.infof("cgroups: counting per cgroup in the %s", h)
+	if n == 0 {
+		r.warningf("cgroups: no cgroup of the %s is counted: none matches %v, or every open failed (see above)", h, cfg.Patterns)
+	}
 	return t, spec, fmt.Sprintf(", and %d events in %d cgroups on %d descriptors", len(events), n, fds)
+}
+
+// whyNoHierarchy says why per-cgroup counting cannot start, and what to
+// do about it.
+func whyNoHierarchy(err error) string {
+	var u *cgroup.Unavailable
+	if errors.As(err, &u) {
+		return u.Reason
+	}
+	return "finding the cgroup hierarchy: " + err.Error()
 }
 
 // The per-cgroup counters follow the generation's: closed for perfalloc,

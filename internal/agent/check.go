@@ -42,7 +42,9 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 		plan.Notes = append(plan.Notes, catalogNotes(c.family)...)
 	}
 	plan.Notes = append(plan.Notes, cNotes(&o, plan.Config)...)
-	plan.Notes = append(plan.Notes, planCgroups(o.Config, plan).notes...)
+	cg := planCgroups(o.Config, plan)
+	plan.Notes = append(plan.Notes, cg.notes...)
+	plan.Notes = append(plan.Notes, hierarchyNote(cg)...)
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {

@@ -99,8 +99,10 @@ func TestFindHierarchy(t *testing.T) {
 		name, info string
 		want       Hierarchy
 	}{
-		{"hybrid", hybrid, Hierarchy{"/sys/fs/cgroup/unified", 2}},
-		{"pure v2", pure + hybrid, Hierarchy{"/sys/fs/cgroup", 2}},
+		// perf_event is bound to the v1 mount: nothing counts on v2.
+		{"hybrid", hybrid, Hierarchy{"/sys/fs/cgroup/perf_event", 1}},
+		{"hybrid, perf_event on v2", hybrid[:strings.LastIndex(hybrid[:len(hybrid)-1], "\n")+1], Hierarchy{"/sys/fs/cgroup/unified", 2}},
+		{"pure v2", pure, Hierarchy{"/sys/fs/cgroup", 2}},
 		{"v1", v1only, Hierarchy{"/sys/fs/cgroup/cpu perf", 1}},
 	}
 	for _, c := range cases {

@@ -5,11 +5,14 @@
 //
 // # Hierarchies
 //
-// Where the counters can be bound depends on the machine (FindHierarchy,
-// from /proc/self/mountinfo): the cgroup v2 hierarchy when one is mounted
-// (pure v2 at /sys/fs/cgroup, or the hybrid layout's /sys/fs/cgroup/unified
-// beside v1 controllers), else the v1 hierarchy that carries the perf_event
-// controller. Either way a cgroup is named by its path relative to the
+// A counter bound to a cgroup counts only in the hierarchy that owns the
+// perf_event controller (Locate, from /proc/cgroups and
+// /proc/self/mountinfo): a v1 hierarchy mounted with it, at any mount point
+// and with any other controllers, else the cgroup v2 hierarchy (pure v2 at
+// /sys/fs/cgroup, or the hybrid layout's /sys/fs/cgroup/unified when
+// perf_event is not on v1). A v1 hierarchy unmounted keeps the controller
+// while it has cgroups: then nothing can count, and Locate says so
+// (Unavailable). Either way a cgroup is named by its path relative to the
 // mount, with a leading slash ("/system.slice/pmcd.service"): the names
 // PCP's own cgroup.* metrics give, so the two join.
 //

@@ -1,6 +1,8 @@
 package cgroup
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,6 +30,29 @@ func FuzzParseConfig(f *testing.F) {
 				t.Errorf("kept pattern %q", p)
 			}
 			Match(p, "/system.slice/pmcd.service") // must not panic
+		}
+	})
+}
+
+// FuzzLocate: any text of /proc/cgroups and mountinfo gives a hierarchy
+// that is mounted in it, or an error; never a panic.
+func FuzzLocate(f *testing.F) {
+	for _, name := range []string{"rhel8", "ubuntu2004", "centos7", "debian12"} {
+		c, err1 := os.ReadFile(filepath.Join("testdata", name+".cgroups"))
+		m, err2 := os.ReadFile(filepath.Join("testdata", name+".mountinfo"))
+		if err1 != nil || err2 != nil {
+			f.Fatal(err1, err2)
+		}
+		f.Add(c, m)
+	}
+	f.Add([]byte("perf_event\t3\t1\t1\n"), []byte("1 2 0:1 / /a\\134\\040b rw - cgroup x rw,perf_event\n - \n"))
+	f.Fuzz(func(t *testing.T, controllers, mountinfo []byte) {
+		h, err := Locate(controllers, mountinfo)
+		if err != nil {
+			return
+		}
+		if h.Version != 1 && h.Version != 2 || h.Mount == "" {
+			t.Errorf("Locate = %+v", h)
 		}
 	})
 }

@@ -1,8 +1,6 @@
 package cgroup
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,57 +24,15 @@ func (h Hierarchy) String() string {
 var ErrNoHierarchy = errors.New("no cgroup v2 hierarchy and no cgroup v1 perf_event hierarchy is mounted")
 
 // FindHierarchy picks the hierarchy to count in from the text of
-// /proc/self/mountinfo: a cgroup2 mount, /sys/fs/cgroup preferred to
-// others (such as the hybrid layout's /sys/fs/cgroup/unified), else a v1
-// cgroup mount with the perf_event controller.
+// /proc/self/mountinfo alone: Locate without /proc/cgroups, so a v1 mount
+// with the perf_event controller, else a cgroup2 mount, /sys/fs/cgroup
+// preferred to others (such as the hybrid layout's /sys/fs/cgroup/unified).
 func FindHierarchy(mountinfo []byte) (Hierarchy, error) {
-	var v2, v1 []string
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	for sc.Scan() {
-		// id parent major:minor root mount-point options [optional...] - fstype source super-options
-		line := sc.Text()
-		sep := strings.Index(line, " - ")
-		if sep < 0 {
-			continue
-		}
-		pre, post := strings.Fields(line[:sep]), strings.Fields(line[sep+3:])
-		if len(pre) < 5 || len(post) < 1 {
-			continue
-		}
-		mount := unescape(pre[4])
-		switch post[0] {
-		case "cgroup2":
-			v2 = append(v2, mount)
-		case "cgroup":
-			if len(post) >= 3 && hasOption(post[2], "perf_event") {
-				v1 = append(v1, mount)
-			}
-		}
+	h, err := Locate(nil, mountinfo)
+	if _, ok := err.(*Unavailable); ok {
+		return Hierarchy{}, ErrNoHierarchy
 	}
-	if err := sc.Err(); err != nil {
-		return Hierarchy{}, fmt.Errorf("reading mountinfo: %w", err)
-	}
-	for _, m := range v2 {
-		if m == "/sys/fs/cgroup" {
-			return Hierarchy{Mount: m, Version: 2}, nil
-		}
-	}
-	if len(v2) > 0 {
-		return Hierarchy{Mount: v2[0], Version: 2}, nil
-	}
-	if len(v1) > 0 {
-		return Hierarchy{Mount: v1[0], Version: 1}, nil
-	}
-	return Hierarchy{}, ErrNoHierarchy
-}
-
-func hasOption(opts, want string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == want {
-			return true
-		}
-	}
-	return false
+	return h, err
 }
 
 // unescape undoes mountinfo's octal escapes of space, tab, newline and

@@ -63,6 +63,7 @@ func TestCgroupMetrics(t *testing.T) {
 	for name, want := range map[string]string{
 		"perfevent.cgroup.cpu_clock.value":            "127.4.0",
 		"perfevent.cgroup.context_switches.dutycycle": "127.5.1",
+		"perfevent.cgroup.mode":                       "127.0.3",
 	} {
 		if id, err := table.PMID(name); err != nil || id.String() != want {
 			t.Errorf("%s = %v, %v; want %s", name, id, err, want)

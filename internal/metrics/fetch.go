@@ -47,6 +47,7 @@ type Source struct {
 	// The reservation as this fetch saw it, when it asked for it.
 	resvSnap Reservation
 	resvNow  time.Time
+	cgMode   func() string
 
 	// The snapshot of the current fetch. gen stamps what this fetch marked,
 	// so nothing needs clearing between fetches.
@@ -344,6 +345,12 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 			w.String(pdu.InNull, s.version)
 		case 1:
 			w.Int32(pdu.InNull, s.active)
+		case 3:
+			mode := "off: no per-cgroup events (cgroups.conf)"
+			if s.cgMode != nil {
+				mode = s.cgMode()
+			}
+			w.String(pdu.InNull, mode)
 		default:
 			n := 0
 			if s.cgroups != nil {

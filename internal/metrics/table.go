@@ -33,7 +33,15 @@ counters, and on the first fetch after they are given back.`
 that opened on this machine.`
 	helpCgroups = `The number of cgroups whose events perfevent.cgroup.* serves now: those
 that cgroups.conf selects, up to its cap. 0 when nothing is counted per
-cgroup (no cgroups.conf events, or no cgroup hierarchy on this machine).`
+cgroup (no cgroups.conf events, or no hierarchy to count on: see
+perfevent.cgroup.mode).`
+	oneLineCgroupMode = "Where per-cgroup counting happens, or why it does not"
+	helpCgroupMode    = `The cgroup hierarchy that owns the perf_event controller, which the
+per-cgroup counters are bound to: "v2 MOUNT" or "v1 MOUNT" (the mount
+point, such as /sys/fs/cgroup or /sys/fs/cgroup/perf_event). "unavailable:
+REASON" when there is none to count on, for example while perf_event is
+bound to a cgroup v1 hierarchy that is not mounted; "off: REASON" when
+cgroups.conf asks for nothing.`
 )
 
 // Counter describes one served event for the table.
@@ -74,6 +82,9 @@ type Spec struct {
 // Cgroups describes the per-cgroup metrics, perfevent.cgroup.EVENT.value
 // and .dutycycle, whose one instance domain follows the counted cgroups.
 type Cgroups struct {
+	// Mode is perfevent.cgroup.mode's value (see its help); nil serves
+	// "off". It is asked at each fetch.
+	Mode      func() string
 	Events    []CgroupEvent
 	Reader    CgroupReader
 	Instances *pmda.Instances // the live members; see CgroupInstance
@@ -142,6 +153,12 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 2), Type: pdu.ValueUint32, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
 				OneLine: oneLineCgroups,
 				Help:    helpCgroups,
+			},
+			{
+				Name:    "perfevent.cgroup.mode",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 3), Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
+				OneLine: oneLineCgroupMode,
+				Help:    helpCgroupMode,
 			},
 			{
 				Name:    "perfevent.derived.active",
@@ -240,6 +257,9 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		ts.Metrics = append(ts.Metrics, operandMetrics(c, cluster, indom, strings.Join(events, " + "), den)...)
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
+	}
+	if cg := spec.Cgroups; cg != nil {
+		src.cgMode = cg.Mode
 	}
 	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
 		if err := src.addCgroups(&ts, cg, spec.Clusters); err != nil {

@@ -68,7 +68,7 @@ func TestCheckAndTableAgreeOnTheCorpus(t *testing.T) {
 				p.Opened(set, sum)
 				derived := p.AddDerived(set, m.PMU)
 
-				want := []string{"perfevent.active", "perfevent.cgroup.counted", "perfevent.derived.active", "perfevent.version"} // the agent's own
+				want := []string{"perfevent.active", "perfevent.cgroup.counted", "perfevent.cgroup.mode", "perfevent.derived.active", "perfevent.version"} // the agent's own
 				spec := metrics.Spec{Version: "test", Set: set, Clusters: metrics.NewClusters()}
 				for _, c := range p.Counters {
 					ev, _ := set.Lookup(c.Event.Name)

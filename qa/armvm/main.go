@@ -16,6 +16,14 @@
 // the enabled and running times. The test compares the agent's scaling with
 // that.
 //
+// With -then, a shell command runs after the first fetch: a change to
+// the machine that the agent must notice.
+//
+// With -pid, each fetch is made while that process (qa's busy loop in a
+// cgroup) is stopped: armvm stops it, reads its time on CPU from
+// /proc/PID/schedstat, fetches, and lets it go on; so the loop's cgroup's
+// count and the loop's own time are taken at the same instant.
+//
 // Meanwhile one goroutine keeps a CPU busy, at the lowest priority. Under
 // QEMU's -icount the emulated clock (and with it the cycle counter) is the
 // instruction count scaled, but when every CPU is idle QEMU moves the clock
@@ -65,6 +73,11 @@ type Fetch struct {
 	Values map[string]map[int32]float64    // metric → instance → value
 	Errors map[string]string               // metrics whose set failed
 	Counts map[string]map[int32]perf.Count `json:",omitempty"` // -kernel: event → CPU → reading
+	// Strings are the string metrics without instances (perfevent.cgroup.mode).
+	Strings map[string]string `json:",omitempty"`
+	// Cgroups are the perfevent.cgroup metrics by instance name.
+	Cgroups map[string]map[string]float64 `json:",omitempty"`
+	LoopNS  uint64                        `json:",omitempty"` // -pid: the process's time on CPU
 }
 
 func main() {
@@ -73,6 +86,9 @@ func main() {
 	at := flag.String("at", "100ms,1.1s", "fetch at these `times` after the start, comma-separated")
 	kernel := flag.Bool("kernel", false, "open perfevent.conf's events directly instead of running the agent")
 	withCatalog := flag.Bool("catalog", false, "let the agent serve the metric catalog (otherwise --no-catalog: perfevent.conf's events only)")
+	flag.BoolVar(&debug, "debug", false, "run the agent with -D, which logs each step")
+	flag.StringVar(&then, "then", "", "run this shell `command` after the first fetch")
+	flag.IntVar(&loopPID, "pid", 0, "stop this `process` during each fetch and report its time on CPU")
 	flag.Parse()
 	r := Report{Dir: *dir}
 	times, err := parseTimes(*at)
@@ -123,6 +139,9 @@ func runAgent(r *Report, agent string, withCatalog bool, times []time.Duration, 
 	if !withCatalog {
 		args = append(args, "--no-catalog")
 	}
+	if debug {
+		args = append(args, "-D", "all")
+	}
 	c, err := pmcdtest.StartCommand(exec.Command(agent, args...))
 	if err != nil {
 		return err
@@ -135,30 +154,57 @@ func runAgent(r *Report, agent string, withCatalog bool, times []time.Duration, 
 	return c.Close()
 }
 
-// fetchAll fetches every metric below subtrees at each of times.
+var (
+	loopPID int    // -pid
+	debug   bool   // -debug
+	then    string // -then
+)
+
+// fetchAll fetches every metric below subtrees at each of times. The
+// names are looked up again for each fetch: the agent may have rebuilt
+// its table meanwhile (the per-cgroup metrics come and go with the
+// hierarchy).
 func fetchAll(r *Report, c *pmcdtest.Client, start time.Time, times []time.Duration, subtrees []string) error {
-	var names []string
-	var ids []pdu.PMID
-	for _, sub := range subtrees {
-		below, err := c.Traverse(sub)
-		if err != nil {
-			return fmt.Errorf("traversing %s: %v", sub, err)
-		}
-		for _, n := range below {
-			id, err := c.PMID(n)
-			if err != nil {
-				return fmt.Errorf("PMID of %s: %v", n, err)
-			}
-			names, ids = append(names, n), append(ids, id)
-		}
-	}
 	for _, t := range times {
 		time.Sleep(time.Until(start.Add(t)))
+		var names []string
+		var ids []pdu.PMID
+		descs := map[string]pdu.Desc{}
+		for _, sub := range subtrees {
+			below, err := c.Traverse(sub)
+			if err != nil {
+				return fmt.Errorf("traversing %s: %v", sub, err)
+			}
+			for _, n := range below {
+				id, err := c.PMID(n)
+				if err != nil {
+					return fmt.Errorf("PMID of %s: %v", n, err)
+				}
+				names, ids = append(names, n), append(ids, id)
+				if strings.HasPrefix(n, "perfevent.cgroup.") {
+					if descs[n], err = c.Desc(id); err != nil {
+						return fmt.Errorf("descriptor of %s: %v", n, err)
+					}
+				}
+			}
+		}
+		f := Fetch{Values: map[string]map[int32]float64{}, Errors: map[string]string{},
+			Strings: map[string]string{}, Cgroups: map[string]map[string]float64{}}
+		if loopPID != 0 {
+			ns, err := stopLoop(loopPID)
+			if err != nil {
+				return err
+			}
+			f.LoopNS = ns
+		}
 		res, err := c.Fetch(ids...)
+		f.At = time.Since(start)
+		if loopPID != 0 {
+			unix.Kill(loopPID, unix.SIGCONT)
+		}
 		if err != nil {
 			return fmt.Errorf("fetch at %v: %v", t, err)
 		}
-		f := Fetch{At: time.Since(start), Values: map[string]map[int32]float64{}, Errors: map[string]string{}}
 		for i, set := range res.Sets {
 			if err := set.Err(); err != nil {
 				f.Errors[names[i]] = err.Error()
@@ -166,15 +212,64 @@ func fetchAll(r *Report, c *pmcdtest.Client, start time.Time, times []time.Durat
 			}
 			vals := map[int32]float64{}
 			for _, v := range set.Values {
-				if x := v.Float64(); !math.IsNaN(x) && !math.IsInf(x, 0) {
+				if v.VType == pdu.ValueString {
+					f.Strings[names[i]] = v.String()
+				} else if x := v.Float64(); !math.IsNaN(x) && !math.IsInf(x, 0) {
 					vals[v.Inst] = x
 				}
 			}
 			f.Values[names[i]] = vals
+			if d, ok := descs[names[i]]; ok && d.InDom != pdu.InDomNull && len(vals) > 0 {
+				insts, err := c.Instance(d.InDom, pdu.InNull, "")
+				if err != nil {
+					return fmt.Errorf("instances of %s: %v", names[i], err)
+				}
+				byName := map[string]float64{}
+				for _, in := range insts {
+					if v, ok := vals[in.Inst]; ok {
+						byName[string(in.Name)] = v
+					}
+				}
+				f.Cgroups[names[i]] = byName
+			}
 		}
 		r.Fetches = append(r.Fetches, f)
+		if len(r.Fetches) == 1 && then != "" {
+			if out, err := exec.Command("sh", "-c", then).CombinedOutput(); err != nil {
+				return fmt.Errorf("-then %q: %v: %s", then, err, out)
+			}
+		}
 	}
 	return nil
+}
+
+// stopLoop stops pid, waits until it is off every CPU, and returns its
+// time on CPU so far (the first field of /proc/PID/schedstat, in ns).
+func stopLoop(pid int) (uint64, error) {
+	if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
+		return 0, fmt.Errorf("stopping %d: %v", pid, err)
+	}
+	// The signal takes effect when the task next enters the kernel; its
+	// state is then T, and it is off the CPU.
+	for range 1000 {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, err
+		}
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i:]), ") T") {
+			sched, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+			if err != nil {
+				return 0, err
+			}
+			var ns uint64
+			if _, err := fmt.Sscan(string(sched), &ns); err != nil {
+				return 0, fmt.Errorf("/proc/%d/schedstat: %v", pid, err)
+			}
+			return ns, nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return 0, fmt.Errorf("process %d did not stop", pid)
 }
 
 // readKernel opens the events of the directory's perfevent.conf, as the

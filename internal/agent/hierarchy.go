@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/cgroup"
+	"perfevent/internal/metrics"
+)
+
+// hierarchyEvery is how often the agent looks again at /proc/cgroups,
+// whose changes nothing signals: a v1 hierarchy unmounted lets go of
+// perf_event only once its cgroups are gone, minutes later perhaps. A
+// mount or an unmount is seen at once: poll on mountinfo reports
+// POLLPRI after each.
+const hierarchyEvery = 30 * time.Second
+
+// hierarchySettle is the least time between two looks prompted by mounts.
+const hierarchySettle = time.Second
+
+// followedMode is the generation's perfevent.cgroup.mode, or "" when it
+// counts nothing per cgroup by choice (no cgroups.conf events), which no
+// change of hierarchy alters.
+func followedMode(cg *metrics.Cgroups) string {
+	if cg == nil || cg.Mode == nil {
+		return ""
+	}
+	if m := cg.Mode(); !strings.HasPrefix(m, "off:") {
+		return m
+	}
+	return ""
+}
+
+// hierarchyWatch follows the hierarchy that owns the perf_event
+// controller, and rebuilds the generation, as a reload does, when it is
+// not the one the per-cgroup counters were opened on: perf_event moved to
+// a v1 hierarchy mounted since, back to v2, or to one unmounted.
+//
+// mountinfo is polled on a descriptor of its own, not an os.File: the
+// runtime's poller would register an os.File with epoll, and each of its
+// wake-ups would take the mount event that this poll waits for (the
+// kernel reports a mount to the first poll after it only).
+type hierarchyWatch struct {
+	info int    // /proc/self/mountinfo
+	stop [2]int // a pipe: closing stop[1] ends the watch
+	done chan struct{}
+}
+
+func (a *Agent) watchHierarchy() {
+	info, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		a.log.Warningf("cgroups: /proc/self/mountinfo: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
+		return
+	}
+	w := &hierarchyWatch{info: info, done: make(chan struct{})}
+	if err := unix.Pipe2(w.stop[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(info)
+		a.log.Warningf("cgroups: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
+		return
+	}
+	a.hier = w
+	go w.run(a)
+}
+
+func (w *hierarchyWatch) run(a *Agent) {
+	defer close(w.done)
+	defer unix.Close(w.stop[0])
+	defer unix.Close(w.info)
+	fds := []unix.PollFd{{Fd: int32(w.info), Events: unix.POLLPRI}, {Fd: int32(w.stop[0]), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		_, err := unix.Poll(fds, int(hierarchyEvery/time.Millisecond))
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			a.log.Warningf("cgroups: polling /proc/self/mountinfo: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
+			return
+		}
+		if fds[1].Revents != 0 {
+			return
+		}
+		if a.o.Debug {
+			a.log.Infof("cgroups: looking at the hierarchy again (mountinfo poll %#x)", fds[0].Revents)
+		}
+		a.checkHierarchy()
+		if fds[0].Revents != 0 {
+			// A machine starting containers mounts many times a second:
+			// one look a second is enough. A mount meanwhile is reported
+			// by the next poll.
+			rest := fds[1:]
+			if _, err := unix.Poll(rest, int(hierarchySettle/time.Millisecond)); err == nil && rest[0].Revents != 0 {
+				return
+			}
+		}
+	}
+}
+
+func (w *hierarchyWatch) close() {
+	unix.Close(w.stop[1])
+	<-w.done
+}
+
+// checkHierarchy rebuilds the generation if the hierarchy that owns
+// perf_event is no longer the one it counts on. Like a CPU going offline,
+// it waits while perfalloc holds the counters and takes its turn in the
+// reopen pacing.
+func (a *Agent) checkHierarchy() {
+	g := a.gen.Load()
+	if g == nil || g.cgMode == "" {
+		return
+	}
+	mode := cgroup.Mode(a.hierarchy())
+	if a.o.Debug {
+		a.log.Infof("cgroups: perfevent.cgroup.mode would be %q", mode)
+	}
+	if mode == g.cgMode {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reserved {
+		a.reloadDue = true
+		a.log.Infof("cgroups: perfevent.cgroup.mode is now %q (was %q); the counters follow when perfalloc releases them", mode, g.cgMode)
+		return
+	}
+	a.log.Infof("cgroups: perfevent.cgroup.mode is now %q (was %q); rebuilding the counters", mode, g.cgMode)
+	a.pace()
+	a.reloadLocked(false)
+}
+
+// hierarchy finds the hierarchy that owns perf_event: a.locate, which
+// tests set, else this machine's.
+func (a *Agent) hierarchy() (cgroup.Hierarchy, error) {
+	if a.locate != nil {
+		return a.locate()
+	}
+	return cgroup.LocateSystem()
+}
