@@ -78,6 +78,7 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.LockFile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
 	o.DefaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
 	fs.StringVar(&o.PMIDs, "pmids", o.DefaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
+	fs.StringVar(&o.CLayout, "c-layout", filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent", "perfevent.conf"), "PCP's C agent's configuration: the names it would serve here keep its PMIDs (`file`; \"\" for none)")
 	fs.DurationVar(&o.Poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
 	fs.BoolVar(&o.NoInotify, "no-inotify", false, "check the lock file by polling only")
 	fs.BoolVar(&o.CCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")

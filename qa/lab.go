@@ -86,7 +86,8 @@ type Agent struct {
 	Config string
 	// Args come after the lab's own agent arguments, and so win over
 	// them where the agent takes the last of a repeated flag. The lab
-	// passes ours -d 127 -l LOG -c CONF -lockfile LOCK -pmids PMIDS and
+	// passes ours -d 127 -l LOG -c CONF -lockfile LOCK -pmids PMIDS
+	// -c-layout CONF and
 	// the C agent -d 127 -l LOG.
 	Args []string
 	// Socket makes pmcd talk to the agent over a unix socket in the lab
@@ -246,7 +247,9 @@ func (l *Lab) buildCHelp(t testing.TB) {
 func (l *Lab) agentArgv() []string {
 	argv := []string{l.agentExe, "-d", strconv.Itoa(Domain), "-l", l.AgentLog}
 	if l.Agent.Go {
-		argv = append(argv, "-c", l.Conf, "-lockfile", l.Lock, "-pmids", l.PMIDs)
+		// The lab's own configuration is the C agent's too, so that a
+		// Go lab and a C lab of one configuration number it alike.
+		argv = append(argv, "-c", l.Conf, "-lockfile", l.Lock, "-pmids", l.PMIDs, "-c-layout", l.Conf)
 	}
 	if l.Agent.Socket {
 		argv = append(argv, "-u", l.AgentSock)

@@ -41,6 +41,10 @@ type Options struct {
 	Compat              bool          // -C: the pre-3.10.8 metric names
 	Debug               bool          // -D: log each start-up step in detail
 	CCompatible         bool          // --check --c-compatible
+	// CLayout is PCP's C agent's perfevent.conf (--c-layout): the names
+	// it would serve here keep its PMIDs under this agent (setup.CLayout).
+	// "" or a missing file: none to keep.
+	CLayout string
 	// User is the user to run as after start-up (-U), PCPUser
 	// $PCP_USER; "" or "root" stays root.
 	User, PCPUser string
@@ -109,9 +113,12 @@ type Agent struct {
 
 	trusted []int             // uids whose files in the agent's directories it adopts (agentUsers)
 	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
-	lock    *reservation.LockFile
-	watcher *reservation.Watcher
-	cpus    *cpuhotplug.Watcher // CPUs going offline and coming back
+	// toldDisagree: the log has said which names the map numbers
+	// otherwise than the C agent (once per agent life).
+	toldDisagree bool
+	lock         *reservation.LockFile
+	watcher      *reservation.Watcher
+	cpus         *cpuhotplug.Watcher // CPUs going offline and coming back
 	// cgroupIDs numbers cgroup instances for the agent's life, across
 	// reloads, so that an id never changes hands.
 	cgroupIDs *cgroup.IDs
@@ -273,7 +280,9 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 		a.told[line] = true
 	}
 	cg, cgSpec := a.startCgroups(plan)
-	table, src, err := buildTable(&a.o, c, clusters, cgSpec)
+	cKeys, cExtra := cLayout(&a.o, c, opener)
+	clusters.Prefer(cKeys)
+	table, src, err := buildTable(&a.o, c, clusters, cgSpec, cExtra...)
 	if err != nil {
 		set.Close()
 		if cg != nil {
@@ -286,6 +295,10 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	}
 	if err := clusters.Save(); err != nil {
 		a.log.Warningf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)
+	}
+	if d := clusters.Disagree(); len(d) > 0 && !a.toldDisagree {
+		a.toldDisagree = true
+		a.log.Warningf("%s", disagreement(a.o.PMIDs, a.o.CLayout, d))
 	}
 	for _, n := range plan.Notes {
 		a.logNote(n)

@@ -10,6 +10,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmda"
+	"perfevent/internal/pmu"
 	"perfevent/internal/ratio"
 	"perfevent/internal/setup"
 )
@@ -73,8 +74,8 @@ func parseConfig(path string, held *config.Held) (*config.File, error) {
 
 // buildTable is the table that serves what the plan kept: the last step
 // that --check and the agent share.
-func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups) (*pmda.Table, *metrics.Source, error) {
-	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups}
+func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups, cExtra ...metrics.CMetric) (*pmda.Table, *metrics.Source, error) {
+	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, C: cExtra}
 	for _, pc := range c.plan.Counters {
 		ev, _ := c.set.Lookup(pc.Event.Name)
 		spec.Counters = append(spec.Counters, metrics.Counter{
@@ -108,4 +109,86 @@ func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chose
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: line})
 	}
 	return chosen
+}
+
+// cLayout is how PCP's C agent would number the metrics of its own
+// configuration (o.CLayout) on this machine, cluster i+2 for keys[i], and
+// the names of it that c does not serve, each with the counter of c that
+// counts the same event if there is one. Whether the C agent's event
+// opens is what c's counter of the same event did, or else a trial open
+// through opener.
+func cLayout(o *Options, c *counted, opener counter.Opener) (keys []string, extra []metrics.CMetric) {
+	if o.CLayout == "" {
+		return nil, nil
+	}
+	f, _ := config.ParseFile(o.CLayout)
+	if f == nil {
+		return nil, nil
+	}
+	fs := o.fs()
+	m, err := setup.ReadMachine(fs)
+	if err != nil {
+		return nil, nil
+	}
+	same := func(ev *pmu.Event) int {
+		for _, pc := range c.plan.Counters {
+			a, b := pc.Event.Attr, ev.Attr
+			if a.Type == b.Type && a.Config == b.Config && a.Ext1 == b.Ext1 && a.Ext2 == b.Ext2 {
+				if i, ok := c.set.Lookup(pc.Event.Name); ok && len(c.set.CPUs(i)) > 0 {
+					return i
+				}
+			}
+		}
+		return -1
+	}
+	opens := func(ev *pmu.Event, cpus []int) bool {
+		if same(ev) >= 0 {
+			return true
+		}
+		set, err := counter.New([]counter.Spec{{Name: ev.Name, Attr: ev.Attr, CPUs: cpus}}, counter.Config{Opener: opener})
+		if err != nil {
+			return false
+		}
+		defer set.Close()
+		if _, err := set.Open(); err != nil {
+			return false
+		}
+		return len(set.CPUs(0)) > 0
+	}
+	slots := setup.CLayout(f, m, o.Compat, opens)
+	served := map[string]bool{}
+	for _, pc := range c.plan.Counters {
+		served["hwcounters."+pc.Metric] = true
+	}
+	for _, d := range c.derived {
+		served["derived."+d.Metric] = true
+	}
+	for _, s := range slots {
+		keys = append(keys, s.Key)
+		if served[s.Key] {
+			continue
+		}
+		served[s.Key] = true
+		ev := -1
+		if s.Event != nil {
+			ev = same(s.Event)
+		}
+		extra = append(extra, metrics.CMetric{Key: s.Key, Event: ev})
+	}
+	return keys, extra
+}
+
+// disagreement says which names the PMID map numbers otherwise than the C
+// agent, what the agent does about it, and how to choose otherwise.
+func disagreement(mapPath, cConfig string, d []metrics.Disagreement) string {
+	eg := d[0]
+	held := ""
+	if eg.Holder != "" {
+		held = fmt.Sprintf(", which the map gives perfevent.%s", eg.Holder)
+	}
+	return fmt.Sprintf("the PMID map %s numbers %d of the names PCP's C agent serves here (from %s) otherwise than the C agent: "+
+		"perfevent.%s is 127.%d here and 127.%d under the C agent%s. "+
+		"They keep the map's numbers, so that this agent's archives stay consistent; a switch to the C agent changes them. "+
+		"To take the C agent's numbers, remove the map and restart the agent (Install --c-pmids does that)",
+		mapPath, len(d), cConfig, eg.Key, eg.Map, eg.C, held)
 }

@@ -87,6 +87,8 @@ func newSource(t testing.TB) (*countertest.Opener, *counter.Set, *pmda.Table, *S
 		t.Fatalf("ratios chosen %+v; not chosen: %q", ratios, why)
 	}
 	clusters, _ := LoadClusters(filepath.Join(t.TempDir(), "pmids"))
+	// The C agent's numbering of the same configuration (setup.CLayout).
+	clusters.Prefer([]string{"hwcounters.cpu_clock", "hwcounters.page_faults", "derived.both"})
 	table, src, err := Build(Spec{
 		Version:  "test",
 		Set:      set,
