@@ -2,11 +2,13 @@ package qa
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -100,4 +102,94 @@ func clusterOf(pmid string) string {
 		return "static"
 	}
 	return f[1]
+}
+
+// Switching agents with default installs, C → ours → C, with a pmlogger
+// logging throughout: every name the C agent serves keeps its PMID, the C
+// agent serves the same after the round trip, and pmlogger keeps logging.
+// Ours is installed with --c-pmids (a first install: no earlier map), and
+// the map main's install had is put back at the end.
+func TestSwitchKeepsNamesPMIDsAndLogger(t *testing.T) {
+	e := Setup(t)
+	e.Keep(t)
+	pmids := filepath.Join(e.PCP.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
+	saved, err := os.ReadFile(pmids)
+	hadMap := err == nil
+	t.Cleanup(func() {
+		os.Remove(pmids + ".prev")
+		if hadMap {
+			os.WriteFile(pmids, saved, 0o644)
+		} else {
+			os.Remove(pmids)
+		}
+	})
+	pminfo := func() map[string]string { return pmidsOf(t, e.Run(t, "pminfo", "-m", "perfevent")) }
+
+	e.InstallC(t)
+	c1 := pminfo()
+	dir := t.TempDir()
+	const logged = "perfevent.hwcounters.software.context_switches.value"
+	writeFile(t, filepath.Join(dir, "config"), "log mandatory on 200 msec {\n\t"+logged+"\n\tperfevent.hwcounters.msr.tsc.value\n}\n")
+	archive := filepath.Join(dir, "archive")
+	logger := exec.Command("pmlogger", "-c", filepath.Join(dir, "config"), "-l", filepath.Join(dir, "pmlogger.log"), archive)
+	logger.Env = e.environ()
+	if err := logger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- logger.Wait() }()
+	t.Cleanup(func() { logger.Process.Signal(syscall.SIGTERM); <-exited })
+	records := func() int {
+		r := e.Exec(Cmd{Args: []string{"pmdumplog", "-z", archive, logged}})
+		return strings.Count(r.Stdout, logged)
+	}
+	alive := func(step string) {
+		t.Helper()
+		n := records()
+		waitFor(t, Settle, "pmlogger to log "+logged+" after "+step, func() bool {
+			select {
+			case err := <-exited:
+				exited <- err
+				t.Fatalf("pmlogger exited after %s: %v\n%s", step, err, tail(filepath.Join(dir, "pmlogger.log"), 20))
+			default:
+			}
+			return records() > n
+		})
+	}
+	alive("the C agent's install")
+
+	out := e.script(t, Cmd{Dir: e.Home, Args: []string{"./Install", "--pipe", "--c-pmids"}}, "Check perfevent metrics have appeared")
+	if !strings.Contains(out, "the names PCP's C agent serves take its PMIDs") {
+		t.Errorf("Install --c-pmids does not say what it did with the map:\n%s", out)
+	}
+	g := pminfo()
+	var lost []string
+	for name, pmid := range c1 {
+		if g[name] != pmid {
+			lost = append(lost, name+" "+pmid+" (ours "+g[name]+")")
+		}
+	}
+	sort.Strings(lost)
+	if len(lost) > 0 {
+		t.Errorf("after the switch to ours, %d of the C agent's %d names lost their PMID:\n\t%s", len(lost), len(c1), strings.Join(lost, "\n\t"))
+	}
+	alive("the switch to ours")
+
+	e.InstallC(t)
+	c2 := pminfo()
+	if len(c2) != len(c1) {
+		t.Errorf("the C agent serves %d names after the round trip, %d before", len(c2), len(c1))
+	}
+	for name, pmid := range c1 {
+		if c2[name] != pmid {
+			t.Errorf("after the round trip the C agent serves %s as %q, before as %s", name, c2[name], pmid)
+		}
+	}
+	alive("the switch back to the C agent")
+
+	// The archive holds the logged metric under one PMID throughout.
+	r := e.Exec(Cmd{Args: []string{"pminfo", "-m", "-a", archive, logged}})
+	if want := logged + " PMID: " + c1[logged]; !strings.Contains(r.Stdout, want) {
+		t.Errorf("the archive's %s: %s; want %q", logged, r, want)
+	}
 }
