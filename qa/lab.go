@@ -87,7 +87,7 @@ type Agent struct {
 	// Args come after the lab's own agent arguments, and so win over
 	// them where the agent takes the last of a repeated flag. The lab
 	// passes ours -d 127 -l LOG -c CONF -lockfile LOCK -pmids PMIDS
-	// -c-layout CONF and
+	// -c-layout /dev/null (CONF with CLayout) and
 	// the C agent -d 127 -l LOG.
 	Args []string
 	// Socket makes pmcd talk to the agent over a unix socket in the lab
@@ -106,6 +106,11 @@ type Agent struct {
 	PMCDArgs []string
 	// Cgroups is the Go agent's cgroups.conf; empty counts no cgroup.
 	Cgroups string
+	// CLayout has our agent number the lab's configuration as the C
+	// agent would (-c-layout CONF), so that a Go lab and a C lab of one
+	// configuration serve the same names with the same PMIDs; without
+	// it the agent keeps no C agent's numbers.
+	CLayout bool
 }
 
 // Lab is a running private pmcd with one perfevent agent.
@@ -247,9 +252,11 @@ func (l *Lab) buildCHelp(t testing.TB) {
 func (l *Lab) agentArgv() []string {
 	argv := []string{l.agentExe, "-d", strconv.Itoa(Domain), "-l", l.AgentLog}
 	if l.Agent.Go {
-		// The lab's own configuration is the C agent's too, so that a
-		// Go lab and a C lab of one configuration number it alike.
-		argv = append(argv, "-c", l.Conf, "-lockfile", l.Lock, "-pmids", l.PMIDs, "-c-layout", l.Conf)
+		layout := "/dev/null" // none: pmcd.conf cannot carry an empty argument
+		if l.Agent.CLayout {
+			layout = l.Conf
+		}
+		argv = append(argv, "-c", l.Conf, "-lockfile", l.Lock, "-pmids", l.PMIDs, "-c-layout", layout)
 	}
 	if l.Agent.Socket {
 		argv = append(argv, "-u", l.AgentSock)

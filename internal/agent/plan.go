@@ -114,7 +114,7 @@ func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chose
 // cLayout is how PCP's C agent would number the metrics of its own
 // configuration (o.CLayout) on this machine, cluster i+2 for keys[i], and
 // the names of it that c does not serve, each with the counter of c that
-// counts the same event if there is one. Whether the C agent's event
+// counts the same event if there is one and the C agent counts it. Whether the C agent's event
 // opens is what c's counter of the same event did, or else a trial open
 // through opener.
 func cLayout(o *Options, c *counted, opener counter.Opener) (keys []string, extra []metrics.CMetric) {
@@ -169,8 +169,10 @@ func cLayout(o *Options, c *counted, opener counter.Opener) (keys []string, extr
 			continue
 		}
 		served[s.Key] = true
+		// Values where the C agent has them: a [dynamic] event it was not
+		// asked to count has none there, and none here.
 		ev := -1
-		if s.Event != nil {
+		if s.Event != nil && s.Counted {
 			ev = same(s.Event)
 		}
 		extra = append(extra, metrics.CMetric{Key: s.Key, Event: ev})

@@ -389,6 +389,7 @@ func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
 		if c.Event >= 0 {
 			about = fmt.Sprintf("A name of PCP's C agent for this event, served so that switching agents keeps its PMID; the values are those of %s.", spec.Set.Name(c.Event))
 		}
+		s.setRef(cluster, ref{kind: kindEmpty})
 		if !hw {
 			ts.Metrics = append(ts.Metrics, pmda.Metric{
 				Name:    name + ".value",
