@@ -193,3 +193,67 @@ func TestSwitchKeepsNamesPMIDsAndLogger(t *testing.T) {
 		t.Errorf("the archive's %s: %s; want %q", logged, r, want)
 	}
 }
+
+// make install says which perfalloc a shell finds first, and why, when a
+// distribution's is on PATH too (scripts/which-perfalloc).
+func TestWhichPerfallocSaysWhichComesFirst(t *testing.T) {
+	root := t.TempDir()
+	local, usr, home := filepath.Join(root, "local"), filepath.Join(root, "usr"), filepath.Join(root, "home")
+	for _, d := range []string{local, usr, home} {
+		os.Mkdir(d, 0o755)
+	}
+	for _, c := range []string{"perfalloc", "pmdaperfevent"} {
+		writeFile(t, filepath.Join(home, c), "#! /bin/sh\n")
+		os.Chmod(filepath.Join(home, c), 0o755)
+		os.Symlink(filepath.Join(home, c), filepath.Join(local, c))
+	}
+	writeFile(t, filepath.Join(usr, "perfalloc"), "#! /bin/sh\n") // the distribution's
+	os.Chmod(filepath.Join(usr, "perfalloc"), 0o755)
+	script := filepath.Join(repoRoot(), "scripts", "which-perfalloc")
+	run := func(path string) string {
+		cmd := exec.Command(script, local, home)
+		cmd.Env = append(os.Environ(), "PERFEVENT_STD_PATH="+path)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		return string(out)
+	}
+	out := run(local + ":" + usr)
+	if want := "note: perfalloc on PATH is ours (" + local + "/perfalloc -> " + home + "/perfalloc), found before " + usr + "/perfalloc, because " + local + " comes first in PATH"; !strings.Contains(out, want) {
+		t.Errorf("ours first:\n%s\nwant %q", out, want)
+	}
+	if want := "note: pmdaperfevent on PATH is ours: " + local + "/pmdaperfevent"; !strings.Contains(out, want) {
+		t.Errorf("ours alone:\n%s\nwant %q", out, want)
+	}
+	out = run(usr + ":" + local)
+	if want := "note: perfalloc on PATH is " + usr + "/perfalloc, found before ours (" + local + "/perfalloc) because its directory comes first in PATH"; !strings.Contains(out, want) {
+		t.Errorf("the distribution's first:\n%s\nwant %q", out, want)
+	}
+}
+
+// After scripts/setup (make install), both commands are on the usual PATH
+// and work from any directory: perfalloc --version, and pmdaperfevent
+// --check, which finds the configuration pmcd runs the agent with.
+func TestCommandsOnPath(t *testing.T) {
+	e := Direct(t)
+	std := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, c := range []string{"perfalloc", "pmdaperfevent"} {
+		r := e.Exec(Cmd{Dir: "/", Args: []string{"sh", "-c", "PATH=" + std + "; command -v " + c}})
+		got := strings.TrimSpace(r.Stdout)
+		if got == "" {
+			unmet(t, "needs %s on PATH (make install links it into /usr/local/bin)", c)
+		}
+		if real, err := filepath.EvalSymlinks(got); err != nil || real != filepath.Join(e.Home, c) {
+			t.Errorf("%s on PATH is %s (%s, %v); want a link to %s", c, got, real, err, filepath.Join(e.Home, c))
+		}
+	}
+	r := e.Exec(Cmd{Dir: "/", Args: []string{"sh", "-c", "PATH=" + std + "; perfalloc --version"}})
+	if r.Err != nil || !strings.HasPrefix(r.Stdout, "perfalloc ") {
+		t.Errorf("perfalloc --version from /: %s", r)
+	}
+	r = e.Exec(Cmd{Dir: "/", Args: []string{"sh", "-c", "PATH=" + std + "; pmdaperfevent --check"}})
+	if conf := filepath.Join(e.Home, "perfevent.conf"); !strings.Contains(r.Stdout, conf+": ") || strings.Contains(r.Stderr+r.Stdout, "no such file") {
+		t.Errorf("pmdaperfevent --check from / does not check %s: %s", conf, r)
+	}
+}
