@@ -2,7 +2,10 @@ package agent
 
 import (
 	"fmt"
+	pathpkg "path"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -91,7 +94,7 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
 		})
 	}
-	spec.Ratios = chooseRatios(ratiosPath(o), c.plan, c.set)
+	spec.Ratios = chooseRatios(ratiosPath(o), c.plan, c.set, o.fs())
 	return metrics.Build(spec)
 }
 
@@ -100,12 +103,20 @@ func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config)
 
 // chooseRatios are the ratios served (ratio.Choose), with notes for the log
 // and --check.
-func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
+func chooseRatios(path string, plan *setup.Plan, set *counter.Set, fs *pmu.FS) []ratio.Chosen {
 	chosen, problems, info := ratio.Choose(path, set, plan.Scale)
 	for _, e := range problems {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}
+	typos := unknownOperands(path, set, fs)
+	for _, t := range typos {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: t.text})
+	}
 	for _, line := range info {
+		// The problem above says why, better.
+		if slices.ContainsFunc(typos, func(t typo) bool { return strings.HasPrefix(line, fmt.Sprintf("ratio %q not served:", t.ratio)) }) {
+			continue
+		}
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: line})
 	}
 	return chosen
@@ -194,3 +205,49 @@ func disagreement(mapPath, cConfig string, d []metrics.Disagreement) string {
 		"To take the C agent's numbers, remove the map and restart the agent (Install --c-pmids does that)",
 		mapPath, len(d), cConfig, eg.Key, eg.Map, eg.C, held)
 }
+
+// unknownOperands are the operands of the user's ratios (ratios.conf) that
+// name no event at all: neither one configured nor one this machine knows.
+// Such an operand is a typo, a problem, unlike an event that is merely not
+// configured or not countable here; each gets the nearest configured names.
+func unknownOperands(path string, set *counter.Set, fs *pmu.FS) []typo {
+	defs, user, _ := ratio.Defs(path)
+	var names []string
+	for i := range set.NumEvents() {
+		names = append(names, set.Name(i))
+	}
+	known := func(alt string) bool {
+		for _, n := range names {
+			if ok, _ := pathpkg.Match(alt, n); ok || alt == n {
+				return true
+			}
+		}
+		if strings.ContainsAny(alt, "*?[") {
+			return false
+		}
+		_, err := fs.Resolve(alt)
+		return err == nil
+	}
+	var out []typo
+	for _, d := range defs[:user] {
+		terms := d.Num
+		if d.Den != ratio.Elapsed {
+			terms = append(slices.Clone(terms), d.Den)
+		}
+		for _, term := range terms {
+			alts := strings.Split(term, "|")
+			if slices.ContainsFunc(alts, known) {
+				continue
+			}
+			text := fmt.Sprintf("%s: ratio %q: operand %s is not an event here: neither configured nor known to this machine", path, d.Name, term)
+			if s := pmu.Nearest(alts[0], names); len(s) > 0 {
+				text += "; did you mean " + strings.Join(s, ", ") + "?"
+			}
+			out = append(out, typo{ratio: d.Name, text: text})
+		}
+	}
+	return out
+}
+
+// typo is an operand of a user's ratio that names no event.
+type typo struct{ ratio, text string }
