@@ -150,7 +150,7 @@ install: $(AGENT_BIN) $(PERFALLOC_BIN)
 				echo "note: $$l exists and is not our link; left alone (run $(PMDADIR)/$$c)"; \
 				continue; \
 			fi; \
-			ln -sfn $(PMDADIR)/$$c "$$l"; \
+			[ "$$(readlink "$$l")" = $(PMDADIR)/$$c ] || ln -sfn $(PMDADIR)/$$c "$$l"; \
 		done; \
 		[ -n "$(DESTDIR)" ] || scripts/which-perfalloc "$(BINDIR)" "$(PMDADIR)"; \
 	fi

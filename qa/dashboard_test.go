@@ -251,7 +251,8 @@ func TestDashboardAxes(t *testing.T) {
 
 // make install ships the dashboard into the agent's own directory, and
 // writes nothing outside it but the pmrep views, which pmrep reads only
-// from its own directory (under a name no PCP package uses).
+// from its own directory (under a name no PCP package uses), and the two
+// commands' links in BINDIR.
 func TestMakeInstallShipsDashboard(t *testing.T) {
 	for _, tool := range []string{"make", "install"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -275,8 +276,16 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 	if _, err := os.Stat(views); err != nil {
 		t.Errorf("make install: no pmrep views: %v", err)
 	}
+	links := map[string]bool{}
+	for _, c := range []string{"perfalloc", "pmdaperfevent"} {
+		l := filepath.Join(stage, "usr", "local", "bin", c)
+		links[l] = true
+		if target, err := os.Readlink(l); err != nil || target != "/pmdas/perfevent-go/"+c {
+			t.Errorf("make install: %s links to %q (%v); want /pmdas/perfevent-go/%s", l, target, err, c)
+		}
+	}
 	filepath.Walk(stage, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() && p != views && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
+		if err == nil && !fi.IsDir() && p != views && !links[p] && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
 			t.Errorf("make install wrote %s, outside the agent's directory", strings.TrimPrefix(p, stage))
 		}
 		return nil
