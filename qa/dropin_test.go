@@ -107,8 +107,9 @@ func clusterOf(pmid string) string {
 // Switching agents with default installs, C → ours → C, with a pmlogger
 // logging throughout: every name the C agent serves keeps its PMID, the C
 // agent serves the same after the round trip, and pmlogger keeps logging.
-// Ours is installed with --c-pmids (a first install: no earlier map), and
-// the map main's install had is put back at the end.
+// Before that, Install with an earlier map says what it does with it; the
+// switch then installs ours with --c-pmids, which sets that map aside, and
+// the map the machine had is put back at the end.
 func TestSwitchKeepsNamesPMIDsAndLogger(t *testing.T) {
 	e := Setup(t)
 	e.Keep(t)
@@ -127,6 +128,26 @@ func TestSwitchKeepsNamesPMIDsAndLogger(t *testing.T) {
 
 	e.InstallC(t)
 	c1 := pminfo()
+
+	// Install with an earlier map that gives a C agent's number to
+	// another name says that it keeps the map, and which names differ.
+	taken := ""
+	for name, pmid := range c1 {
+		if cl := clusterOf(pmid); cl != "static" && strings.HasSuffix(name, ".value") {
+			taken = cl
+			break
+		}
+	}
+	writeFile(t, pmids, taken+" hwcounters.cpu_clock\n")
+	out := e.script(t, Cmd{Dir: e.Home, Args: []string{"./Install", "--pipe"}}, "Check perfevent metrics have appeared")
+	for _, want := range []string{"Install: keeping the PMID map " + pmids + ": the names in it keep their PMIDs",
+		"Install: the PMID map " + pmids + " numbers 1 of the names PCP's C agent serves here"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Install with an earlier map: its transcript lacks %q:\n%s", want, out)
+		}
+	}
+	e.InstallC(t)
+
 	dir := t.TempDir()
 	const logged = "perfevent.hwcounters.software.context_switches.value"
 	writeFile(t, filepath.Join(dir, "config"), "log mandatory on 200 msec {\n\t"+logged+"\n\tperfevent.hwcounters.msr.tsc.value\n}\n")
@@ -158,7 +179,7 @@ func TestSwitchKeepsNamesPMIDsAndLogger(t *testing.T) {
 	}
 	alive("the C agent's install")
 
-	out := e.script(t, Cmd{Dir: e.Home, Args: []string{"./Install", "--pipe", "--c-pmids"}}, "Check perfevent metrics have appeared")
+	out = e.script(t, Cmd{Dir: e.Home, Args: []string{"./Install", "--pipe", "--c-pmids"}}, "Check perfevent metrics have appeared")
 	if !strings.Contains(out, "the names PCP's C agent serves take its PMIDs") {
 		t.Errorf("Install --c-pmids does not say what it did with the map:\n%s", out)
 	}
@@ -255,5 +276,60 @@ func TestCommandsOnPath(t *testing.T) {
 	r = e.Exec(Cmd{Dir: "/", Args: []string{"sh", "-c", "PATH=" + std + "; pmdaperfevent --check"}})
 	if conf := filepath.Join(e.Home, "perfevent.conf"); !strings.Contains(r.Stdout, conf+": ") || strings.Contains(r.Stderr+r.Stdout, "no such file") {
 		t.Errorf("pmdaperfevent --check from / does not check %s: %s", conf, r)
+	}
+}
+
+// An earlier install's PMID map wins over the C agent's numbers: its names
+// keep their PMIDs, a C agent's name whose number the map gives another
+// name gets one of its own, and the log says so once.
+func TestEarlierMapKeepsItsNumbers(t *testing.T) {
+	cPath, cText := cStockConfig(t)
+	ours, err := os.ReadFile(filepath.Join(repoRoot(), "perfevent.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pmidsOf(t, StartLab(t, Agent{Go: false, Config: cText}).Run(t, "pminfo", "-m", "perfevent"))
+	// Two of the C agent's counters: a's number goes to our cpu_clock, b
+	// keeps a number the C agent does not give it.
+	var names []string
+	for name := range c {
+		if strings.HasSuffix(name, ".value") && clusterOf(c[name]) != "static" {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return c[names[i]] < c[names[j]] })
+	if len(names) < 3 {
+		t.Fatalf("the C agent serves %d counters here, want 3 or more: %v", len(names), c)
+	}
+	a, b := names[0], names[1]
+	key := func(n string) string { return strings.TrimSuffix(strings.TrimPrefix(n, "perfevent."), ".value") }
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	mapPath := filepath.Join(dir, "perfevent", "pmids")
+	os.MkdirAll(filepath.Dir(mapPath), 0o755)
+	writeFile(t, mapPath, clusterOf(c[a])+" hwcounters.cpu_clock\n999 "+key(b)+"\n")
+
+	l := StartLab(t, Agent{Go: true, Config: string(ours), Args: []string{"-pmids", mapPath, "-c-layout", cPath}})
+	g := pmidsOf(t, l.Run(t, "pminfo", "-m", "perfevent"))
+	if want := "127." + clusterOf(c[a]) + ".0"; g["perfevent.hwcounters.cpu_clock.value"] != want {
+		t.Errorf("cpu_clock is %s; want %s, the map's", g["perfevent.hwcounters.cpu_clock.value"], want)
+	}
+	if g[b] != "127.999.0" {
+		t.Errorf("%s is %s; want 127.999.0, the map's", b, g[b])
+	}
+	if n, _ := strconv.Atoi(clusterOf(g[a])); n < 2048 {
+		t.Errorf("%s is %s; want a number of its own, from 127.2048: the map gives its 127.%s to cpu_clock", a, g[a], clusterOf(c[a]))
+	}
+	for _, n := range names[2:] {
+		if g[n] != c[n] {
+			t.Errorf("%s is %s; want the C agent's %s, which the map leaves free", n, g[n], c[n])
+		}
+	}
+	const said = "numbers 2 of the names PCP's C agent serves here"
+	waitLogCount(t, l, said, 1)
+	syscall.Kill(l.AgentPID(t), syscall.SIGHUP)
+	waitLog(t, l, "reload done", Settle)
+	if n := logCount(l, said); n != 1 {
+		t.Errorf("after a reload the log has %d lines about the map's numbers, want the one of start-up", n)
 	}
 }
