@@ -42,9 +42,9 @@ type Opens func(ev *pmu.Event, cpus []int) bool
 //     software events by name: all of them, listed in [dynamic] or not, except
 //     a listed one that opens nowhere; an event that several [dynamic] lines
 //     start with gets a slot per line;
-//   - then the derived sections above the first [dynamic] (6.0.3 gives
-//     those below it no members), in file order, each if one alternative's
-//     members all got a slot and agree on their CPUs.
+//   - then the derived sections that have members (cSections), in file
+//     order, each if one alternative's members all got a slot and agree on
+//     their CPUs.
 func CLayout(f *config.File, m Machine, compat bool, opens Opens) []CSlot {
 	if f == nil || m.PMU == nil {
 		return nil
@@ -77,14 +77,14 @@ func CLayout(f *config.File, m Machine, compat bool, opens Opens) []CSlot {
 		}
 	}
 
-	dynamic := f.DynamicEvents()
-	if slices.ContainsFunc(f.Sections, func(s *config.Section) bool { return s.Kind == config.DynamicSection }) {
+	dynamic, derived, hasDynamic := cSections(f)
+	if hasDynamic {
 		for _, p := range cPMUs(m.PMU) {
 			for _, e := range p.events {
 				full := p.name + "." + e
-				var listed []config.Event
+				var listed []string
 				for _, d := range dynamic {
-					if strings.HasPrefix(d.Name, full) {
+					if strings.HasPrefix(d, full) {
 						listed = append(listed, d)
 					}
 				}
@@ -113,13 +113,7 @@ func CLayout(f *config.File, m Machine, compat bool, opens Opens) []CSlot {
 		}
 	}
 
-	for _, s := range f.Sections {
-		if s.Kind == config.DynamicSection {
-			break
-		}
-		if s.Kind != config.DerivedSection {
-			continue
-		}
+	for _, s := range derived {
 		for _, g := range s.Groups {
 			ok := true
 			for _, t := range g.Terms {
@@ -135,6 +129,41 @@ func CLayout(f *config.File, m Machine, compat bool, opens Opens) []CSlot {
 		}
 	}
 	return slots
+}
+
+// cSections reads f as the C agent's parser does: the names its dynamic
+// events are matched against, the derived sections that get members, and
+// whether there is a [dynamic] section at all. Each [dynamic] header
+// starts the list again; the lines of a derived section that follows
+// [dynamic] (with no PMU section between) go to that list, leaving the
+// section without members; so do those of a derived section before any PMU
+// section.
+func cSections(f *config.File) (dynamic []string, derived []*config.Section, hasDynamic bool) {
+	inDynamic, sawPMU := false, false
+	for _, s := range f.Sections {
+		switch s.Kind {
+		case config.PMUSection:
+			inDynamic, sawPMU = false, true
+		case config.DynamicSection:
+			inDynamic, hasDynamic = true, true
+			dynamic = dynamic[:0]
+			for _, e := range s.Events {
+				dynamic = append(dynamic, e.Name)
+			}
+		case config.DerivedSection:
+			switch {
+			case inDynamic:
+				for _, g := range s.Groups {
+					for _, t := range g.Terms {
+						dynamic = append(dynamic, t.Event)
+					}
+				}
+			case sawPMU:
+				derived = append(derived, s)
+			}
+		}
+	}
+	return dynamic, derived, hasDynamic
 }
 
 // cPMU is a PMU as the C agent's dynamic events see it.

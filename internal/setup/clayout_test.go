@@ -94,3 +94,51 @@ msr.tsc
 		t.Fatalf("CLayout =\n\t%q\nwant\n\t%q", got, want)
 	}
 }
+
+// The C agent's parser gives a derived section members only after a PMU
+// section and outside [dynamic]: one after [dynamic] adds its lines to
+// the dynamic events (so page-faults is listed, and fails, and loses its
+// slot), one before any PMU section gets none; only the last [dynamic]
+// section counts.
+func TestCLayoutDerivedSections(t *testing.T) {
+	const conf = `[first:derived]
+cpu-clock
+[perf]
+cpu-clock
+[second:derived]
+cpu-clock
+[dynamic]
+msr.tsc
+[dynamic]
+software.task-clock
+[late:derived]
+software.page-faults
+`
+	f, err := config.Parse("test.conf", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageFaultsFail := func(ev *pmu.Event, cpus []int) bool {
+		return noHardware(ev, cpus) && ev.Name != "software.page-faults"
+	}
+	slots := CLayout(f, fixture(t, "vm"), false, pageFaultsFail)
+	got := keys(slots)
+	want := []string{
+		"hwcounters.cpu_clock",
+		"hwcounters.msr.tsc",
+		"hwcounters.software.alignment_faults", "hwcounters.software.context_switches",
+		"hwcounters.software.cpu_clock", "hwcounters.software.cpu_migrations",
+		"hwcounters.software.emulation_faults", "hwcounters.software.major_faults",
+		"hwcounters.software.minor_faults",
+		"hwcounters.software.task_clock",
+		"derived.second",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("CLayout =\n\t%q\nwant\n\t%q", got, want)
+	}
+	for _, s := range slots {
+		if s.Key == "hwcounters.msr.tsc" && s.Counted {
+			t.Error("msr.tsc is counted, though only the last [dynamic] section, which does not list it, counts")
+		}
+	}
+}
