@@ -6,6 +6,7 @@
 #   make cross     build for every Linux architecture; unit tests of arm64, ppc64le, s390x under qemu-user
 #   make bench     Go benchmarks, then our agent against the C agent (qa/bench)
 #   make install   copy the agent's files into $(DESTDIR)$(PMDADIR), link both commands into $(BINDIR)
+#   make deb rpm   pcp-pmda-perfevent-go packages in dist/ (PKG_ARCH=arm64 … for others)
 #   make clean
 #
 # Packagers: make build && make install DESTDIR=/tmp/stage MANDIR=/usr/share/man
@@ -54,7 +55,7 @@ MANPAGES := $(wildcard man/*.[1-8])
 QA_TIMEOUT ?= 25m
 FUZZTIME ?= 5s
 
-.PHONY: all build test check vet fmt-check cross fuzz qa bench install clean FORCE
+.PHONY: all build test check vet fmt-check cross fuzz qa bench install deb rpm clean FORCE
 
 all: build
 
@@ -162,6 +163,11 @@ install: $(AGENT_BIN) $(PERFALLOC_BIN)
 			install -C -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; \
 		done; \
 	fi
+
+# Packages from static binaries (scripts/package, packaging/nfpm.yaml):
+# PKG_ARCH (a GOARCH), PKG_VERSION and PKG_RELEASE override the defaults.
+deb rpm:
+	GO=$(GO) scripts/package $@
 
 clean:
 	rm -rf bin

@@ -74,7 +74,7 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.IntVar(&o.ipv6, "6", 0, "listen for pmcd on [::1]:`port`")
 	fs.BoolVar(&o.check, "check", false, "explain what the configuration means on this machine, line by line, and exit (1 if anything is wrong)")
 	fs.BoolVar(&o.listEvents, "list-events", false, "list the events this machine offers, as they are written in perfevent.conf, and exit")
-	fs.StringVar(&o.listPMU, "pmu", "", "with --list-events: only the events of this `PMU` (libpfm4's name, e.g. skx, or the kernel's, e.g. uncore_imc_0; perf for the generic events)")
+	fs.StringVar(&o.listPMU, "pmu", "", "with --list-events: only the events of this `PMU` (libpfm4's name, e.g. skx, a vendor list's, e.g. mtl_core, or the kernel's, e.g. uncore_imc_0; perf for the generic events); an unknown one is an error")
 	fs.StringVar(&o.listMatch, "match", "", "with --list-events: only the events whose name or unit mask contains `pattern` (ignoring case; *, ? and [...] make it a glob over the whole name)")
 	fs.BoolVar(&o.noProbe, "no-probe", false, "with --list-events: do not try to open each event to mark whether it works here")
 	fs.StringVar(&o.LockFile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")

@@ -23,6 +23,7 @@ import (
 // rescan, that one removed goes with its descriptors, and that pmlogger
 // keeps logging across the change.
 func TestLabCgroups(t *testing.T) {
+	Direct(t) // root, before the test makes cgroups of its own
 	info, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)

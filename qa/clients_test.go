@@ -101,11 +101,12 @@ func TestLabClients(t *testing.T) {
 				t.Errorf("pmdumplog: %d values of cpu_clock for cpu%d, want at least 3:\n%s", n, c, out)
 			}
 		}
-		// A ratio's interval is pmlogger's: a value from its second
-		// sample on (perfevent.conf(5), RATIOS).
+		// A ratio's interval is pmlogger's from its second sample on;
+		// the first has the agent's (perfevent.conf(5), RATIOS): a
+		// value in every record.
 		out = l.Run(t, "pmdumplog", "-z", archive, "perfevent.ratio.all.context_switches_per_cpu_second")
-		if n := len(regexp.MustCompile(`(?m)\(perfevent\.ratio\.all\.context_switches_per_cpu_second\): value [0-9.e+]+$`).FindAllString(out, -1)); n < 2 {
-			t.Errorf("pmdumplog: %d values of the whole machine's context switches per CPU second, want at least 2:\n%s", n, out)
+		if n := len(regexp.MustCompile(`(?m)\(perfevent\.ratio\.all\.context_switches_per_cpu_second\): value [0-9.e+]+$`).FindAllString(out, -1)); n < 3 {
+			t.Errorf("pmdumplog: %d values of the whole machine's context switches per CPU second, want at least 3:\n%s", n, out)
 		}
 		out = l.Run(t, "pmdumplog", "-d", archive)
 		requireLines(t, "pmdumplog -d", out,
@@ -253,35 +254,10 @@ type pmapiFetch struct {
 	} `json:"values"`
 }
 
-// testPMProxy starts pmproxy on loopback with a configuration of its
-// own (no Redis, no time series: the /pmapi REST endpoints need neither)
-// and reads our metrics through its REST API.
+// testPMProxy starts pmproxy (startLabPMProxy) and reads our metrics
+// through its REST API.
 func testPMProxy(t *testing.T, l *Lab, cpus []int) {
-	needClient(t, l, "pmproxy")
-	dir := t.TempDir()
-	config := filepath.Join(dir, "pmproxy.conf")
-	writeFile(t, config, `[pmproxy]
-pcp.enabled = true
-http.enabled = true
-redis.enabled = false
-secure.enabled = false
-[redis]
-enabled = false
-[discover]
-enabled = false
-[pmseries]
-enabled = false
-[pmsearch]
-enabled = false
-`)
-	port := freePort(t)
-	out := filepath.Join(dir, "pmproxy.out")
-	l.Background(t, Cmd{
-		Args: []string{"pmproxy", "-f", "-A", "-U", "root", "-c", config, "-i", "127.0.0.1", "-p", strconv.Itoa(port),
-			"-s", filepath.Join(dir, "pmproxy.socket"), "-l", filepath.Join(dir, "pmproxy.log")},
-		// Its pid file goes here, not over the system pmproxy's.
-		Env: []string{"PCP_RUN_DIR=" + dir},
-	}, out)
+	port, dir := startLabPMProxy(t, l)
 	base := fmt.Sprintf("http://127.0.0.1:%d/pmapi/", port)
 	get := func(path string, q url.Values, v any) {
 		t.Helper()
@@ -396,4 +372,37 @@ enabled = false
 	if len(f.Values) != 1 || len(f.Values[0].Instances) != 1 || f.Values[0].Instances[0].Value != 1 {
 		t.Errorf("/pmapi/fetch?hostspec=...&names=perfevent.derived.active: %+v, want 1", f)
 	}
+}
+
+// startLabPMProxy starts pmproxy on loopback with a configuration of its
+// own (no Redis, no time series: the /pmapi REST endpoints and /metrics
+// need neither), for clients of l; it returns its port and directory,
+// which holds its log. It may not listen yet when this returns.
+func startLabPMProxy(t *testing.T, l *Lab) (port int, dir string) {
+	t.Helper()
+	needClient(t, l, "pmproxy")
+	dir = t.TempDir()
+	config := filepath.Join(dir, "pmproxy.conf")
+	writeFile(t, config, `[pmproxy]
+pcp.enabled = true
+http.enabled = true
+redis.enabled = false
+secure.enabled = false
+[redis]
+enabled = false
+[discover]
+enabled = false
+[pmseries]
+enabled = false
+[pmsearch]
+enabled = false
+`)
+	port = freePort(t)
+	l.Background(t, Cmd{
+		Args: []string{"pmproxy", "-f", "-A", "-U", "root", "-c", config, "-i", "127.0.0.1", "-p", strconv.Itoa(port),
+			"-s", filepath.Join(dir, "pmproxy.socket"), "-l", filepath.Join(dir, "pmproxy.log")},
+		// Its pid file goes here, not over the system pmproxy's.
+		Env: []string{"PCP_RUN_DIR=" + dir},
+	}, filepath.Join(dir, "pmproxy.out"))
+	return port, dir
 }

@@ -51,9 +51,8 @@ import (
 //     both), dutycycle (1 on both, no multiplexing of software events),
 //     perfevent.active and perfevent.derived.active (equal), and the
 //     derived rate against the sum of its parts, in each.
-//  9. perfevent.ratio.*: ratios of counters read in one group (issue #16),
-//     which only ours serves; each must have its long help. pminfo's
-//     single fetch shows no value, as a ratio needs two of one context.
+//  9. perfevent.ratio.*: ratios of counters read in one group,
+//     which only ours serves; each must have its long help.
 func TestCompareWithCAgent(t *testing.T) {
 	goLab := StartLab(t, Agent{Go: true, Config: VMConfig, CLayout: true})
 	cLab := StartLab(t, Agent{Go: false, Config: VMConfig})

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// A configuration that is not a regular file (issue #11): a FIFO hung the
+// A configuration that is not a regular file: a FIFO hung the
 // root agent before it spoke to pmcd and left it behind pmcd; /dev/zero
 // grew it to gigabytes. Now either is refused at once, the agent serves
 // version and active, a reload of it blocks neither a reservation nor

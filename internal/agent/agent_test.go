@@ -77,7 +77,12 @@ type tester struct {
 	conf   string // perfevent.conf
 	lock   string // perfalloc's lock file
 	online string // the fixture's list of online CPUs
+	closed sync.Once
 }
+
+// close closes the agent once, whoever asks first: a benchmark, or the
+// test's cleanup.
+func (h *tester) close() { h.closed.Do(h.a.Close) }
 
 func startAgent(t *testing.T, online, conf string) *tester {
 	t.Helper()
@@ -93,6 +98,24 @@ func startAgentWith(t *testing.T, online, conf string, before func(*Agent)) *tes
 // startAgentOn starts the agent over another of internal/pmu's fixtures,
 // such as skylake for a machine with a hardware PMU.
 func startAgentOn(t *testing.T, fixture, online, conf string, before func(*Agent)) *tester {
+	t.Helper()
+	h := newAgentOn(t, fixture, online, conf, before)
+	c, err := pmcdtest.Connect(h.a.Serve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c = c
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return h
+}
+
+// newAgentOn starts the agent as startAgentOn does, with nothing connected
+// to it yet; the agent closes when the test ends.
+func newAgentOn(t testing.TB, fixture, online, conf string, before func(*Agent)) *tester {
 	t.Helper()
 	dir := t.TempDir()
 	sys := filepath.Join(dir, "sys")
@@ -123,16 +146,8 @@ func startAgentOn(t *testing.T, fixture, online, conf string, before func(*Agent
 	if err := h.a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := pmcdtest.Connect(h.a.Serve)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.c = c
 	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		h.a.Close()
+		h.close()
 		if t.Failed() {
 			t.Logf("agent log:\n%s", h.log)
 		}
@@ -169,7 +184,7 @@ func (h *tester) values(t *testing.T, name string) map[int32]float64 {
 
 // writeOnline replaces the fixture's online list in one step, as the
 // kernel's changes: the watcher polling it must never read it half written.
-func writeOnline(t *testing.T, path, list string) {
+func writeOnline(t testing.TB, path, list string) {
 	t.Helper()
 	tmp := path + ".new"
 	if err := os.WriteFile(tmp, []byte(list+"\n"), 0o644); err != nil {

@@ -78,7 +78,7 @@ func parseConfig(path string, held *config.Held) (*config.File, error) {
 // buildTable is the table that serves what the plan kept: the last step
 // that --check and the agent share.
 func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups, cExtra ...metrics.CMetric) (*pmda.Table, *metrics.Source, error) {
-	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, C: cExtra}
+	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, Sockets: c.plan.Sockets, C: cExtra}
 	for _, pc := range c.plan.Counters {
 		ev, _ := c.set.Lookup(pc.Event.Name)
 		spec.Counters = append(spec.Counters, metrics.Counter{

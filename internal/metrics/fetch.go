@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"math"
+	"time"
+
 	"perfevent/internal/counter"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
@@ -56,19 +59,31 @@ type Source struct {
 	// over the interval since the fetching client's previous fetch of it.
 	// Each item (per CPU, whole machine) has its own tracker and marks, so
 	// that a client logging the two at different intervals gets each
-	// one's own. ratNum is term-major (see ratio.Tracker.Step); an Elapsed
-	// ratio's ratDen holds the fetch's clock reading on every instance.
+	// one's own; a client's first fetch starts from recent, the agent's
+	// own samples, which both share. ratNum is term-major (see
+	// ratio.Tracker.Step); an Elapsed ratio's ratDen holds the fetch's
+	// clock reading on every instance.
 	ratios  []ratio.Chosen
 	tracker [2]*ratio.Tracker // by item
-	ratGen  [2][]uint32       // by item
+	recent  *ratio.Recent
+	ratGen  [2][]uint32 // by item
+	ratRead []uint32    // any item, operands included: read by this fetch
 	ratNum  [][]uint64
 	ratDen  [][]uint64
+	ratIntW [][]uint64     // per ratio: its weights when all are whole numbers, else nil
 	ratVal  [2][][]float64 // by item; the whole machine's item fills it unread
 	ratOK   [2][][]bool
 	ratAll  []float64 // the whole machine's, perfevent.ratio.all.NAME
 	ratAlOK []bool
-	clock   func() uint64 // nanoseconds, for Elapsed ratios
+	clock   func() uint64 // nanoseconds, for Elapsed ratios and recent
+	born    uint64        // the clock when Build ran, just after the counters opened
+	seeded  bool          // recent holds the counts at born
 }
+
+// recentSpan is the length of the agent's own interval, which a client's
+// first fetch of a ratio is served: long enough to hold many scheduler
+// ticks and multiplexing rotations, short enough to be "now".
+const recentSpan = uint64(time.Second)
 
 func (s *Source) setRef(cluster int, r ref) {
 	for len(s.refs) <= cluster {
@@ -97,6 +112,7 @@ func (s *Source) prepare() {
 	r := len(s.ratios)
 	s.ratNum, s.ratDen = make([][]uint64, r), make([][]uint64, r)
 	s.ratAll, s.ratAlOK = make([]float64, r), make([]bool, r)
+	s.ratRead, s.ratIntW = make([]uint32, r), make([][]uint64, r)
 	for it := range s.tracker {
 		s.ratGen[it] = make([]uint32, r)
 		s.ratVal[it], s.ratOK[it] = make([][]float64, r), make([][]bool, r)
@@ -107,10 +123,25 @@ func (s *Source) prepare() {
 		for it := range s.tracker {
 			s.ratVal[it][i], s.ratOK[it][i] = make([]float64, k), make([]bool, k)
 		}
+		s.ratIntW[i] = wholeWeights(c.NumW)
 	}
 	for it := range s.tracker {
 		s.tracker[it] = ratio.NewTracker(s.ratios)
 	}
+	s.recent = ratio.NewRecent(s.ratios, recentSpan)
+}
+
+// wholeWeights is w as integers, if every weight is one below 2^53 (1, or
+// 64 bytes per CAS command), so that weighted operands stay exact; else nil.
+func wholeWeights(w []float64) []uint64 {
+	out := make([]uint64, len(w))
+	for j, x := range w {
+		if x < 0 || x >= 1<<53 || x != math.Trunc(x) {
+			return nil
+		}
+		out[j] = uint64(x)
+	}
+	return out
 }
 
 // Forget drops what the ratios remember of pmcd client slot, which went
@@ -163,6 +194,7 @@ func (s *Source) prepareSet(req *pmda.FetchRequest) {
 			if !c.Elapsed() {
 				f.Need(c.DenEv)
 			}
+			s.ratRead[r.idx] = s.gen
 			if it := pmid.Item(); it < len(s.ratGen) {
 				s.ratGen[it][r.idx] = s.gen
 			}
@@ -172,6 +204,9 @@ func (s *Source) prepareSet(req *pmda.FetchRequest) {
 	}
 	if all {
 		f.NeedAll()
+	}
+	if !s.seeded {
+		s.seed(f)
 	}
 	f.Read()
 	s.stepRatios(f, ratio.Client{Slot: req.Client, Ctx: req.Ctx})
@@ -196,41 +231,81 @@ func (s *Source) prepareSet(req *pmda.FetchRequest) {
 	s.reserved = f.Reserved()
 }
 
+// seed gives the agent's own samples (recent) their first: the counts the
+// counters started from, before this generation's first read, at the time
+// they were opened. So the first fetch of a ratio, by any client, has an
+// interval: since the counters were opened, at start-up or by a reload.
+func (s *Source) seed(f *counter.Fetch) {
+	s.seeded = true
+	for i := range s.ratios {
+		s.copyOperands(f, i, s.born)
+		s.recent.Record(i, s.born, s.ratNum[i], s.ratDen[i])
+	}
+}
+
+// copyOperands copies ratio i's cumulative operands from f; now is the
+// denominator of an Elapsed ratio.
+func (s *Source) copyOperands(f *counter.Fetch, i int, now uint64) {
+	c := &s.ratios[i]
+	k := len(c.CPUs)
+	for j, ev := range c.NumEv {
+		for n := range k {
+			s.ratNum[i][j*k+n] = f.Value(ev, n)
+		}
+	}
+	for n := range k {
+		if c.Elapsed() {
+			s.ratDen[i][n] = now
+		} else {
+			s.ratDen[i][n] = f.Value(c.DenEv, n)
+		}
+	}
+}
+
 // stepRatios closes the client's interval of each ratio this fetch asked
-// for, from the counts f has just read.
+// for, from the counts f has just read, and offers them to recent.
 func (s *Source) stepRatios(f *counter.Fetch, client ratio.Client) {
 	var now uint64
 	for i := range s.ratios {
-		cpu, all := s.ratGen[ItemRatioCPU][i] == s.gen, s.ratGen[ItemRatioAll][i] == s.gen
-		if !cpu && !all {
+		if s.ratRead[i] != s.gen {
 			continue
 		}
-		c := &s.ratios[i]
-		k := len(c.CPUs)
-		for j, ev := range c.NumEv {
-			for n := range k {
-				s.ratNum[i][j*k+n] = f.Value(ev, n)
-			}
-		}
-		if c.Elapsed() && now == 0 {
+		if now == 0 {
 			now = s.clock()
 		}
-		for n := range k {
-			if c.Elapsed() {
-				s.ratDen[i][n] = now
-			} else {
-				s.ratDen[i][n] = f.Value(c.DenEv, n)
-			}
-		}
-		if cpu {
+		s.copyOperands(f, i, now)
+		c := &s.ratios[i]
+		base := s.recent.Base(i, now)
+		if s.ratGen[ItemRatioCPU][i] == s.gen {
 			it := ItemRatioCPU
-			s.tracker[it].Step(client, c, i, s.ratNum[i], s.ratDen[i], s.ratVal[it][i], s.ratOK[it][i])
+			s.tracker[it].Step(client, now, c, i, s.ratNum[i], s.ratDen[i], base, s.ratVal[it][i], s.ratOK[it][i])
 		}
-		if all {
+		if s.ratGen[ItemRatioAll][i] == s.gen {
 			it := ItemRatioAll
-			s.ratAll[i], s.ratAlOK[i] = s.tracker[it].Step(client, c, i, s.ratNum[i], s.ratDen[i], s.ratVal[it][i], s.ratOK[it][i])
+			s.ratAll[i], s.ratAlOK[i] = s.tracker[it].Step(client, now, c, i, s.ratNum[i], s.ratDen[i], base, s.ratVal[it][i], s.ratOK[it][i])
 		}
+		s.recent.Record(i, now, s.ratNum[i], s.ratDen[i])
 	}
+}
+
+// numerator is ratio i's cumulative numerator on instance n as last
+// copied: the weighted sum of its events, rounded when a weight is not a
+// whole number.
+func (s *Source) numerator(i, n int) uint64 {
+	c := &s.ratios[i]
+	k := len(c.CPUs)
+	if w := s.ratIntW[i]; w != nil {
+		var v uint64
+		for j := range w {
+			v += w[j] * s.ratNum[i][j*k+n]
+		}
+		return v
+	}
+	var v float64
+	for j, w := range c.NumW {
+		v += w * float64(s.ratNum[i][j*k+n])
+	}
+	return uint64(math.Round(v))
 }
 
 // readCgroups reads the per-cgroup events this fetch asked for, after
@@ -285,18 +360,7 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 			w.Double(int32(cpus[i]), v)
 		}
 	case kindRatio:
-		if pmid.Item() == ItemRatioAll {
-			if s.ratAlOK[r.idx] {
-				w.Double(pdu.InNull, s.ratAll[r.idx])
-			}
-			return nil
-		}
-		cpus := s.ratios[r.idx].CPUs
-		for i, v := range s.ratVal[ItemRatioCPU][r.idx] {
-			if s.ratOK[ItemRatioCPU][r.idx][i] {
-				w.Double(int32(cpus[i]), v)
-			}
-		}
+		s.ratioValues(pmid.Item(), r.idx, w)
 	case kindCgroup:
 		c := s.cgroups
 		for i := range c.Len() {
@@ -314,4 +378,46 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 		return pdu.ErrPMID
 	}
 	return nil
+}
+
+// ratioValues writes item it of ratio i: its value per CPU or for the
+// whole machine, or an operand.
+func (s *Source) ratioValues(it, i int, w *pmda.ValueWriter) {
+	c := &s.ratios[i]
+	switch it {
+	case ItemRatioCPU:
+		for n, v := range s.ratVal[ItemRatioCPU][i] {
+			if s.ratOK[ItemRatioCPU][i][n] {
+				w.Double(int32(c.CPUs[n]), v)
+			}
+		}
+	case ItemRatioAll:
+		if s.ratAlOK[i] {
+			w.Double(pdu.InNull, s.ratAll[i])
+		}
+	case ItemNumeratorCPU:
+		for n, cpu := range c.CPUs {
+			w.Uint64(int32(cpu), s.numerator(i, n))
+		}
+	case ItemDenominatorCPU:
+		for n, cpu := range c.CPUs {
+			w.Uint64(int32(cpu), s.ratDen[i][n])
+		}
+	case ItemNumeratorAll:
+		var v uint64
+		for n := range c.CPUs {
+			v += s.numerator(i, n)
+		}
+		w.Uint64(pdu.InNull, v)
+	case ItemDenominatorAll:
+		var v uint64
+		for n := range c.CPUs {
+			if c.Elapsed() {
+				v = s.ratDen[i][n] // the clock, the same on every instance
+			} else {
+				v += s.ratDen[i][n]
+			}
+		}
+		w.Uint64(pdu.InNull, v)
+	}
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"io"
 	"math"
 	"net"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
+	"perfevent/internal/pmda/pmcdtest"
 	"perfevent/internal/ratio"
 )
 
@@ -26,6 +26,7 @@ type rig struct {
 	fake  *countertest.Opener
 	set   *counter.Set
 	table *pmda.Table
+	src   *Source
 	conn  net.Conn
 	r     *pdu.Reader
 	b     pdu.Builder
@@ -49,7 +50,7 @@ func rigOf(t *testing.T, fake *countertest.Opener, set *counter.Set, table *pmda
 	done := make(chan error, 1)
 	go func() { done <- agent.Serve(theirs); theirs.Close() }()
 	t.Cleanup(func() { ours.Close(); <-done })
-	r := &rig{t: t, fake: fake, set: set, table: table, conn: ours, r: pdu.NewReader(ours)}
+	r := &rig{t: t, fake: fake, set: set, table: table, src: src, conn: ours, r: pdu.NewReader(ours)}
 	r.next() // the agent's CREDS
 	r.send(r.b.Creds(1, pdu.VersionCred(0)))
 	return r
@@ -168,6 +169,9 @@ func (r *rig) fetch(names ...string) []map[int32]float64 {
 			case pdu.ValueInt64:
 				u, _ := v.Uint64()
 				out[i][v.Inst] = float64(int64(u))
+			case pdu.ValueUint64:
+				u, _ := v.Uint64()
+				out[i][v.Inst] = float64(u)
 			case pdu.ValueDouble:
 				u, _ := v.Uint64()
 				out[i][v.Inst] = math.Float64frombits(u)
@@ -283,30 +287,12 @@ func same(a, b map[int32]float64) bool {
 		return false
 	}
 	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
+		if w, ok := b[k]; !ok || math.Abs(w-v) > 1e-12*math.Abs(v) {
 			return false
 		}
 	}
 	return true
 }
-
-// replay is pmcd on a loop: the CREDS handshake, then one FETCH n times.
-// Replies are counted and dropped.
-type replay struct {
-	in      []byte
-	replies int
-}
-
-func (r *replay) Read(p []byte) (int, error) {
-	if len(r.in) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, r.in)
-	r.in = r.in[n:]
-	return n, nil
-}
-
-func (r *replay) Write(p []byte) (int, error) { r.replies++; return len(p), nil }
 
 // A fetch of every metric, answered by the whole agent (framing, Source,
 // counters), makes no garbage: at 100 Hz for months, garbage would be the
@@ -318,27 +304,23 @@ func TestFetchMakesNoGarbage(t *testing.T) {
 		pmids = append(pmids, m.Desc.PMID)
 	}
 	var b pdu.Builder
-	fetch := append([]byte(nil), b.Fetch(0, 0, pmids)...)
+	fetch := b.Fetch(0, 0, pmids)
 	const n = 200
-	in := append([]byte(nil), b.Creds(1, pdu.VersionCred(0))...)
-	for range n {
-		in = append(in, fetch...)
-	}
-	serve := func(in []byte) (replies int, mallocs uint64) {
+	serve := func(fetches int) (replies int, mallocs uint64) {
 		agent := pmda.New(pmda.Config{Fetcher: src}, table)
-		r := &replay{in: in}
+		r := pmcdtest.NewReplay(fetch, fetches)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		if err := agent.Serve(r); err != nil {
 			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&after)
-		return r.replies, after.Mallocs - before.Mallocs
+		return r.Replies, after.Mallocs - before.Mallocs
 	}
 	// Start-up costs (buffers sized to the first RESULT, the agent itself)
 	// are the same for one fetch as for n: the difference is per fetch.
-	one, base := serve(in[:len(in)-(n-1)*len(fetch)])
-	many, total := serve(in)
+	one, base := serve(1)
+	many, total := serve(n)
 	if one != 2 || many != n+1 {
 		t.Fatalf("%d and %d replies, want 2 and %d", one, many, n+1)
 	}
@@ -349,30 +331,28 @@ func TestFetchMakesNoGarbage(t *testing.T) {
 }
 
 // BenchmarkFetchAll serves FETCHes of every metric through the whole
-// agent (framing, Source, countertest counters), without the ratios and
-// with them, so that what the ratios add to a fetch, in time and in
-// allocations, is one comparison.
+// agent (framing, Source, countertest counters), without the ratios, with
+// their values, and with their operands too, so that what the ratios add
+// to a fetch, in time and in allocations, is one comparison.
 func BenchmarkFetchAll(b *testing.B) {
 	_, _, table, src := newSource(b)
-	for _, name := range []string{"counters", "counters+ratios"} {
+	for _, name := range []string{"counters", "counters+ratios", "counters+ratios+operands"} {
 		var pmids []pdu.PMID
 		for _, m := range table.Metrics() {
-			if name == "counters" && strings.HasPrefix(m.Name, "perfevent.ratio.") {
+			ratio := strings.HasPrefix(m.Name, "perfevent.ratio.")
+			operand := ratio && m.Desc.PMID.Item() > ItemRatioAll
+			if ratio && name == "counters" || operand && name != "counters+ratios+operands" {
 				continue
 			}
 			pmids = append(pmids, m.Desc.PMID)
 		}
 		b.Run(name, func(b *testing.B) {
 			var pb pdu.Builder
-			fetch := append([]byte(nil), pb.Fetch(0, 0, pmids)...)
-			in := append([]byte(nil), pb.Creds(1, pdu.VersionCred(0))...)
-			for range b.N {
-				in = append(in, fetch...)
-			}
+			r := pmcdtest.NewReplay(pb.Fetch(0, 0, pmids), b.N)
 			agent := pmda.New(pmda.Config{Fetcher: src}, table)
 			b.ReportAllocs()
 			b.ResetTimer()
-			if err := agent.Serve(&replay{in: in}); err != nil {
+			if err := agent.Serve(r); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -389,10 +369,16 @@ func TestRatioOverEachClientsInterval(t *testing.T) {
 	if _, err := r.table.PMID("perfevent.ratio.ipc"); err == nil {
 		t.Error("ipc's operands are not counted, yet it is in the table")
 	}
+	clock := fakeClock(r.src, 1e9)
+	// The first fetch has the agent's interval: since the counters were
+	// opened, when nobody fetched before. cpu2's and cpu3's cpu-clock did
+	// not move: no value there.
 	r.fake.Add("page-faults", 0, 10, 1, 1)
 	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
-	if got := r.fetch(name, "perfevent.ratio.all.faults_per_second"); len(got[0]) != 0 || len(got[1]) != 0 {
-		t.Errorf("first fetch gave %v; want no values", got)
+	clock.step(0.5e9)
+	first := r.fetch(name, "perfevent.ratio.all.faults_per_second")
+	if want := map[int32]float64{0: 10000}; !same(first[0], want) || !same(first[1], map[int32]float64{pdu.InNull: 10000}) {
+		t.Errorf("first fetch gave %v; want 10 faults in 1 ms, %v, and the same for all", first, want)
 	}
 	// 30 faults in 10 ms of cpu-clock on cpu0; cpu2 multiplexed at half
 	// duty: both operands are scaled ×2, and the ratio is unchanged.
@@ -400,6 +386,7 @@ func TestRatioOverEachClientsInterval(t *testing.T) {
 	r.fake.Add("cpu-clock", 0, 10e6, 1, 1)
 	r.fake.Add("page-faults", 2, 5, 10, 5)
 	r.fake.Add("cpu-clock", 2, 1e6, 10, 5)
+	clock.step(0.5e9)
 	both := r.fetch(name, "perfevent.ratio.all.faults_per_second")
 	if want := map[int32]float64{0: 3000, 2: 5000}; !same(both[0], want) {
 		t.Errorf("second fetch: %v; want %v (cpu3's cpu-clock did not move)", both[0], want)
@@ -408,13 +395,16 @@ func TestRatioOverEachClientsInterval(t *testing.T) {
 	if got, want := both[1][pdu.InNull], 40/12e-3; math.Abs(got-want) > 1e-9*want {
 		t.Errorf("all: %v; want %v", both[1], want)
 	}
-	// Another client's first fetch has no value; the first client's
-	// interval still runs from its own previous fetch.
+	// Another client's first fetch has the agent's interval, from its
+	// newest sample at least a second old: client 0's first fetch, a
+	// second ago. The first client's interval still runs from its own
+	// previous fetch.
 	r.fake.Add("page-faults", 0, 1, 1, 1)
 	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	clock.step(0.5e9)
 	r.client = 7
-	if got := r.fetch(name)[0]; len(got) != 0 {
-		t.Errorf("client 7's first fetch gave %v", got)
+	if got, want := r.fetch(name)[0], map[int32]float64{0: 31 / 11e-3, 2: 5000}; !same(got, want) {
+		t.Errorf("client 7's first fetch gave %v; want %v", got, want)
 	}
 	r.client = 0
 	if got := r.fetch(name)[0]; got[0] != 1000 {
@@ -443,17 +433,146 @@ func mustPMID(t *testing.T, table *pmda.Table, name string) pdu.PMID {
 // client in the same slot starts with no value.
 func TestRatioForgetsAClientThatWentAway(t *testing.T) {
 	r := newRig(t)
+	clock := fakeClock(r.src, 1e9)
 	const name = "perfevent.ratio.faults_per_second"
 	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	clock.step(0.5e9)
 	r.fetch(name)
 	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	clock.step(0.5e9)
 	if got := r.fetch(name)[0]; len(got) == 0 {
 		t.Fatalf("second fetch gave no value")
 	}
 	r.send(r.b.Error(r.client, pdu.ErrNotConn)) // no reply
 	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
-	if got := r.fetch(name)[0]; len(got) != 0 {
-		t.Errorf("the slot's next client got %v from the old client's interval", got)
+	r.fake.Add("page-faults", 0, 4, 1, 1)
+	clock.step(0.6e9)
+	// The agent's interval, from the first fetch 1.1 s ago (4 faults in
+	// 2 ms), not the old client's (4 in 1 ms).
+	if got := r.fetch(name)[0]; !same(got, map[int32]float64{0: 2000}) {
+		t.Errorf("the slot's next client got %v; want the agent's interval, cpu0 2000", got)
+	}
+}
+
+// testClock is a Source's clock, stepped by hand.
+type testClock struct{ now uint64 }
+
+func (c *testClock) step(ns uint64) { c.now += ns }
+
+// fakeClock gives src a clock that reads start until stepped. Call it
+// before the first fetch: src's counters count as opened at start.
+func fakeClock(src *Source, start uint64) *testClock {
+	c := &testClock{now: start}
+	src.clock = func() uint64 { return c.now }
+	src.born = start
+	return c
+}
+
+// Each ratio's operands are served as cumulative counters, per CPU and for
+// the whole machine, in the ratio's own cluster (new items, so the ratio's
+// PMIDs stay), and they give the ratio: Scale × Δnum / Δden over the same
+// fetches is exactly what a client's interval gets.
+func TestRatioOperands(t *testing.T) {
+	r := newRig(t)
+	clock := fakeClock(r.src, 1e9)
+	ratioID := mustPMID(t, r.table, "perfevent.ratio.faults_per_second")
+	nsec := pdu.NewUnits(0, 1, 0, 0, pdu.TimeNSec, 0)
+	for _, c := range []struct {
+		name  string
+		item  int
+		indom bool
+		units pdu.Units
+	}{
+		{"perfevent.ratio.numerator.faults_per_second", ItemNumeratorCPU, true, pdu.UnitsCount},
+		{"perfevent.ratio.denominator.faults_per_second", ItemDenominatorCPU, true, nsec},
+		{"perfevent.ratio.all.numerator.faults_per_second", ItemNumeratorAll, false, pdu.UnitsCount},
+		{"perfevent.ratio.all.denominator.faults_per_second", ItemDenominatorAll, false, nsec},
+		{"perfevent.ratio.denominator.both_per_second", ItemDenominatorCPU, true, nsec},
+	} {
+		m, _ := r.table.Metric(mustPMID(t, r.table, c.name))
+		d := m.Desc
+		if d.Sem != pdu.SemCounter || d.Type != pdu.ValueUint64 || d.Units != c.units || (d.InDom != pdu.InDomNull) != c.indom {
+			t.Errorf("%s: desc %+v; want a U64 counter in %v", c.name, d, c.units)
+		}
+		if strings.HasSuffix(c.name, "faults_per_second") && (d.PMID.Cluster() != ratioID.Cluster() || d.PMID.Item() != c.item) {
+			t.Errorf("%s: PMID %v; want item %d of the ratio's cluster %d", c.name, d.PMID, c.item, ratioID.Cluster())
+		}
+	}
+	operands := []string{
+		"perfevent.ratio.numerator.faults_per_second", "perfevent.ratio.denominator.faults_per_second",
+		"perfevent.ratio.all.numerator.faults_per_second", "perfevent.ratio.all.denominator.faults_per_second",
+		"perfevent.ratio.faults_per_second", "perfevent.ratio.all.faults_per_second",
+		"perfevent.hwcounters.page_faults.value", "perfevent.hwcounters.cpu_clock.value",
+		"perfevent.ratio.numerator.both_per_second", "perfevent.ratio.denominator.both_per_second",
+		"perfevent.ratio.all.denominator.both_per_second",
+	}
+	var prev []map[int32]float64
+	for step, add := range []struct{ faults, clock float64 }{{3, 1e6}, {40, 2e6}, {0, 5e6}} {
+		for _, cpu := range []int{0, 2, 3} {
+			r.fake.Add("page-faults", cpu, uint64(add.faults)*uint64(cpu+1), 2, 1) // multiplexed: scaled ×2
+			r.fake.Add("cpu-clock", cpu, uint64(add.clock), 2, 1)
+		}
+		clock.step(0.7e9)
+		got := r.fetch(operands...)
+		// Equal to the events' own cumulative values, per CPU and summed.
+		if !same(got[0], got[6]) || !same(got[1], got[7]) {
+			t.Errorf("fetch %d: operands %v / %v; want the counters' %v / %v", step, got[0], got[1], got[6], got[7])
+		}
+		if got[2][pdu.InNull] != sum(got[6]) || got[3][pdu.InNull] != sum(got[7]) {
+			t.Errorf("fetch %d: all operands %v / %v; want the sums %v / %v", step, got[2], got[3], sum(got[6]), sum(got[7]))
+		}
+		// Over duration_time: the numerator adds its two events, the
+		// denominator is the clock, on every instance and for all.
+		for cpu, v := range got[8] {
+			if v != got[6][cpu]+got[7][cpu] {
+				t.Errorf("fetch %d: both_per_second's numerator on cpu%d %v; want %v", step, cpu, v, got[6][cpu]+got[7][cpu])
+			}
+		}
+		if want := float64(clock.now); got[9][0] != want || got[9][3] != want || got[10][pdu.InNull] != want {
+			t.Errorf("fetch %d: duration_time operands %v, %v; want the clock %v", step, got[9], got[10], want)
+		}
+		if prev != nil {
+			for _, k := range []int{0, 1, 2, 3} {
+				for inst, v := range got[k] {
+					if v < prev[k][inst] {
+						t.Errorf("fetch %d: %s went back on %d: %v after %v", step, operands[k], inst, v, prev[k][inst])
+					}
+				}
+			}
+			// The ratio from the operands is the client's ratio.
+			for cpu, v := range got[4] {
+				want := 1e9 * (got[0][cpu] - prev[0][cpu]) / (got[1][cpu] - prev[1][cpu])
+				if math.Abs(v-want) > 1e-12*want {
+					t.Errorf("fetch %d, cpu%d: ratio %v; from the operands %v", step, cpu, v, want)
+				}
+			}
+			all := 1e9 * (got[2][pdu.InNull] - prev[2][pdu.InNull]) / (got[3][pdu.InNull] - prev[3][pdu.InNull])
+			if v := got[5][pdu.InNull]; math.Abs(v-all) > 1e-12*all {
+				t.Errorf("fetch %d: all %v; from the operands %v", step, v, all)
+			}
+		}
+		prev = got
+	}
+}
+
+func sum(m map[int32]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// Instances say which socket their CPU is on, when the topology is known.
+func TestSocketLabels(t *testing.T) {
+	d := cpuInDom(pdu.NewInDom(Domain, 5), []int{0, 8}, map[int]int{0: 0, 8: 1})
+	for i, want := range []pmda.Labels{{"cpu": 0, "socket": 0}, {"cpu": 8, "socket": 1}} {
+		if got := d.Instances[i].Labels; len(got) != 2 || got["cpu"] != want["cpu"] || got["socket"] != want["socket"] {
+			t.Errorf("instance %s: labels %v; want %v", d.Instances[i].Name, got, want)
+		}
+	}
+	if got := cpuInDom(pdu.NewInDom(Domain, 5), []int{3}, nil).Instances[0].Labels; len(got) != 1 {
+		t.Errorf("with no topology: labels %v; want cpu only", got)
 	}
 }
 

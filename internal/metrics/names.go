@@ -29,10 +29,17 @@ const (
 )
 
 // Items within a ratio's cluster: perfevent.ratio.NAME, per CPU, and
-// perfevent.ratio.all.NAME, the whole machine.
+// perfevent.ratio.all.NAME, the whole machine; then its cumulative
+// operands, perfevent.ratio.numerator.NAME and .denominator.NAME per CPU
+// and perfevent.ratio.all.numerator.NAME and .denominator.NAME. Items are
+// only ever added, so a ratio's PMIDs never change.
 const (
-	ItemRatioCPU = 0
-	ItemRatioAll = 1
+	ItemRatioCPU       = 0
+	ItemRatioAll       = 1
+	ItemNumeratorCPU   = 2
+	ItemDenominatorCPU = 3
+	ItemNumeratorAll   = 4
+	ItemDenominatorAll = 5
 )
 
 // InstanceName is the external instance name of a per-CPU value.

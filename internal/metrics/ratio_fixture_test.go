@@ -59,7 +59,7 @@ func newFixtureRig(t *testing.T, machine, conf string) *fixtureRig {
 		ev, _ := set.Lookup(c.Event.Name)
 		counters = append(counters, Counter{Event: ev, Metric: c.Metric})
 	}
-	table, src, err := Build(Spec{Version: "test", Set: set, Clusters: NewClusters(), Counters: counters, Ratios: chosen, Clock: func() uint64 { return r.now }})
+	table, src, err := Build(Spec{Version: "test", Set: set, Clusters: NewClusters(), Counters: counters, Ratios: chosen, Sockets: plan.Sockets, Clock: func() uint64 { return r.now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +105,17 @@ func TestMemBandwidthOnUncoreIMC(t *testing.T) {
 	if strings.Join(inst, " ") != "cpu0 cpu8" {
 		t.Errorf("instances %v, want the cpumask's cpu0 cpu8", inst)
 	}
+	// Each says which socket it counts for.
+	for i, in := range indom.Instances {
+		if in.Labels["socket"] != i || in.Labels["cpu"] != int(in.ID) {
+			t.Errorf("instance %s: labels %v, want cpu %d and socket %d", in.Name, in.Labels, in.ID, i)
+		}
+	}
+	// The first fetch has the agent's interval, from the counters'
+	// opening (at 0) to now: nothing read or written, 0 B/s.
 	r.now = 5e9
-	if got := r.fetch(name, all); len(got[0]) != 0 || len(got[1]) != 0 {
-		t.Errorf("first fetch gave %v", got)
+	if got := r.fetch(name, all); !same(got[0], map[int32]float64{0: 0, 8: 0}) || !same(got[1], map[int32]float64{pdu.InNull: 0}) {
+		t.Errorf("first fetch gave %v; want 0 B/s on both packages and all", got)
 	}
 	// Two seconds: package 0 reads 1000 lines from each controller and
 	// writes 500 to imc_0; package 1's imc_3 was multiplexed, on the PMU
@@ -264,9 +272,11 @@ func TestMissRatiosMultiplexed(t *testing.T) {
 
 // A reload builds new counters, which continue the old values (Carry),
 // and a new table and Source, whose ratios remember no client: each
-// client's first fetch after it has no value, as after a counter reset,
-// for the counts between the old generation's last read and the new one's
-// open are in neither. The next fetch has a value again.
+// client's first fetch after it gets the agent's interval, which starts
+// when the new counters were opened, from the values they carried over,
+// so it never spans the reload: the counts between the old generation's
+// last read and the new one's open are in neither. The next fetch has the
+// client's own interval again.
 func TestRatioAfterReload(t *testing.T) {
 	const name = "perfevent.ratio.faults_per_second"
 	old := newRig(t)
@@ -277,14 +287,16 @@ func TestRatioAfterReload(t *testing.T) {
 	if got := old.fetch(name)[0]; got[0] != 10e3 {
 		t.Fatalf("before the reload: %v", got)
 	}
+	// Counted after the old generation's last read: lost with it.
+	old.fake.Add("page-faults", 0, 1000, 1, 1)
 
 	fake, set, table, src := newSource(t)
 	set.Carry(old.set)
 	r := rigOf(t, fake, set, table, src)
-	fake.Add("page-faults", 0, 10, 1, 1)
+	fake.Add("page-faults", 0, 30, 1, 1)
 	fake.Add("cpu-clock", 0, 1e6, 1, 1)
-	if got := r.fetch(name, "perfevent.hwcounters.page_faults.value"); len(got[0]) != 0 || got[1][0] != 20 {
-		t.Errorf("first fetch after the reload: ratio %v (want none), page_faults %v (want 20, carried)", got[0], got[1])
+	if got := r.fetch(name, "perfevent.hwcounters.page_faults.value"); !same(got[0], map[int32]float64{0: 30e3}) || got[1][0] != 40 {
+		t.Errorf("first fetch after the reload: ratio %v (want cpu0 30 faults in 1 ms since the open), page_faults %v (want 40, carried)", got[0], got[1])
 	}
 	fake.Add("page-faults", 0, 5, 1, 1)
 	fake.Add("cpu-clock", 0, 1e6, 1, 1)

@@ -62,6 +62,11 @@ type Spec struct {
 	Clock    func() uint64
 	Clusters *Clusters
 	Cgroups  *Cgroups // nil: no per-cgroup metrics
+	// Sockets maps each CPU to its socket (physical package), for the
+	// ratios' instances' "socket" label; a CPU it lacks gets no such
+	// label. The counters' instances keep the C agent's labels alone
+	// ({"cpu":N}), which archives and comparisons with it expect.
+	Sockets map[int]int
 	// C are the names the C agent serves on this machine that the
 	// configuration does not give; see CMetric.
 	C []CMetric
@@ -125,6 +130,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	if src.clock == nil {
 		src.clock = monotonic
 	}
+	src.born = src.clock()
 	ts := pmda.TableSpec{
 		Domain:       Domain,
 		DomainLabels: pmda.Labels{"agent": "perfevent"},
@@ -170,7 +176,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event)))
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event), nil))
 		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
 			fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
 			fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About))...)
@@ -184,7 +190,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.DerivedCPUs(d.Derived)))
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.DerivedCPUs(d.Derived), nil))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.derived." + d.Metric + ".value",
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
@@ -219,28 +225,32 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		}
 		help := fmt.Sprintf("Computed by the agent from %s and %s, counted in one perf group per CPU "+
 			"where the PMU allows, over the interval since the same client context's previous fetch of "+
-			"this metric; the first fetch has no value, nor has an interval in which %s did not move, "+
-			"nor the first fetch after a reload.", strings.Join(events, " + "), den, den)
+			"this metric. %s An interval in which %s did not move has no value.", strings.Join(events, " + "), den, firstFetch, den)
 		if c.Elapsed() {
 			help = fmt.Sprintf("Computed by the agent from %s, each counted on the CPUs of its PMU's cpumask "+
 				"(one per package for an uncore PMU), which are the instances, over the wall-clock time "+
-				"since the same client context's previous fetch of this metric (duration_time); the first "+
-				"fetch has no value, nor has the first fetch after a reload.", strings.Join(events, " + "))
+				"since the same client context's previous fetch of this metric (duration_time). %s",
+				strings.Join(events, " + "), firstFetch)
 		}
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs))
+		operands := fmt.Sprintf("The operands are perfevent.ratio.numerator.%s and perfevent.ratio.denominator.%s: "+
+			"the value is %g × Δnumerator / Δdenominator over the interval.", c.Name, c.Name, c.Scale)
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs, spec.Sockets))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
 			OneLine: cmp.Or(c.OneLine, formula+" per CPU") + ", since this client's previous fetch",
-			Help:    wrap(c.About) + "\n\n" + wrap(help+" Source: "+c.Source+"."),
+			Help:    wrap(c.About) + "\n\n" + wrap(help+" "+operands+" Source: "+c.Source+"."),
 		})
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio.all." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
 			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs") + ", since this client's previous fetch",
 			Help: wrap(c.About) + "\n\n" + wrap(fmt.Sprintf("The whole machine's value of perfevent.ratio.%s: the increases of "+
-				"its numerator summed over the instances, divided by %s, over the same interval.", c.Name, allDen(den, c.Elapsed()))),
+				"its numerator summed over the instances, divided by %s, over the same interval. %s "+
+				"The operands are perfevent.ratio.all.numerator.%s and perfevent.ratio.all.denominator.%s.",
+				c.Name, allDen(den, c.Elapsed()), firstFetch, c.Name, c.Name)),
 		})
+		ts.Metrics = append(ts.Metrics, operandMetrics(c, cluster, indom, strings.Join(events, " + "), den)...)
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
 	}
@@ -257,6 +267,76 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	}
 	src.prepare()
 	return table, src, nil
+}
+
+// firstFetch says what a client's first fetch of a ratio gets.
+const firstFetch = "A context's first fetch of the metric, and its first after the agent reloads " +
+	"(SIGHUP, a CPU going offline or coming back), has no interval of its own: it gets the agent's, " +
+	"from the newest of its samples of this ratio that is at least 1 s old (else the oldest) up to " +
+	"the fetch. The agent samples a ratio whenever any client fetches it, and once when the counters " +
+	"open, never on a timer: if nobody fetched the ratio in the last second, that interval reaches " +
+	"back to the last fetch by anyone, or to the opening."
+
+// operandMetrics are a ratio's cumulative operands, per CPU and for the
+// whole machine, with counter semantics, so that a client computes the
+// ratio over any interval it likes, from archives too: Scale × rate(num) /
+// rate(den).
+func operandMetrics(c ratio.Chosen, cluster int, indom pdu.InDom, events, den string) []pmda.Metric {
+	numUnits := pdu.UnitsCount
+	numWhat := "the sum of the counts of " + events
+	if c.Bytes {
+		numUnits = pdu.NewUnits(1, 0, 0, pdu.SpaceByte, 0, 0)
+		numWhat = "the bytes that the counts of " + events + " stand for (each count times its size, as the formula says)"
+	}
+	denUnits := pdu.UnitsCount
+	denWhat := "the count of " + den
+	switch {
+	case c.Elapsed():
+		denUnits = pdu.NewUnits(0, 1, 0, 0, pdu.TimeNSec, 0)
+		denWhat = "the agent's monotonic clock, nanoseconds since it started (duration_time)"
+	case c.Unit == ratio.PerSecond || c.Unit == ratio.BytesPerSecond:
+		denUnits = pdu.NewUnits(0, 1, 0, 0, pdu.TimeNSec, 0)
+		denWhat = "the nanoseconds of " + den
+	}
+	rel := func(ratio string) string {
+		return fmt.Sprintf("%s is %g × Δnumerator / Δdenominator over the interval, so rate(numerator) / rate(denominator) × %g "+
+			"is the ratio over any interval a client chooses. Cumulative since the counters were opened, carried across reloads, "+
+			"and scaled up by time_enabled/time_running when the kernel multiplexed them.", ratio, c.Scale, c.Scale)
+	}
+	one := func(item int, name string, in pdu.InDom, units pdu.Units, oneLine, what string) pmda.Metric {
+		ratio := "perfevent.ratio." + c.Name
+		if in == pdu.InDomNull {
+			ratio = "perfevent.ratio.all." + c.Name
+		}
+		return pmda.Metric{
+			Name:    name,
+			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, item), Type: pdu.ValueUint64, InDom: in, Sem: pdu.SemCounter, Units: units},
+			OneLine: oneLine,
+			Help:    wrap(what + ". " + rel(ratio)),
+		}
+	}
+	return []pmda.Metric{
+		one(ItemNumeratorCPU, "perfevent.ratio.numerator."+c.Name, indom, numUnits,
+			"Numerator of perfevent.ratio."+c.Name+", cumulative, per CPU",
+			"The numerator of perfevent.ratio."+c.Name+" per instance: "+numWhat),
+		one(ItemDenominatorCPU, "perfevent.ratio.denominator."+c.Name, indom, denUnits,
+			"Denominator of perfevent.ratio."+c.Name+", cumulative, per CPU",
+			"The denominator of perfevent.ratio."+c.Name+" per instance: "+denWhat),
+		one(ItemNumeratorAll, "perfevent.ratio.all.numerator."+c.Name, pdu.InDomNull, numUnits,
+			"Numerator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs",
+			"The numerator of perfevent.ratio.all."+c.Name+": the per-instance numerators summed, each "+numWhat),
+		one(ItemDenominatorAll, "perfevent.ratio.all.denominator."+c.Name, pdu.InDomNull, denUnits,
+			"Denominator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs",
+			"The denominator of perfevent.ratio.all."+c.Name+": "+allDenOperand(c.Elapsed(), denWhat)),
+	}
+}
+
+// allDenOperand says what the whole machine's denominator operand is.
+func allDenOperand(elapsed bool, denWhat string) string {
+	if elapsed {
+		return denWhat + ", not a sum over the instances"
+	}
+	return "the sum over the instances of " + denWhat
 }
 
 // wrap breaks text into lines of at most 72 columns, as pminfo -T shows
@@ -314,16 +394,22 @@ func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDu
 // Skipped returns why Build left metrics out (see Clusters.Cluster).
 func (s *Source) Skipped() []error { return s.skipped }
 
-// cpuInDom is a per-CPU instance domain with the C agent's labels. The
-// per-instance "cpu" label is the CPU number, which the C agent gets wrong
-// (it gives the index) whenever a CPU is offline.
-func cpuInDom(indom pdu.InDom, cpus []int) pmda.InDom {
+// cpuInDom is a per-CPU instance domain with the C agent's labels, and a
+// "socket" label where sockets knows the CPU's, so that a ratio's
+// per-package value (an uncore PMU's, counted on one CPU per package)
+// says which socket it is. The per-instance "cpu" label is the CPU number, which the
+// C agent gets wrong (it gives the index) whenever a CPU is offline.
+func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 	d := pmda.InDom{
 		InDom:  indom,
 		Labels: pmda.Labels{"device_type": "cpu", "indom_name": "per cpu"},
 	}
 	for _, cpu := range cpus {
-		d.Instances = append(d.Instances, pmda.Instance{ID: int32(cpu), Name: InstanceName(cpu), Labels: pmda.Labels{"cpu": cpu}})
+		labels := pmda.Labels{"cpu": cpu}
+		if sk, ok := sockets[cpu]; ok {
+			labels["socket"] = sk
+		}
+		d.Instances = append(d.Instances, pmda.Instance{ID: int32(cpu), Name: InstanceName(cpu), Labels: labels})
 	}
 	return d
 }
@@ -384,7 +470,7 @@ func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
 		if c.Event >= 0 {
 			cpus = spec.Set.CPUs(c.Event)
 		}
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, cpus))
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, cpus, nil))
 		about := "A name of PCP's C agent for this event, served so that switching agents keeps its PMID; it has no values here, as under the C agent, because the configuration does not count the event."
 		if c.Event >= 0 {
 			about = fmt.Sprintf("A name of PCP's C agent for this event, served so that switching agents keeps its PMID; the values are those of %s.", spec.Set.Name(c.Event))

@@ -10,6 +10,12 @@
 //
 //   - libpfm4 names of those PMUs, "[pmu::]EVENT[:UMASK][:mod]", encoded
 //     by package pfm exactly as libpfm4 encodes them for the C agent;
+//   - for the CPU models libpfm4 lacks, Intel's and Arm's own names
+//     ("INST_RETIRED.ANY", "UNC_M_CAS_COUNT_SCH0.RD", "L1D_CACHE_REFILL"),
+//     optionally prefixed by the vendor PMU ("srf_unc_imc::") or by the
+//     kernel PMU, which picks an uncore box ("uncore_imc_3::"), from
+//     package vendorevents and encoded through the kernel PMU's format
+//     files (FS.VendorPMUs);
 //   - RAPL:PACKAGE_ENERGY and its siblings, as the kernel's power PMU;
 //   - generic hardware, cache and software events, spelt the perf way
 //     ("cycles", "L1-dcache-load-misses", "page-faults") or the libpfm4
@@ -34,7 +40,9 @@
 // uncore, power, msr and cstate PMUs and a few deliberately broken event
 // files, "power9" an LPAR with hv_24x7, "graviton2" an ARM Neoverse N1;
 // "snbep" (Sandy Bridge-EP with its uncore), "haswell", "icelake-sp",
-// "zen2", "zen3" and "zen4" carry what detection needs. Each tree's
+// "zen2", "zen3" and "zen4" carry what detection needs; "meteorlake",
+// "sierraforest", "cortex-a78" and "cortex-a78-a55" (big.LITTLE) are
+// models only the vendors' lists serve. Each tree's
 // libpfm4-pmus file is libpfm4's own list for it, and says how it was
 // obtained.
 package pmu

@@ -50,6 +50,9 @@ type FS struct {
 	detectOnce sync.Once
 	active     []*pfm.PMU // libpfm4's active PMUs; see LibpfmPMUs
 	arch       string     // their libpfm4 build
+
+	vendorOnce sync.Once
+	vendor     []*vendorPMU // the vendors' PMUs found here; see VendorPMUs
 }
 
 // Default returns an FS for the running system. Like the C agent it

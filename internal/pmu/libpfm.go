@@ -18,7 +18,7 @@ import (
 // events count on the CPUs of the kernel PMU they open through, and a
 // core event on a hybrid machine on the CPUs of its kernel PMU.
 func (fs *FS) resolveLibpfm(name string) (Event, error) {
-	enc, err := pfm.Encode(name, fs.pfmEnv(), fs.PresentNames())
+	enc, err := pfm.Encode(name, fs.pfmEnv(), fs.libpfmNames())
 	if err != nil {
 		return Event{}, err
 	}
@@ -108,8 +108,8 @@ func (fs *FS) resolveRAPL(name string) (Event, error) {
 	return e, nil
 }
 
-// Suggest returns up to three event names of the PMUs libpfm4 finds here
-// that are closest to name (edit distance, ignoring case), nearest first,
+// Suggest returns up to three event names of the PMUs libpfm4 finds here,
+// and of the vendor PMUs, that are closest to name (edit distance, ignoring case), nearest first,
 // each with its PMU prefix, for an unknown name's error.
 func (fs *FS) Suggest(name string) []string {
 	_, ev, ok := strings.Cut(name, "::")
@@ -121,6 +121,12 @@ func (fs *FS) Suggest(name string) []string {
 	for _, p := range fs.presentTables() {
 		for i := range p.Events {
 			names = append(names, p.Name+"::"+p.Events[i].Name)
+		}
+	}
+	for _, vp := range fs.VendorPMUs() {
+		evs, _ := vp.Events()
+		for _, e := range evs {
+			names = append(names, vp.Name+"::"+e.Name)
 		}
 	}
 	return nearest(ev, names, func(n string) string {

@@ -20,6 +20,7 @@ const (
 	KindTracepoint Kind = "tracepoint" // tracefs events, any PMU section
 	KindDynamic    Kind = "dynamic"    // sysfs pmu.event, [dynamic] section only
 	KindLibpfm     Kind = "libpfm4"    // libpfm4's tables for this machine's PMUs, any PMU section
+	KindVendor     Kind = "vendor"     // Intel's or Arm's own lists, for the models libpfm4 lacks, any PMU section
 )
 
 // Listing is one event pmdaperfevent --list-events shows.
@@ -77,6 +78,7 @@ func (fs *FS) ListEvents() ([]Listing, error) {
 	}
 
 	ls = append(ls, fs.catalogListings()...)
+	ls = append(ls, fs.vendorListings()...)
 
 	pmus, err := fs.PMUs()
 	if err != nil {
@@ -232,7 +234,7 @@ func FilterListings(ls []Listing, pmuName, pattern string) ([]Listing, error) {
 	for _, l := range ls {
 		if pmuName != "" {
 			group := l.Group
-			if l.Kind != KindDynamic && l.Kind != KindLibpfm {
+			if l.Kind != KindDynamic && l.Kind != KindLibpfm && l.Kind != KindVendor {
 				group = "perf"
 			}
 			if !strings.EqualFold(group, pmuName) {
@@ -255,4 +257,64 @@ func FilterListings(ls []Listing, pmuName, pattern string) ([]Listing, error) {
 		}
 	}
 	return out, nil
+}
+
+// LibpfmCatalog names the libpfm4 tables package pfm decodes, for
+// listings that say where each PMU's events come from.
+var LibpfmCatalog = "libpfm4 4.13.0"
+
+// CatalogOf says where the events of one listing group come from: the
+// libpfm4 tables, a vendor's list (with its commit, the list's version
+// and the kernel PMUs that count it), or the kernel's own sysfs and
+// tracefs.
+func (fs *FS) CatalogOf(k Kind, group string) string {
+	switch k {
+	case KindLibpfm:
+		return LibpfmCatalog
+	case KindVendor:
+		for _, vp := range fs.VendorPMUs() {
+			if vp.Name != group {
+				continue
+			}
+			s := vp.Catalog.String()
+			if vp.Version != "-" {
+				s += " v" + vp.Version
+			}
+			on := vp.kernel[0]
+			if len(vp.kernel) > 1 {
+				on = fmt.Sprintf("%s..%s, %d boxes", vp.kernel[0], vp.kernel[len(vp.kernel)-1], len(vp.kernel))
+			}
+			return fmt.Sprintf("%s: %s, on %s", s, vp.Desc, on)
+		}
+	case KindDynamic:
+		if group == "software" {
+			return "the agent's software PMU"
+		}
+		return "the kernel's " + path.Join(fs.devicesDir(), group, "events")
+	case KindTracepoint:
+		return "tracefs"
+	case KindHardware, KindCache, KindSoftware:
+		return "the kernel's generic events"
+	}
+	return ""
+}
+
+// KnownPMUs lists every name --list-events --pmu accepts here: "perf",
+// libpfm4's PMUs (LibpfmPMUs, whose events are listed even where no
+// section can be chosen by them), the vendors' (VendorPMUs) and the
+// kernel's (PMUNames), sorted and without duplicates.
+func (fs *FS) KnownPMUs() []string {
+	names := append([]string{"perf"}, fs.libpfmNames()...)
+	names = append(names, fs.vendorNames()...)
+	kernel, _ := fs.PMUNames()
+	names = append(names, kernel...)
+	names = append(names, "software")
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// NearestNames returns up to three of names closest to want (edit
+// distance, ignoring case), nearest first, for "did you mean" advice.
+func NearestNames(want string, names []string) []string {
+	return nearest(want, names, func(s string) string { return s })
 }

@@ -144,6 +144,15 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 	return fs.active
 }
 
+// libpfmNames are the names of LibpfmPMUs.
+func (fs *FS) libpfmNames() []string {
+	var names []string
+	for _, p := range fs.LibpfmPMUs() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // libpfmArch is the libpfm4 build whose tables serve this machine: the
 // one of its CPU, which for a fixture need not be the agent's.
 func (fs *FS) libpfmArch() string {
@@ -160,5 +169,5 @@ func (fs *FS) PresentNames() []string {
 	for _, p := range fs.LibpfmPMUs() {
 		names = append(names, p.Name)
 	}
-	return names
+	return append(names, fs.vendorNames()...)
 }

@@ -87,6 +87,18 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 	}
 	if !strings.Contains(name, "::") {
 		if ev, ok, err := fs.resolveDynamic(name, o); ok {
+			// perf users write the vendors' names in lower case
+			// ("inst_retired.any"), which looks like pmu.event of a
+			// PMU that does not exist; libpfm4 and the vendors' lists
+			// ignore case.
+			if err != nil && !fs.sysfsHas(name[:strings.IndexByte(name, '.')]) {
+				if ev, lerr := fs.resolveLibpfm(name); lerr == nil {
+					return ev, nil
+				}
+				if ev, verr := fs.resolveVendor(name); verr == nil {
+					return ev, nil
+				}
+			}
 			return ev, err
 		}
 	}
@@ -97,10 +109,23 @@ func (fs *FS) resolve(name string, o Options) (Event, error) {
 	if libErr == nil {
 		return ev, nil
 	}
+	// Then the vendors' lists for the models libpfm4 lacks.
+	if ev, err := fs.resolveVendor(name); err == nil || !errors.Is(err, errNotLocal) {
+		return ev, err
+	}
 	if ev, err := fs.resolveLocal(name); err == nil || !errors.Is(err, errNotLocal) {
 		return ev, err
 	}
 	return Event{}, fs.errUnknown(name, libErr)
+}
+
+// sysfsHas reports whether sysfs has a PMU of that name.
+func (fs *FS) sysfsHas(pmuName string) bool {
+	if !isPathElem(pmuName) {
+		return false
+	}
+	_, err := os.Stat(fs.sysPath("bus", "event_source", "devices", pmuName))
+	return err == nil
 }
 
 // errNotLocal says that resolveLocal does not know the name at all.
@@ -150,11 +175,11 @@ func (fs *FS) errUnknown(name string, libErr error) error {
 	if !errors.Is(libErr, pfm.ErrNotFound) {
 		return fmt.Errorf("event %q: %s (libpfm4)", name, strings.TrimPrefix(libErr.Error(), fmt.Sprintf("perf event %q: ", name)))
 	}
-	present := fs.PresentNames()
+	present := fs.libpfmNames()
 	var msg string
 	pfx, rest, prefixed := strings.Cut(name, "::")
 	switch {
-	case prefixed && !slices.ContainsFunc(present, func(p string) bool { return strings.EqualFold(p, pfx) }):
+	case prefixed && !slices.ContainsFunc(present, func(p string) bool { return strings.EqualFold(p, pfx) }) && !fs.isVendorPMU(pfx):
 		msg = fmt.Sprintf("libpfm4 finds no PMU %s on this machine (it finds %s)", pfx, strings.Join(present, ", "))
 		if k, ok := fs.kernelUncoreName(pfx); ok {
 			msg += fmt.Sprintf("; the kernel's %s has its events in %s, for a [dynamic] section", k, filepath.Join(fs.devicesDir(), k, "events"))
@@ -164,8 +189,12 @@ func (fs *FS) errUnknown(name string, libErr error) error {
 		ev, _, _ := strings.Cut(rest, ":")
 		msg = fmt.Sprintf("PMU %s has no event %s", pfx, ev)
 	default:
-		msg = fmt.Sprintf("not an event of the libpfm4 PMUs found here (%s), nor a tracepoint or sysfs event; "+
-			"write \"RAW:NAME rawcode=0x<code>\" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)", strings.Join(present, ", "))
+		vendor := ""
+		if v := fs.vendorNames(); len(v) > 0 {
+			vendor = fmt.Sprintf(", nor of the vendor's list for this CPU (%s)", strings.Join(v, ", "))
+		}
+		msg = fmt.Sprintf("not an event of the libpfm4 PMUs found here (%s)%s, nor a tracepoint or sysfs event; "+
+			"write \"RAW:NAME rawcode=0x<code>\" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)", strings.Join(present, ", "), vendor)
 	}
 	if s := fs.Suggest(name); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, ", ") + "?"
@@ -535,6 +564,15 @@ func (fs *FS) resolvePerfSyntax(name string, o Options) (Event, error) {
 				ev.Scale, ev.Unit, ev.Snapshot, ev.PerPkg = pe.Scale, pe.Unit, pe.Snapshot, pe.PerPkg
 				continue
 			}
+			// perf also takes the vendor's names there
+			// ("cpu_atom/INST_RETIRED.ANY/").
+			if vt, ok, err := fs.vendorTerms(p, t.Name); ok {
+				if err != nil {
+					return Event{}, fmt.Errorf("event %q: %w", name, err)
+				}
+				all = append(all, vt...)
+				continue
+			}
 		}
 		all = slices.DeleteFunc(all, func(a Term) bool { return a.Name == t.Name })
 		all = append(all, t)
@@ -555,5 +593,8 @@ func (fs *FS) resolvePerfSyntax(name string, o Options) (Event, error) {
 		bits = l.bits(plmAll) &^ (unix.PerfBitExcludeGuest | unix.PerfBitExcludeHost)
 	}
 	ev.Attr = unix.PerfEventAttr{Type: p.Type, Config: enc.Config, Ext1: enc.Config1, Ext2: enc.Config2, Bits: bits}
+	if canon := fs.vendorName(p, enc); canon != "" {
+		ev.Source += " = " + canon
+	}
 	return ev, nil
 }

@@ -18,13 +18,12 @@ import (
 // them on the caller's CPU for the few milliseconds the calls take: the
 // yields then hand the CPU straight to the woken threads. The nice value
 // counts against load in the agent's own scheduling group (its session's
-// autogroup, or its cgroup): with eight busy processes there, the median
-// drop went from 42 ms to 2.6 and the worst of 120 from 3.1 s to 46 ms
-// (BENCHMARKS.md, issue #12). Against load in other groups, as pmcd's
-// agent usually sees, it does nothing, but the common CPU still does: the
-// group's weight on a CPU follows its load there, so a thread woken on a
-// CPU where the group has little else waits behind the other groups
-// (worst of 150 drops 59 ms against 15).
+// autogroup, or its cgroup), where it takes the drop's tail from seconds
+// to tens of milliseconds with eight busy processes beside it. Against
+// load in other groups, as pmcd's agent usually sees, it does nothing, but
+// the common CPU still does: the group's weight on a CPU follows its load
+// there, so a thread woken on a CPU where the group has little else waits
+// behind the other groups.
 const boostNice = -20
 
 // boostThreads sets every thread of the process to boostNice, on the CPU

@@ -15,12 +15,14 @@
 // metric at its own logging interval), pmie and every pmproxy context each
 // see the interval they asked for, without any configuration. The
 // denominator Elapsed (duration_time) is the wall-clock time between the
-// client's fetches. The first fetch of a ratio by a client has nothing to
-// subtract and gives no value, as PCP's rate() does; so does an interval in
-// which the denominator did not move, and the first fetch after a reload
-// (the Tracker belongs to one generation of counters). When pmcd reports
-// that a client went away, its history is dropped (Tracker.Forget), so a
-// slot reused by a new client starts afresh.
+// client's fetches. A client's first fetch of a ratio, and its first after
+// a reload (the Tracker belongs to one generation of counters), have no
+// interval of their own: they get the agent's, from Recent, which samples
+// each ratio whenever anyone fetches it and serves the interval from the
+// newest sample at least a second old (see Recent for when it is longer).
+// An interval in which the denominator did not move has no value. When
+// pmcd reports that a client went away, its history is dropped
+// (Tracker.Forget), so a slot reused by a new client starts afresh.
 //
 // # Operands
 //
@@ -192,6 +194,8 @@ func (d Def) Check() error {
 		return fmt.Errorf("a ratio has no name")
 	case d.Name == "all":
 		return fmt.Errorf("ratio name %q is taken by perfevent.ratio.all, the whole-machine values", d.Name)
+	case d.Name == "numerator" || d.Name == "denominator":
+		return fmt.Errorf("ratio name %q is taken by perfevent.ratio.%s, the ratios' operands", d.Name, d.Name)
 	case len(d.Num) == 0 || slices.Contains(d.Num, "") || d.Den == "":
 		return fmt.Errorf("ratio %q needs a numerator and a denominator", d.Name)
 	case d.Scale == 0 || math.IsNaN(d.Scale) || math.IsInf(d.Scale, 0):

@@ -57,6 +57,12 @@ func TestBuiltinFormulas(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// The subtrees of perfevent.ratio are not ratio names.
+	for _, name := range []string{"all", "numerator", "denominator"} {
+		if err := (Def{Name: name, Num: []string{"a"}, Den: "b", Scale: 1}).Check(); err == nil || !strings.Contains(err.Error(), "perfevent.ratio."+name) {
+			t.Errorf("a ratio named %q: %v; want an error naming perfevent.ratio.%s", name, err, name)
+		}
+	}
 }
 
 // chosen is d served on k CPUs, its one numerator event of weight 1.
@@ -74,33 +80,33 @@ func TestTrackerIntervalPerClient(t *testing.T) {
 	val, ok := make([]float64, 2), make([]bool, 2)
 	a, b := Client{Slot: 1, Ctx: 0}, Client{Slot: 2, Ctx: 0}
 
-	if _, allOK := tr.Step(a, d, 0, []uint64{100, 10}, []uint64{100, 10}, val, ok); allOK || ok[0] || ok[1] {
+	if _, allOK := tr.Step(a, 0, d, 0, []uint64{100, 10}, []uint64{100, 10}, nil, val, ok); allOK || ok[0] || ok[1] {
 		t.Fatalf("first fetch gave values %v %v", val, ok)
 	}
-	tr.Step(a, d, 0, []uint64{300, 40}, []uint64{200, 10}, val, ok)
+	tr.Step(a, 0, d, 0, []uint64{300, 40}, []uint64{200, 10}, nil, val, ok)
 	if !ok[0] || val[0] != 2 || ok[1] {
 		t.Errorf("a's second fetch: %v %v; want [2 -] (cpu1's cycles did not move)", val, ok)
 	}
 	// b's first fetch has no value, though a has fetched before.
-	tr.Step(b, d, 0, []uint64{300, 40}, []uint64{200, 10}, val, ok)
+	tr.Step(b, 0, d, 0, []uint64{300, 40}, []uint64{200, 10}, nil, val, ok)
 	if ok[0] {
 		t.Errorf("b's first fetch gave %v", val[0])
 	}
 	// a's interval runs from a's previous fetch, b's from b's.
-	all, allOK := tr.Step(a, d, 0, []uint64{400, 40}, []uint64{400, 20}, val, ok)
+	all, allOK := tr.Step(a, 0, d, 0, []uint64{400, 40}, []uint64{400, 20}, nil, val, ok)
 	if val[0] != 0.5 || !ok[1] || val[1] != 0 {
 		t.Errorf("a's third fetch: %v %v; want [0.5 0]", val, ok)
 	}
 	if !allOK || all != 100.0/210 {
 		t.Errorf("a's whole machine: %v %v; want (100+0)/(200+10)", all, allOK)
 	}
-	tr.Step(b, d, 0, []uint64{400, 40}, []uint64{400, 20}, val, ok)
+	tr.Step(b, 0, d, 0, []uint64{400, 40}, []uint64{400, 20}, nil, val, ok)
 	if val[0] != 0.5 {
 		t.Errorf("b's second fetch: %v; want 0.5", val[0])
 	}
 	// Wrap of an accumulator: unsigned differences still hold.
-	tr.Step(b, d, 0, []uint64{400 + 60, 40}, []uint64{math.MaxUint64, 20}, val, ok)
-	tr.Step(b, d, 0, []uint64{400 + 60 + 30, 40}, []uint64{9, 20}, val, ok)
+	tr.Step(b, 0, d, 0, []uint64{400 + 60, 40}, []uint64{math.MaxUint64, 20}, nil, val, ok)
+	tr.Step(b, 0, d, 0, []uint64{400 + 60 + 30, 40}, []uint64{9, 20}, nil, val, ok)
 	if val[0] != 3 {
 		t.Errorf("across a wrap: %v; want 30/10 = 3", val[0])
 	}
@@ -109,9 +115,88 @@ func TestTrackerIntervalPerClient(t *testing.T) {
 	if tr.Clients() != 1 {
 		t.Fatalf("after Forget(1): %d clients", tr.Clients())
 	}
-	tr.Step(a, d, 0, []uint64{500, 40}, []uint64{500, 20}, val, ok)
+	tr.Step(a, 0, d, 0, []uint64{500, 40}, []uint64{500, 20}, nil, val, ok)
 	if ok[0] {
 		t.Error("a reused slot kept the old client's interval")
+	}
+}
+
+// A client with no previous fetch of a ratio is served the interval from
+// the agent's recent sample; its next fetch gets its own interval.
+func TestTrackerFirstFetchFromRecent(t *testing.T) {
+	d := chosen(byName(t, "ipc"), 2)
+	tr := NewTracker([]Chosen{*d})
+	rc := NewRecent([]Chosen{*d}, 1000)
+	val, ok := make([]float64, 2), make([]bool, 2)
+	a := Client{Slot: 1}
+	if rc.Base(0, 0) != nil || !rc.Empty(0) {
+		t.Fatal("a new Recent has a sample")
+	}
+	rc.Record(0, 0, []uint64{100, 10}, []uint64{100, 10})
+	all, allOK := tr.Step(a, 0, d, 0, []uint64{300, 10}, []uint64{200, 10}, rc.Base(0, 500), val, ok)
+	if !ok[0] || val[0] != 2 || ok[1] {
+		t.Errorf("first fetch from the recent sample: %v %v; want [2 -]", val, ok)
+	}
+	if !allOK || all != 2 {
+		t.Errorf("first fetch, whole machine: %v %v; want 200/100", all, allOK)
+	}
+	// The second fetch runs from the first, not from the agent's sample.
+	tr.Step(a, 0, d, 0, []uint64{330, 10}, []uint64{230, 10}, rc.Base(0, 900), val, ok)
+	if !ok[0] || val[0] != 1 {
+		t.Errorf("second fetch: %v %v; want 30/30 = 1", val, ok)
+	}
+}
+
+// Recent keeps samples at least Span/4 apart and serves the newest that
+// is at least Span old, else the oldest it has.
+func TestRecentBase(t *testing.T) {
+	d := chosen(byName(t, "ipc"), 1)
+	rc := NewRecent([]Chosen{*d}, 1000)
+	for _, now := range []uint64{0, 100, 250, 400, 600, 900, 1100, 1300} {
+		rc.Record(0, now, []uint64{now}, []uint64{now})
+	}
+	// Kept: 0, 250, 600, 900 (100 and 400 came too soon, as does 1100),
+	// then 1300, which pushed out 0.
+	for _, c := range []struct{ now, want uint64 }{
+		{1300, 250},  // 1050 old
+		{1550, 250},  // 600 is only 950 old
+		{1600, 600},  // now it is 1000 old
+		{1900, 900},  // 900 is too, and newer
+		{5000, 1300}, // all are: the newest
+	} {
+		if b := rc.Base(0, c.now); b == nil || b.T != c.want || b.Num[0] != c.want || b.Den[0] != c.want {
+			t.Errorf("Base at %d: %+v; want the sample of %d", c.now, b, c.want)
+		}
+	}
+	// With no sample Span old, the oldest.
+	rc = NewRecent([]Chosen{*d}, 1000)
+	rc.Record(0, 0, []uint64{1}, []uint64{1})
+	rc.Record(0, 300, []uint64{2}, []uint64{2})
+	if b := rc.Base(0, 600); b == nil || b.T != 0 {
+		t.Errorf("Base at 600 of samples at 0 and 300: %+v; want 0's", b)
+	}
+}
+
+// A client that has not fetched for Idle is dropped when a new one comes,
+// so contexts nobody ends (pmproxy's, one per scrape) do not pile up.
+func TestTrackerDropsIdleClients(t *testing.T) {
+	d := chosen(byName(t, "ipc"), 1)
+	tr := NewTracker([]Chosen{*d})
+	val, ok := make([]float64, 1), make([]bool, 1)
+	one := []uint64{1}
+	const start = 1e12
+	tr.Step(Client{Ctx: 1}, start, d, 0, one, one, nil, val, ok)
+	tr.Step(Client{Ctx: 2}, start+Idle/2, d, 0, one, one, nil, val, ok)
+	tr.Step(Client{Ctx: 1}, start+Idle, d, 0, one, one, nil, val, ok) // fetches on: stays
+	// Context 2 is now idle for longer than Idle; a new client's step
+	// drops it and keeps context 1.
+	tr.Step(Client{Ctx: 3}, start+Idle*3/2+2, d, 0, one, one, nil, val, ok)
+	if tr.Clients() != 2 {
+		t.Fatalf("%d clients after the sweep; want contexts 1 and 3", tr.Clients())
+	}
+	tr.Step(Client{Ctx: 1}, start+Idle*3/2+3, d, 0, []uint64{3}, []uint64{2}, nil, val, ok)
+	if !ok[0] || val[0] != 2 {
+		t.Errorf("context 1 after the sweep: %v %v; want its own interval, 2/1", val, ok)
 	}
 }
 
@@ -121,11 +206,11 @@ func TestTrackerStepAllocatesNothing(t *testing.T) {
 	num, den := make([]uint64, 4), make([]uint64, 4)
 	val, ok := make([]float64, 4), make([]bool, 4)
 	c := Client{Slot: 3}
-	tr.Step(c, d, 0, num, den, val, ok)
+	tr.Step(c, 0, d, 0, num, den, nil, val, ok)
 	if n := testing.AllocsPerRun(100, func() {
 		num[0]++
 		den[0]++
-		tr.Step(c, d, 0, num, den, val, ok)
+		tr.Step(c, 0, d, 0, num, den, nil, val, ok)
 	}); n != 0 {
 		t.Errorf("Step allocates %v times per call", n)
 	}

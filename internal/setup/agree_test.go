@@ -100,7 +100,7 @@ func TestCheckAndTableAgreeOnTheCorpus(t *testing.T) {
 	}
 }
 
-// The names of issue #11 are refused line by line, and the rest is served.
+// Names the PMNS cannot carry are refused line by line, and the rest is served.
 func TestNamesThatCannotBeServedAreRefusedBySection(t *testing.T) {
 	src := corpus(t)["../config/testdata/fuzz/FuzzParse/names"]
 	f, perr := config.Parse("names.conf", src)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"perfevent/internal/config"
@@ -76,6 +77,8 @@ type Plan struct {
 	// Online is the list of online CPUs the plan was made against: the
 	// agent rebuilds when it changes (see internal/cpuhotplug).
 	Online []int
+	// Sockets is Machine.Sockets, for the instances' labels.
+	Sockets map[int]int
 
 	compat      bool
 	fs          *pmu.FS         // the machine's PMUs, for Scale
@@ -86,6 +89,10 @@ type Plan struct {
 type Machine struct {
 	PMU      *pmu.FS
 	Topology config.Topology
+	// Sockets maps each online CPU to its socket, the kernel's
+	// physical_package_id; a CPU whose topology sysfs does not give is
+	// left out.
+	Sockets map[int]int
 }
 
 // ReadMachine reads the topology from fs's sysfs.
@@ -94,10 +101,19 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 	if err != nil {
 		return Machine{}, err
 	}
-	m := Machine{PMU: fs, Topology: config.Topology{Online: online}}
+	m := Machine{PMU: fs, Topology: config.Topology{Online: online}, Sockets: map[int]int{}}
 	root := fs.Sys
 	if root == "" {
 		root = "/sys"
+	}
+	for _, cpu := range online {
+		data, err := os.ReadFile(filepath.Join(root, "devices/system/cpu", "cpu"+strconv.Itoa(cpu), "topology/physical_package_id"))
+		if err != nil {
+			continue
+		}
+		if id, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && id >= 0 {
+			m.Sockets[cpu] = id
+		}
 	}
 	// Nodes sort numerically (node10 after node9), as the C agent's
 	// versionsort does, so node_rr walks them in order.
@@ -126,7 +142,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 // alongside f; its errors become Problem notes. compat selects the C
 // agent's pre-3.10.8 metric names (pmdaperfevent -C).
 func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
-	p := &Plan{Config: f, compat: compat, Online: m.Topology.Online, fs: m.PMU}
+	p := &Plan{Config: f, compat: compat, Online: m.Topology.Online, Sockets: m.Sockets, fs: m.PMU}
 	var list config.ErrorList
 	if errors.As(parseErr, &list) {
 		for _, e := range list {

@@ -270,3 +270,23 @@ func openWith(t *testing.T, p *Plan, fake *countertest.Opener) string {
 	p.Opened(set, sum)
 	return notes(p)
 }
+
+// Each online CPU's socket comes from its topology; a tree without it
+// gives none, and the plan passes them on for the instances' labels.
+func TestReadMachineSockets(t *testing.T) {
+	m := fixture(t, "snbep")
+	if len(m.Sockets) != 32 {
+		t.Errorf("snbep: %d CPUs with a socket, want 32", len(m.Sockets))
+	}
+	for cpu, want := range map[int]int{0: 0, 7: 0, 8: 1, 15: 1, 16: 0, 24: 1, 31: 1} {
+		if got, ok := m.Sockets[cpu]; !ok || got != want {
+			t.Errorf("snbep cpu%d: socket %d, %v; want %d", cpu, got, ok, want)
+		}
+	}
+	if p := plan(t, m, "[perf]\ncpu-clock\n"); p.Sockets[8] != 1 {
+		t.Errorf("the plan's sockets %v; want cpu8 on socket 1", p.Sockets)
+	}
+	if m := fixture(t, "vm"); len(m.Sockets) != 0 {
+		t.Errorf("vm, which has no topology directory: sockets %v", m.Sockets)
+	}
+}
