@@ -150,19 +150,30 @@ func testDashboard(t *testing.T, f *Fleet) {
 			}
 		}
 	}
-	// The per-CPU ratios, not the whole machine's, which pmseries' * would
-	// match too.
+	// The ratio panels show ratios, per CPU or for the whole machine, and
+	// not the others nor the operands, which pmseries' * would match too.
+	ratioRE := map[string]*regexp.Regexp{
+		"Ratios, per CPU":       regexp.MustCompile(`^perfevent\.ratio\.[a-z0-9_]+$`),
+		"Ratios, whole machine": regexp.MustCompile(`^perfevent\.ratio\.all\.[a-z0-9_]+$`),
+	}
+	all := f.metricNames(t, f.sids(t, "perfevent.ratio.*"))
 	for _, p := range d.Panels {
-		if p.Title != "Ratios, per CPU" {
+		re, ok := ratioRE[p.Title]
+		if !ok {
 			continue
 		}
+		delete(ratioRE, p.Title)
 		expr := strings.ReplaceAll(p.Targets[0].Expr, "$host", host)
 		got := f.metricNames(t, f.sids(t, expr))
-		all := f.metricNames(t, f.sids(t, "perfevent.ratio.*"))
-		if len(got) == 0 || slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, "perfevent.ratio.all.") }) {
-			t.Errorf("panel %q: %s finds %v; want the per-CPU ratios only (perfevent.ratio.* finds %v)", p.Title, expr, got, all)
+		if len(got) == 0 || slices.ContainsFunc(got, func(n string) bool {
+			return !re.MatchString(n) || strings.Contains(n, ".numerator.") || strings.Contains(n, ".denominator.") || n == "perfevent.ratio.all"
+		}) {
+			t.Errorf("panel %q: %s finds %v; want those of %v that match %s", p.Title, expr, got, all, re)
 		}
-		t.Logf("panel %q: %v; perfevent.ratio.* alone finds %v", p.Title, got, all)
+		t.Logf("panel %q: %v, of %v", p.Title, got, all)
+	}
+	for title := range ratioRE {
+		t.Errorf("no panel %q", title)
 	}
 	// A few intervals on, every query that had data has newer data.
 	for _, expr := range live {
@@ -238,8 +249,8 @@ func TestDashboardAxes(t *testing.T) {
 		if !found {
 			t.Errorf("panel %q: %s has no axis of its own with unit %s", p.Title, want.metric, want.unit)
 		}
-		if p.Title == "Ratios, per CPU" && (len(p.Targets) != 1 || !strings.Contains(p.Targets[0].Expr, `device_type == "cpu"`)) {
-			t.Errorf("panel %q: %v does not keep perfevent.ratio.all.* out", p.Title, p.Targets)
+		if p.Title == "Ratios, per CPU" && (len(p.Targets) != 1 || !strings.Contains(p.Targets[0].Expr, `metric.name !~ "ratio[.](all|numerator|denominator)[.]"`)) {
+			t.Errorf("panel %q: %v does not keep perfevent.ratio.all.* and the operands out", p.Title, p.Targets)
 		}
 	}
 	for title := range apart {
