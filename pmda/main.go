@@ -84,6 +84,7 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.DurationVar(&o.Poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
 	fs.BoolVar(&o.NoInotify, "no-inotify", false, "check the lock file by polling only")
 	fs.BoolVar(&o.CCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")
+	fs.BoolVar(&o.NoCatalog, "no-catalog", false, "serve only the configured events and ratios.conf's own ratios: no ratio of the metric catalog, none of its events opened")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.Usage = func() { usage(fs, stderr) }
 	if err := fs.Parse(args); err != nil {

@@ -192,6 +192,9 @@ type armScenario struct {
 	ratios string
 	at     string
 	kernel bool // qa/armvm -kernel: no agent, the kernel's own counts
+	// catalog lets the agent serve Neoverse N1's metric catalog; the
+	// other scenarios count their configuration alone (--no-catalog).
+	catalog bool
 }
 
 var armScenarios = []armScenario{
@@ -211,6 +214,15 @@ var armScenarios = []armScenario{
 	// The same events opened by qa/armvm itself, as perf stat -a would:
 	// what the kernel counts and for how long, to scale by hand.
 	{name: "kernel", conf: instConf(muxed()...), at: "100ms,2100ms", kernel: true},
+	// The metric catalog from a configuration of cpu-clock alone: the
+	// agent opens Neoverse N1's operands itself. With mpki turned off its
+	// two groups, {cycles, instructions, cpu-clock, STALL_FRONTEND,
+	// STALL_BACKEND} and {INST_SPEC, INST_RETIRED}, take 3 + 2 of the six
+	// general counters and the cycle counter: all fit at once.
+	{name: "catalogfits", conf: "[arm_n1]\ncpu-clock\n", ratios: "disable mpki\n", at: "100ms,1100ms", catalog: true},
+	// All of it: the second group grows to five events, 3 + 5 > 6, so the
+	// two groups take turns, each whole, each scaled by its own times.
+	{name: "catalogmux", conf: "[arm_n1]\ncpu-clock\n", at: "100ms,2100ms", catalog: true},
 }
 
 // muxed are the events of the mux scenario: INST_RETIRED seven times and
@@ -266,8 +278,11 @@ func TestARMVMAgent(t *testing.T) {
 			texts[dir[1:]+"/ratios.conf"] = s.ratios
 		}
 		mode := "perfevent.hwcounters perfevent.ratio"
-		if s.kernel {
+		switch {
+		case s.kernel:
 			mode = "-kernel"
+		case s.catalog:
+			mode = "-catalog " + mode
 		}
 		init += fmt.Sprintf("/bin/armvm -dir %s -at %s %s\n", dir, s.at, mode)
 	}
@@ -303,6 +318,73 @@ func TestARMVMAgent(t *testing.T) {
 	t.Run("fits", func(t *testing.T) { checkFits(t, reports["fits"]) })
 	t.Run("group", func(t *testing.T) { checkGroup(t, reports["group"]) })
 	t.Run("mux", func(t *testing.T) { checkMux(t, reports["mux"], reports["kernel"]) })
+	t.Run("catalogfits", func(t *testing.T) { checkCatalogFits(t, reports["catalogfits"]) })
+	t.Run("catalogmux", func(t *testing.T) { checkCatalogMux(t, reports["catalogmux"]) })
+}
+
+// The catalog's two perf groups on Neoverse N1, by event.
+var (
+	catalogCore  = []string{"cycles", "instructions", "cpu-clock", "STALL_FRONTEND", "STALL_BACKEND"}
+	catalogInsts = []string{"INST_SPEC", "INST_RETIRED"}
+)
+
+// checkCatalogFits: every group of the catalog fits, so every operand
+// counts all the time (time running = time enabled), and ipc is the
+// emulator's exact 1/8.
+func checkCatalogFits(t *testing.T, r *vmReport) {
+	if strings.Contains(r.Log, "does not fit") || strings.Contains(r.Log, "has not run") || strings.Contains(r.Log, "counted apart") {
+		t.Errorf("the agent split a catalog group that fits; its log:\n%s", r.Log)
+	}
+	if !strings.Contains(r.Log, "perfevent.ratio.l1d_mpki turned off") {
+		t.Errorf("the log does not say ratios.conf turned mpki off:\n%s", r.Log)
+	}
+	for _, cpu := range vmCPUs {
+		for _, ev := range append(slices.Clone(catalogCore), catalogInsts...) {
+			if d := r.duty(t, ev, cpu); d != 1 {
+				t.Errorf("%s dutycycle on cpu%d = %v, want 1: its group was on the PMU all the time", ev, cpu, d)
+			}
+		}
+		near(t, fmt.Sprintf("ratio.ipc[cpu%d]", cpu), r.inst(t, 1, "perfevent.ratio.ipc", cpu), perCycle, 1e-4)
+		// Kept busy by the driver, a CPU runs 8 cycles a ns under
+		// -icount shift=3: 1 GHz.
+		near(t, fmt.Sprintf("ratio.frequency_average_hz[cpu%d]", cpu), r.inst(t, 1, "perfevent.ratio.frequency_average_hz", cpu), 1e9*perCycle*(1<<armShift), scaledTolerance)
+		for _, m := range []string{"topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled"} {
+			if v := r.inst(t, 1, "perfevent.ratio."+m, cpu); v < 0 || v > 1 {
+				t.Errorf("ratio.%s[cpu%d] = %v, not a share", m, cpu, v)
+			}
+		}
+	}
+	if _, ok := r.Fetches[1].Values["perfevent.ratio.l1d_mpki"]; ok {
+		t.Errorf("l1d_mpki is served though ratios.conf turned mpki off")
+	}
+}
+
+// checkCatalogMux: the two groups do not fit together; each runs part of
+// the time, all its members alike, and each scales its counts to the
+// whole interval, so instructions from one group and INST_RETIRED from
+// the other agree, and ipc stays exact.
+func checkCatalogMux(t *testing.T, r *vmReport) {
+	if strings.Contains(r.Log, "has not run") {
+		t.Errorf("a catalog group never ran; the log:\n%s", r.Log)
+	}
+	groups := [][]string{catalogCore, append(slices.Clone(catalogInsts), "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED")}
+	for _, cpu := range vmCPUs {
+		for _, g := range groups {
+			d0 := r.duty(t, g[0], cpu)
+			t.Logf("the group of %s on cpu%d: dutycycle %.3f", g[0], cpu, d0)
+			if d0 <= 0 || d0 > 0.92 {
+				t.Errorf("%s dutycycle on cpu%d = %v; want its group multiplexed", g[0], cpu, d0)
+			}
+			for _, ev := range g[1:] {
+				if d := r.duty(t, ev, cpu); d != d0 {
+					t.Errorf("%s dutycycle on cpu%d = %v, %s's %v: one group is scheduled whole", ev, cpu, d, g[0], d0)
+				}
+			}
+		}
+		near(t, fmt.Sprintf("Δinstructions / ΔINST_RETIRED on cpu%d, each scaled in its own group", cpu),
+			r.counted(t, "instructions", cpu)/r.counted(t, "INST_RETIRED", cpu), 1, scaledTolerance)
+		near(t, fmt.Sprintf("ratio.ipc[cpu%d], multiplexed", cpu), r.inst(t, 1, "perfevent.ratio.ipc", cpu), perCycle, 1e-4)
+	}
 }
 
 // vmCPUs are the emulated machine's CPUs (vmSMP of them), the instances

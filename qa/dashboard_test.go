@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"perfevent/internal/catalog"
+	"perfevent/internal/ratio"
 	"perfevent/internal/testexec"
 )
 
@@ -301,4 +303,111 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestViewsAnswerTheCatalogsQuestions: the dashboard has one panel per
+// question the metric catalog answers (TopDown, bandwidth, energy,
+// frequency), in that question's unit, and every ratio the pmrep views
+// and those panels name is one the agent defines somewhere.
+func TestViewsAnswerTheCatalogsQuestions(t *testing.T) {
+	known := map[string]bool{}
+	for _, d := range ratio.Builtin {
+		known[d.Name] = true
+	}
+	for _, f := range catalog.Families() {
+		for _, d := range f.Metrics {
+			known[d.Name] = true
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(repoRoot(), "install", "grafana", "perfevent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title       string
+			FieldConfig struct {
+				Defaults  struct{ Unit string }
+				Overrides []struct {
+					Properties []struct {
+						ID    string
+						Value any
+					}
+				}
+			}
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	ratioRE := regexp.MustCompile(`^perfevent\.ratio\.(all\.)?([\w*]+)`)
+	for _, q := range []struct{ question, metric, unit string }{
+		{"TopDown", "topdown_retiring", "percentunit"},
+		{"Memory bandwidth", "mem_read_bandwidth", "Bps"},
+		{"Energy", "energy_package_watts", "watt"},
+		{"Frequency", "frequency_average_hz", "hertz"},
+	} {
+		var found int
+		for _, p := range d.Panels {
+			if !strings.HasPrefix(p.Title, q.question) {
+				continue
+			}
+			found++
+			if p.FieldConfig.Defaults.Unit != q.unit {
+				t.Errorf("panel %q: unit %q, want %q", p.Title, p.FieldConfig.Defaults.Unit, q.unit)
+			}
+			var matched bool
+			for _, tg := range p.Targets {
+				m := ratioRE.FindStringSubmatch(tg.Expr)
+				if m == nil {
+					t.Errorf("panel %q: %q is no ratio", p.Title, tg.Expr)
+					continue
+				}
+				if ok, _ := path.Match(m[2], q.metric); ok {
+					matched = true
+				}
+			}
+			if !matched {
+				t.Errorf("panel %q does not show %s", p.Title, q.metric)
+			}
+		}
+		if found != 1 {
+			t.Errorf("%d panels answer %s, want 1", found, q.question)
+		}
+	}
+	// The frequency panel puts its shares on an axis of their own.
+	for _, p := range d.Panels {
+		if strings.HasPrefix(p.Title, "Frequency") {
+			var right bool
+			for _, o := range p.FieldConfig.Overrides {
+				for _, pr := range o.Properties {
+					right = right || (pr.ID == "custom.axisPlacement" && pr.Value == "right")
+				}
+			}
+			if !right {
+				t.Errorf("panel %q: busy_share and frequency_relative share the Hz axis", p.Title)
+			}
+		}
+	}
+	views, err := os.ReadFile(filepath.Join(repoRoot(), "install", "pcp", "pmrep-perfevent-go.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(views), "\n") {
+		m := ratioRE.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		if !known[m[2]] {
+			t.Errorf("pmrep views name perfevent.ratio.%s, which the agent never serves", m[2])
+		}
+		seen[m[2]] = true
+	}
+	for _, want := range []string{"topdown_frontend_bound", "mem_read_bandwidth", "energy_package_watts", "frequency_average_hz", "busy_share"} {
+		if !seen[want] {
+			t.Errorf("no pmrep view shows perfevent.ratio.%s", want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package qa
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,35 @@ import (
 // the C pmdaperfevent gets from libpfm4 for an event name.
 type Oracle struct {
 	bin string
+	// Upstream is set when the oracle links libpfm4 upstream, built from
+	// the source tree in $LIBPFM4_SRC, rather than Debian's 4.13.
+	Upstream bool
+}
+
+// BuildFixtureOracle is the oracle the fixture tests ask: libpfm4
+// upstream built from $LIBPFM4_SRC (the catalog's commit; see
+// internal/pfm/tables/README.md) when that is set, else the machine's.
+func BuildFixtureOracle(t testing.TB) *Oracle {
+	t.Helper()
+	src := os.Getenv("LIBPFM4_SRC")
+	if src == "" {
+		return BuildOracle(t)
+	}
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "libpfm4")
+	if out, err := exec.Command("cp", "-a", filepath.Clean(src)+"/.", tree+"/").CombinedOutput(); err != nil {
+		t.Fatalf("copying LIBPFM4_SRC=%s: %v\n%s", src, err, out)
+	}
+	if out, err := exec.Command("make", "-s", "-C", filepath.Join(tree, "lib"), "CONFIG_PFMLIB_SHARED=n").CombinedOutput(); err != nil {
+		t.Fatalf("building libpfm4 from LIBPFM4_SRC=%s: %v\n%s", src, err, out)
+	}
+	bin := filepath.Join(dir, "pfmoracle")
+	out, err := exec.Command("gcc", "-O2", "-Wall", "-static", "-I", filepath.Join(tree, "include"), "-o", bin,
+		filepath.Join(repoRoot(), "qa", "pfmoracle", "pfmoracle.c"), filepath.Join(tree, "lib", "libpfm.a")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("building pfmoracle against LIBPFM4_SRC=%s: %v\n%s", src, err, out)
+	}
+	return &Oracle{bin: bin, Upstream: true}
 }
 
 // BuildOracle compiles qa/pfmoracle/pfmoracle.c with gcc and libpfm4-dev

@@ -51,6 +51,9 @@ func TestOracleUncoreAMD(t *testing.T) {
 		default:
 			continue
 		}
+		if !in413("amd64", h.Name) {
+			continue // newer than this machine's libpfm4: the upstream goldens check it
+		}
 		p, err := pfm.LoadArch("amd64", h.Name)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"perfevent/internal/pfm"
+	"perfevent/internal/pfm/pfmgolden"
 )
 
 // The committed goldens of internal/pfm are what this machine's libpfm4
@@ -43,11 +44,12 @@ func TestOracleMatchesGoldens(t *testing.T) {
 	}
 }
 
-// Every event and unit mask that this machine's libpfm4 offers on a PMU is
-// in the catalog generated from libpfm4 4.13.0's sources, with the same
-// event code: Debian's build has the tables the catalog was made from.
-// (libpfm4 leaves out the events of other models and revisions, which the
-// catalog keeps with their Model or revision flags.)
+// Every event and unit mask that this machine's libpfm4 (Debian's 4.13)
+// offers on a PMU is in the catalog, generated from libpfm4 upstream's
+// sources, with the same event code, but where upstream changed the entry
+// (pfmgolden.UpstreamChanged). PMUs newer than 4.13 are the upstream
+// goldens' to check. (libpfm4 leaves out the events of other models and
+// revisions, which the catalog keeps with their Model or revision flags.)
 func TestOracleCatalog(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("the catalog's amd64 tables need an amd64 libpfm4")
@@ -56,6 +58,9 @@ func TestOracleCatalog(t *testing.T) {
 	env := []string{"LIBPFM_ENCODE_INACTIVE=1"}
 	events, umasks := 0, 0
 	for _, h := range pfm.ArchPMUs("amd64") {
+		if !in413("amd64", h.Name) {
+			continue
+		}
 		p, err := pfm.LoadArch("amd64", h.Name)
 		if err != nil {
 			t.Fatal(err)
@@ -69,6 +74,7 @@ func TestOracleCatalog(t *testing.T) {
 		// position, since a few tables have one name twice.
 		next := 0
 		var ev *pfm.Event
+		changed := false
 		for _, line := range lines {
 			if line == "" {
 				continue
@@ -77,6 +83,14 @@ func TestOracleCatalog(t *testing.T) {
 			if len(f) != 3 {
 				t.Fatalf("%s: pfmoracle -e printed %q", p.Name, line)
 			}
+			if pfmgolden.UpstreamChanged("amd64", p.Name, f[1]) != "" && f[0] == "E" {
+				ev, changed = nil, true
+				continue
+			}
+			if f[0] == "U" && changed {
+				continue
+			}
+			changed = false
 			switch f[0] {
 			case "E":
 				events++
@@ -104,6 +118,13 @@ func TestOracleCatalog(t *testing.T) {
 		}
 	}
 	t.Logf("%d events and %d unit masks of libpfm4 found in the catalog", events, umasks)
+}
+
+// in413 says whether Debian's libpfm4 4.13 has a PMU: the ones it has
+// have goldens of Debian's.
+func in413(arch, pmu string) bool {
+	_, err := os.Stat(filepath.Join(pfmgolden.Debian.Dir(arch), pmu+".tsv.gz"))
+	return err == nil
 }
 
 func hasUmask(e *pfm.Event, name string) bool {

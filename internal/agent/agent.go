@@ -45,6 +45,10 @@ type Options struct {
 	// it would serve here keep its PMIDs under this agent (setup.CLayout).
 	// "" or a missing file: none to keep.
 	CLayout string
+	// NoCatalog serves no ratio of the metric catalog and opens none of
+	// their events (--no-catalog): the configuration alone, as the C
+	// agent reads it.
+	NoCatalog bool
 	// User is the user to run as after start-up (-U), PCPUser
 	// $PCP_USER; "" or "root" stays root.
 	User, PCPUser string
@@ -355,6 +359,7 @@ func (a *Agent) reloadLocked(afterRelease bool) bool {
 	}
 	old := a.gen.Load()
 	g.set.Carry(old.set)
+	g.carryCgroups(old)
 	a.prev.Store(old)
 	a.gen.Store(g)
 	if a.pm != nil {

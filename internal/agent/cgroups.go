@@ -63,7 +63,7 @@ func planCgroups(config string, plan *setup.Plan) cgroupPlan {
 	}
 	slices.Sort(p.cpus)
 	if len(p.events) > 0 {
-		p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("cgroups: %s counts %d events per cgroup (perfevent.cgroup.*) in the cgroups %v, at most %d", name, len(p.events), cfg.Patterns, cfg.Max)})
+		p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("cgroups: %s counts %d events per cgroup (perfevent.cgroup.*) in the cgroups %v (in that priority), at most %d on at most %d descriptors", name, len(p.events), cfg.Patterns, cfg.Max, cfg.Descriptors)})
 	}
 	return p
 }
@@ -97,18 +97,22 @@ func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroup
 		debugf = a.log.Infof
 	}
 	t := cgroup.New(cgroup.Options{
-		Hierarchy: h,
-		Patterns:  cfg.Patterns,
-		Max:       cfg.Max,
-		Events:    events,
-		CPUs:      cpus,
-		IDs:       a.cgroupIDs,
-		Infof:     a.log.Infof,
-		Debugf:    debugf,
+		Hierarchy:   h,
+		Patterns:    cfg.Patterns,
+		Max:         cfg.Max,
+		Descriptors: cfg.Descriptors,
+		Events:      events,
+		CPUs:        cpus,
+		IDs:         a.cgroupIDs,
+		Infof:       a.log.Infof,
+		Debugf:      debugf,
 		Changed: func(in []cgroup.Instance) {
 			list := make([]pmda.Instance, len(in))
 			for i, c := range in {
 				list[i] = metrics.CgroupInstance(c.ID, c.Path)
+				for k, v := range cgroup.Labels(c.Path) {
+					list[i].Labels[k] = v
+				}
 			}
 			if err := spec.Instances.Set(list); err != nil {
 				a.log.Warningf("cgroups: the instance list: %v", err)
@@ -139,6 +143,15 @@ func (g *generation) resumeCgroups() (reopen bool) {
 func (g *generation) reopenCgroups() {
 	if g.cg != nil {
 		g.cg.Reopen()
+	}
+}
+
+// carryCgroups makes the per-cgroup values of g continue old's, as
+// counter.Set.Carry does for the per-CPU ones: a reload or a hotplug
+// rebuild must not show a counter reset on every cgroup.
+func (g *generation) carryCgroups(old *generation) {
+	if g.cg != nil && old != nil {
+		g.cg.Carry(old.cg)
 	}
 }
 

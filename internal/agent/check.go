@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"perfevent/internal/catalog"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -38,6 +39,9 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 		}
 	}
 
+	if !o.NoCatalog {
+		plan.Notes = append(plan.Notes, catalogNotes(c.family)...)
+	}
 	plan.Notes = append(plan.Notes, cNotes(&o, plan.Config)...)
 	plan.Notes = append(plan.Notes, planCgroups(o.Config, plan).notes...)
 	for _, n := range sortedNotes(plan.Notes) {
@@ -114,6 +118,23 @@ func cNotes(o *Options, f *config.File) []setup.Note {
 			continue
 		}
 		notes = append(notes, n)
+	}
+	return notes
+}
+
+// catalogNotes say which family of the metric catalog this machine is and
+// what its vendor defines that the agent does not serve, and why.
+func catalogNotes(f *catalog.Family) []setup.Note {
+	notes := []setup.Note{{Severity: setup.Info, Text: fmt.Sprintf("catalog: this machine is %s, %d general-purpose counters a perf group", f.Name, f.Counters)}}
+	for _, u := range f.Unserved {
+		text := fmt.Sprintf("catalog %s: perfevent.ratio.%s not served on %s: %s", u.Group, u.Name, f.Name, u.Why)
+		if u.Formula != "" {
+			text += "; " + u.Formula
+		}
+		if u.Source != "" {
+			text += "; source: " + u.Source
+		}
+		notes = append(notes, setup.Note{Severity: setup.Info, Text: text})
 	}
 	return notes
 }

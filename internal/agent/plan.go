@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/catalog"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -20,10 +21,14 @@ import (
 
 // counted is what count made of the configuration.
 type counted struct {
-	plan    *setup.Plan     // what each line means here, with its notes
-	set     *counter.Set    // the plan's counters, opened
-	sum     counter.Summary // what opening them gave
-	derived []setup.Derived // the derived metrics the open counters allow
+	plan   *setup.Plan     // what each line means here, with its notes
+	family *catalog.Family // the metric catalog's part for this machine
+	// unusable are the catalog's ratios whose events were not opened,
+	// the notes saying why already.
+	unusable []string
+	set      *counter.Set    // the plan's counters, opened
+	sum      counter.Summary // what opening them gave
+	derived  []setup.Derived // the derived metrics the open counters allow
 }
 
 // count reads the configuration (through held, if not nil: see
@@ -42,9 +47,15 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		return nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
 	plan := setup.Make(f, perr, m, o.Compat)
+	family := catalog.Detect(fs.PresentNames())
+	var fromCatalog []ratio.Def
+	if !o.NoCatalog {
+		fromCatalog = family.Metrics
+	}
+	// chooseRatios notes the file's errors
+	defs, user, off, _ := ratio.DefsWith(ratiosPath(o), fromCatalog)
+	unusable := catalog.Open(plan, defs[user:user+len(fromCatalog)-len(off)])
 	specs := plan.Specs()
-	defs, _, _ := ratio.Defs(ratiosPath(o)) // chooseRatios notes the file's errors
-	ratio.Group(specs, defs)
 	if cfg.JoinSoftware == nil {
 		// Tracepoints and x86's msr events live in the kernel's software
 		// context, so they are read inside each CPU's software group.
@@ -52,6 +63,18 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		if p, err := fs.PMU("msr"); err == nil {
 			cfg.JoinSoftware = append(cfg.JoinSoftware, p.Type)
 		}
+	}
+	soft := func(sp counter.Spec) bool {
+		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(cfg.JoinSoftware, sp.Attr.Type)
+	}
+	// Without the catalog, ratios group as the configuration says, with
+	// no bound: a group too big for the PMU is then split by counter.
+	fit := ratio.Fit{Soft: soft}
+	if !o.NoCatalog {
+		fit = family.Fit(soft)
+	}
+	for _, line := range ratio.GroupFit(specs, defs, fit) {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: "catalog: " + line})
 	}
 	set, err := counter.New(specs, cfg)
 	if err != nil {
@@ -62,7 +85,7 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		return nil, err
 	}
 	plan.Opened(set, sum)
-	return &counted{plan: plan, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
+	return &counted{plan: plan, family: family, unusable: unusable, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
 }
 
 // parseConfig reads the configuration: through the descriptor start-up
@@ -81,11 +104,11 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, Sockets: c.plan.Sockets, C: cExtra}
 	for _, pc := range c.plan.Counters {
 		ev, _ := c.set.Lookup(pc.Event.Name)
-		spec.Counters = append(spec.Counters, metrics.Counter{
-			Event:  ev,
-			Metric: pc.Metric,
-			About:  fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source),
-		})
+		about := fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source)
+		if pc.For != "" {
+			about = fmt.Sprintf("Opened by the metric catalog as %q %s: %s.", pc.Event.Name, pc.For, pc.Event.Source)
+		}
+		spec.Counters = append(spec.Counters, metrics.Counter{Event: ev, Metric: pc.Metric, About: about})
 	}
 	for i, d := range c.derived {
 		spec.Derived = append(spec.Derived, metrics.Derived{
@@ -94,7 +117,11 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
 		})
 	}
-	spec.Ratios = chooseRatios(ratiosPath(o), c.plan, c.set, o.fs())
+	var fromCatalog []ratio.Def
+	if !o.NoCatalog {
+		fromCatalog = c.family.Metrics
+	}
+	spec.Ratios = chooseRatios(ratiosPath(o), fromCatalog, func(name string) bool { return slices.Contains(c.unusable, name) }, c.plan, c.set, o.fs())
 	return metrics.Build(spec)
 }
 
@@ -103,8 +130,8 @@ func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config)
 
 // chooseRatios are the ratios served (ratio.Choose), with notes for the log
 // and --check.
-func chooseRatios(path string, plan *setup.Plan, set *counter.Set, fs *pmu.FS) []ratio.Chosen {
-	chosen, problems, info := ratio.Choose(path, set, plan.Scale)
+func chooseRatios(path string, fromCatalog []ratio.Def, quiet func(string) bool, plan *setup.Plan, set *counter.Set, fs *pmu.FS) []ratio.Chosen {
+	chosen, problems, info := ratio.ChooseWith(path, fromCatalog, quiet, set, plan.Scale)
 	for _, e := range problems {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}

@@ -11,7 +11,16 @@ import (
 )
 
 // DefaultMax is the cap on counted cgroups when the configuration sets none.
-const DefaultMax = 64
+const DefaultMax = 1024
+
+// DefaultDescriptors is the budget of counter descriptors when the
+// configuration sets none: cgroups × events × CPUs stay within it, so
+// that a machine with many CPUs counts fewer cgroups rather than run out
+// of descriptors (or of the kernel's patience at every context switch).
+const DefaultDescriptors = 16384
+
+// maxDescriptors bounds "descriptors".
+const maxDescriptors = 1 << 20
 
 // maxMax bounds "max": beyond it the descriptors (cgroups × events × CPUs)
 // would exhaust any sensible limit long before the cap mattered.
@@ -22,6 +31,8 @@ type Config struct {
 	Patterns []string // cgroup path patterns, each starting with "/"
 	Events   []string // configured event names (as in perfevent.conf)
 	Max      int      // the most cgroups counted at once
+	// Descriptors bounds the counter descriptors: cgroups × events × CPUs.
+	Descriptors int
 }
 
 // ReadConfig reads and parses the file at name. A missing file is not an
@@ -31,7 +42,7 @@ type Config struct {
 func ReadConfig(name string) (cfg Config, missing bool, errs []error) {
 	data, err := os.ReadFile(name)
 	if os.IsNotExist(err) {
-		return Config{Max: DefaultMax}, true, nil
+		return Config{Max: DefaultMax, Descriptors: DefaultDescriptors}, true, nil
 	}
 	if err != nil {
 		return Config{}, false, []error{err}
@@ -45,11 +56,14 @@ func ReadConfig(name string) (cfg Config, missing bool, errs []error) {
 //
 //	cgroup PATTERN   count the cgroups whose path matches PATTERN
 //	event NAME       count the configured event NAME in each of them
-//	max N            count at most N cgroups (default 64)
+//	max N            count at most N cgroups (default 1024)
+//	descriptors N    open at most N counter descriptors (default 16384)
 //
+// Patterns are in priority order: under the caps a cgroup matching an
+// earlier pattern is counted before one matching only a later one.
 // A bad line is reported as name:line: reason and skipped; the rest is used.
 func ParseConfig(name string, data []byte) (Config, []error) {
-	cfg := Config{Max: DefaultMax}
+	cfg := Config{Max: DefaultMax, Descriptors: DefaultDescriptors}
 	var errs []error
 	bad := func(line int, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...)))
@@ -66,7 +80,7 @@ func ParseConfig(name string, data []byte) (Config, []error) {
 			continue
 		}
 		if len(f) != 2 {
-			bad(line, "want \"cgroup PATTERN\", \"event NAME\" or \"max N\", got %q", strings.TrimSpace(text))
+			bad(line, "want \"cgroup PATTERN\", \"event NAME\", \"max N\" or \"descriptors N\", got %q", strings.TrimSpace(text))
 			continue
 		}
 		switch f[0] {
@@ -90,8 +104,15 @@ func ParseConfig(name string, data []byte) (Config, []error) {
 				continue
 			}
 			cfg.Max = n
+		case "descriptors":
+			n, err := strconv.Atoi(f[1])
+			if err != nil || n < 1 || n > maxDescriptors {
+				bad(line, "descriptors %q is not a number from 1 to %d", f[1], maxDescriptors)
+				continue
+			}
+			cfg.Descriptors = n
 		default:
-			bad(line, "unknown keyword %q (want cgroup, event or max)", f[0])
+			bad(line, "unknown keyword %q (want cgroup, event, max or descriptors)", f[0])
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -159,6 +180,48 @@ func matchParts(pat, name []string) bool {
 		}
 	}
 	return ok[0]
+}
+
+// below reports whether some cgroup below dir (a path) could match
+// pattern, so that a scan reads only the directories that can lead to a
+// match: "/kubepods.slice/**" never makes it read /user.slice. It follows
+// the pattern as an automaton over dir's components, so that many "**"
+// cost len(pattern) × len(dir) steps.
+func below(pattern, dir string) bool {
+	pat := components(pattern)
+	at := make([]bool, len(pat)+1) // at[i]: pat[:i] matches the components so far
+	next := make([]bool, len(pat)+1)
+	skip := func(at []bool) { // "**" matches no component too
+		for i := range pat {
+			if at[i] && pat[i] == "**" {
+				at[i+1] = true
+			}
+		}
+	}
+	at[0] = true
+	skip(at)
+	for _, c := range components(dir) {
+		clear(next)
+		for i := range pat {
+			if !at[i] {
+				continue
+			}
+			if pat[i] == "**" {
+				next[i] = true
+			} else if m, _ := path.Match(pat[i], c); m {
+				next[i+1] = true
+			}
+		}
+		skip(next)
+		at, next = next, at
+	}
+	// Any rest of the pattern matches some non-empty path.
+	for i := range pat {
+		if at[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // depth is how many levels below the mount the patterns can reach; -1

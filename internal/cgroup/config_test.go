@@ -1,9 +1,14 @@
 package cgroup
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestMatch(t *testing.T) {
@@ -37,27 +42,31 @@ cgroup /kubepods.slice/**   # every pod
 event cpu-clock
 event context-switches
 max 16
+descriptors 2000
 cgroup system.slice
 event cpu-clock
 max 0
 bogus x
 cgroup /a/[
+descriptors lots
 `
 	cfg, errs := ParseConfig("cgroups.conf", []byte(conf))
 	want := Config{
-		Patterns: []string{"/system.slice/*.service", "/kubepods.slice/**"},
-		Events:   []string{"cpu-clock", "context-switches"},
-		Max:      16,
+		Patterns:    []string{"/system.slice/*.service", "/kubepods.slice/**"},
+		Events:      []string{"cpu-clock", "context-switches"},
+		Max:         16,
+		Descriptors: 2000,
 	}
-	if !slices.Equal(cfg.Patterns, want.Patterns) || !slices.Equal(cfg.Events, want.Events) || cfg.Max != want.Max {
+	if !slices.Equal(cfg.Patterns, want.Patterns) || !slices.Equal(cfg.Events, want.Events) || cfg.Max != want.Max || cfg.Descriptors != want.Descriptors {
 		t.Errorf("ParseConfig = %+v, want %+v", cfg, want)
 	}
 	wantErrs := []string{
-		"cgroups.conf:7: pattern \"system.slice\": must start with /",
-		"cgroups.conf:8: event \"cpu-clock\" is listed twice",
-		"cgroups.conf:9: max \"0\" is not a number from 1 to 4096",
-		"cgroups.conf:10: unknown keyword \"bogus\"",
-		"cgroups.conf:11: pattern \"/a/[\": syntax error in pattern",
+		"cgroups.conf:8: pattern \"system.slice\": must start with /",
+		"cgroups.conf:9: event \"cpu-clock\" is listed twice",
+		"cgroups.conf:10: max \"0\" is not a number from 1 to 4096",
+		"cgroups.conf:11: unknown keyword \"bogus\"",
+		"cgroups.conf:12: pattern \"/a/[\": syntax error in pattern",
+		"cgroups.conf:13: descriptors \"lots\" is not a number from 1 to 1048576",
 	}
 	if len(errs) != len(wantErrs) {
 		t.Fatalf("errors %q, want %d", errs, len(wantErrs))
@@ -108,15 +117,43 @@ func TestFindHierarchy(t *testing.T) {
 func TestScanRoot(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "a/b/c")
-	matched, dirs, _ := scan(root, []string{"/", "/*", "/*/*"})
-	if want := []string{"/", "/a", "/a/b"}; !slices.Equal(matched, want) {
-		t.Errorf("matched %q, want %q", matched, want)
+	os.WriteFile(filepath.Join(root, "a", "cgroup.procs"), nil, 0o644) // files are not cgroups
+	ino := func(p string) uint64 {
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(root, p), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
 	}
-	if want := []string{"/", "/a"}; !slices.Equal(dirs, want) {
-		t.Errorf("watched %q, want %q", dirs, want)
+	matched, dirs, _ := scan(root, []string{"/", "/*", "/*/*"}, nil)
+	if want := []match{{"/", 0, ino("/")}, {"/a", 1, ino("/a")}, {"/a/b", 2, ino("/a/b")}}; !slices.Equal(matched, want) {
+		t.Errorf("matched %v, want %v", matched, want)
 	}
-	if matched, _, _ := scan(root, []string{"/a/**"}); !slices.Equal(matched, []string{"/a", "/a/b", "/a/b/c"}) {
-		t.Errorf("/a/** matched %q", matched)
+	if want := []node{{"/", ino("/")}, {"/a", ino("/a")}}; !slices.Equal(dirs, want) {
+		t.Errorf("watched %v, want %v", dirs, want)
+	}
+	matched, _, _ = scan(root, []string{"/a/**"}, nil)
+	if want := []match{{"/a", 0, ino("/a")}, {"/a/b", 0, ino("/a/b")}, {"/a/b/c", 0, ino("/a/b/c")}}; !slices.Equal(matched, want) {
+		t.Errorf("/a/** matched %v, want %v", matched, want)
+	}
+}
+
+// A directory of many entries takes several getdents calls.
+func TestScanManyEntries(t *testing.T) {
+	root := t.TempDir()
+	var want []string
+	for i := range 2000 {
+		name := fmt.Sprintf("/cgroup-with-a-long-name-%04d", i)
+		mkdirs(t, root, name)
+		want = append(want, name)
+	}
+	matched, _, _ := scan(root, []string{"/*"}, nil)
+	var got []string
+	for _, m := range matched {
+		got = append(got, m.path)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%d cgroups found of %d", len(got), len(want))
 	}
 }
 
@@ -128,5 +165,34 @@ func TestMatchManyDoubleStars(t *testing.T) {
 	}
 	if !Match(pat, "/"+strings.Repeat("a/", 40)+"b") {
 		t.Errorf("%q did not match a deep path ending in b", pat)
+	}
+}
+
+func TestBelow(t *testing.T) {
+	for _, c := range []struct {
+		pattern, dir string
+		want         bool
+	}{
+		{"/*", "/", true},
+		{"/*", "/system.slice", false},
+		{"/*/*", "/system.slice", true},
+		{"/kubepods.slice/**", "/", true},
+		{"/kubepods.slice/**", "/kubepods.slice", true},
+		{"/kubepods.slice/**", "/kubepods.slice/a/b", true},
+		{"/kubepods.slice/**", "/user.slice", false},
+		{"/*/kubepods*/**", "/system.slice", true},
+		{"/*/kubepods*/**", "/system.slice/pmcd.service", false},
+		{"/**/x", "/a/b/c", true},
+		{"/", "/", false},
+		{"/user.slice/*/*", "/user.slice/user-0.slice", true},
+		{"/user.slice/*/*", "/user.slice/user-0.slice/session-1.scope", false},
+	} {
+		if got := below(c.pattern, c.dir); got != c.want {
+			t.Errorf("below(%q, %q) = %v, want %v", c.pattern, c.dir, got, c.want)
+		}
+	}
+	pat := "/" + strings.Repeat("**/a/", 12) + "b"
+	if !below(pat, "/"+strings.Repeat("a/", 40)+"c") {
+		t.Errorf("%q: nothing below a deep path", pat)
 	}
 }

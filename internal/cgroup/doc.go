@@ -16,19 +16,32 @@
 // # Configuration
 //
 // cgroups.conf (ParseConfig) lists path patterns, the configured events to
-// count per cgroup and a cap on the number of cgroups. In a pattern, "*"
-// and the other path.Match forms match within one path component, and a
-// component "**" matches any number of components, none included.
+// count per cgroup, a cap on the number of cgroups and one on their
+// descriptors. In a pattern, "*" and the other path.Match forms match
+// within one path component, and a component "**" matches any number of
+// components, none included. Patterns are priorities: under the caps a
+// cgroup of an earlier pattern displaces one of a later pattern.
 //
 // # Discovery
 //
 // A Tracker rescans the tree when inotify reports a directory created or
 // removed in it, once more a second later (inotify misses what happens
 // below directories it was not yet watching), and every Rescan interval
-// anyway: 30 s with inotify, 1 s without it. New matching
-// cgroups are opened and become instances; vanished ones are closed and
-// dropped. Instance ids come from IDs, which keeps a path's id for as long
-// as the agent runs, across reloads, and never gives it to another path.
+// anyway: 30 s with inotify, 1 s without it. Rescans that inotify asks
+// for keep to a pace under churn, and open only what the previous one saw. A scan reads only the directories below
+// which a pattern can still match. New matching cgroups are opened and
+// become instances; vanished ones are closed and dropped.
+//
+// # Values that never go back
+//
+// A cgroup is known by its directory's inode (its cgroup id): a path that
+// names another cgroup than the one counted was removed and made again,
+// and is opened anew. The instance, though, belongs to the path, as PCP's
+// cgroup.* instances do: IDs keeps each path's id and last values across
+// re-creations and across the Trackers of successive generations (reload,
+// CPU hotplug; Tracker.Carry hands the values over), so a value continues
+// rather than restart. IDs forgets the oldest paths gone beyond a bound,
+// and numbers new paths from the ids it forgot.
 //
 // # Cost
 //

@@ -9,7 +9,7 @@ import (
 // FuzzParseConfig: any bytes give a usable configuration and errors that
 // name the file and line; what is kept is what Match can use.
 func FuzzParseConfig(f *testing.F) {
-	f.Add([]byte("cgroup /*\ncgroup /*/*\nevent cpu-clock\nmax 64\n"))
+	f.Add([]byte("cgroup /*\ncgroup /*/*\nevent cpu-clock\nmax 64\ndescriptors 4096\n"))
 	f.Add([]byte("cgroup /kubepods.slice/**\nevent a\nevent a\nmax 0\n"))
 	f.Add([]byte("cgroup /a/[\ncgroup rel\nbogus\n\x00\xff cgroup"))
 	pos := regexp.MustCompile(`^cgroups\.conf:[0-9]+: |^cgroups\.conf: `)

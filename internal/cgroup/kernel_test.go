@@ -78,3 +78,80 @@ func clocks(tr *Tracker) map[string]uint64 {
 	}
 	return out
 }
+
+// TestKernelRecreatedCgroup removes a counted cgroup and makes it again
+// under the same path, as a quick service restart does, and checks that
+// the new cgroup is counted (the dead one's counters would stay still),
+// under the same instance, continuing from the old value; then that a
+// Tracker replacing this one (a reload) continues the values too.
+func TestKernelRecreatedCgroup(t *testing.T) {
+	h := kernelHierarchy(t)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-test-re-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	svc := filepath.Join(base, "svc")
+	if err := os.Mkdir(svc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeTree(t, base) })
+	_, stop := cgrouptest.BusyStop(t, svc)
+
+	ids := NewIDs()
+	name := "/" + filepath.Base(base) + "/svc"
+	start := func() *Tracker {
+		tr := New(Options{Hierarchy: h, Patterns: []string{"/" + filepath.Base(base) + "/*"}, Events: testEvents,
+			CPUs: onlineCPUs(t), IDs: ids, Rescan: time.Hour, NoNotify: true})
+		t.Cleanup(tr.Stop)
+		tr.Start()
+		return tr
+	}
+	tr := start()
+	need := []bool{true, false}
+	// grows waits, within a bound, for the instance to pass above.
+	grows := func(tr *Tracker, above uint64, what string) uint64 {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			tr.Read(need)
+			v, ok := clocks(tr)[name]
+			if ok && v > above {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: cpu-clock of %s stayed at %d (counted: %v), want above %d", what, name, v, ok, above)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	v1 := grows(tr, 1e6, "the first cgroup")
+	id := tr.Instances()[0]
+
+	stop()
+	tr.Read(need)
+	dead := clocks(tr)[name]
+	if err := os.Remove(svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(svc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cgrouptest.Busy(t, svc)
+	tr.rescan()
+	v2 := grows(tr, dead+1e6, "the re-created cgroup")
+	if v2 < v1 {
+		t.Errorf("the value went back across the re-creation: %d, then %d", v1, v2)
+	}
+	if got := tr.Instances()[0]; got != id {
+		t.Errorf("instance after the re-creation %v, want %v", got, id)
+	}
+
+	nu := start()
+	nu.Carry(tr)
+	tr.Read(need)
+	last := clocks(tr)[name]
+	tr.Stop()
+	if v := grows(nu, last, "the next generation"); v < last {
+		t.Errorf("the value went back across a reload: %d, then %d", last, v)
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
 
 	"perfevent/internal/counter"
 )
@@ -32,9 +34,12 @@ type Options struct {
 	Hierarchy Hierarchy
 	Patterns  []string
 	Max       int // the most cgroups counted at once; DefaultMax if 0
-	Events    []Event
-	CPUs      []int // kernel CPU ids to count on
-	IDs       *IDs  // instance ids; NewIDs if nil
+	// Descriptors bounds the counter descriptors, cgroups × events ×
+	// CPUs, and so the cgroups counted; DefaultDescriptors if 0.
+	Descriptors int
+	Events      []Event
+	CPUs        []int // kernel CPU ids to count on
+	IDs         *IDs  // instance ids; NewIDs if nil
 	// Opener returns what opens the counters of the cgroup whose
 	// directory dir is; nil means counter.CgroupOpener (the kernel).
 	Opener func(dir *os.File) counter.Opener
@@ -55,9 +60,15 @@ type Options struct {
 type member struct {
 	id   int32
 	path string
+	// ino is the cgroup's id, its directory's inode: a cgroup removed and
+	// made again under the same path is another cgroup, with another id,
+	// which the counters of the first never see. Holding dir keeps the
+	// inode from being reused meanwhile on any file system.
+	ino  uint64
 	dir  *os.File     // kept open: Reopen after perfalloc needs it
 	set  *counter.Set // one spec per Options.Events, in order
-	vals []uint64     // per event: the sum over CPUs as of the last Read
+	base []uint64     // per event: what the instance had served before set
+	vals []uint64     // per event: base + the sum over CPUs as of the last Read
 	duty []float64    // per event: the mean dutycycle over its CPUs
 	fds  int
 }
@@ -74,13 +85,28 @@ type Tracker struct {
 	stopped  bool
 	missed   bool // a rescan was skipped while reserved; opMu
 
+	capWhy    string          // what sets o.Max, for the log
 	left      map[string]bool // left out for the cap, as logged; opMu
 	quiet     map[string]bool // failed to open, as logged; opMu
 	truncated bool            // the last scan stopped at maxWalk, as logged; opMu
-	notify    *os.File        // inotify, or nil
+	notify    int             // inotify's descriptor, or -1
+	stopR     int             // a pipe whose write end Stop closes: ends readNotify's poll
+	stopW     int
+	watched   map[string]uint64 // directories watched, by path: their inodes; opMu
+	seen      map[string]uint64 // not opened by a busy rescan, by path: their inodes; opMu
+	// closing says that Close waits for opMu: a rescan stops opening
+	// cgroups then, so that perfalloc's wait is one open at most.
+	closing atomic.Int32
+	closes  sync.WaitGroup // rescans closing what they removed
+	// logs paces the Info lines about cgroups, which churn would
+	// otherwise repeat without end; hushed counts those not logged.
+	logs   *rate.Limiter
+	hushed int
+	now    func() time.Time
 
 	snap     []*member // the members of the last Read; Read's caller only
 	wake     chan struct{}
+	started  chan struct{} // a rescan started since the last poke
 	done     chan struct{}
 	finished sync.WaitGroup
 }
@@ -89,6 +115,14 @@ type Tracker struct {
 func New(o Options) *Tracker {
 	if o.Max <= 0 {
 		o.Max = DefaultMax
+	}
+	if o.Descriptors <= 0 {
+		o.Descriptors = DefaultDescriptors
+	}
+	capWhy := "max in cgroups.conf"
+	if per := len(o.Events) * len(o.CPUs); per > 0 && o.Descriptors/per < o.Max {
+		o.Max = o.Descriptors / per
+		capWhy = fmt.Sprintf("descriptors %d in cgroups.conf for %d events × %d CPUs a cgroup", o.Descriptors, len(o.Events), len(o.CPUs))
 	}
 	if o.IDs == nil {
 		o.IDs = NewIDs()
@@ -104,13 +138,38 @@ func New(o Options) *Tracker {
 		o.Debugf = nop
 	}
 	return &Tracker{
-		o:     o,
-		left:  map[string]bool{},
-		quiet: map[string]bool{},
-		snap:  make([]*member, 0, o.Max),
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		o:       o,
+		notify:  -1,
+		capWhy:  capWhy,
+		left:    map[string]bool{},
+		quiet:   map[string]bool{},
+		logs:    rate.NewLimiter(rate.Every(logEvery), logBurst),
+		now:     time.Now,
+		snap:    make([]*member, 0, o.Max),
+		wake:    make(chan struct{}, 1),
+		started: make(chan struct{}, 1),
+		done:    make(chan struct{}),
 	}
+}
+
+// The Info lines about cgroups: logBurst at once, then one per logEvery;
+// the next line logged says how many were not.
+const (
+	logEvery = time.Minute
+	logBurst = 3
+)
+
+// infof logs a line about cgroups, unless too many came lately.
+func (t *Tracker) infof(format string, args ...any) {
+	if !t.logs.AllowN(t.now(), 1) {
+		t.hushed++
+		return
+	}
+	if t.hushed > 0 {
+		format += fmt.Sprintf(" (%d more lines about cgroups were not logged in the last %v)", t.hushed, logEvery)
+		t.hushed = 0
+	}
+	t.o.Infof(format, args...)
 }
 
 // How often a Tracker rescans on its own. With inotify the rescan is a
@@ -124,6 +183,13 @@ const (
 	RescanNotified = 30 * time.Second
 	RescanPolled   = time.Second
 	settleRescan   = time.Second
+	// The rescans that inotify asks for: rescanBurst at once, then one
+	// per rescanEvery while the tree keeps changing. A new service
+	// appears within milliseconds on a quiet machine; a thousand cgroups
+	// made and removed a second cost a rescan every two seconds, not a thousand
+	// (each walks the tree, and opens every short-lived cgroup it finds).
+	rescanEvery = 2 * time.Second
+	rescanBurst = 2
 )
 
 // Start scans the tree once, opening what matches, and then follows it:
@@ -137,22 +203,23 @@ func (t *Tracker) Start() {
 				t.o.Rescan = RescanPolled
 			}
 			t.o.Infof("cgroups: inotify: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
+		} else if p, err := pipe(); err != nil {
+			unix.Close(fd)
+			t.o.Infof("cgroups: pipe: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
 		} else {
-			// Non-blocking, so that the runtime poller serves it and
-			// closing it ends the reader.
-			t.notify = os.NewFile(uintptr(fd), "inotify")
+			t.notify, t.stopR, t.stopW = fd, p[0], p[1]
 		}
 	}
 	if t.o.Rescan <= 0 {
 		t.o.Rescan = RescanPolled
-		if t.notify != nil {
+		if t.notify >= 0 {
 			t.o.Rescan = RescanNotified
 		}
 	}
 	t.rescan()
 	t.finished.Add(1)
 	go t.loop()
-	if t.notify != nil {
+	if t.notify >= 0 {
 		t.finished.Add(1)
 		go t.readNotify()
 	}
@@ -162,37 +229,82 @@ func (t *Tracker) loop() {
 	defer t.finished.Done()
 	timer := time.NewTimer(t.o.Rescan)
 	defer timer.Stop()
+	pace := rate.NewLimiter(rate.Every(rescanEvery), rescanBurst)
 	for {
 		next := t.o.Rescan
+		busy := false
 		select {
 		case <-t.done:
 			return
 		case <-timer.C:
 		case <-t.wake:
 			// A burst of events (systemd starting a unit makes several
-			// directories) is one rescan.
-			time.Sleep(20 * time.Millisecond)
+			// directories) is one rescan, and rescans keep to the pace
+			// however fast cgroups come and go.
+			delay := pace.Reserve().Delay()
+			busy = delay > 0
+			pause := time.NewTimer(max(20*time.Millisecond, delay))
+			select {
+			case <-t.done:
+				pause.Stop()
+				return
+			case <-pause.C:
+			}
 			select {
 			case <-t.wake:
 			default:
 			}
 			next = min(next, settleRescan)
 		}
-		t.rescan()
+		select {
+		case t.started <- struct{}{}:
+		default:
+		}
+		t.scanTree(busy)
 		timer.Reset(next)
 	}
 }
 
+func pipe() ([2]int, error) {
+	var p [2]int
+	err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK)
+	return p, err
+}
+
 // readNotify turns inotify events into rescans. Which directory changed
-// does not matter: a rescan of the levels that can match is cheap.
+// does not matter: a rescan of the levels that can match is cheap. Once
+// it has asked for a rescan it reads no more until that rescan starts:
+// under churn the events of a second cost one read, not thousands of
+// wake-ups. (Should the kernel's queue overflow meanwhile, the overflow
+// is an event too, and the rescan adds whatever watches are missing.)
+// It waits in poll(2) on its own thread rather than in the runtime's
+// poller: an event arriving while no one reads would wake the poller,
+// and with it the scheduler, for nothing, a thousand times a second.
 func (t *Tracker) readNotify() {
 	defer t.finished.Done()
-	buf := make([]byte, 4096)
+	buf := make([]byte, 64<<10)
 	for {
-		if _, err := t.notify.Read(buf); err != nil {
-			return // closed by Stop
+		fds := []unix.PollFd{{Fd: int32(t.notify), Events: unix.POLLIN}, {Fd: int32(t.stopR), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			return
+		}
+		if fds[1].Revents != 0 {
+			return // Stop closed the pipe
+		}
+		if fds[0].Revents == 0 {
+			continue
+		}
+		for range 16 { // drained (EAGAIN), or what came meanwhile waits
+			if _, err := unix.Read(t.notify, buf); err != nil {
+				break
+			}
 		}
 		t.poke()
+		select {
+		case <-t.started:
+		case <-t.done:
+			return
+		}
 	}
 }
 
@@ -206,51 +318,111 @@ func (t *Tracker) poke() {
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ONLYDIR
 
 // rescan brings the counted set in line with the tree.
-func (t *Tracker) rescan() {
+func (t *Tracker) rescan() { t.scanTree(false) }
+
+// scanTree is rescan. busy says that the tree keeps changing: a cgroup
+// is opened only if the previous rescan saw it too (the same inode), so
+// that the many that live less than the pace of rescans cost a directory
+// entry each, not an open and a close; the settle rescan a second after
+// the last event, not busy, opens the rest.
+func (t *Tracker) scanTree(busy bool) {
+	var removed []*member
 	t.opMu.Lock()
-	defer t.opMu.Unlock()
+	defer func() {
+		if len(removed) == 0 {
+			t.opMu.Unlock()
+			return
+		}
+		// Closing takes the kernel an IPI per CPU and event: perfalloc's
+		// Close waits for it while it releases the other counters. (No
+		// rescan removes anything while reserved, so Close's Wait never
+		// meets an Add.)
+		t.closes.Add(1)
+		t.opMu.Unlock()
+		for _, m := range removed {
+			m.close()
+		}
+		t.closes.Done()
+	}()
 	if t.stopped || t.reserved {
 		t.missed = t.reserved // Resume asks for the rescan, Reopen makes it
 		return
 	}
-	matched, dirs, truncated := scan(t.o.Hierarchy.Mount, t.o.Patterns)
+	t.missed = false
+	yield := func() bool { return t.closing.Load() > 0 }
+	matched, dirs, truncated := scan(t.o.Hierarchy.Mount, t.o.Patterns, yield)
+	if yield() {
+		t.missed = true // perfalloc waits: Reopen finishes the job
+		return
+	}
 	if truncated != t.truncated {
 		t.truncated = truncated
 		if truncated {
-			t.o.Infof("cgroups: the patterns reach more than %d directories; only the first %d (by depth, then name) are looked at", maxWalk, maxWalk)
+			t.infof("cgroups: the patterns reach more than %d directories; only the first %d (by depth, then name) are looked at", maxWalk, maxWalk)
 		}
 	}
-	if t.notify != nil {
+	if t.notify >= 0 {
+		// A directory is watched once; a removed one's watch goes with
+		// it, and one made again under its path has another inode.
+		now := make(map[string]uint64, len(dirs))
 		for _, d := range dirs {
-			// Adding a watch again is harmless; a removed directory's
-			// watch goes with it.
-			unix.InotifyAddWatch(int(t.notify.Fd()), filepath.Join(t.o.Hierarchy.Mount, d), watchMask)
-		}
-	}
-	t.mu.Lock()
-	counted := make(map[string]bool, len(t.members))
-	for _, m := range t.members {
-		counted[m.path] = true
-	}
-	t.mu.Unlock()
-	chosen, left := choose(matched, counted, t.o.Max)
-	t.logLeft(left)
-
-	want := make(map[string]bool, len(chosen))
-	var added []*member
-	for _, p := range chosen {
-		want[p] = true
-		if !counted[p] {
-			if m := t.open(p); m != nil {
-				added = append(added, m)
+			now[d.path] = d.ino
+			if w, ok := t.watched[d.path]; !ok || w != d.ino || d.ino == 0 {
+				unix.InotifyAddWatch(t.notify, filepath.Join(t.o.Hierarchy.Mount, d.path), watchMask)
 			}
 		}
+		t.watched = now
 	}
-	var removed []*member
+	t.mu.Lock()
+	members := slices.Clone(t.members)
+	t.mu.Unlock()
+	counted := make(map[string]*member, len(members))
+	isCounted := make(map[string]bool, len(members))
+	for _, m := range members {
+		counted[m.path] = m
+		isCounted[m.path] = true
+	}
+	inos := make(map[string]uint64, len(matched))
+	for _, m := range matched {
+		inos[m.path] = m.ino
+	}
+	chosen, left := choose(matched, isCounted, t.o.Max)
+	t.logLeft(left)
+	t.forgetFailures(matched)
+
+	// A counted path whose directory is another cgroup now was removed
+	// and made again: its counters count the dead one, so it is opened
+	// anew, and its instance continues from the old one's values.
+	want := make(map[string]bool, len(chosen))
+	var added []*member
+	replaced := map[*member]bool{}
+	seen := t.seen
+	t.seen = map[string]uint64{}
+	for _, p := range chosen {
+		want[p] = true
+		old := counted[p]
+		if old != nil && !t.recreated(old, inos[p]) {
+			continue
+		}
+		if busy && (inos[p] == 0 || seen[p] != inos[p]) {
+			t.seen[p] = inos[p] // a re-created one keeps its old member meanwhile
+			continue
+		}
+		if yield() {
+			t.missed = true
+			break
+		}
+		if old != nil {
+			replaced[old] = true
+		}
+		if m := t.open(p, old); m != nil {
+			added = append(added, m)
+		}
+	}
 	t.mu.Lock()
 	kept := t.members[:0:0]
 	for _, m := range t.members {
-		if want[m.path] {
+		if want[m.path] && !replaced[m] {
 			kept = append(kept, m)
 		} else {
 			removed = append(removed, m)
@@ -259,13 +431,97 @@ func (t *Tracker) rescan() {
 	kept = append(kept, added...)
 	slices.SortFunc(kept, func(a, b *member) int { return int(a.id - b.id) })
 	t.members = kept
+	last := make([]map[valueKey]uint64, len(removed))
+	for i, m := range removed {
+		last[i] = t.values(m)
+	}
 	t.mu.Unlock()
-	for _, m := range removed {
-		t.o.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
-		m.close()
+	for i, m := range removed {
+		if replaced[m] {
+			t.o.Debugf("cgroups: %s was removed and made again; its instance continues on the new cgroup", m.path)
+		} else {
+			t.o.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
+		}
+		t.o.IDs.release(m.path, last[i])
 	}
 	if len(added) > 0 || len(removed) > 0 {
 		t.changed()
+	}
+}
+
+// recreated says whether m's path names another cgroup than m's now (or
+// none: then the scan that found it raced with its removal), from the
+// inode the scan read (ino), or else the path's.
+func (t *Tracker) recreated(m *member, ino uint64) bool {
+	if ino != 0 {
+		return ino != m.ino
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(t.o.Hierarchy.Mount, m.path), &st); err != nil {
+		return true
+	}
+	return st.Ino != m.ino
+}
+
+// readValues reads every event of m now, without touching what the last
+// Read keeps for Len and At (a fetch in flight may still use it); t.mu
+// held.
+func (t *Tracker) readValues(m *member) map[valueKey]uint64 {
+	out := t.values(m)
+	f := m.set.Begin()
+	defer f.End()
+	for ev := range t.o.Events {
+		f.Need(ev)
+	}
+	f.Read()
+	for ev, e := range t.o.Events {
+		sum := m.base[ev]
+		for i := range len(m.set.CPUs(ev)) {
+			sum += f.Value(ev, i)
+		}
+		k := valueKey{e.Name, e.Attr}
+		out[k] = max(out[k], sum)
+	}
+	return out
+}
+
+// values is m's instance's values by event, as last served; t.mu held.
+func (t *Tracker) values(m *member) map[valueKey]uint64 {
+	out := make(map[valueKey]uint64, len(t.o.Events))
+	for i, e := range t.o.Events {
+		out[valueKey{e.Name, e.Attr}] = m.vals[i]
+	}
+	return out
+}
+
+// Carry makes the instances of t continue the values of old's, the
+// Tracker it replaces (a reload or a CPU hotplug rebuild): each cgroup
+// path counted by both starts from what old counted for the same event,
+// read once more now so that nothing counted since the last fetch is
+// lost, not from zero. Call it before t is read; old may be stopped after.
+func (t *Tracker) Carry(old *Tracker) {
+	if old == nil || old == t {
+		return
+	}
+	prev := map[string]map[valueKey]uint64{}
+	old.mu.Lock()
+	for _, m := range old.members {
+		prev[m.path] = old.readValues(m)
+	}
+	old.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, m := range t.members {
+		v, ok := prev[m.path]
+		if !ok {
+			continue
+		}
+		for i, e := range t.o.Events {
+			if c := v[valueKey{e.Name, e.Attr}]; c > m.base[i] {
+				m.vals[i] += c - m.base[i]
+				m.base[i] = c
+			}
+		}
 	}
 }
 
@@ -276,7 +532,7 @@ func (t *Tracker) changed() {
 }
 
 // logLeft logs each cgroup left out for the cap once, until it is counted
-// or gone.
+// or gone, within the pace of infof.
 func (t *Tracker) logLeft(left []string) {
 	now := make(map[string]bool, len(left))
 	var fresh []string
@@ -295,13 +551,30 @@ func (t *Tracker) logLeft(left []string) {
 	if len(fresh) > show {
 		list += fmt.Sprintf(" and %d more", len(fresh)-show)
 	}
-	t.o.Infof("cgroups: %d matching cgroups not counted, the cap of %d cgroups (max in cgroups.conf) being reached: %s", len(fresh), t.o.Max, list)
+	t.infof("cgroups: %d matching cgroups not counted, the cap of %d cgroups (%s) being taken by cgroups of the same or earlier patterns: %s", len(fresh), t.o.Max, t.capWhy, list)
+}
+
+// forgetFailures forgets the failures logged for cgroups that no longer
+// match, so that churn does not grow t.quiet.
+func (t *Tracker) forgetFailures(matched []match) {
+	if len(t.quiet) == 0 {
+		return
+	}
+	now := make(map[string]bool, len(matched))
+	for _, m := range matched {
+		now[m.path] = true
+	}
+	for p := range t.quiet {
+		if !now[p] {
+			delete(t.quiet, p)
+		}
+	}
 }
 
 // open opens the counters of one cgroup. A cgroup that vanished meanwhile
 // (ENOENT, ENODEV) is dropped quietly: a Debug line, or Info once for any
 // other reason.
-func (t *Tracker) open(path string) *member {
+func (t *Tracker) open(path string, prev *member) *member {
 	full := filepath.Join(t.o.Hierarchy.Mount, path)
 	fd, err := unix.Open(full, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -309,6 +582,12 @@ func (t *Tracker) open(path string) *member {
 		return nil
 	}
 	dir := os.NewFile(uintptr(fd), full)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		dir.Close()
+		t.openFailed(path, err)
+		return nil
+	}
 	specs := make([]counter.Spec, len(t.o.Events))
 	for i, e := range t.o.Events {
 		specs[i] = counter.Spec{Name: e.Name, Attr: e.Attr, CPUs: t.o.CPUs}
@@ -332,7 +611,20 @@ func (t *Tracker) open(path string) *member {
 	delete(t.quiet, path)
 	n := len(t.o.Events)
 	t.o.Debugf("cgroups: counting %s on %d descriptors", path, sum.FDs)
-	return &member{id: t.o.IDs.ID(path), path: path, dir: dir, set: set, vals: make([]uint64, n), duty: make([]float64, n), fds: sum.FDs}
+	id, last := t.o.IDs.acquire(path)
+	if prev != nil {
+		t.mu.Lock()
+		for k, v := range t.values(prev) {
+			last[k] = max(last[k], v)
+		}
+		t.mu.Unlock()
+	}
+	m := &member{id: id, path: path, ino: st.Ino, dir: dir, set: set, base: make([]uint64, n), vals: make([]uint64, n), duty: make([]float64, n), fds: sum.FDs}
+	for i, e := range t.o.Events {
+		m.base[i] = last[valueKey{e.Name, e.Attr}]
+		m.vals[i] = m.base[i]
+	}
+	return m
 }
 
 func (t *Tracker) openFailed(path string, err error) {
@@ -342,7 +634,7 @@ func (t *Tracker) openFailed(path string, err error) {
 	}
 	if !t.quiet[path] {
 		t.quiet[path] = true
-		t.o.Infof("cgroups: %s cannot be counted: %v", path, err)
+		t.infof("cgroups: %s cannot be counted: %v", path, err)
 	}
 }
 
@@ -380,7 +672,9 @@ func (t *Tracker) Stats() (cgroups, fds int) {
 // it holds a PMU counter, disabled if not); the cgroups stay instances
 // with their values frozen, and no new ones are opened until Reopen.
 func (t *Tracker) Close() {
+	t.closing.Add(1)
 	t.opMu.Lock()
+	t.closing.Add(-1)
 	defer t.opMu.Unlock()
 	t.mu.Lock()
 	t.reserved = true
@@ -389,6 +683,10 @@ func (t *Tracker) Close() {
 	for _, m := range members {
 		m.set.Release()
 	}
+	// Not under opMu: the rescan that holds a count closes after it.
+	t.opMu.Unlock()
+	t.closes.Wait()
+	t.opMu.Lock()
 }
 
 // Resume starts again, after perfalloc, what Close disabled (one ioctl
@@ -421,7 +719,9 @@ func (t *Tracker) Resume() (reopen bool) {
 }
 
 // Reopen reopens the counters after perfalloc (after Resume, or straight
-// after Close) and rescans for what changed meanwhile.
+// after Close) and has the Tracker's goroutine rescan for what changed
+// meanwhile: the caller holds up the next perfalloc for as long as it
+// runs, and a rescan yields to perfalloc only on that goroutine.
 func (t *Tracker) Reopen() {
 	t.opMu.Lock()
 	t.mu.Lock()
@@ -430,6 +730,7 @@ func (t *Tracker) Reopen() {
 	t.mu.Unlock()
 	fds := make([]int, len(members))
 	for i, m := range members {
+		fds[i] = m.fds
 		if sum, err := m.set.Reopen(); err == nil {
 			fds[i] = sum.FDs
 		}
@@ -439,8 +740,9 @@ func (t *Tracker) Reopen() {
 		m.fds = fds[i]
 	}
 	t.mu.Unlock()
+	t.missed = true // until the rescan asked for below has run
 	t.opMu.Unlock()
-	t.rescan()
+	t.poke()
 }
 
 // Stop ends discovery and closes every descriptor. The Tracker serves no
@@ -453,16 +755,25 @@ func (t *Tracker) Stop() {
 	}
 	t.stopped = true
 	close(t.done)
-	if t.notify != nil {
-		t.notify.Close()
+	if t.notify >= 0 {
+		unix.Close(t.stopW)
 	}
 	t.mu.Lock()
 	members := t.members
 	t.members = nil
+	last := make([]map[valueKey]uint64, len(members))
+	for i, m := range members {
+		last[i] = t.values(m)
+	}
 	t.mu.Unlock()
 	t.opMu.Unlock()
 	t.finished.Wait()
-	for _, m := range members {
+	if t.notify >= 0 {
+		unix.Close(t.notify)
+		unix.Close(t.stopR)
+	}
+	for i, m := range members {
+		t.o.IDs.release(m.path, last[i])
 		m.close()
 	}
 }
@@ -487,7 +798,7 @@ func (t *Tracker) Read(need []bool) {
 			if !n {
 				continue
 			}
-			var sum uint64
+			sum := m.base[ev]
 			var duty float64
 			k := len(m.set.CPUs(ev))
 			for i := range k {

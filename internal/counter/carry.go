@@ -13,12 +13,22 @@ import "golang.org/x/sys/unix"
 // from where it froze, as after a reservation, so no instance ever goes
 // backwards.
 //
-// Call it after s.Open and before s is read or published: it takes old's
-// lock, then s's, never both at once.
+// Call it after s.Open and before s is read or published: it reads old
+// once more, so that what old counted since its last fetch is not lost,
+// and takes old's lock, then s's, never both at once.
 func (s *Set) Carry(old *Set) {
 	if old == nil || old == s {
 		return
 	}
+	// What old counted since the last fetch carries too: read it once
+	// more, as a fetch would (a fetch in flight on old waits its turn).
+	f := old.Begin()
+	for i := range old.events {
+		f.Need(i)
+	}
+	f.Read()
+	f.End()
+
 	vals := map[carryKey]uint64{}
 	old.mu.Lock()
 	for k, v := range old.carried {

@@ -55,6 +55,21 @@ func TestCarryContinuesValues(t *testing.T) {
 	s.Carry(s)
 }
 
+// What the old Set counted after its last fetch is carried too: a reload
+// or a hotplug rebuild loses no count.
+func TestCarryTakesWhatCameSinceTheLastFetch(t *testing.T) {
+	old, fake := newSet(t, sw("cpu-clock", 0, 0, 1))
+	fake.AddAll(1000, 10, 10)
+	fetch(old, 0)
+	fake.AddAll(300, 10, 10) // counted, never fetched from old
+	s, fake2 := newSet(t, sw("cpu-clock", 0, 0, 1))
+	s.Carry(old)
+	fake2.AddAll(5, 1, 1)
+	if v, _ := fetch(s, 0); !slices.Equal(v[0], []uint64{1305, 1305}) {
+		t.Errorf("cpu-clock after the rebuild: %v, want 1305 on both CPUs (1000 fetched, 300 not, 5 new)", v[0])
+	}
+}
+
 // A read that starts failing tells ReadFailed once, like the log.
 func TestReadFailedIsToldOnce(t *testing.T) {
 	fake := countertest.New()

@@ -1,7 +1,7 @@
 package pfm
 
-// The encoder of AMD's PMUs, K7 to Zen 4, the Family 15h northbridge,
-// the Zen 3 L3 and AMD RAPL (libpfm4's amd64 family).
+// The encoder of AMD's PMUs, K7 to Zen 6, the Family 15h northbridge,
+// the Zen 3, 5 and 6 L3 and AMD RAPL (libpfm4's amd64 family).
 //
 // PERF_CTL layout: event select 0-7 and, for codes above 0xff, 32-35;
 // unit mask 8-15; usr 16, os 17, edge 18, int 20, enable 22, invert 23,

@@ -2,8 +2,9 @@ package pfm
 
 import "golang.org/x/sys/unix"
 
-// The ARM encoders: the core PMUs of libpfm4's arm64 build (Cortex-A53 and
-// A57, X-Gene, ThunderX2, A64FX, Kunpeng, Neoverse N1, N2, V1 and V2), and
+// The ARM encoders: the core PMUs of libpfm4's arm64 build (Cortex-A53,
+// A55, A57, A72, A76 and X4, X-Gene, ThunderX2, A64FX, Kunpeng, Neoverse
+// N1, N2, N3, V1, V2 and V3, NVIDIA Olympus, Fujitsu MONAKA), and
 // the uncore PMUs that share their table type, ThunderX2's (DMC, LLC,
 // CCPI) and Kunpeng's (DDRC, HHA, L3C). They do what libpfm4's
 // pfm_arm_get_perf_encoding, pfm_tx2_unc_get_perf_encoding and
@@ -37,12 +38,24 @@ func keepNoSampling(idx int) bool {
 	return idx != perfPrecise && idx != perfHWSmpl
 }
 
-// encodeARM is a core PMU's: the event code as the raw config.
+// encodeARM is a core PMU's: the event code as the raw config. A PMU
+// with a perf_name (after 4.13: Cortex-A53, A55, A57, A72, A76, X4,
+// ThunderX2) opens through that kernel PMU's type, so that on a
+// big.LITTLE machine an event goes to its own kind of core; when the
+// kernel has none of the names, libpfm4 refuses the event. The others keep
+// PERF_TYPE_RAW.
 func encodeARM(r *request) error {
 	if err := r.parseAttrs(nil, keepNoSampling); err != nil {
 		return err
 	}
 	r.attr.Type = unix.PERF_TYPE_RAW
+	if r.pmu.PerfName != "" {
+		t, err := r.kernelPMUType()
+		if err != nil {
+			return err
+		}
+		r.attr.Type = t
+	}
 	r.attr.Config = uint64(uint32(r.event.Code)) &^ (armExclHyp | armExclPL1 | armExclUsr)
 	r.addf("%s", r.event.Name)
 	return nil

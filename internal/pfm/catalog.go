@@ -1,4 +1,5 @@
-// Package pfm knows event names the way libpfm4 4.13 knows them, and
+// Package pfm knows event names the way libpfm4 knows them, at the upstream
+// commit package tables was generated from (tables.Libpfm4Commit), and
 // encodes them into perf_event attributes exactly as libpfm4's perf_events
 // layer does, without libpfm4: PCP's C pmdaperfevent resolves every
 // perfevent.conf name through libpfm4, so users' configurations are
@@ -19,7 +20,7 @@ const (
 	FamilyIntelX86           // intel_x86_entry_t: Intel core PMUs and ix86arch
 	FamilyIntelUncore        // intel_x86_entry_t read by the snbep_unc encoder (snbep..spr uncore)
 	FamilyIntelRAPL          // intel_x86_entry_t read by the rapl encoder
-	FamilyAMD64              // amd64_entry_t: K7 to Zen 4, and amd64_rapl
+	FamilyAMD64              // amd64_entry_t: K7 to Zen 6, and amd64_rapl
 	FamilyARM                // arm_entry_t: armv6 to armv9 tables
 	FamilyPower              // pme_power_entry_t: POWER4 to POWER10
 	FamilyPerf               // libpfm4's perf and perf_raw pseudo-PMUs

@@ -13,6 +13,7 @@ type Encoding struct {
 	// FullName is libpfm4's canonical name (its fstr), every umask and
 	// modifier spelled out, e.g.
 	// "skx::INST_RETIRED:ANY_P:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=1:k=1:precise=0:excl=0:mg=0:mh=1".
+	// It is "" where libpfm4 gives none: TOPDOWN_M's metrics.
 	FullName string
 	// CPU is the CPU a "cpu=N" modifier asks for, -1 without one.
 	CPU int
@@ -83,6 +84,10 @@ type request struct {
 	// libpfm4 reads while it looks the name up.
 	rawCode uint64
 	cpu     int // cpu=N, or -1
+	// noMods is set by the encoder when a unit mask takes no modifier
+	// (libpfm4's support_no_mods, after 4.13): the perf layer then
+	// refuses any but pinned, and there is no canonical name.
+	noMods bool
 }
 
 // familyEncoders holds each family's encoder, which does for its tables

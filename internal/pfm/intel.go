@@ -7,8 +7,8 @@ import (
 )
 
 // The Intel x86 core encoder: ix86arch and every Intel core PMU of
-// libpfm4 4.13 (core to Sapphire Rapids, the Atoms, Knights Corner to
-// Knights Mill), and the client uncores that share their table format
+// libpfm4 (core to Granite Rapids, Alder Lake's two cores, the Atoms,
+// Knights Corner to Knights Mill), and the client uncores that share their table format
 // (nhm_unc, wsm_unc, snb_unc_*, ivb_unc_*). It does what libpfm4's pfm_intel_x86_encode_gen
 // and pfm_intel_x86_get_perf_encoding do; docs/libpfm4-encoding.md says
 // what that is.
@@ -31,6 +31,10 @@ func initIX86Arch(p *PMU, env Env) *PMU {
 	}
 	mods := uint32(1<<intelModI | 1<<intelModE | 1<<intelModC | 1<<intelModU | 1<<intelModK)
 	switch version {
+	case 5:
+		// After 4.13: AnyThread is gone from version 5; 4.13 gave
+		// version 5 only version 2's modifiers.
+		mods |= 1<<intelModIntx | 1<<intelModIntxCP
 	case 4:
 		mods |= 1<<intelModT | 1<<intelModIntx | 1<<intelModIntxCP
 	case 3:
@@ -53,18 +57,19 @@ func initIX86Arch(p *PMU, env Env) *PMU {
 const (
 	intelNCombo       = 0x00001 // umasks of this one's group cannot be combined with it
 	intelPEBS         = 0x00004
-	intelDFL          = 0x00008 // the group's default umask
-	intelGrpExcl      = 0x00010 // umasks from one group only
-	intelNHMOffcore   = 0x00020 // OFFCORE_RESPONSE: the umask goes to config1
-	intelExclGrpGT    = 0x00040 // no umask from a higher group may go with it
-	intelCodeOverride = 0x00200 // the umask's low byte replaces the event code
-	intelLDLat        = 0x00400 // a load latency umask: config1 takes ldlat
-	intelGrpDflNone   = 0x00800 // the group may go without a umask
-	intelFrontend     = 0x01000 // FRONTEND_RETIRED: the umask goes to config1
-	intelFEThr        = 0x02000 // the umask takes fe_thres
-	intelExclGrpBut0  = 0x04000 // only its own group and group 0
-	intelGrpReq       = 0x08000 // grpid's high byte names a group that must be present
-	intelFiltUmask    = 0x10000 // filters go in config's upper half
+	intelDFL          = 0x00008  // the group's default umask
+	intelGrpExcl      = 0x00010  // umasks from one group only
+	intelNHMOffcore   = 0x00020  // OFFCORE_RESPONSE: the umask goes to config1
+	intelExclGrpGT    = 0x00040  // no umask from a higher group may go with it
+	intelCodeOverride = 0x00200  // the umask's low byte replaces the event code
+	intelLDLat        = 0x00400  // a load latency umask: config1 takes ldlat
+	intelGrpDflNone   = 0x00800  // the group may go without a umask
+	intelFrontend     = 0x01000  // FRONTEND_RETIRED: the umask goes to config1
+	intelFEThr        = 0x02000  // the umask takes fe_thres
+	intelExclGrpBut0  = 0x04000  // only its own group and group 0
+	intelGrpReq       = 0x08000  // grpid's high byte names a group that must be present
+	intelFiltUmask    = 0x10000  // filters go in config's upper half
+	intelNoMods       = 0x200000 // TOPDOWN_M's metrics: no modifier at all (after 4.13)
 )
 
 // PMU flags of Intel x86 PMUs (INTEL_X86_PMU_FL_*).
@@ -533,6 +538,16 @@ func (s *intelState) encode() error {
 		return badAttr(ErrAttr, "e: edge detection needs a counter mask (c=1 or more)")
 	}
 
+	// A metric of the PERF_METRICS register (TOPDOWN_M) is read
+	// whole: libpfm4 takes no modifier on it, and gives no canonical name.
+	for _, v := range r.pmuVals() {
+		if r.desc(v).Type == attrUmask && s.umask(v).Flags&intelNoMods != 0 {
+			r.noMods = true
+		}
+	}
+	if r.noMods {
+		return nil
+	}
 	for _, d := range r.pattrs {
 		if d.Perf || d.Type == attrUmask {
 			continue

@@ -102,7 +102,11 @@ func TestIX86ArchCPUID(t *testing.T) {
 	}{
 		{IntelArchPerfmon{Version: 4}, "ix86arch::LLC_MISSES",
 			"ix86arch::LLC_MISSES:e=0:i=0:c=0:t=0:intx=0:intxcp=0:u=1:k=1:excl=0:mg=0:mh=1", nil},
+		// Version 5 has no AnyThread, but intx and intxcp (4.13 gave it
+		// version 2's modifiers only).
 		{IntelArchPerfmon{Version: 5}, "ix86arch::LLC_MISSES",
+			"ix86arch::LLC_MISSES:e=0:i=0:c=0:intx=0:intxcp=0:u=1:k=1:excl=0:mg=0:mh=1", nil},
+		{IntelArchPerfmon{Version: 2}, "ix86arch::LLC_MISSES",
 			"ix86arch::LLC_MISSES:e=0:i=0:c=0:u=1:k=1:excl=0:mg=0:mh=1", nil},
 		{IntelArchPerfmon{Version: 5}, "ix86arch::LLC_MISSES:t", "", ErrAttr},
 		{IntelArchPerfmon{Version: 2, Unavailable: 1 << 2}, "ix86arch::UNHALTED_REFERENCE_CYCLES", "", ErrNotFound},

@@ -1,9 +1,9 @@
 package pfm
 
-// The encoder of Intel's server uncore PMUs, SandyBridge-EP to Skylake-X
-// and Knights Landing/Mill (libpfm4's snbep_unc family: snbep_unc_*,
-// ivbep_unc_*, hswep_unc_*, bdx_unc_*, skx_unc_*, knl_unc_*, knm_unc_*).
-// libpfm4 4.13 has no Icelake-X or Sapphire Rapids uncore tables.
+// The encoder of Intel's server uncore PMUs, SandyBridge-EP to Granite
+// Rapids and Knights Landing/Mill (libpfm4's snbep_unc family: snbep_unc_*,
+// ivbep_unc_*, hswep_unc_*, bdx_unc_*, skx_unc_*, knl_unc_*, knm_unc_*,
+// and since 4.13 icx_unc_*, spr_unc_* and gnr_unc_imc*).
 //
 // Each box's control register shares a layout: event 0-7, umask 8-15,
 // edge 18, enable 22, invert 23, threshold 24-31. The power unit (PCU)
@@ -50,6 +50,11 @@ const (
 	uncRMem
 	uncDNID
 	uncRCSNID
+	// Added after 4.13, for the Ice Lake-SP PCU: a 6-bit threshold and
+	// the occupancy counter's own invert and edge.
+	uncT6
+	uncOccI
+	uncOccE
 	uncNumMods
 )
 
@@ -133,6 +138,9 @@ var uncMods = map[int]uncMod{
 	uncNF1:    {min: 1, max: 255, set: uncField{2, 0, 16}, show: uncField{2, 0, 16}},
 	uncDNID:   {max: 15, set: uncField{1, 8, 4}, show: uncField{1, 8, 4}, enable: 13},
 	uncRCSNID: {max: 15, set: uncField{1, 14, 4}, show: uncField{1, 14, 4}, enable: 18},
+	uncT6:     {max: 63, set: ctlThres8, show: uncField{0, rThres, 6}},
+	uncOccI:   {bool: true, set: uncField{0, rOccInv, 1}, show: uncField{0, rOccInv, 1}},
+	uncOccE:   {bool: true, set: uncField{0, rOccEdge, 1}, show: uncField{0, rOccEdge, 1}},
 	uncIsoc:   {bool: true, set: uncField{2, 31, 1}, show: uncField{2, 31, 1}},
 	uncNC:     {bool: true, set: uncField{2, 30, 1}, show: uncField{2, 30, 1}},
 	uncLoc:    {bool: true, set: uncField{2, 1, 1}, show: uncField{2, 1, 1}},
@@ -333,7 +341,7 @@ func (s *uncState) modifier(a attrDesc, iv uint64) error {
 			s.filt[0].set(m.enable, 1, 1)
 		}
 	}
-	if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 {
+	if a.Idx < 10 || a.Idx == uncCF1 || a.Idx == uncTF1 || a.Idx == uncCF2 || a.Idx >= uncT6 {
 		s.umodmsk |= 1 << a.Idx
 	}
 	return nil

@@ -68,7 +68,7 @@ func Load(name string) (*PMU, error) {
 		}
 	}
 	if h == nil {
-		return nil, fmt.Errorf("pfm: no PMU %q in libpfm4 4.13's tables", name)
+		return nil, fmt.Errorf("pfm: no PMU %q in libpfm4's tables (commit %.12s)", name, tables.Libpfm4Commit)
 	}
 	return load(h)
 }
@@ -78,7 +78,7 @@ func LoadArch(arch, name string) (*PMU, error) {
 	readIndex()
 	h := find(arch, name)
 	if h == nil {
-		return nil, fmt.Errorf("pfm: no PMU %q in libpfm4 4.13's %s tables", name, arch)
+		return nil, fmt.Errorf("pfm: no PMU %q in libpfm4's %s tables (commit %.12s)", name, arch, tables.Libpfm4Commit)
 	}
 	return load(h)
 }
@@ -477,4 +477,14 @@ func unescape(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// Source says where the catalog comes from, for a listing's provenance:
+// "libpfm4 6870a9f00412 (as bundled by PAPI 545375f7d81b)".
+func Source() string {
+	s := fmt.Sprintf("libpfm4 %.12s", tables.Libpfm4Commit)
+	if tables.PAPICommit != "" {
+		s += fmt.Sprintf(" (as bundled by PAPI %.12s)", tables.PAPICommit)
+	}
+	return s
 }

@@ -7,15 +7,15 @@ import (
 	"testing"
 )
 
-// The catalog is libpfm4 4.13.0's list: these counts and positions are what
-// its pfmlib_pmus[] holds for each Debian build.
+// The catalog is libpfm4's list at the pinned commit: these counts and
+// positions are what its pfmlib_pmus[] holds for each architecture's build.
 func TestPMUsOrder(t *testing.T) {
 	want := map[string]struct {
 		n           int
 		first, last string
 	}{
-		"amd64":   {386, "netburst", "perf_raw"},
-		"arm64":   {74, "arm_ac57", "perf_raw"},
+		"amd64":   {561, "netburst", "perf_raw"},
+		"arm64":   {82, "arm_ac57", "perf_raw"},
 		"ppc64le": {15, "power4", "perf_raw"},
 	}
 	total := 0
@@ -261,5 +261,12 @@ func TestDecodeIndexErrors(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("decodeIndex: %v, want %q", err, c.want)
 		}
+	}
+}
+
+// The catalog says which libpfm4 commit it comes from.
+func TestSource(t *testing.T) {
+	if got, want := Source(), "libpfm4 6870a9f00412 (as bundled by PAPI 545375f7d81b)"; got != want {
+		t.Errorf("Source() = %q, want %q", got, want)
 	}
 }

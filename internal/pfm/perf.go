@@ -83,7 +83,7 @@ var catalogPMUs = func(arch string) []*PMU {
 }
 
 // Encode encodes a libpfm4 event name, "[pmu::]EVENT[:UMASK...][:MOD...]",
-// as libpfm4 4.13's pfm_get_os_event_encoding(name, PFM_PLM0|PFM_PLM3,
+// as libpfm4's pfm_get_os_event_encoding(name, PFM_PLM0|PFM_PLM3,
 // PFM_OS_PERF_EVENT_EXT) does for the C pmdaperfevent.
 //
 // active names the PMUs libpfm4 detected on this machine. A name without
@@ -132,11 +132,15 @@ func encode(name string, env Env, active []string) (Encoding, error) {
 	if err := r.perfLayer(); err != nil {
 		return Encoding{}, err
 	}
+	full := r.pmu.Name + "::" + r.fstr
+	if r.noMods {
+		full = ""
+	}
 	return Encoding{
 		PMU:      r.pmu,
 		Event:    r.event,
 		Attr:     r.attr,
-		FullName: r.pmu.Name + "::" + r.fstr,
+		FullName: full,
 		CPU:      r.cpu,
 	}, nil
 }
@@ -667,6 +671,9 @@ func (r *request) perfLayer() error {
 		if !d.Perf {
 			continue
 		}
+		if r.noMods && v.Val != 0 && d.Idx != perfPinned {
+			return badAttr(ErrAttrVal, "%s: %s takes no modifier", d.Name, r.event.Name)
+		}
 		switch d.Idx {
 		case perfU, perfK, perfH:
 			if v.Val != 0 {
@@ -782,14 +789,24 @@ func b2i(b bool) int {
 // kernelPMUType gives the perf_event type of the kernel PMU the request's
 // PMU is opened through, which libpfm4 reads from sysfs; an uncore PMU
 // the kernel does not have cannot be encoded.
+//
+// After 4.13 a perf_name may list several kernel PMUs, comma-separated
+// ("armv8_cortex_a57,armv8_pmuv3_0,armv8_pmuv3"): the first the kernel
+// has is the one (pfm_perf_find_pmu_type).
 func (r *request) kernelPMUType() (uint32, error) {
 	name := r.pmu.PerfName
 	if r.env.PerfType == nil {
 		return 0, badAttr(ErrNotSupported, "kernel PMU %s not found", name)
 	}
-	t, err := r.env.PerfType(name)
-	if err != nil {
-		return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", name, err)
+	var first error
+	for _, n := range strings.Split(name, ",") {
+		t, err := r.env.PerfType(n)
+		if err == nil {
+			return t, nil
+		}
+		if first == nil {
+			first = err
+		}
 	}
-	return t, nil
+	return 0, badAttr(ErrNotSupported, "kernel PMU %s: %v", name, first)
 }

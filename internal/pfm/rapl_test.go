@@ -44,7 +44,7 @@ func TestRAPLGoldensByModel(t *testing.T) {
 	if len(files) == 0 {
 		t.Skip("needs the RAPL goldens in testdata/golden/amd64 (made by gengolden)")
 	}
-	env, err := goldenMachine("amd64")
+	env, err := goldenMachine(pfmgolden.Debian, "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}

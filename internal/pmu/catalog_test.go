@@ -52,5 +52,16 @@ func fakeCatalog() []*pfm.PMU {
 		intel(512, "spr", 143),
 		other(514, "amd64_fam19h_zen4", pfm.FamilyAMD64),
 		other(516, "arm_v2", pfm.FamilyARM),
+		intel(517, "emr", 207),
+		uncore(558, "icx_unc_imc0", "uncore_imc_0"),
+		intel(597, "adl_glc", 151, 154, 183, 186, 191),
+		intel(598, "adl_grt", 151, 154, 183, 186, 191),
+		uncore(599, "spr_unc_imc0", "uncore_imc_0"),
+		intel(675, "gnr", 173, 174),
+		other(676, "amd64_fam1ah_zen5", pfm.FamilyAMD64),
+		{Name: "amd64_fam1ah_zen5_l3", ID: 677, Family: pfm.FamilyAMD64, Type: pfm.PMUTypeUncore, PerfName: "amd_l3"},
+		uncore(684, "gnr_unc_imc0", "uncore_imc_0"),
+		other(698, "amd64_fam1ah_zen6", pfm.FamilyAMD64),
+		{Name: "amd64_fam1ah_zen6_l3", ID: 699, Family: pfm.FamilyAMD64, Type: pfm.PMUTypeUncore, PerfName: "amd_l3"},
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"perfevent/internal/pfm"
 )
 
-// Detect returns the PMUs of the catalog that libpfm4 4.13 activates on a
-// machine with this CPU and these kernel PMUs, in the catalog's order.
+// Detect returns the PMUs of the catalog that libpfm4 (at the commit the
+// catalog comes from) activates on a machine with this CPU and these
+// kernel PMUs, in the catalog's order.
 // device reports whether the kernel has a PMU of that name (sysfs
 // bus/event_source/devices/NAME); libpfm4 asks it of most uncore PMUs and
 // of RAPL, which it activates only when the kernel can open them.
@@ -61,6 +62,11 @@ var intelUncoreModels = []struct {
 	{"knl_unc_", []int{87}, true},
 	{"knm_unc_", []int{133}, true},
 	{"skx_unc_", []int{85}, true},
+	// Added after 4.13: Ice Lake-SP, Sapphire and Emerald Rapids, Granite
+	// Rapids (X and D).
+	{"icx_unc_", []int{106}, true},
+	{"spr_unc_", []int{143, 207}, true},
+	{"gnr_unc_", []int{173, 174}, true},
 	// The client C-box PMUs: snb_unc_cbo0..3 and ivb_unc_cbo0..3.
 	{"snb_unc_", []int{42}, true},
 	{"ivb_unc_", []int{58}, true},
@@ -90,7 +96,7 @@ func intelDetects(c CPUInfo, p *pfm.PMU, device func(string) bool) bool {
 	}
 	for _, u := range intelUncoreModels {
 		if strings.HasPrefix(name, u.prefix) {
-			// libpfm4 4.13's detect callbacks skip their family test on
+			// libpfm4's detect callbacks skip their family test on
 			// Intel CPUs (a missing return), so only the model counts.
 			return slices.Contains(u.models, c.Model) && (!u.osDetect || device(p.PerfName))
 		}
@@ -110,7 +116,7 @@ func intelDetects(c CPUInfo, p *pfm.PMU, device func(string) bool) bool {
 }
 
 // amdRevision is libpfm4's amd64_get_revision: the one AMD core PMU model
-// of a CPU, by family, model and (for K8) stepping, or "" when libpfm4 4.13
+// of a CPU, by family, model and (for K8) stepping, or "" when libpfm4
 // does not know the CPU, in which case no AMD PMU is active at all.
 func amdRevision(c CPUInfo) string {
 	switch c.Family {
@@ -157,14 +163,18 @@ func amdRevision(c CPUInfo) string {
 		}
 		return "amd64_fam17h_zen1"
 	case 0x19:
-		// Zen 3 is models 0-0xf and 0x20-0x5f; of Zen 4 only Genoa
-		// (0x11) is known to 4.13: Raphael and Phoenix get no AMD PMU.
-		if c.Model <= 0x0f || (c.Model >= 0x20 && c.Model <= 0x5f) {
-			return "amd64_fam19h_zen3"
-		}
-		if c.Model == 0x11 {
+		// Zen 4 is models 0x10-0x1f and 0x60 up, Zen 3 the rest. (4.13
+		// knew only Genoa, 0x11, of Zen 4, and no Zen 3 past 0x5f.)
+		if c.Model >= 0x60 || (c.Model >= 0x10 && c.Model <= 0x1f) {
 			return "amd64_fam19h_zen4"
 		}
+		return "amd64_fam19h_zen3"
+	case 0x1a:
+		// Zen 5 is models 0-0x4f and 0x60-0x7f, Zen 6 the rest.
+		if c.Model <= 0x4f || (c.Model >= 0x60 && c.Model <= 0x7f) {
+			return "amd64_fam1ah_zen5"
+		}
+		return "amd64_fam1ah_zen6"
 	}
 	return ""
 }
@@ -175,7 +185,9 @@ var amdCompanions = map[string][]string{
 	"amd64_fam15h_nb":      {"amd64_fam15h_interlagos"},
 	"amd64_fam17h":         {"amd64_fam17h_zen1"},
 	"amd64_fam19h_zen3_l3": {"amd64_fam19h_zen3"},
-	"amd64_rapl":           {"amd64_fam17h_zen2", "amd64_fam19h_zen3"},
+	"amd64_fam1ah_zen5_l3": {"amd64_fam1ah_zen5"},
+	"amd64_fam1ah_zen6_l3": {"amd64_fam1ah_zen6"},
+	"amd64_rapl":           {"amd64_fam17h_zen2", "amd64_fam19h_zen3", "amd64_fam19h_zen4"},
 }
 
 func amdDetects(c CPUInfo, name string) bool {
@@ -189,38 +201,51 @@ func amdDetects(c CPUInfo, name string) bool {
 	return name == rev
 }
 
-// armParts are the 64-bit ARM cores libpfm4 4.13 knows, by "CPU
-// implementer" and "CPU part", with the uncore PMUs that come with the
-// core (ThunderX2's tx2_*, Kunpeng's hisi_sccl*), which libpfm4 detects
-// by the core alone.
+// armParts are the 64-bit ARM cores libpfm4 knows, by "CPU implementer"
+// and "CPU part" (the MIDR's), with the uncore PMUs that come with the
+// core (ThunderX2's tx2_*, Kunpeng's hisi_sccl*), which libpfm4 detects by
+// the core alone.
 var armParts = []struct {
 	implementer, part int
 	name, uncore      string
 }{
 	{0x41, 0xd03, "arm_ac53", ""},
+	{0x41, 0xd05, "arm_ac55", ""},
 	{0x41, 0xd07, "arm_ac57", ""},
+	{0x41, 0xd08, "arm_ac72", ""},
+	{0x41, 0xd0b, "arm_ac76", ""},
 	{0x41, 0xd0c, "arm_n1", ""},
 	{0x41, 0xd40, "arm_v1", ""},
 	{0x41, 0xd49, "arm_n2", ""},
 	{0x41, 0xd4f, "arm_v2", ""},
+	{0x41, 0xd82, "arm_x4", ""},
+	{0x41, 0xd84, "arm_v3", ""},
+	{0x41, 0xd8e, "arm_n3", ""},
 	{0x42, 0x516, "arm_thunderx2", "tx2_"},
 	{0x43, 0x0af, "arm_thunderx2", "tx2_"},
 	{0x46, 0x001, "arm_a64fx", ""},
+	{0x46, 0x003, "arm_monaka", ""},
 	{0x48, 0xd01, "arm_kunpeng", "hisi_sccl"},
+	{0x4e, 0x010, "arm_olympus", ""},
 	{0x50, 0x000, "arm_xgene", ""},
 }
 
+// armDetects: libpfm4 activates the PMU of every kind of core the
+// machine has (both on big.LITTLE), and insists on a "CPU architecture"
+// line. libpfm4 4.13 looked at the first processor only.
 func armDetects(c CPUInfo, name string) bool {
-	// libpfm4 also insists on a "CPU architecture" line.
-	if !c.HasArchitecture {
-		return false
+	cores := c.ARMCores
+	if len(cores) == 0 && c.HasArchitecture {
+		cores = []ARMCore{{c.Implementer, c.Part}}
 	}
-	for _, a := range armParts {
-		if c.Implementer != a.implementer || c.Part != a.part {
-			continue
-		}
-		if name == a.name || a.uncore != "" && strings.HasPrefix(name, a.uncore) {
-			return true
+	for _, core := range cores {
+		for _, a := range armParts {
+			if core.Implementer != a.implementer || core.Part != a.part {
+				continue
+			}
+			if name == a.name || a.uncore != "" && strings.HasPrefix(name, a.uncore) {
+				return true
+			}
 		}
 	}
 	return false

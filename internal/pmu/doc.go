@@ -2,7 +2,7 @@
 // perf_event_open attributes, reading everything it needs from sysfs,
 // tracefs and /proc instead of linking libpfm4.
 //
-// It finds the PMUs libpfm4 4.13 would find on this machine (Detect,
+// It finds the PMUs libpfm4 would find on this machine (Detect,
 // FS.LibpfmPMUs), from /proc/cpuinfo and sysfs; a perfevent.conf section
 // is chosen among their names (FS.PresentNames) as in the C agent.
 //

@@ -27,6 +27,10 @@ func (fs *FS) resolveLibpfm(name string) (Event, error) {
 		Attr:   enc.Attr,
 		Source: "libpfm4 " + enc.FullName,
 	}
+	if enc.FullName == "" {
+		// libpfm4 names no TOPDOWN_M metric: the name as given.
+		ev.Source = "libpfm4 " + name
+	}
 	if k := fs.kernelPMUOf(enc); k != nil {
 		ev.CPUs = slices.Clone(k.CPUs)
 	}
@@ -65,8 +69,10 @@ func (fs *FS) pfmEnv() pfm.Env {
 // cpu_atom on hybrid Intel). Nil means every online CPU.
 func (fs *FS) kernelPMUOf(enc pfm.Encoding) *PMU {
 	if n := enc.PMU.PerfName; n != "" {
-		if p, err := fs.PMU(n); err == nil {
-			return p
+		if k, ok := fs.perfNamePMU(n); ok {
+			if p, err := fs.PMU(k); err == nil {
+				return p
+			}
 		}
 		return nil
 	}
@@ -79,6 +85,18 @@ func (fs *FS) kernelPMUOf(enc pfm.Encoding) *PMU {
 		}
 	}
 	return nil
+}
+
+// perfNamePMU is the kernel PMU a libpfm4 perf_name stands for: the
+// first of its comma-separated names that the kernel has, as libpfm4
+// after 4.13 picks it ("armv8_cortex_a57,armv8_pmuv3_0,armv8_pmuv3").
+func (fs *FS) perfNamePMU(perfName string) (string, bool) {
+	for _, n := range strings.Split(perfName, ",") {
+		if _, err := fs.pfmEnv().PerfType(n); err == nil {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // raplNames maps the C agent's RAPL: names, which it reads from

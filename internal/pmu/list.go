@@ -121,12 +121,20 @@ func (fs *FS) catalogListings() []Listing {
 		if p.Family == pfm.FamilyPerf {
 			continue
 		}
+		// libpfm4 detects an AMD L3 by the CPU alone, but encodes its
+		// events only through the kernel's PMU.
+		var missing error
+		if p.PerfName != "" {
+			if _, ok := fs.perfNamePMU(p.PerfName); !ok {
+				missing = fmt.Errorf("kernel PMU %s not found", p.PerfName)
+			}
+		}
 		for i := range p.Events {
 			e := &p.Events[i]
 			if !belongs(p, e.Model, e.Flags) {
 				continue
 			}
-			l := Listing{Name: p.Name + "::" + e.Name, Kind: KindLibpfm, Group: p.Name, Desc: firstLine(e.Desc), Scale: 1}
+			l := Listing{Name: p.Name + "::" + e.Name, Kind: KindLibpfm, Group: p.Name, Desc: firstLine(e.Desc), Scale: 1, Err: missing}
 			if e.Equiv != "" {
 				l.Desc = "alias for " + e.Equiv
 			}
@@ -259,9 +267,10 @@ func FilterListings(ls []Listing, pmuName, pattern string) ([]Listing, error) {
 	return out, nil
 }
 
-// LibpfmCatalog names the libpfm4 tables package pfm decodes, for
-// listings that say where each PMU's events come from.
-var LibpfmCatalog = "libpfm4 4.13.0"
+// LibpfmCatalog names the libpfm4 tables package pfm decodes (the
+// upstream commit they were generated from), for listings that say where
+// each PMU's events come from.
+var LibpfmCatalog = pfm.Source()
 
 // CatalogOf says where the events of one listing group come from: the
 // libpfm4 tables, a vendor's list (with its commit, the list's version

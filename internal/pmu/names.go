@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,16 @@ type CPUInfo struct {
 	Part            int  // ARM "CPU part", e.g. 0xd0c for Neoverse N1
 	HasArchitecture bool // ARM "CPU architecture" is there; libpfm4 wants it
 	PVR             int  // POWER processor version, e.g. 0x004e for POWER9
+
+	// ARMCores are the distinct ARM cores of every processor, as
+	// implementer and part, in the order first seen: more than one on a
+	// big.LITTLE machine. libpfm4 after 4.13 activates the PMU of each.
+	// Only processors with implementer, architecture and part count.
+	ARMCores []ARMCore
 }
+
+// ARMCore is one kind of ARM core.
+type ARMCore struct{ Implementer, Part int }
 
 // CPUInfo reads <Proc>/cpuinfo up to the end of the first processor.
 func (fs *FS) CPUInfo() (CPUInfo, error) {
@@ -62,8 +72,15 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 		var err error
 		switch key {
 		case "processor":
-			if seenProcessor {
+			if seenProcessor && !info.HasArchitecture {
 				return info, nil
+			}
+			if seenProcessor {
+				// ARM: the other processors only for their cores.
+				info.ARMCores = info.firstCore()
+				rest, err := armCores(path, sc, line)
+				info.ARMCores = appendCores(info.ARMCores, rest...)
+				return info, err
 			}
 			seenProcessor = true
 		case "vendor_id":
@@ -96,7 +113,69 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 			return info, err
 		}
 	}
+	info.ARMCores = info.firstCore()
 	return info, sc.Err()
+}
+
+func (c CPUInfo) firstCore() []ARMCore {
+	if !c.HasArchitecture || (c.Implementer == 0 && c.Part == 0) {
+		return nil
+	}
+	return []ARMCore{{c.Implementer, c.Part}}
+}
+
+// appendCores adds the cores not in list yet.
+func appendCores(list []ARMCore, cores ...ARMCore) []ARMCore {
+	for _, c := range cores {
+		if !slices.Contains(list, c) {
+			list = append(list, c)
+		}
+	}
+	return list
+}
+
+// armCores reads the rest of an ARM cpuinfo, from the line after the
+// second "processor", for the core of each processor.
+func armCores(path string, sc *bufio.Scanner, line int) ([]ARMCore, error) {
+	var cores []ARMCore
+	var cur ARMCore
+	var impl, arch, part bool
+	flush := func() {
+		if impl && arch && part {
+			cores = appendCores(cores, cur)
+		}
+		cur, impl, arch, part = ARMCore{}, false, false, false
+	}
+	for sc.Scan() {
+		line++
+		key, val, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		var dst *int
+		switch key {
+		case "processor":
+			flush()
+			continue
+		case "CPU architecture":
+			arch = true
+			continue
+		case "CPU implementer":
+			dst, impl = &cur.Implementer, true
+		case "CPU part":
+			dst, part = &cur.Part, true
+		default:
+			continue
+		}
+		n, err := strconv.ParseInt(val, 0, 32)
+		if err != nil {
+			return cores, fmt.Errorf("%s:%d: %s %q is not a number", path, line, key, val)
+		}
+		*dst = int(n)
+	}
+	flush()
+	return cores, sc.Err()
 }
 
 // hasCorePMU reports whether the kernel exposes a core PMU with events.
@@ -119,16 +198,17 @@ func (fs *FS) hasCorePMU() bool {
 	return false
 }
 
-// LibpfmPMUs returns the PMUs of libpfm4's catalog that libpfm4 4.13
-// activates on this machine, in libpfm4's order of PMU ids (the order of
-// pfm_for_all_pmus, which the C agent logs as "Found PMU"). The CPU's own
-// PMUs count only when the kernel exposes a core PMU (see hasCorePMU); the
-// generic perf and perf_raw PMUs always do.
+// LibpfmPMUs returns the PMUs of libpfm4's catalog that libpfm4 activates
+// on this machine, in libpfm4's order of PMU ids (the order of
+// pfm_for_all_pmus, which the C agent logs as "Found PMU"): the CPU's by
+// its cpuinfo, whether or not the kernel exposes a core PMU, and the
+// generic perf and perf_raw PMUs. Names are encoded and listed among them,
+// as libpfm4 encodes them; PresentNames is what chooses a section.
 func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 	fs.detectOnce.Do(func() {
 		cpu, err := fs.CPUInfo()
 		arch := cpu.arch()
-		if err != nil || !fs.hasCorePMU() {
+		if err != nil {
 			cpu = CPUInfo{}
 		}
 		device := func(name string) bool {
@@ -160,14 +240,19 @@ func (fs *FS) libpfmArch() string {
 	return fs.arch
 }
 
-// PresentNames returns the names of LibpfmPMUs, the names a perfevent.conf
-// PMU section must use to be chosen, as in the C agent: "perf" and
-// "perf_raw" always, then the CPU's core, uncore and RAPL PMUs as libpfm4
-// names them ("skx", "snbep_unc_imc0", "amd64_fam19h_zen3").
+// PresentNames returns the names a perfevent.conf PMU section must use to
+// be chosen, as in the C agent: "perf" and "perf_raw" always, then the
+// CPU's core, uncore and RAPL PMUs as libpfm4 names them ("skx",
+// "snbep_unc_imc0", "amd64_fam19h_zen3") when the kernel exposes a core PMU
+// (see hasCorePMU): a guest without one cannot count its CPU's events, so
+// its CPU model must not select a section.
 func (fs *FS) PresentNames() []string {
 	var names []string
+	core := fs.hasCorePMU()
 	for _, p := range fs.LibpfmPMUs() {
-		names = append(names, p.Name)
+		if core || p.Family == pfm.FamilyPerf {
+			names = append(names, p.Name)
+		}
 	}
 	return append(names, fs.vendorNames()...)
 }

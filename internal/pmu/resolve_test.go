@@ -262,10 +262,10 @@ func TestResolveErrors(t *testing.T) {
 		{"skylake", "RAPL:THERMAL_SPEC", Options{}, `event "RAPL:THERMAL_SPEC": only RAPL:PACKAGE_ENERGY, RAPL:PP0_ENERGY, RAPL:PP1_ENERGY and RAPL:DRAM_ENERGY have a perf event (the kernel's power PMU); the C agent's power limits are read from MSRs, which this agent does not do`},
 		{"vm", "RAW:foo", Options{}, `event "RAW:foo": a RAW: event needs rawcode=0x<code> on its line`},
 		// A VM has no core PMU: libpfm4's CPU tables are not used there.
-		{"vm", "INST_RETIRED:ANY_P", Options{}, `event "INST_RETIRED:ANY_P": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
-		{"vm", "INSTRUCTIONS_RETIRED", Options{}, `event "INSTRUCTIONS_RETIRED": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
-		{"vm", "MEM_LOAD_RETIRED.L1_HIT", Options{}, `event "MEM_LOAD_RETIRED.L1_HIT": not an event of the libpfm4 PMUs found here (perf, perf_raw), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
-		{"vm", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": libpfm4 finds no PMU snbep_unc_imc0 on this machine (it finds perf, perf_raw)`},
+		{"vm", "INST_RETIRED:ANY_P", Options{}, `event "INST_RETIRED:ANY_P": not an event of the libpfm4 PMUs found here (perf, perf_raw, amd64_fam1ah_zen5, amd64_fam1ah_zen5_l3), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "INSTRUCTIONS_RETIRED", Options{}, `event "INSTRUCTIONS_RETIRED": not an event of the libpfm4 PMUs found here (perf, perf_raw, amd64_fam1ah_zen5, amd64_fam1ah_zen5_l3), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "MEM_LOAD_RETIRED.L1_HIT", Options{}, `event "MEM_LOAD_RETIRED.L1_HIT": not an event of the libpfm4 PMUs found here (perf, perf_raw, amd64_fam1ah_zen5, amd64_fam1ah_zen5_l3), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds)`},
+		{"vm", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": libpfm4 finds no PMU snbep_unc_imc0 on this machine (it finds perf, perf_raw, amd64_fam1ah_zen5, amd64_fam1ah_zen5_l3)`},
 		{"skylake", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD", Options{}, `event "snbep_unc_imc0::UNC_M_CAS_COUNT:RD": libpfm4 finds no PMU snbep_unc_imc0 on this machine (it finds ix86arch, perf, rapl, perf_raw, skx, skx_unc_imc0); the kernel's uncore_imc_0 has its events in ` + sk + `uncore_imc_0/events, for a [dynamic] section`},
 		// Near misses get the nearest names of this machine's tables.
 		{"skylake", "INST_RETIRD", Options{}, `event "INST_RETIRD": not an event of the libpfm4 PMUs found here (ix86arch, perf, rapl, perf_raw, skx, skx_unc_imc0), nor a tracepoint or sysfs event; write "RAW:NAME rawcode=0x<code>" or a [dynamic] pmu.event (pmdaperfevent --list-events shows both kinds); did you mean skx::INST_RETIRED?`},
@@ -355,9 +355,14 @@ func TestResolveLibpfmCPUs(t *testing.T) {
 	check(t, "snbep", "RAPL:PACKAGE_ENERGY", Options{}, want{pmu: "power", typ: 8, config: 2, scale: joule, unit: "Joules", cpus: []int{0, 8},
 		source: "RAPL as sysfs power/events/energy-pkg (event=0x02)"})
 	check(t, "snbep", "RAPL:DRAM_ENERGY", Options{}, want{pmu: "power", typ: 8, config: 3, scale: joule, unit: "Joules", cpus: []int{0, 8}})
-	// On a hybrid CPU the core event (ix86arch's, type 4) counts on the
-	// CPUs of the kernel PMU of that type, the performance cores.
-	check(t, "alderlake", "INSTRUCTION_RETIRED", Options{}, want{pmu: "ix86arch", typ: 4, config: 0xc0, bits: exGuest,
+	// On a hybrid CPU a core event counts on the CPUs of its kernel PMU:
+	// an unprefixed name is the performance cores' (adl_glc comes first in
+	// libpfm4's list), opened with cpu_core's type; adl_grt's go to cpu_atom.
+	check(t, "alderlake", "INSTRUCTION_RETIRED", Options{}, want{pmu: "adl_glc", typ: 4, config: 0xc0, bits: exGuest,
+		cpus: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}})
+	check(t, "alderlake", "adl_grt::INST_RETIRED:ANY_P", Options{}, want{pmu: "adl_grt", typ: 10, config: 0xc0, bits: exGuest,
+		cpus: []int{16, 17, 18, 19}})
+	check(t, "alderlake", "ix86arch::INSTRUCTION_RETIRED", Options{}, want{pmu: "ix86arch", typ: 4, config: 0xc0, bits: exGuest,
 		cpus: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}})
 	// cpu=N asks for one CPU.
 	check(t, "haswell", "INST_RETIRED:ANY_P:cpu=3", Options{}, want{pmu: "hsw", typ: 4, config: 0xc0, bits: exGuest, cpus: []int{3}})

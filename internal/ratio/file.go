@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -31,24 +32,49 @@ var units = map[string]Unit{"per-second": PerSecond, "bytes-per-second": BytesPe
 
 const syntax = `want "name = numerator [+ numerator ...] / denominator [* scale] [per-second|bytes-per-second]"`
 
+// The file also turns the catalog's groups of ratios off and on, in
+// order, one a line: "disable GROUP" or "enable GROUP", where GROUP is a
+// group's name (topdown, bandwidth, …) or "catalog" for all of them:
+//
+//	disable catalog
+//	enable topdown
+
+// Switch is one "enable" or "disable" line of a ratios file.
+type Switch struct {
+	Group string
+	On    bool
+}
+
 // ParseFile reads a ratios file. A missing file is no ratios and no error.
 // Each bad line is one error naming file and line; the good lines are
 // returned all the same.
 func ParseFile(path string) ([]Def, error) {
+	defs, _, err := ReadFile(path)
+	return defs, err
+}
+
+// ReadFile is ParseFile with the file's group switches too.
+func ReadFile(path string) ([]Def, []Switch, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	return Parse(path, f)
+	return parse(path, f)
 }
 
 // Parse reads a ratios file's text; name is used in errors.
 func Parse(name string, r io.Reader) ([]Def, error) {
+	defs, _, err := parse(name, r)
+	return defs, err
+}
+
+func parse(name string, r io.Reader) ([]Def, []Switch, error) {
 	var defs []Def
+	var sws []Switch
 	var errs []error
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
@@ -58,6 +84,14 @@ func Parse(name string, r io.Reader) ([]Def, error) {
 		}
 		line = strings.TrimSpace(line)
 		if line == "" {
+			continue
+		}
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "enable" || f[0] == "disable") {
+			if len(f) != 2 || !nameRE.MatchString(f[1]) {
+				errs = append(errs, fmt.Errorf("%s:%d: want \"%s GROUP\", GROUP a group of the catalog or \"catalog\"", name, n, f[0]))
+				continue
+			}
+			sws = append(sws, Switch{Group: f[1], On: f[0] == "enable"})
 			continue
 		}
 		d, err := parseLine(line)
@@ -76,7 +110,7 @@ func Parse(name string, r io.Reader) ([]Def, error) {
 	if err := sc.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", name, err))
 	}
-	return defs, errors.Join(errs...)
+	return defs, sws, errors.Join(errs...)
 }
 
 // parseLine reads "name = a + b / den * scale unit". Event names may hold
@@ -125,13 +159,44 @@ var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 // it can be served. errs has one error per bad line, or why the file
 // could not be read.
 func Defs(path string) (defs []Def, user int, errs []error) {
-	mine, err := ParseFile(path)
+	defs, user, _, errs = DefsWith(path, nil)
+	return defs, user, errs
+}
+
+// DefsWith is Defs with the catalog's ratios for this machine between the
+// user's and the built-in ones, less those of the groups the file turns
+// off; off names each ratio of catalog turned off.
+func DefsWith(path string, catalog []Def) (defs []Def, user int, off []string, errs []error) {
+	mine, sws, err := ReadFile(path)
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	} else if err != nil {
 		errs = []error{err}
 	}
-	return append(mine, Builtin...), len(mine), errs
+	known := map[string]bool{"catalog": true}
+	for _, d := range catalog {
+		known[d.Group] = true
+	}
+	for _, sw := range sws {
+		if !known[sw.Group] {
+			errs = append(errs, fmt.Errorf("%s: no group %q in this machine's catalog (it has %s)", path, sw.Group, strings.Join(slices.Sorted(maps.Keys(known)), ", ")))
+		}
+	}
+	defs = append(defs, mine...)
+	for _, d := range catalog {
+		on := true
+		for _, sw := range sws {
+			if sw.Group == "catalog" || sw.Group == d.Group {
+				on = sw.On
+			}
+		}
+		if on {
+			defs = append(defs, d)
+		} else {
+			off = append(off, d.Name)
+		}
+	}
+	return append(defs, Builtin...), len(mine), off, errs
 }
 
 // Choose is Defs and Select in one, for the agent and --check: the ratios
@@ -139,15 +204,37 @@ func Defs(path string) (defs []Def, user int, errs []error) {
 // not served and why, then each ratio served). A built-in ratio that this
 // machine cannot count is normal (a VM has no ipc) and gets no line.
 func Choose(path string, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
-	defs, user, problems := Defs(path)
+	return ChooseWith(path, nil, nil, set, scales)
+}
+
+// ChooseWith is Choose with the catalog's ratios for this machine
+// (DefsWith): each of those gets a line too, served or not, with its
+// formula and source, but those quiet names: the caller has said why
+// already.
+func ChooseWith(path string, catalog []Def, quiet func(name string) bool, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
+	defs, user, off, problems := DefsWith(path, catalog)
 	chosen, why := Select(defs, set, scales)
 	for _, w := range why[:user] {
 		if w != "" {
 			info = append(info, w)
 		}
 	}
+	for _, name := range off {
+		info = append(info, fmt.Sprintf("catalog: perfevent.ratio.%s turned off in %s", name, path))
+	}
+	served := map[string]bool{}
 	for _, c := range chosen {
-		info = append(info, fmt.Sprintf("perfevent.ratio.%s = %s, on %d CPUs", c.Name, c.Formula(set), len(c.CPUs)))
+		served[c.Name] = true
+		line := fmt.Sprintf("perfevent.ratio.%s = %s, on %d CPUs", c.Name, c.Formula(set), len(c.CPUs))
+		if c.Group != "" {
+			line = fmt.Sprintf("catalog %s: %s; source: %s", c.Group, line, c.Source)
+		}
+		info = append(info, line)
+	}
+	for i, d := range defs[user : user+len(catalog)-len(off)] {
+		if w := why[user+i]; w != "" && !served[d.Name] && (quiet == nil || !quiet(d.Name)) {
+			info = append(info, fmt.Sprintf("catalog %s: perfevent.ratio.%s = %s: %s; source: %s", d.Group, d.Name, d.Brief(), strings.TrimPrefix(w, fmt.Sprintf("ratio %q ", d.Name)), d.Source))
+		}
 	}
 	return chosen, problems, info
 }

@@ -1,6 +1,7 @@
 package ratio
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,5 +63,28 @@ func TestParseSumsAndWallClock(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v; want it to mention %q", err, want)
 		}
+	}
+}
+
+// TestGroupSwitches: ratios.conf turns the catalog's groups off and on in
+// order, and names a group this machine's catalog lacks.
+func TestGroupSwitches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ratios.conf")
+	if err := os.WriteFile(path, []byte("disable catalog\nenable topdown\ndisable nosuch\nmine = a / b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat := []Def{
+		{Name: "ipc", Group: "ipc", Num: []string{"i"}, Den: "c", Scale: 1},
+		{Name: "topdown_retiring", Group: "topdown", Num: []string{"r"}, Den: "s", Scale: 1},
+	}
+	defs, user, off, errs := DefsWith(path, cat)
+	if user != 1 || defs[0].Name != "mine" || defs[1].Name != "topdown_retiring" || defs[2].Name != Builtin[0].Name {
+		t.Errorf("defs %v, user %d", defs[:3], user)
+	}
+	if !slices.Equal(off, []string{"ipc"}) {
+		t.Errorf("off %v, want [ipc]", off)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `no group "nosuch"`) {
+		t.Errorf("errs %v", errs)
 	}
 }

@@ -78,7 +78,18 @@ type Def struct {
 	// Bytes weighs each numerator event by the bytes one count stands
 	// for: the kernel's .scale in its .unit (uncore_imc's cas_count_read
 	// is 6.103515625e-5 MiB), else BytesPerCAS.
-	Bytes  bool
+	Bytes bool
+	// Weights, if set, multiplies each term of Num (parallel to it): a
+	// vendor's formula that subtracts events or counts a cycle as several
+	// pipeline slots stays one linear sum over one denominator.
+	Weights []float64
+	// KernelScale weighs each numerator event by the kernel's .scale
+	// whatever its unit (the power PMU's energy counts are 2^-32 J);
+	// events without one count 1.
+	KernelScale bool
+	// Group is the catalog's group of the ratio ("topdown", "bandwidth",
+	// …), by which ratios.conf turns ratios off and on; "" for a user's.
+	Group  string
 	About  string // what it means, for the long help
 	Source string // where the formula comes from
 	// OneLine and OneLineAll, if set, are the one-line help of the
@@ -94,18 +105,64 @@ const BytesPerCAS = 64
 // Formula is the definition as one line: "instructions / cycles",
 // "(a + b) / duration_time × 1e+09".
 func (d *Def) Formula() string {
-	num := strings.Join(d.Num, " + ")
+	terms := make([]string, len(d.Num))
+	for j, t := range d.Num {
+		terms[j] = weighted(t, d.weight(j), j == 0)
+	}
+	num := strings.Join(terms, " ")
 	if len(d.Num) > 1 {
 		num = "(" + num + ")"
 	}
 	if d.Bytes {
 		num += " × bytes"
 	}
+	if d.KernelScale {
+		num += " × scale"
+	}
 	s := num + " / " + d.Den
 	if d.Scale != 1 {
 		s += fmt.Sprintf(" × %g", d.Scale)
 	}
 	return s
+}
+
+// Brief is Formula with each term's first alternative only: the event
+// names as the catalog opens them, for notes.
+func (d *Def) Brief() string {
+	b := *d
+	first := func(t string) string { f, _, _ := strings.Cut(t, "|"); return f }
+	b.Num = make([]string, len(d.Num))
+	for j, t := range d.Num {
+		b.Num[j] = first(t)
+	}
+	b.Den = first(d.Den)
+	return b.Formula()
+}
+
+// weight is the weight of numerator term j: Weights[j], or 1.
+func (d *Def) weight(j int) float64 {
+	if j < len(d.Weights) {
+		return d.Weights[j]
+	}
+	return 1
+}
+
+// weighted writes one term of a sum: "a", "+ a", "- a", "+ 4 × a".
+func weighted(term string, w float64, first bool) string {
+	sign := "+ "
+	if w < 0 {
+		sign, w = "- ", -w
+	}
+	if w != 1 {
+		term = fmt.Sprintf("%g × %s", w, term)
+	}
+	if first {
+		if sign == "- " {
+			return "-" + term
+		}
+		return term
+	}
+	return sign + term
 }
 
 // The instructions retired and the core cycles, by the kernel's generic
@@ -200,6 +257,8 @@ func (d Def) Check() error {
 		return fmt.Errorf("ratio %q needs a numerator and a denominator", d.Name)
 	case d.Scale == 0 || math.IsNaN(d.Scale) || math.IsInf(d.Scale, 0):
 		return fmt.Errorf("ratio %q: scale %v", d.Name, d.Scale)
+	case len(d.Weights) > 0 && len(d.Weights) != len(d.Num):
+		return fmt.Errorf("ratio %q: %d weights for %d numerator terms", d.Name, len(d.Weights), len(d.Num))
 	}
 	return nil
 }

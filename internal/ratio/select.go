@@ -54,12 +54,16 @@ func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why [
 		}
 		c := Chosen{Def: d, DenEv: -1}
 		var missing []string
-		for _, term := range d.Num {
+		var termOf []int // the Num term of each of c.NumEv
+		for j, term := range d.Num {
 			evs := match(term, names)
 			if len(evs) == 0 {
 				missing = append(missing, term)
 			}
 			c.NumEv = append(c.NumEv, evs...)
+			for range evs {
+				termOf = append(termOf, j)
+			}
 		}
 		if d.Den != Elapsed {
 			// The first alternative: a denominator is one event.
@@ -89,9 +93,12 @@ func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why [
 		}
 		c.NumW = make([]float64, len(c.NumEv))
 		for j, ev := range c.NumEv {
-			c.NumW[j] = 1
-			if d.Bytes {
-				c.NumW[j] = bytesPerCount(set.Name(ev), scales)
+			c.NumW[j] = d.weight(termOf[j])
+			switch {
+			case d.Bytes:
+				c.NumW[j] *= bytesPerCount(set.Name(ev), scales)
+			case d.KernelScale:
+				c.NumW[j] *= kernelScale(set.Name(ev), scales)
 			}
 		}
 		seen[d.Name] = true
@@ -146,6 +153,50 @@ func bytesPerCount(event string, scales Scales) float64 {
 	return BytesPerCAS
 }
 
+// kernelScale is the kernel's .scale of event, or 1 when it gives none.
+func kernelScale(event string, scales Scales) float64 {
+	if scales != nil {
+		if s, _, ok := scales(event); ok && s > 0 {
+			return s
+		}
+	}
+	return 1
+}
+
+// Fit is what one CPU's PMU can count at once, for Group: a group whose
+// members need more general-purpose counters than that is never scheduled.
+type Fit struct {
+	// Counters is the general-purpose counters a group may use; 0 is no
+	// limit.
+	Counters int
+	// Free tells the events that take none of them: those on fixed
+	// counters (instructions and cycles on Intel), PERF_METRICS' topdown
+	// events, Arm's cycle counter. nil: every event takes one.
+	Free func(counter.Spec) bool
+	// Soft tells the events that never wait for a counter and are read
+	// with the CPU's software group already (software, msr, tracepoints);
+	// nil: PERF_TYPE_SOFTWARE.
+	Soft func(counter.Spec) bool
+}
+
+func (f Fit) soft(sp counter.Spec) bool {
+	if f.Soft != nil {
+		return f.Soft(sp)
+	}
+	return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE
+}
+
+// need is the general-purpose counters members take together.
+func (f Fit) need(specs []counter.Spec, members []int) int {
+	n := 0
+	for _, m := range members {
+		if !f.soft(specs[m]) && (f.Free == nil || !f.Free(specs[m])) {
+			n++
+		}
+	}
+	return n
+}
+
 // Group puts the operands of each ratio of defs into one named perf group
 // (counter.Spec.Group) per CPU, so that all are counted over the same time
 // and scaled alike. Ratios that share an operand share the group (ipc and
@@ -154,15 +205,26 @@ func bytesPerCount(event string, scales Scales) float64 {
 // events of a CPU are one group already. Nor does a ratio over Elapsed:
 // its denominator is no counter, and its numerator's events are often on
 // several PMUs (one per memory controller), which no perf group can span.
-func Group(specs []counter.Spec, defs []Def) {
+func Group(specs []counter.Spec, defs []Def) { GroupFit(specs, defs, Fit{}) }
+
+// GroupFit is Group within fit: ratios are taken in defs order, and one
+// whose operands, with the groups they already belong to, would need more
+// counters than fit allows is left out of a group; its operands are then
+// counted where they are (alone, or in another ratio's group), each
+// multiplexed and scaled by its own time running. apart says, for each
+// such ratio, one line for the log and --check.
+func GroupFit(specs []counter.Spec, defs []Def, fit Fit) (apart []string) {
 	names := make([]string, len(specs))
 	for i, sp := range specs {
 		names[i] = sp.Name
 	}
-	// Union-find over spec indexes; of collects the ratios of each set.
+	// Union-find over spec indexes; of collects the ratios of each set,
+	// in the members of each root.
 	parent := make([]int, len(specs))
+	in := make([][]int, len(specs))
 	for i := range parent {
 		parent[i] = i
+		in[i] = []int{i}
 	}
 	find := func(i int) int {
 		for parent[i] != i {
@@ -172,31 +234,51 @@ func Group(specs []counter.Spec, defs []Def) {
 		return i
 	}
 	of := map[int][]string{}
+	// A name whose earlier definition has all its operands is served by
+	// that one (Select): a later one must not claim counters.
+	complete := map[string]bool{}
 	for _, d := range defs {
-		if d.Den == Elapsed {
+		if d.Den == Elapsed || complete[d.Name] {
 			continue
 		}
 		var members []int
+		all := true
 		for _, term := range d.Num {
-			members = append(members, match(term, names)...)
+			evs := match(term, names)
+			all = all && len(evs) > 0
+			members = append(members, evs...)
 		}
 		den := match(d.Den, names)
 		if len(members) == 0 || len(den) == 0 {
 			continue
 		}
+		complete[d.Name] = all
 		members = append(members, den[0])
 		slices.Sort(members)
 		members = slices.Compact(members)
-		if len(members) < 2 || allSoftware(specs, members) {
+		if len(members) < 2 || allSoft(specs, members, fit) {
 			continue
 		}
-		r := find(members[0])
-		for _, m := range members[1:] {
-			if rm := find(m); rm != r {
-				parent[rm] = r
-				of[r] = append(of[r], of[rm]...)
-				delete(of, rm)
+		var union []int
+		var roots []int
+		for _, m := range members {
+			if r := find(m); !slices.Contains(roots, r) {
+				roots = append(roots, r)
+				union = append(union, in[r]...)
 			}
+		}
+		if n := fit.need(specs, union); fit.Counters > 0 && n > fit.Counters {
+			apart = append(apart, fmt.Sprintf("ratio %q: its operands would need %d counters in one group, the PMU has %d; they are counted apart, each multiplexed and scaled by its own time running",
+				d.Name, n, fit.Counters))
+			continue
+		}
+		r := roots[0]
+		for _, rm := range roots[1:] {
+			parent[rm] = r
+			in[r] = append(in[r], in[rm]...)
+			in[rm] = nil
+			of[r] = append(of[r], of[rm]...)
+			delete(of, rm)
 		}
 		if !slices.Contains(of[r], d.Name) {
 			of[r] = append(of[r], d.Name)
@@ -207,11 +289,12 @@ func Group(specs []counter.Spec, defs []Def) {
 			specs[i].Group = strings.Join(of[r], "+")
 		}
 	}
+	return apart
 }
 
-func allSoftware(specs []counter.Spec, members []int) bool {
+func allSoft(specs []counter.Spec, members []int, fit Fit) bool {
 	for _, m := range members {
-		if specs[m].Attr.Type != unix.PERF_TYPE_SOFTWARE {
+		if !fit.soft(specs[m]) {
 			return false
 		}
 	}
@@ -223,12 +306,9 @@ func allSoftware(specs []counter.Spec, members []int) bool {
 func (c *Chosen) Formula(set *counter.Set) string {
 	terms := make([]string, len(c.NumEv))
 	for j, ev := range c.NumEv {
-		terms[j] = set.Name(ev)
-		if c.NumW[j] != 1 {
-			terms[j] += fmt.Sprintf(" × %g", c.NumW[j])
-		}
+		terms[j] = weighted(set.Name(ev), c.NumW[j], j == 0)
 	}
-	s := strings.Join(terms, " + ")
+	s := strings.Join(terms, " ")
 	if len(terms) > 1 {
 		s = "(" + s + ")"
 	}

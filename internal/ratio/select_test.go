@@ -146,3 +146,69 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupFit: a ratio whose operands would overflow the PMU's counters
+// together with the group they would join stays out of it and is named.
+func TestGroupFit(t *testing.T) {
+	hw := uint32(unix.PERF_TYPE_HARDWARE)
+	specs := []counter.Spec{spec("cycles", hw, 0), spec("a", hw, 0), spec("b", hw, 0), spec("c", hw, 0), spec("d", hw, 0)}
+	defs := []Def{
+		{Name: "ab", Num: []string{"a", "b"}, Den: "cycles", Scale: 1},
+		{Name: "cd", Num: []string{"c", "d"}, Den: "cycles", Scale: 1},
+	}
+	fit := Fit{Counters: 3, Free: func(sp counter.Spec) bool { return sp.Name == "cycles" }}
+	apart := GroupFit(specs, defs, fit)
+	var got []string
+	for _, sp := range specs {
+		got = append(got, sp.Name+"="+sp.Group)
+	}
+	if want := "cycles=ab a=ab b=ab c= d="; strings.Join(got, " ") != want {
+		t.Errorf("groups %v, want %s", got, want)
+	}
+	if len(apart) != 1 || !strings.Contains(apart[0], `ratio "cd": its operands would need 4 counters in one group, the PMU has 3`) {
+		t.Errorf("apart %q", apart)
+	}
+	// With 4 counters both fit in one.
+	specs = []counter.Spec{spec("cycles", hw, 0), spec("a", hw, 0), spec("b", hw, 0), spec("c", hw, 0), spec("d", hw, 0)}
+	fit.Counters = 4
+	if apart := GroupFit(specs, defs, fit); len(apart) != 0 || specs[4].Group != "ab+cd" {
+		t.Errorf("with 4 counters: apart %q, d's group %q", apart, specs[4].Group)
+	}
+}
+
+// TestWeightsAndKernelScale: weighted terms and the kernel's scale enter
+// the numerator's weights and the formula.
+func TestWeightsAndKernelScale(t *testing.T) {
+	hw := uint32(unix.PERF_TYPE_HARDWARE)
+	fake := countertest.New()
+	set, err := counter.New([]counter.Spec{spec("x", hw, 0), spec("y", hw, 0), spec("power.energy-pkg", 9, 0)}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Open(); err != nil {
+		t.Fatal(err)
+	}
+	scales := func(ev string) (float64, string, bool) {
+		if ev == "power.energy-pkg" {
+			return 0.25, "Joules", true
+		}
+		return 0, "", false
+	}
+	defs := []Def{
+		{Name: "w", Num: []string{"x", "y"}, Weights: []float64{4, -1}, Den: "x", Scale: 0.25},
+		{Name: "e", Num: []string{"power.energy-pkg"}, Den: Elapsed, Scale: 1e9, KernelScale: true},
+	}
+	chosen, why := Select(defs, set, scales)
+	if len(chosen) != 2 {
+		t.Fatalf("chosen %d, why %q", len(chosen), why)
+	}
+	if got := chosen[0].Formula(set); got != "(4 × x - y) / x × 0.25" {
+		t.Errorf("formula %q", got)
+	}
+	if !slices.Equal(chosen[0].NumW, []float64{4, -1}) || !slices.Equal(chosen[1].NumW, []float64{0.25}) {
+		t.Errorf("weights %v and %v", chosen[0].NumW, chosen[1].NumW)
+	}
+	if got := defs[0].Formula(); got != "(4 × x - y) / x × 0.25" {
+		t.Errorf("Def.Formula %q", got)
+	}
+}

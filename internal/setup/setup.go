@@ -59,6 +59,9 @@ type Counter struct {
 	Event  pmu.Event
 	CPUs   []int
 	Metric string
+	// For names the ratios an event no line configures was opened for
+	// (AddOperands); "" for a configured line.
+	For string
 }
 
 // Derived is a derived section, exported below perfevent.derived.
@@ -80,8 +83,12 @@ type Plan struct {
 	// Sockets is Machine.Sockets, for the instances' labels.
 	Sockets map[int]int
 
-	compat      bool
-	fs          *pmu.FS         // the machine's PMUs, for Scale
+	compat bool
+	fs     *pmu.FS // the machine's PMUs, for Scale
+	alloc  *config.CPUAllocator
+	taken  map[string]config.Pos
+	tree   *subtree
+
 	unsupported map[string]bool // events that failed only as "not supported here"
 }
 
@@ -170,6 +177,9 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 			if text, ok := strings.CutPrefix(line, sections[i].Pos.String()+": "); ok {
 				n.Pos, n.Text = sections[i].Pos, text
 			}
+			if section != sections[i] {
+				n.Text += gatedPMU(m.PMU, sections[i].PMUs, present)
+			}
 		}
 		p.Notes = append(p.Notes, n)
 	}
@@ -181,6 +191,7 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 	}
 	taken := map[string]config.Pos{}
 	tree := newSubtree("perfevent.hwcounters")
+	p.alloc, p.taken, p.tree = alloc, taken, tree
 	if section != nil {
 		for _, ev := range section.Events {
 			p.addCounter(m.PMU, alloc, ev, false, taken, tree)
@@ -399,6 +410,9 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 		ev, _ := set.Lookup(c.Event.Name)
 		served := set.CPUs(ev)
 		text := c.Event.Name + ": " + describe(c)
+		if c.For != "" {
+			text = "catalog: " + text + " (" + c.For + ")"
+		}
 		fails := byEvent[c.Event.Name]
 		if len(fails) == 0 {
 			p.info(c.Pos, "%s, on %s", text, cpulist.Describe(served))
@@ -419,7 +433,7 @@ func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
 			text += "; skipped"
 		}
 		sev := Problem
-		if allUnsupported(fails) {
+		if allUnsupported(fails) || c.For != "" {
 			sev = Info
 			if len(served) == 0 {
 				if p.unsupported == nil {
@@ -555,4 +569,16 @@ func (p *Plan) Problems() int {
 		}
 	}
 	return n
+}
+
+// gatedPMU says why a section naming a PMU that libpfm4 finds from the CPU
+// is not chosen: the kernel has no core PMU (a guest without a virtual
+// PMU), so none of its events could count. "" for the other sections.
+func gatedPMU(fs *pmu.FS, names []string, present map[string]bool) string {
+	for _, h := range fs.LibpfmPMUs() {
+		if slices.Contains(names, h.Name) && !present[h.Name] {
+			return fmt.Sprintf(" (libpfm4 finds %s from the CPU, but the kernel exposes no core PMU to count its events)", h.Name)
+		}
+	}
+	return ""
 }

@@ -72,6 +72,7 @@ func main() {
 	dir := flag.String("dir", "", "the agent's `directory`: perfevent.conf, ratios.conf, its log")
 	at := flag.String("at", "100ms,1.1s", "fetch at these `times` after the start, comma-separated")
 	kernel := flag.Bool("kernel", false, "open perfevent.conf's events directly instead of running the agent")
+	withCatalog := flag.Bool("catalog", false, "let the agent serve the metric catalog (otherwise --no-catalog: perfevent.conf's events only)")
 	flag.Parse()
 	r := Report{Dir: *dir}
 	times, err := parseTimes(*at)
@@ -81,7 +82,7 @@ func main() {
 		if *kernel {
 			err = readKernel(&r, times)
 		} else {
-			err = runAgent(&r, *agent, times, flag.Args())
+			err = runAgent(&r, *agent, *withCatalog, times, flag.Args())
 		}
 		stop.Store(true)
 	}
@@ -112,13 +113,17 @@ func parseTimes(at string) ([]time.Duration, error) {
 	return times, nil
 }
 
-func runAgent(r *Report, agent string, times []time.Duration, subtrees []string) error {
+func runAgent(r *Report, agent string, withCatalog bool, times []time.Duration, subtrees []string) error {
 	if len(subtrees) == 0 {
 		return errors.New("name the metrics to fetch (subtrees such as perfevent.hwcounters)")
 	}
-	c, err := pmcdtest.StartCommand(exec.Command(agent, "-d", "127", "-U", "root",
+	args := []string{"-d", "127", "-U", "root",
 		"-c", filepath.Join(r.Dir, "perfevent.conf"), "-l", filepath.Join(r.Dir, "perfevent.log"),
-		"--pmids", filepath.Join(r.Dir, "pmids"), "--lockfile", filepath.Join(r.Dir, "perflock")))
+		"--pmids", filepath.Join(r.Dir, "pmids"), "--lockfile", filepath.Join(r.Dir, "perflock")}
+	if !withCatalog {
+		args = append(args, "--no-catalog")
+	}
+	c, err := pmcdtest.StartCommand(exec.Command(agent, args...))
 	if err != nil {
 		return err
 	}

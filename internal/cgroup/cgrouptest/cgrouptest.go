@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -19,13 +20,23 @@ import (
 // cannot be removed. It returns the loop's pid.
 func Busy(tb testing.TB, dir string) int {
 	tb.Helper()
+	pid, _ := BusyStop(tb, dir)
+	return pid
+}
+
+// BusyStop is Busy, with a function that kills the loop and waits for it
+// to be gone, so that its cgroup can be removed before the test ends.
+func BusyStop(tb testing.TB, dir string) (pid int, stop func()) {
+	tb.Helper()
 	loop := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec sh -c 'while :; do :; done'`, "sh", dir)
 	loop.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := loop.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { loop.Process.Kill(); loop.Wait() })
-	return loop.Process.Pid
+	var once sync.Once
+	stop = func() { once.Do(func() { loop.Process.Kill(); loop.Wait() }) }
+	tb.Cleanup(stop)
+	return loop.Process.Pid, stop
 }
 
 // OnCPU is the nanoseconds task pid has run, from /proc/PID/schedstat.

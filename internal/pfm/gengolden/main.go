@@ -1,11 +1,14 @@
-// Command gengolden writes the golden encodings of internal/pfm/testdata/golden:
-// what Debian's libpfm4 4.13.0 (the library PCP's C pmdaperfevent links) gives
-// for a deterministic list of names per PMU of the catalog. See the README
-// there for what the lists hold and how libpfm4 is run.
+// Command gengolden writes the golden encodings of internal/pfm/testdata:
+// what a libpfm4 gives for a deterministic list of names per PMU of the
+// catalog. golden/ holds Debian's libpfm4 4.13.0 (the library PCP's C
+// pmdaperfevent links), golden-upstream/ libpfm4 built from the source tree
+// the catalog was generated from. See the README there for what the lists
+// hold and how libpfm4 is run.
 //
 //	go run ./internal/pfm/gengolden -arch amd64                            # Debian's libpfm4-dev, gcc
 //	go run ./internal/pfm/gengolden -arch arm64 -debroot DIR               # dpkg -x of libpfm4{,-dev}:arm64
 //	go run ./internal/pfm/gengolden -arch ppc64le -debroot DIR             # likewise for ppc64el
+//	go run ./internal/pfm/gengolden -arch amd64 -libpfm4 SRC               # upstream, built from SRC, into golden-upstream/
 //
 // It needs root: libpfm4 reads kernel PMU types from sysfs, and gengolden
 // gives it made-up ones in a private mount namespace (unshare -m).
@@ -44,7 +47,8 @@ var cross = map[string]crossTarget{
 func main() {
 	arch := flag.String("arch", "amd64", "the libpfm4 build: amd64, arm64, ppc64le")
 	debroot := flag.String("debroot", "", "for arm64 and ppc64le: a directory with Debian's libpfm4 and libpfm4-dev packages extracted (dpkg -x)")
-	out := flag.String("out", "", "output directory (default internal/pfm/testdata/golden/ARCH)")
+	src := flag.String("libpfm4", "", "a libpfm4 source tree to build and link statically instead of Debian's (the one the catalog was generated from)")
+	out := flag.String("out", "", "output directory (default internal/pfm/testdata/golden/ARCH, or golden-upstream/ARCH with -libpfm4)")
 	inner := flag.String("inner", "", "internal: run the oracle in this namespace with this binary")
 	flag.Parse()
 
@@ -54,7 +58,11 @@ func main() {
 	}
 	if *out == "" {
 		_, self, _, _ := runtime.Caller(0)
-		*out = filepath.Join(filepath.Dir(self), "..", "testdata", "golden", *arch)
+		set := "golden"
+		if *src != "" {
+			set = "golden-upstream"
+		}
+		*out = filepath.Join(filepath.Dir(self), "..", "testdata", set, *arch)
 	}
 	if *inner != "" {
 		if err := runInner(*arch, *inner, *out, pmus); err != nil {
@@ -62,7 +70,11 @@ func main() {
 		}
 		return
 	}
-	oracle, cleanup, err := buildOracle(*arch, *debroot)
+	build := buildOracle
+	if *src != "" {
+		build = func(arch, _ string) (string, func(), error) { return buildUpstreamOracle(arch, *src) }
+	}
+	oracle, cleanup, err := build(*arch, *debroot)
 	if err != nil {
 		log.Fatalf("gengolden: %v", err)
 	}
@@ -108,13 +120,56 @@ func buildOracle(arch, debroot string) (string, func(), error) {
 	return bin, cleanup, nil
 }
 
+// buildUpstreamOracle builds libpfm4 from a copy of src, statically, with
+// its own makefiles, and links the oracle against it.
+func buildUpstreamOracle(arch, src string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "gengolden-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	fail := func(err error) (string, func(), error) { cleanup(); return "", nil, err }
+	tree := filepath.Join(dir, "libpfm4")
+	if err := exec.Command("cp", "-a", filepath.Clean(src)+"/.", tree+"/").Run(); err != nil {
+		return fail(fmt.Errorf("copying %s: %v", src, err))
+	}
+	makeArch := map[string]string{"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "powerpc"}[arch]
+	cc := "gcc"
+	if t, ok := cross[arch]; ok {
+		cc = t.cc
+	}
+	if makeArch == "" {
+		return fail(fmt.Errorf("no libpfm4 build for %s", arch))
+	}
+	mk := exec.Command("make", "-s", "-C", filepath.Join(tree, "lib"), "-j", fmt.Sprint(runtime.NumCPU()),
+		"ARCH="+makeArch, "CC="+cc, "CONFIG_PFMLIB_SHARED=n")
+	mk.Stdout, mk.Stderr = os.Stderr, os.Stderr
+	if err := mk.Run(); err != nil {
+		return fail(fmt.Errorf("building libpfm4: %v", err))
+	}
+	_, self, _, _ := runtime.Caller(0)
+	oracleSrc := filepath.Join(filepath.Dir(self), "..", "..", "..", "qa", "pfmoracle", "pfmoracle.c")
+	bin := filepath.Join(dir, "pfmoracle")
+	cmd := exec.Command(cc, "-O2", "-Wall", "-static", "-I", filepath.Join(tree, "include"),
+		"-o", bin, oracleSrc, filepath.Join(tree, "lib", "libpfm.a"))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fail(fmt.Errorf("building the oracle: %v", err))
+	}
+	return bin, cleanup, nil
+}
+
 // perfTypes gives every kernel PMU name of the catalog its made-up type.
 func perfTypes(pmus []*pfm.PMU) (names []string, types map[string]int) {
 	types = map[string]int{}
 	for _, p := range pmus {
-		if p.PerfName != "" && types[p.PerfName] == 0 {
-			types[p.PerfName] = -1
-			names = append(names, p.PerfName)
+		// After 4.13 a perf_name may list several kernel PMUs, the first
+		// the kernel has winning ("armv8_cortex_a57,armv8_pmuv3_0").
+		for _, n := range strings.Split(p.PerfName, ",") {
+			if n != "" && types[n] == 0 {
+				types[n] = -1
+				names = append(names, n)
+			}
 		}
 	}
 	sort.Strings(names)
@@ -139,6 +194,11 @@ func runInner(arch, oracle, out string, pmus []*pfm.PMU) error {
 				return err
 			}
 			if err := os.WriteFile(filepath.Join(d, "type"), []byte(fmt.Sprintf("%d\n", types[n])), 0o644); err != nil {
+				return err
+			}
+			// libpfm4 after 4.13 caches the kernel PMUs at initialization,
+			// and takes a directory for one only if it has this file.
+			if err := os.WriteFile(filepath.Join(d, "perf_event_mux_interval_ms"), []byte("4\n"), 0o644); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,9 @@
-// Package pfmgolden reads the golden encodings of internal/pfm/testdata/golden
-// (what Debian's libpfm4 4.13.0 says for each PMU's names; see the README
-// there), for the tests that compare package pfm's encoders with them.
+// Package pfmgolden reads the golden encodings of internal/pfm/testdata
+// (what a libpfm4 says for each PMU's names; see the README in
+// testdata/golden), for the tests that compare package pfm's encoders with
+// them. There are two sets: Debian's libpfm4 4.13.0, which PCP's C
+// pmdaperfevent links, and libpfm4 upstream at the commit the catalog was
+// generated from, built from source.
 package pfmgolden
 
 import (
@@ -27,15 +30,35 @@ type Line struct {
 	FullName                 string // libpfm4's canonical name (fstr)
 }
 
-// Dir is the goldens' directory for one architecture.
-func Dir(arch string) string {
+// Set is one libpfm4's goldens, named after their directory in testdata.
+type Set string
+
+const (
+	Debian   Set = "golden"          // Debian 12's libpfm4 4.13.0-1
+	Upstream Set = "golden-upstream" // libpfm4 at tables.Libpfm4Commit, built from source
+)
+
+// Sets are every set, Debian's first.
+var Sets = []Set{Debian, Upstream}
+
+// Dir is Debian's goldens' directory for one architecture.
+func Dir(arch string) string { return Debian.Dir(arch) }
+
+// Read gives the lines of one PMU's golden file of Debian's set.
+func Read(arch, pmu string) ([]Line, error) { return Debian.Read(arch, pmu) }
+
+// PerfTypes gives the kernel PMU types of Debian's set.
+func PerfTypes(arch string) (map[string]uint32, error) { return Debian.PerfTypes(arch) }
+
+// Dir is the set's directory for one architecture.
+func (s Set) Dir(arch string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "golden", arch)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", string(s), arch)
 }
 
 // Read gives the lines of one PMU's golden file, in file order.
-func Read(arch, pmu string) ([]Line, error) {
-	path := filepath.Join(Dir(arch), pmu+".tsv.gz")
+func (s Set) Read(arch, pmu string) ([]Line, error) {
+	path := filepath.Join(s.Dir(arch), pmu+".tsv.gz")
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -83,10 +106,10 @@ func parse(s string) (Line, error) {
 	return l, nil
 }
 
-// PerfTypes gives the made-up kernel PMU types the goldens were made with,
-// by perf_name, for pfm.Env.PerfType.
-func PerfTypes(arch string) (map[string]uint32, error) {
-	path := filepath.Join(Dir(arch), "perf_types.tsv")
+// PerfTypes gives the made-up kernel PMU types the set's goldens were made
+// with, by perf_name, for pfm.Env.PerfType.
+func (s Set) PerfTypes(arch string) (map[string]uint32, error) {
+	path := filepath.Join(s.Dir(arch), "perf_types.tsv")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-/* AMD tables (amd64_entry_t): K7 to Zen 4, the fam15h northbridge, the Zen 3 L3 and RAPL. */
+/* AMD tables (amd64_entry_t): K7 to Zen 6, the fam15h northbridge, the Zen 3, 5 and 6 L3 and RAPL. */
 #include "dump.h"
 #ifdef CONFIG_PFMLIB_ARCH_X86
 #include "pfmlib_amd64_priv.h"

@@ -1,0 +1,385 @@
+package catalog
+
+import (
+	"fmt"
+
+	"perfevent/internal/ratio"
+)
+
+// Sources, cited by each metric. Intel's perfmon files are BSD-3-licensed;
+// the formulas below are transcribed from them by hand (linear forms,
+// with the SMT-off variant of each: a thread's own clocks), not generated.
+const (
+	srcSKX = "Intel perfmon SKX/metrics/skylakex_metrics.json (TMA 5.01), "
+	srcICX = "Intel perfmon ICX/metrics/icelakex_metrics.json (TMA 5.2), "
+	srcSPR = "Intel perfmon SPR/metrics/sapphirerapids_metrics.json (TMA 5.x), "
+	srcAMD = "AMD Processor Programming Reference (PPR) for Family 19h Model 11h B1 (publication 55901), " +
+		"Vol. 1, Performance Monitor Counters: pipeline utilization (PMCx1A0 dispatch slots, PMCx0AA ops dispatched, PMCx0C1 retired ops, PMCx076 cycles, 6 slots a cycle)"
+	srcArm  = "Arm Neoverse N1 PMU guide and Arm telemetry-solution (Apache-2.0) neoverse-n1 topdown methodology, "
+	srcRAPL = "the kernel's power PMU (RAPL): energy-* count in units of their sysfs .scale joules (Intel SDM vol. 3B, " +
+		"Platform Specific Power Management Support; AMD PPR, RAPL MSRs); watts = joules / seconds"
+	srcAPERF = "Intel SDM vol. 3B and AMD PPR, IA32_APERF/IA32_MPERF (MPERF counts at the TSC's rate in C0, APERF at the actual clock); " +
+		"turbostat's Busy% = MPERF/TSC, Bzy_MHz = TSC rate × APERF/MPERF, Avg_MHz = APERF / elapsed time"
+)
+
+const (
+	instructions = "instructions|INSTRUCTION_RETIRED|INST_RETIRED:ANY_P|RETIRED_INSTRUCTIONS|INST_RETIRED|PM_INST_CMPL"
+	cycles       = "cycles|UNHALTED_CORE_CYCLES|CPU_CLK_UNHALTED:THREAD_P|CYCLES_NOT_IN_HALT|CPU_CYCLES|PM_CYC"
+)
+
+func def(group, name string, unit ratio.Unit, num []string, w []float64, den string, scale float64, about, source string) ratio.Def {
+	return ratio.Def{Name: name, Group: group, Num: num, Weights: w, Den: den, Scale: scale, Unit: unit, About: about, Source: source}
+}
+
+// ipc over the given events: each family names the events that leave its
+// other groups their counters.
+func ipc(inst, cyc, source string) ratio.Def {
+	return def(IPC, "ipc", ratio.Pure, []string{inst}, nil, cyc, 1,
+		"Instructions retired per core cycle.", source)
+}
+
+// mpki are misses per kilo-instruction over inst: L1 data cache, last
+// level cache and branch mispredictions, each "" where not defined.
+func mpki(inst, l1d, llc, branch, source string) []ratio.Def {
+	var defs []ratio.Def
+	for _, m := range []struct{ name, ev, what string }{
+		{"l1d_mpki", l1d, "L1 data cache misses (lines brought into L1D)"},
+		{"llc_mpki", llc, "last-level cache misses"},
+		{"branch_mpki", branch, "mispredicted branches retired"},
+	} {
+		if m.ev == "" {
+			continue
+		}
+		defs = append(defs, def(MPKI, m.name, ratio.Pure, []string{m.ev}, nil, inst, 1000,
+			fmt.Sprintf("%s per thousand instructions retired.", m.what), source))
+	}
+	return defs
+}
+
+// energy are the power PMU's energy counters in watts, per package.
+func energy() []ratio.Def {
+	var defs []ratio.Def
+	for _, e := range []struct{ name, ev, what string }{
+		{"energy_package_watts", "power.energy-pkg", "the whole package (cores, caches, uncore)"},
+		{"energy_dram_watts", "power.energy-ram", "the DRAM attached to the package"},
+		{"energy_cores_watts", "power.energy-cores", "the package's cores"},
+	} {
+		d := def(Energy, e.name, ratio.PerSecond, []string{e.ev}, nil, ratio.Elapsed, 1e9,
+			fmt.Sprintf("Power drawn by %s, in watts (joules per second), per package, from RAPL's energy counter.", e.what), srcRAPL)
+		d.KernelScale = true
+		d.OneLine = "watts drawn by " + e.what + ", per package"
+		d.OneLineAll = "watts drawn by " + e.what + ", all packages"
+		defs = append(defs, d)
+	}
+	return defs
+}
+
+// x86Frequency are the msr PMU's APERF, MPERF and TSC: free-running,
+// read with each CPU's software events, so they need no counter.
+func x86Frequency() []ratio.Def {
+	return []ratio.Def{
+		def(Frequency, "busy_share", ratio.Pure, []string{"msr.mperf"}, nil, "msr.tsc", 1,
+			"Share of the time the CPU was busy (in C0): MPERF over the time stamp counter.", srcAPERF),
+		def(Frequency, "frequency_relative", ratio.Pure, []string{"msr.aperf"}, nil, "msr.mperf", 1,
+			"Effective frequency while busy, relative to the base (TSC) frequency: APERF / MPERF; above 1 is turbo.", srcAPERF),
+		def(Frequency, "frequency_average_hz", ratio.PerSecond, []string{"msr.aperf"}, nil, "cpu-clock", 1e9,
+			"Average frequency over the interval, idle time counting as 0 Hz: APERF cycles per second of the CPU's clock.", srcAPERF),
+	}
+}
+
+// cyclesFrequency is the average frequency where there is no APERF: the
+// core cycles, which stop while the CPU idles, per second.
+func cyclesFrequency(cyc, source string) ratio.Def {
+	return def(Frequency, "frequency_average_hz", ratio.PerSecond, []string{cyc}, nil, "cpu-clock", 1e9,
+		"Average frequency over the interval, idle time counting as 0 Hz: core cycles per second of the CPU's clock.", source)
+}
+
+// imcBandwidth is DRAM traffic from Intel's memory controllers: the
+// servers' uncore_imc_N CAS counts, or the client parts' free-running
+// counters, 64 bytes each (the kernel's .scale says so too).
+func imcBandwidth(source string) []ratio.Def {
+	rd := "uncore_imc_*.cas_count_read|uncore_imc.data_reads|uncore_imc_free_running_*.data_read|*_unc_imc*::UNC_M_CAS_COUNT:RD"
+	wr := "uncore_imc_*.cas_count_write|uncore_imc.data_writes|uncore_imc_free_running_*.data_write|*_unc_imc*::UNC_M_CAS_COUNT:WR"
+	return bandwidth(rd, wr, source)
+}
+
+func bandwidth(rd, wr, source string) []ratio.Def {
+	var defs []ratio.Def
+	for _, b := range []struct {
+		name string
+		num  []string
+		what string
+	}{
+		{"mem_read_bandwidth", []string{rd}, "read from"},
+		{"mem_write_bandwidth", []string{wr}, "written to"},
+		{"mem_bandwidth", []string{rd, wr}, "read from and written to"},
+	} {
+		d := def(Bandwidth, b.name, ratio.BytesPerSecond, b.num, nil, ratio.Elapsed, 1e9,
+			fmt.Sprintf("DRAM bytes %s memory per second, per package: the memory controllers' CAS commands, one 64-byte line each, over the wall-clock time.", b.what), source)
+		d.Bytes = true
+		d.OneLine = "DRAM bytes " + b.what + " memory per second, per package"
+		d.OneLineAll = "DRAM bytes " + b.what + " memory per second, all packages"
+		defs = append(defs, d)
+	}
+	return defs
+}
+
+// skylakeTopDown is TMA level 1 and 2 from events on a 4-wide core
+// (Skylake, Cascade Lake and, with the same events, Haswell and
+// Broadwell): slots = 4 × core cycles. pfx is the libpfm4 PMU, which
+// spells the level-2 group's copy of IDQ_UOPS_NOT_DELIVERED:CORE apart,
+// so that each level is a group of its own within 4 counters.
+func skylakeTopDown(pfx, source string) []ratio.Def {
+	const (
+		idq      = "IDQ_UOPS_NOT_DELIVERED:CORE"
+		issued   = "UOPS_ISSUED:ANY"
+		retSlots = "UOPS_RETIRED:RETIRE_SLOTS"
+		recovery = "INT_MISC:RECOVERY_CYCLES"
+		cyc0     = "IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE"
+		thread   = "CPU_CLK_UNHALTED:THREAD_P"
+	)
+	td := func(name, what string, num []string, w []float64, formula string) ratio.Def {
+		return def(TopDown, "topdown_"+name, ratio.Pure, num, w, "cycles|UNHALTED_CORE_CYCLES", 0.25,
+			"TopDown level 1: the share of pipeline slots (4 a cycle) "+what+".", source+formula)
+	}
+	l2 := func(name, what string, num []string, w []float64, scale float64, formula string) ratio.Def {
+		return def(TopDownL2, "topdown_"+name, ratio.Pure, num, w, thread, scale,
+			"TopDown level 2: the share of pipeline slots "+what+".", source+formula)
+	}
+	return []ratio.Def{
+		td("frontend_bound", "the front end left without a micro-op", []string{idq}, nil, "Frontend_Bound"),
+		td("bad_speculation", "spent on micro-ops that never retired, and on recovering from mispredictions",
+			[]string{issued, retSlots, recovery}, []float64{1, -1, 4}, "Bad_Speculation"),
+		td("retiring", "that retired a micro-op", []string{retSlots}, nil, "Retiring"),
+		td("backend_bound", "stalled for back-end resources (1 − the other three)",
+			[]string{"cycles|UNHALTED_CORE_CYCLES", idq, issued, recovery}, []float64{4, -1, -1, -4}, "Backend_Bound"),
+		l2("fetch_latency", "lost to front-end latency (no micro-op delivered)", []string{cyc0}, nil, 1, "Fetch_Latency"),
+		l2("fetch_bandwidth", "lost to front-end bandwidth (fewer micro-ops than slots delivered)",
+			[]string{pfx + "::" + idq, cyc0}, []float64{1, -4}, 0.25, "Fetch_Bandwidth"),
+	}
+}
+
+// iceLakeTopDown is TMA level 1 from the kernel's PERF_METRICS events
+// (in slots, led by cpu/slots/), with Intel's corrections for dropped
+// micro-ops and pipeline clears, and level 2's front-end split; Ice Lake
+// allocates 5 micro-ops a cycle.
+func iceLakeTopDown(source string) []ratio.Def {
+	const (
+		slots = "cpu.slots"
+		fe    = "cpu.topdown-fe-bound"
+		be    = "cpu.topdown-be-bound"
+		ret   = "cpu.topdown-retiring"
+		drop  = "INT_MISC:UOP_DROPPING"
+		clear = "INT_MISC:CLEARS_COUNT"
+		cyc0  = "IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE"
+	)
+	td := func(group, name, what string, num []string, w []float64, formula string) ratio.Def {
+		return def(group, "topdown_"+name, ratio.Pure, num, w, slots, 1,
+			"TopDown: the share of pipeline slots "+what+".", source+formula)
+	}
+	return []ratio.Def{
+		td(TopDown, "frontend_bound", "the front end left without a micro-op", []string{fe, drop}, []float64{1, -1}, "Frontend_Bound"),
+		td(TopDown, "bad_speculation", "spent on micro-ops that never retired (1 − the other three)",
+			[]string{slots, fe, drop, be, clear, ret}, []float64{1, -1, 1, -1, -5, -1}, "Bad_Speculation"),
+		td(TopDown, "retiring", "that retired a micro-op", []string{ret}, nil, "Retiring"),
+		td(TopDown, "backend_bound", "stalled for back-end resources", []string{be, clear}, []float64{1, 5}, "Backend_Bound"),
+		td(TopDownL2, "fetch_latency", "lost to front-end latency", []string{cyc0, drop}, []float64{5, -1}, "Fetch_Latency"),
+		td(TopDownL2, "fetch_bandwidth", "lost to front-end bandwidth", []string{fe, cyc0}, []float64{1, -5}, "Fetch_Bandwidth"),
+	}
+}
+
+// sapphireRapidsTopDown is TMA levels 1 and 2 from the kernel's
+// PERF_METRICS events, which from Sapphire Rapids on include level 2
+// (heavy operations, branch mispredicts, fetch latency, memory bound); the
+// rest of level 2 is each level-1 share less its level-2 part.
+func sapphireRapidsTopDown(source string) []ratio.Def {
+	const (
+		slots = "cpu.slots"
+		fe    = "cpu.topdown-fe-bound"
+		be    = "cpu.topdown-be-bound"
+		ret   = "cpu.topdown-retiring"
+		drop  = "INT_MISC:UOP_DROPPING"
+		heavy = "cpu.topdown-heavy-ops"
+		brm   = "cpu.topdown-br-mispredict"
+		flat  = "cpu.topdown-fetch-lat"
+		mem   = "cpu.topdown-mem-bound"
+	)
+	td := func(group, name, what string, num []string, w []float64, formula string) ratio.Def {
+		return def(group, "topdown_"+name, ratio.Pure, num, w, slots, 1,
+			"TopDown: the share of pipeline slots "+what+".", source+formula)
+	}
+	return []ratio.Def{
+		td(TopDown, "frontend_bound", "the front end left without a micro-op", []string{fe, drop}, []float64{1, -1}, "Frontend_Bound"),
+		td(TopDown, "bad_speculation", "spent on micro-ops that never retired (1 − the other three)",
+			[]string{slots, fe, drop, be, ret}, []float64{1, -1, 1, -1, -1}, "Bad_Speculation"),
+		td(TopDown, "retiring", "that retired a micro-op", []string{ret}, nil, "Retiring"),
+		td(TopDown, "backend_bound", "stalled for back-end resources", []string{be}, nil, "Backend_Bound"),
+		td(TopDownL2, "fetch_latency", "lost to front-end latency", []string{flat, drop}, []float64{1, -1}, "Fetch_Latency"),
+		td(TopDownL2, "fetch_bandwidth", "lost to front-end bandwidth", []string{fe, flat}, []float64{1, -1}, "Fetch_Bandwidth"),
+		td(TopDownL2, "branch_mispredicts", "lost to mispredicted branches", []string{brm}, nil, "Branch_Mispredicts"),
+		td(TopDownL2, "machine_clears", "lost to machine clears", []string{slots, fe, drop, be, ret, brm}, []float64{1, -1, 1, -1, -1, -1}, "Machine_Clears"),
+		td(TopDownL2, "memory_bound", "stalled on the memory subsystem", []string{mem}, nil, "Memory_Bound"),
+		td(TopDownL2, "core_bound", "stalled on the core's execution units", []string{be, mem}, []float64{1, -1}, "Core_Bound"),
+		td(TopDownL2, "heavy_operations", "retiring heavy (microcoded or multi-uop) operations", []string{heavy}, nil, "Heavy_Operations"),
+		td(TopDownL2, "light_operations", "retiring light operations", []string{ret, heavy}, []float64{1, -1}, "Light_Operations"),
+	}
+}
+
+var intelFixed = []string{"instructions", "cycles", "ref-cycles", "INSTRUCTION_RETIRED", "UNHALTED_CORE_CYCLES", "UNHALTED_REFERENCE_CYCLES", "cpu.slots", "cpu.topdown-*"}
+
+func intelMPKI(source string) []ratio.Def {
+	return mpki("INST_RETIRED:ANY_P", "L1D:REPLACEMENT", "MEM_LOAD_RETIRED:L3_MISS", "BR_MISP_RETIRED:ALL_BRANCHES", source+"l1d_mpi, L3MPKI, IpMispredict")
+}
+
+func concat(parts ...[]ratio.Def) []ratio.Def {
+	var all []ratio.Def
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	return all
+}
+
+// Skylake and Cascade Lake servers (libpfm4's skx; its clients share the
+// core events as skl), 4 counters a thread with Hyper-Threading on.
+var skylakeSP = &Family{
+	Name: "Intel Skylake-SP / Cascade Lake", PMUs: []string{"skx", "clx", "skl"}, Counters: 4, Fixed: intelFixed,
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, srcSKX+"IPC")},
+		skylakeTopDown("skx", srcSKX),
+		imcBandwidth(srcSKX+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
+		energy(), x86Frequency(), intelMPKI(srcSKX),
+	),
+	Unserved: []Unserved{
+		{"topdown_branch_mispredicts", TopDownL2, "Branch_Mispredicts = BR_MISP_RETIRED / (BR_MISP_RETIRED + MACHINE_CLEARS) × Bad_Speculation", srcSKX + "Branch_Mispredicts", "a product of two ratios, not one linear ratio"},
+		{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcSKX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
+	},
+}
+
+// Ice Lake servers (libpfm4's icx; clients icl), 8 counters a thread,
+// PERF_METRICS through the kernel's slots and topdown-* events.
+var iceLakeSP = &Family{
+	Name: "Intel Ice Lake-SP", PMUs: []string{"icx", "icl"}, Counters: 8, Fixed: intelFixed,
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, srcICX+"IPC")},
+		iceLakeTopDown(srcICX),
+		imcBandwidth(srcICX+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
+		energy(), x86Frequency(), intelMPKI(srcICX),
+	),
+	Unserved: []Unserved{
+		{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcICX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
+	},
+}
+
+// Sapphire Rapids and its successors with the same PERF_METRICS
+// (libpfm4's spr; emr and gnr where the libpfm4 tables name them), 8
+// counters a thread.
+var sapphireRapids = &Family{
+	Name: "Intel Sapphire Rapids / Emerald Rapids / Granite Rapids", PMUs: []string{"spr", "emr", "gnr"}, Counters: 8, Fixed: intelFixed,
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, srcSPR+"IPC")},
+		sapphireRapidsTopDown(srcSPR),
+		imcBandwidth(srcSPR+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
+		energy(), x86Frequency(), intelMPKI(srcSPR),
+	),
+}
+
+// AMD Zen: 6 core counters, none fixed.
+func zenFamily(name, pmu string, zen4 bool) *Family {
+	f := &Family{
+		Name: name, PMUs: []string{pmu}, Counters: 6,
+		Metrics: []ratio.Def{ipc("RETIRED_INSTRUCTIONS", "CYCLES_NOT_IN_HALT", "AMD PPR, Core::X86::Pmc::Core PMCx0C0 retired instructions over PMCx076 cycles not in halt")},
+	}
+	if zen4 {
+		const slots = "cycles|CYCLES_NOT_IN_HALT" // × 6 dispatch slots, the 1/6 below
+		td := func(name, what string, num []string, w []float64) ratio.Def {
+			return def(TopDown, "topdown_"+name, ratio.Pure, num, w, slots, 1.0/6,
+				"TopDown level 1 (AMD's pipeline utilization): the share of dispatch slots (6 a cycle) "+what+".", srcAMD)
+		}
+		f.Metrics = append(f.Metrics,
+			td("frontend_bound", "the front end left without an op", []string{"cpu/event=0x1a0,umask=0x1/"}, nil),
+			td("bad_speculation", "dispatched ops that never retired", []string{"cpu/event=0xaa,umask=0x7/", "RETIRED_OPS"}, []float64{1, -1}),
+			td("backend_bound", "stalled for back-end resources", []string{"cpu/event=0x1a0,umask=0x1e/"}, nil),
+			td("smt_contention", "given to the other thread of the core", []string{"cpu/event=0x1a0,umask=0x60/"}, nil),
+			td("retiring", "that retired an op", []string{"RETIRED_OPS"}, nil),
+		)
+		f.Metrics = append(f.Metrics, bandwidth("amd_umc_*/event=0xa,rdwrmask=0x1/", "amd_umc_*/event=0xa,rdwrmask=0x2/",
+			"AMD PPR for Family 19h Model 11h (55901), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each")...)
+	} else {
+		f.Unserved = append(f.Unserved,
+			Unserved{"topdown_*", TopDown, "dispatch-slot shares", "AMD PPR for Family 19h Model 11h (55901)",
+				"AMD defines pipeline utilization (PMCx1A0 dispatch slots) from Zen 4 on; the PPRs of Zen 2 and Zen 3 define no top-down method"},
+			Unserved{"mem_*_bandwidth", Bandwidth, "DRAM CAS commands × 64 / time", "AMD PPR",
+				"the kernel's amd_df PMU names no DRAM events on Zen 2 and Zen 3, and libpfm4 4.13 has no tables for it"})
+	}
+	f.Metrics = append(f.Metrics, energy()...)
+	f.Metrics = append(f.Metrics, x86Frequency()...)
+	f.Metrics = append(f.Metrics, mpki("RETIRED_INSTRUCTIONS", "L1-dcache-load-misses", "", "RETIRED_BRANCH_INSTRUCTIONS_MISPREDICTED",
+		"AMD PPR, PMCx0C3 retired mispredicted branches and the kernel's L1D read-miss cache event, per PMCx0C0 retired instructions")...)
+	f.Unserved = append(f.Unserved, Unserved{"llc_mpki", MPKI, "L3 misses / instructions × 1000", "AMD PPR, L3 cache PMCs",
+		"the L3 is counted per CCX by the amd_l3 PMU, not per instruction stream"})
+	return f
+}
+
+// Arm Neoverse N1 (libpfm4's arm_n1): 6 counters and the cycle counter.
+var neoverseN1 = &Family{
+	Name: "Arm Neoverse N1", PMUs: []string{"arm_n1"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, srcArm+"ipc = INST_RETIRED / CPU_CYCLES")},
+		[]ratio.Def{
+			def(TopDown, "topdown_frontend_bound", ratio.Pure, []string{"STALL_FRONTEND"}, nil, cycles, 1,
+				"TopDown level 1: the share of cycles the front end stalled the pipeline.", srcArm+"frontend_bound = STALL_FRONTEND / CPU_CYCLES"),
+			def(TopDown, "topdown_backend_bound", ratio.Pure, []string{"STALL_BACKEND"}, nil, cycles, 1,
+				"TopDown level 1: the share of cycles the back end stalled the pipeline.", srcArm+"backend_bound = STALL_BACKEND / CPU_CYCLES"),
+			def(TopDown, "topdown_not_stalled", ratio.Pure, []string{cycles, "STALL_FRONTEND", "STALL_BACKEND"}, []float64{1, -1, -1}, cycles, 1,
+				"The share of cycles neither end stalled, 1 − frontend_bound − backend_bound: retiring plus bad speculation, which Arm splits by INST_RETIRED / INST_SPEC.",
+				srcArm+"1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES, the factor of retiring and bad_speculation"),
+			def(TopDown, "topdown_retired_share", ratio.Pure, []string{"INST_RETIRED"}, nil, "INST_SPEC", 1,
+				"Instructions retired per instruction speculatively executed: retiring = not_stalled × this, bad_speculation = not_stalled × (1 − this).",
+				srcArm+"INST_RETIRED / INST_SPEC, the other factor of retiring and bad_speculation"),
+		},
+		[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
+		mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArm+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
+	),
+	Unserved: []Unserved{
+		{"topdown_retiring", TopDown, "INST_RETIRED / INST_SPEC × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)", srcArm + "retiring",
+			"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
+		{"topdown_bad_speculation", TopDown, "(1 − INST_RETIRED / INST_SPEC) × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)", srcArm + "bad_speculation",
+			"a product of two ratios; served as its factors (1 − topdown_retired_share) × topdown_not_stalled"},
+		{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse N1 systems in general"},
+	},
+}
+
+// IBM POWER9: 4 programmable counters (PMC5 and PMC6 count instructions
+// and cycles only).
+var power9 = &Family{
+	Name: "IBM POWER9", PMUs: []string{"power9"}, Counters: 4,
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, "IBM POWER9 PMU user's guide, PM_INST_CMPL / PM_CYC")},
+		[]ratio.Def{cyclesFrequency(cycles, "IBM POWER9 PMU user's guide, PM_CYC; cycles per second of cpu-clock")},
+		mpki(instructions, "L1-dcache-load-misses|PM_LD_MISS_L1", "", "branch-misses|PM_BR_MPRED_CMPL", "IBM POWER9 PMU user's guide, PM_LD_MISS_L1 and PM_BR_MPRED_CMPL per PM_INST_CMPL"),
+	),
+	Unserved: []Unserved{
+		{"topdown_*", TopDown, "", "IBM POWER9 PMU user's guide", "IBM defines a CPI stack (PM_CMPLU_STALL_*), not a top-down slot method"},
+	},
+}
+
+var families = []*Family{
+	skylakeSP, iceLakeSP, sapphireRapids,
+	zenFamily("AMD Zen 4", "amd64_fam19h_zen4", true),
+	zenFamily("AMD Zen 3", "amd64_fam19h_zen3", false),
+	zenFamily("AMD Zen 2", "amd64_fam17h_zen2", false),
+	neoverseN1, power9,
+}
+
+// Generic is every other machine: the kernel's generic events, energy
+// and msr where the kernel has them.
+var Generic = Family{
+	Name: "generic", Counters: 4,
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, "perf stat's \"insn per cycle\"")},
+		energy(),
+		x86Frequency(),
+		[]ratio.Def{cyclesFrequency(cycles, "core cycles per second of cpu-clock")},
+		mpki(instructions, "L1-dcache-load-misses", "LLC-load-misses", "branch-misses", "the kernel's generic cache and branch events"),
+	),
+}

@@ -1,0 +1,47 @@
+package catalog
+
+import (
+	"fmt"
+	"slices"
+
+	"perfevent/internal/ratio"
+	"perfevent/internal/setup"
+)
+
+// Open adds to plan the events of the ratios of defs every operand of
+// which is usable here (setup.Plan.Usable), each event once; a ratio with
+// an operand that is not gets an Info note and none of its events, so a
+// machine never counts events for a ratio it cannot serve. It returns the
+// names of those ratios.
+func Open(plan *setup.Plan, defs []ratio.Def) (unusable []string) {
+	var ops []setup.Operand
+	at := map[string]int{}
+	for _, d := range defs {
+		usable := true
+		for _, term := range Operands(d) {
+			if ok, why := plan.Usable(term); !ok {
+				plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info,
+					Text: fmt.Sprintf("catalog %s: perfevent.ratio.%s: its operand %s is not usable here: %s; none of its events opened", d.Group, d.Name, term, why)})
+				usable = false
+				break
+			}
+		}
+		if !usable {
+			unusable = append(unusable, d.Name)
+			continue
+		}
+		for _, term := range Operands(d) {
+			i, ok := at[term]
+			if !ok {
+				i = len(ops)
+				at[term] = i
+				ops = append(ops, setup.Operand{Term: term})
+			}
+			if !slices.Contains(ops[i].For, d.Name) {
+				ops[i].For = append(ops[i].For, d.Name)
+			}
+		}
+	}
+	plan.AddOperands(ops)
+	return unusable
+}
