@@ -5,7 +5,7 @@
 #   make check     the full suite: setup, unit tests, vet, gofmt, cross, fuzz, qa (as root)
 #   make cross     build for every Linux architecture; unit tests of arm64, ppc64le, s390x under qemu-user
 #   make bench     Go benchmarks, then our agent against the C agent (qa/bench)
-#   make install   copy the agent's files into $(DESTDIR)$(PMDADIR)
+#   make install   copy the agent's files into $(DESTDIR)$(PMDADIR), link both commands into $(BINDIR)
 #   make deb rpm   pcp-pmda-perfevent-go packages in dist/ (PKG_ARCH=arm64 … for others)
 #   make clean
 #
@@ -34,6 +34,15 @@ PCP_SYSCONF_DIR ?= $(or $(shell . /etc/pcp.conf 2>/dev/null && echo $$PCP_SYSCON
 PCP_VAR_DIR ?= $(or $(shell . /etc/pcp.conf 2>/dev/null && echo $$PCP_VAR_DIR),/var/lib/pcp)
 PREFIX ?= /usr
 MANDIR ?= $(PMDADIR)/man
+# Both commands on PATH: symbolic links in BINDIR to the agent's home
+# (BINDIR= makes none). /usr/local/bin comes before /usr/bin in the usual
+# PATH, so a distribution's perfalloc there (Fedora's pcp-pmda-perfevent;
+# Debian keeps the C one in the C agent's directory, off PATH) is found
+# after ours; install says which comes first. Both perfallocs speak the
+# same lock-file protocol to either agent. A file there that is not our
+# link is left alone.
+BINDIR ?= /usr/local/bin
+LINKS := pmdaperfevent perfalloc
 DESTDIR ?=
 
 # What `make install` copies; override to install prebuilt binaries.
@@ -137,6 +146,18 @@ install: $(AGENT_BIN) $(PERFALLOC_BIN)
 			echo "note: kept the existing $(PMDADIR)/$$c; the new default is $$c.new (FORCE_CONF=1 replaces it)"; \
 		fi; \
 	done
+	@if [ -n "$(BINDIR)" ]; then \
+		install -d -m 0755 $(DESTDIR)$(BINDIR); \
+		for c in $(LINKS); do \
+			l=$(DESTDIR)$(BINDIR)/$$c; \
+			if [ -e "$$l" ] && [ ! -L "$$l" ]; then \
+				echo "note: $$l exists and is not our link; left alone (run $(PMDADIR)/$$c)"; \
+				continue; \
+			fi; \
+			[ "$$(readlink "$$l")" = $(PMDADIR)/$$c ] || ln -sfn $(PMDADIR)/$$c "$$l"; \
+		done; \
+		[ -n "$(DESTDIR)" ] || scripts/which-perfalloc "$(BINDIR)" "$(PMDADIR)"; \
+	fi
 	install -d -m 0755 $(DESTDIR)$(PCP_SYSCONF_DIR)/pmrep
 	install -C -m 0644 install/pcp/pmrep-perfevent-go.conf $(DESTDIR)$(PCP_SYSCONF_DIR)/pmrep/perfevent-go.conf
 	install -d -m 0755 $(DESTDIR)$(PCP_VAR_DIR)/config/pmieconf/perfevent

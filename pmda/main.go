@@ -60,7 +60,9 @@ func main() {
 func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package would print a bad flag's error before the usage,
+	// and run prints it again with the program's name: once is enough.
+	fs.SetOutput(io.Discard)
 	fs.BoolVar(&o.Compat, "C", false, "compatibility names: only ':' becomes '-' (the pre-3.10.8 names)")
 	fs.StringVar(&o.debug, "D", "", "debug `options` (accepted for compatibility; any value logs each start-up step in detail)")
 	fs.IntVar(&o.domain, "d", metrics.Domain, "PMDA `domain` number; perfevent is 127")
@@ -85,7 +87,8 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.lockGroup, "lockgroup", "", "the lock file's `group` (a name or number); with -lockmode 0640, only its members (and root) may reserve the counters")
 	fs.DurationVar(&o.MaxHold, "max-hold", 0, "resume counting when a reservation has lasted `duration` although perfalloc's lock is still held, and log it (0: never, as the C agent)")
 	o.DefaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
-	fs.StringVar(&o.PMIDs, "pmids", o.DefaultPMIDs, "where metric names keep their PMIDs across restarts (`file`)")
+	fs.StringVar(&o.PMIDs, "pmids", o.DefaultPMIDs, "the `file` where metric names keep their PMIDs across restarts")
+	fs.StringVar(&o.CLayout, "c-layout", filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent", "perfevent.conf"), "PCP's C agent's configuration `file`: the names it would serve here keep its PMIDs (none when it does not exist)")
 	fs.DurationVar(&o.Poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
 	fs.BoolVar(&o.NoInotify, "no-inotify", false, "check the lock file by polling only")
 	fs.BoolVar(&o.CCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -107,8 +108,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-log-size", "lots"}, `invalid value "lots" for flag -log-size: "lots" is not a size`},
 	} {
 		_, stderr, code := runAgent(t, bin, tc.args...)
-		if code != 1 || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args, code, stderr, tc.want)
+		if code != 1 || strings.Count(stderr, tc.want) != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q once", tc.args, code, stderr, tc.want)
 		}
 	}
 	out, stderr, code := runAgent(t, bin, "-h")
@@ -172,8 +173,24 @@ func TestCheckVM(t *testing.T) {
 	if !counts && !skipped {
 		t.Errorf("cycles neither counts nor has the note of a machine without a hardware PMU:\n%s", out)
 	}
-	if !strings.Contains(out, "; 0 problems\n") {
-		t.Errorf("summary line:\n%s", out)
+	// Problems, skipped lines and warnings are counted apart: cycles,
+	// where it cannot count, is skipped without being a problem.
+	lines := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  testdata/vm.conf:") && strings.Contains(l, " -> perfevent.hwcounters.") ||
+			strings.HasSuffix(l, "this machine has no PMU msr; line skipped") {
+			lines++
+		}
+	}
+	nskipped := 0
+	if skipped {
+		nskipped++
+	}
+	if noMSR != nil {
+		nskipped++
+	}
+	if want := fmt.Sprintf("; 0 problems, %d of %d event lines skipped, 0 of 1 derived section, 0 warnings\n", nskipped, lines); !strings.Contains(out, want) {
+		t.Errorf("summary line:\n%s\nwant %q", out, want)
 	}
 }
 
@@ -191,7 +208,7 @@ func TestCheckBrokenConfig(t *testing.T) {
 		"  testdata/broken.conf:2: cpu-clock: libpfm4 perf::PERF_COUNT_SW_CPU_CLOCK:u=1:k=1:excl=0:mg=0:mh=1: type 1 config 0x0 exclude hv,guest -> perfevent.hwcounters.cpu_clock",
 		"! testdata/broken.conf:7: derived metric ipc is unavailable: the group at line 8 lacks cycles, instructions; section skipped\n",
 		"  testdata/broken.conf:12: msr.tsc: ",
-		"; 4 problems\n",
+		"; 4 problems, ",
 	)
 }
 
@@ -212,14 +229,14 @@ func TestCheckOrderAndNames(t *testing.T) {
 		"  testdata/order.conf:5: cpu-clock: libpfm4 perf::PERF_COUNT_SW_CPU_CLOCK:u=1:k=1:excl=0:mg=0:mh=1: type 1 config 0x0 exclude hv,guest -> perfevent.hwcounters.cpu_clock, on " + cpus + "\n" +
 		"! testdata/order.conf:6: section header has no closing ]; the section is ignored; line skipped\n" +
 		"! testdata/order.conf:7: \"task-clock\" is under the broken section header at line 6, so it is ignored too; line skipped\n" +
-		"\ntestdata/order.conf: 2 events served on " + fmt.Sprint(2*len(online)) + " counters, 0 derived metrics; 2 problems\n"
+		"\ntestdata/order.conf: 2 events served on " + fmt.Sprint(2*len(online)) + " counters, 0 derived metrics; 2 problems, 0 of 2 event lines skipped, 0 warnings\n"
 	if code != 1 || out != want {
 		t.Errorf("exit %d, output:\n%s\nwant exit 1 and:\n%s", code, out, want)
 	}
 
 	one := filepath.Join(t.TempDir(), "one.conf")
 	os.WriteFile(one, []byte("[perf]\ncpu-clock\ncpu-clock cpux\n"), 0o644)
-	if out, _, _ := runAgent(t, bin, "--check", "-c", one); !strings.HasSuffix(out, "; 1 problem\n") {
+	if out, _, _ := runAgent(t, bin, "--check", "-c", one); !strings.Contains(out, "; 1 problem, ") {
 		t.Errorf("one problem:\n%s", out)
 	}
 }
@@ -331,7 +348,7 @@ func TestCheckCCompatible(t *testing.T) {
 		"! testdata/ccompat.conf:4: the C agent 6.0.3 ignores derived sections that follow [dynamic] (line 2): move [ms:derived] above it\n",
 		"! testdata/ccompat.conf:5: the C agent rejects the whole file here (\"Syntax error on line: 5\")",
 		"! testdata/ccompat.conf:5: the C agent reads the scale 1e-3 as a CPU index",
-		"; 3 problems\n",
+		"; 3 problems, ",
 	)
 	if code != 1 {
 		t.Errorf("--c-compatible: exit %d, want 1", code)
@@ -341,5 +358,58 @@ func TestCheckCCompatible(t *testing.T) {
 	out, _, code = runAgent(t, bin, "--check", "-c", empty)
 	if code != 0 || !strings.Contains(out, "  warning: "+empty+" has no events: the C agent refuses to start") {
 		t.Errorf("empty file: exit %d\n%s", code, out)
+	}
+}
+
+// A ratio operand that names no event at all is a problem, with the
+// nearest configured names; the check says so once.
+func TestCheckRatioOperandTypo(t *testing.T) {
+	needPerf(t)
+	bin := agentBinary(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "perfevent.conf")
+	os.WriteFile(conf, []byte("[perf]\npage-faults\ncontext-switches\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "ratios.conf"), []byte("faults_per_cs = page-faultz / context-switches\n"), 0o644)
+	out, _, code := runAgent(t, bin, "--check", "-c", conf)
+	want := "! " + filepath.Join(dir, "ratios.conf") + ": ratio \"faults_per_cs\": operand page-faultz is not an event here: neither configured nor known to this machine; did you mean page-faults?\n"
+	if code != 1 || strings.Count(out, want) != 1 || strings.Contains(out, "faults_per_cs\" not served") || !strings.Contains(out, "; 1 problem, ") {
+		t.Errorf("exit %d, output:\n%s\nwant exit 1, once %q, and no second line about the ratio", code, out, want)
+	}
+}
+
+// pmdaperfevent(1) documents every option -h lists, with the same
+// argument name, and -h every option the man page documents.
+func TestManPageMatchesHelp(t *testing.T) {
+	bin := agentBinary(t)
+	_, help, _ := runAgent(t, bin, "-h")
+	man, err := os.ReadFile("../man/pmdaperfevent.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roff := func(s string) string { return strings.ReplaceAll(s, "-", `\-`) }
+	opt := regexp.MustCompile(`^  (--?[a-z0-9-]+|-[A-Za-z0-9])(?: (\S+))?\s{2,}`)
+	listed := map[string]bool{"-h": true}
+	for _, line := range strings.Split(help, "\n") {
+		m := opt.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		listed[m[1]] = true
+		want := ".B " + roff(m[1]) + "\n"
+		if m[2] != "" {
+			want = ".BI " + roff(m[1]) + ` " ` + m[2] + "\"\n"
+		}
+		if !strings.Contains(string(man), want) {
+			t.Errorf("pmdaperfevent(1) lacks %q (-h: %q)", want, strings.TrimSpace(line))
+		}
+	}
+	item := regexp.MustCompile(`(?m)^\.TP\n\.BI? ((?:\\-)+[A-Za-z0-9\\-]+)`)
+	for _, m := range item.FindAllStringSubmatch(string(man), -1) {
+		if name := strings.ReplaceAll(m[1], `\-`, "-"); !listed[name] {
+			t.Errorf("pmdaperfevent(1) documents %s, which -h does not list", name)
+		}
+	}
+	if !strings.Contains(string(man), "Print the version, as \\fBpmdaperfevent version\\fR") {
+		t.Error("pmdaperfevent(1) does not say what --version prints")
 	}
 }

@@ -20,15 +20,16 @@ import (
 //
 // The differences it accepts are exactly these; any other fails it.
 //
-//  1. PMID and InDom numbers. The C agent numbers clusters from the
-//     configuration's order every time it starts; ours keeps each name's
-//     PMID in a map file. Compared instead: which metrics share an InDom
-//     (a .value and its .dutycycle do), and PM_INDOM_NULL or not.
+//  1. InDom numbers. Compared instead: which metrics share an InDom (a
+//     .value and its .dutycycle do), and PM_INDOM_NULL or not. PMIDs are
+//     compared (compareLabs): ours, told the C agent's configuration
+//     (Agent.CLayout), gives every name of the C agent's its PMID.
 //  2. Metrics that only the C agent lists, without values: it makes a
 //     metric of every event of a [dynamic] PMU (software.*, msr.*) and
-//     leaves those not configured empty; ours lists configured events
-//     only (--list-events shows the rest). Such a metric must have no
-//     value under the C agent.
+//     leaves those not configured empty. Ours serves those names too,
+//     empty, when it knows the C agent's configuration; a lab without
+//     it may lack them. Such a metric must have no value under the C
+//     agent.
 //  3. Long help (pminfo -T): ours says more (the configuration line, the
 //     event, how the value is made). Ours must have one; the one-line
 //     help (-t) must match the C agent's exactly.
@@ -53,7 +54,7 @@ import (
 //  9. perfevent.ratio.*: ratios of counters read in one group,
 //     which only ours serves; each must have its long help.
 func TestCompareWithCAgent(t *testing.T) {
-	goLab := StartLab(t, Agent{Go: true, Config: VMConfig})
+	goLab := StartLab(t, Agent{Go: true, Config: VMConfig, CLayout: true})
 	cLab := StartLab(t, Agent{Go: false, Config: VMConfig})
 	cpus := onlineCPUs(t)
 
@@ -126,6 +127,13 @@ func compareLabs(t *testing.T, cLab, goLab *Lab, cpus []int) {
 		vals: parseValues(t, goLab.Run(t, "pminfo", "-f", "perfevent")),
 	}
 	diffs, cOnly := compareViews(c, g, cpus)
+	if goLab.Agent.CLayout {
+		for name, m := range c.meta {
+			if gm := g.meta[name]; gm == nil || gm.pmid != m.pmid {
+				diffs = append(diffs, fmt.Sprintf("%s: PMID %s under the C agent, ours %v", name, m.pmid, gm))
+			}
+		}
+	}
 	if len(diffs) > 0 {
 		t.Errorf("the C agent and ours differ (beyond the accepted differences listed in TestCompareWithCAgent):\n\t%s",
 			strings.Join(diffs, "\n\t"))
@@ -137,7 +145,7 @@ func compareLabs(t *testing.T, cLab, goLab *Lab, cpus []int) {
 // becomes '-', so perfevent.hwcounters.cpu-clock.value); the comparison
 // is the same.
 func TestCompareWithCAgentCompatNames(t *testing.T) {
-	goLab := StartLab(t, Agent{Go: true, Config: VMConfig, Args: []string{"-C"}})
+	goLab := StartLab(t, Agent{Go: true, Config: VMConfig, Args: []string{"-C"}, CLayout: true})
 	cLab := StartLab(t, Agent{Go: false, Config: VMConfig, Args: []string{"-C"}})
 	compareLabs(t, cLab, goLab, onlineCPUs(t))
 	for _, l := range []*Lab{cLab, goLab} {
@@ -660,7 +668,7 @@ software.cpu-clock
 page-faults
 context-switches
 `
-	goLab := StartLab(t, Agent{Go: true, Config: conf})
+	goLab := StartLab(t, Agent{Go: true, Config: conf, CLayout: true})
 	cLab := StartLab(t, Agent{Go: false, Config: conf})
 	for _, tc := range []struct {
 		name string

@@ -2,14 +2,15 @@ package qa
 
 import (
 	"encoding/json"
-	"net/url"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"perfevent/internal/catalog"
 	"perfevent/internal/ratio"
@@ -79,39 +80,184 @@ func loadDashboard(t testing.TB) dashboard {
 // The dashboard is well formed without any PCP around.
 func TestDashboardJSON(t *testing.T) { loadDashboard(t) }
 
-// optionalMetric names the metrics a panel may find absent: ratios are
-// not served yet, and their panel stays empty until they are.
-var optionalMetric = regexp.MustCompile(`^perfevent\.ratio\.`)
+// servedNow lists the perfevent metrics the host serves with values now
+// (pmprobe: a positive count), whose panels must show data.
+func servedNow(t *testing.T, l *Lab) []string {
+	t.Helper()
+	var names []string
+	for _, line := range strings.Split(l.Run(t, "pmprobe", "perfevent"), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[1] != "0" && !strings.HasPrefix(f[1], "-") {
+			names = append(names, f[0])
+		}
+	}
+	return names
+}
+
+// served reports whether a query's metric (a name or a glob) matches a
+// metric the host serves with values.
+func served(metric string, names []string) bool {
+	for _, n := range names {
+		if ok, _ := path.Match(metric, n); ok || metric == n {
+			return true
+		}
+		// pmseries' * also spans dots: perfevent.cgroup.*.value.
+		if re, err := regexp.Compile("^" + strings.ReplaceAll(regexp.QuoteMeta(metric), `\*`, ".*") + "$"); err == nil && re.MatchString(n) {
+			return true
+		}
+	}
+	return false
+}
 
 // testDashboard runs every query of the dashboard against the fleet: a
 // PCP Redis one through pmproxy's /series/query, with $host set to the
 // hosts' hostname label; a PCP Vector one (a metric name) through pminfo
-// against a lab agent. Each must find something, but a ratio.
+// against a lab agent. A query whose metric the host serves must return
+// samples, and newer ones a few sampling intervals later: the panel keeps
+// showing data. One the host does not serve (memory bandwidth or TopDown
+// on a VM) may stay empty, and says so.
 func testDashboard(t *testing.T, f *Fleet) {
 	d := loadDashboard(t)
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
 	}
+	names := servedNow(t, f.Hosts[0])
+	newest := map[string]int64{}
+	var live []string // the Redis queries that must keep returning data
 	for _, p := range d.Panels {
 		for _, q := range p.Targets {
 			expr := strings.ReplaceAll(q.Expr, "$host", host)
 			metric := regexp.MustCompile(`^[\w.*]+`).FindString(expr)
+			must := served(metric, names)
 			switch p.Datasource.Type {
 			case redisDS:
-				var sids []string
-				f.getJSON(t, "/series/query", url.Values{"expr": {expr}}, &sids)
-				if len(sids) == 0 && !optionalMetric.MatchString(metric) {
-					t.Errorf("panel %q: /series/query?expr=%s finds no series", p.Title, expr)
+				latest := int64(0)
+				for _, s := range f.samples(t, expr+"[count:2]") {
+					latest = max(latest, s.ms)
 				}
-				if optionalMetric.MatchString(metric) {
-					t.Logf("panel %q: %d series for %s (optional)", p.Title, len(sids), expr)
+				switch {
+				case latest == 0 && must:
+					t.Errorf("panel %q: /series/query?expr=%s[count:2] finds no samples, though the host serves %s\n%s", p.Title, expr, metric, f.Logs())
+				case latest == 0:
+					t.Logf("panel %q: no data for %s: this host does not serve it", p.Title, expr)
+				default:
+					newest[expr] = latest
+					live = append(live, expr)
 				}
 			case vectorDS:
-				if r := f.Hosts[0].RunErr(t, "pminfo", expr); r.Err != nil || strings.TrimSpace(r.Stdout) != expr {
-					t.Errorf("panel %q: the agent does not serve %q:\n%s", p.Title, expr, r)
+				if r := f.Hosts[0].RunErr(t, "pminfo", "-f", expr); r.Err != nil || !strings.Contains(r.Stdout, "value ") {
+					t.Errorf("panel %q: the agent serves no value of %q:\n%s", p.Title, expr, r)
 				}
 			}
+		}
+	}
+	// The ratio panels show ratios, per CPU or for the whole machine, and
+	// not the others nor the operands, which pmseries' * would match too.
+	ratioRE := map[string]*regexp.Regexp{
+		"Ratios, per CPU":       regexp.MustCompile(`^perfevent\.ratio\.[a-z0-9_]+$`),
+		"Ratios, whole machine": regexp.MustCompile(`^perfevent\.ratio\.all\.[a-z0-9_]+$`),
+	}
+	all := f.metricNames(t, f.sids(t, "perfevent.ratio.*"))
+	for _, p := range d.Panels {
+		re, ok := ratioRE[p.Title]
+		if !ok {
+			continue
+		}
+		delete(ratioRE, p.Title)
+		expr := strings.ReplaceAll(p.Targets[0].Expr, "$host", host)
+		got := f.metricNames(t, f.sids(t, expr))
+		if len(got) == 0 || slices.ContainsFunc(got, func(n string) bool {
+			return !re.MatchString(n) || strings.Contains(n, ".numerator.") || strings.Contains(n, ".denominator.") || n == "perfevent.ratio.all"
+		}) {
+			t.Errorf("panel %q: %s finds %v; want those of %v that match %s", p.Title, expr, got, all, re)
+		}
+		t.Logf("panel %q: %v, of %v", p.Title, got, all)
+	}
+	for title := range ratioRE {
+		t.Errorf("no panel %q", title)
+	}
+	// A few intervals on, every query that had data has newer data.
+	for _, expr := range live {
+		waitFor(t, 10*f.Interval+10*time.Second, "newer samples of "+expr, func() bool {
+			for _, s := range f.samples(t, expr+"[count:2]") {
+				if s.ms > newest[expr] {
+					return true
+				}
+			}
+			return false
+		})
+	}
+}
+
+// The per-CPU ratio panel leaves the whole machine's ratios out, and every
+// panel that mixes quantities of different sizes gives each its own axis
+// and unit.
+func TestDashboardAxes(t *testing.T) {
+	path := filepath.Join(repoRoot(), "install", "grafana", "perfevent.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title       string `json:"title"`
+			FieldConfig struct {
+				Overrides []struct {
+					Matcher struct {
+						Options string `json:"options"`
+					} `json:"matcher"`
+					Properties []struct {
+						ID    string `json:"id"`
+						Value any    `json:"value"`
+					} `json:"properties"`
+				} `json:"overrides"`
+			} `json:"fieldConfig"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	// Each panel's series that need an axis of their own, by a metric name
+	// that must match the override and the unit it must get there.
+	apart := map[string]struct{ metric, unit string }{
+		"Counter rates, per CPU":               {"perfevent.hwcounters.cpu_clock.value", "ns"},
+		"Ratios, per CPU":                      {"perfevent.ratio.context_switches_per_cpu_second", "suffix:/s"},
+		"Ratios, whole machine":                {"perfevent.ratio.all.context_switches_per_cpu_second", "suffix:/s"},
+		"Live: active counters and duty cycle": {"perfevent.hwcounters.cpu_clock.dutycycle", "percentunit"},
+		"Per cgroup":                           {"perfevent.cgroup.cpu_clock.value", "ns"},
+	}
+	seen := map[string]bool{}
+	for _, p := range d.Panels {
+		want, ok := apart[p.Title]
+		if !ok {
+			continue
+		}
+		seen[p.Title] = true
+		found := false
+		for _, o := range p.FieldConfig.Overrides {
+			if re, err := regexp.Compile(o.Matcher.Options); err != nil || !re.MatchString(want.metric) {
+				continue
+			}
+			props := map[string]any{}
+			for _, pr := range o.Properties {
+				props[pr.ID] = pr.Value
+			}
+			found = props["unit"] == want.unit && props["custom.axisPlacement"] == "right"
+		}
+		if !found {
+			t.Errorf("panel %q: %s has no axis of its own with unit %s", p.Title, want.metric, want.unit)
+		}
+		if p.Title == "Ratios, per CPU" && (len(p.Targets) != 1 || !strings.Contains(p.Targets[0].Expr, `metric.name !~ "ratio[.](all|numerator|denominator)[.]"`)) {
+			t.Errorf("panel %q: %v does not keep perfevent.ratio.all.* and the operands out", p.Title, p.Targets)
+		}
+	}
+	for title := range apart {
+		if !seen[title] {
+			t.Errorf("no panel %q", title)
 		}
 	}
 }
@@ -119,7 +265,7 @@ func testDashboard(t *testing.T, f *Fleet) {
 // make install ships the dashboard into the agent's own directory, and
 // writes nothing outside it but the pmrep views and the pmieconf rule,
 // which pmrep and pmieconf read only from their own directories (under
-// names no PCP package uses).
+// names no PCP package uses), and the two commands' links in BINDIR.
 func TestMakeInstallShipsDashboard(t *testing.T) {
 	for _, tool := range []string{"make", "install"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -147,8 +293,16 @@ func TestMakeInstallShipsDashboard(t *testing.T) {
 	if _, err := os.Stat(rule); err != nil {
 		t.Errorf("make install: no pmieconf rule: %v", err)
 	}
+	links := map[string]bool{}
+	for _, c := range []string{"perfalloc", "pmdaperfevent"} {
+		l := filepath.Join(stage, "usr", "local", "bin", c)
+		links[l] = true
+		if target, err := os.Readlink(l); err != nil || target != "/pmdas/perfevent-go/"+c {
+			t.Errorf("make install: %s links to %q (%v); want /pmdas/perfevent-go/%s", l, target, err, c)
+		}
+	}
 	filepath.Walk(stage, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() && p != views && p != rule && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
+		if err == nil && !fi.IsDir() && p != views && p != rule && !links[p] && !strings.HasPrefix(p, filepath.Join(stage, "pmdas", "perfevent-go")+"/") {
 			t.Errorf("make install wrote %s, outside the agent's directory", strings.TrimPrefix(p, stage))
 		}
 		return nil

@@ -74,7 +74,10 @@ func StartFleet(t testing.TB, n int, config string, interval time.Duration) *Fle
 		writeFile(t, filepath.Join(sysconf, "labels", "fleet"), fmt.Sprintf(`{"fleet_host":%q}`+"\n", name))
 		l := StartLab(t, Agent{Go: true, Config: config,
 			Env:      []string{"PCP_SYSCONF_DIR=" + sysconf},
-			PMCDArgs: []string{"-H", name}})
+			PMCDArgs: []string{"-H", name},
+			// The root cgroup, which every machine has, for the
+			// dashboard's per-cgroup panel.
+			Cgroups: "cgroup /\nevent cpu-clock\nevent context-switches\nmax 4\n"})
 		f.Hosts = append(f.Hosts, l)
 		f.Names = append(f.Names, name)
 	}

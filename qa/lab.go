@@ -86,7 +86,8 @@ type Agent struct {
 	Config string
 	// Args come after the lab's own agent arguments, and so win over
 	// them where the agent takes the last of a repeated flag. The lab
-	// passes ours -d 127 -l LOG -c CONF -lockfile LOCK -pmids PMIDS and
+	// passes ours -d 127 -l LOG -c CONF -lockfile LOCK -pmids PMIDS
+	// -c-layout /dev/null (CONF with CLayout) and
 	// the C agent -d 127 -l LOG.
 	Args []string
 	// Socket makes pmcd talk to the agent over a unix socket in the lab
@@ -108,6 +109,11 @@ type Agent struct {
 	// Reservation puts the Go agent's perfevent.reservation.* in the
 	// lab's namespace; without it both agents serve the same names.
 	Reservation bool
+	// CLayout has our agent number the lab's configuration as the C
+	// agent would (-c-layout CONF), so that a Go lab and a C lab of one
+	// configuration serve the same names with the same PMIDs; without
+	// it the agent keeps no C agent's numbers.
+	CLayout bool
 }
 
 // Lab is a running private pmcd with one perfevent agent.
@@ -252,7 +258,11 @@ func (l *Lab) buildCHelp(t testing.TB) {
 func (l *Lab) agentArgv() []string {
 	argv := []string{l.agentExe, "-d", strconv.Itoa(Domain), "-l", l.AgentLog}
 	if l.Agent.Go {
-		argv = append(argv, "-c", l.Conf, "-lockfile", l.Lock, "-pmids", l.PMIDs)
+		layout := "/dev/null" // none: pmcd.conf cannot carry an empty argument
+		if l.Agent.CLayout {
+			layout = l.Conf
+		}
+		argv = append(argv, "-c", l.Conf, "-lockfile", l.Lock, "-pmids", l.PMIDs, "-c-layout", layout)
 	}
 	if l.Agent.Socket {
 		argv = append(argv, "-u", l.AgentSock)

@@ -47,6 +47,10 @@ type Options struct {
 	Compat      bool          // -C: the pre-3.10.8 metric names
 	Debug       bool          // -D: log each start-up step in detail
 	CCompatible bool          // --check --c-compatible
+	// CLayout is PCP's C agent's perfevent.conf (--c-layout): the names
+	// it would serve here keep its PMIDs under this agent (setup.CLayout).
+	// "" or a missing file: none to keep.
+	CLayout string
 	// NoCatalog serves no ratio of the metric catalog and opens none of
 	// their events (--no-catalog): the configuration alone, as the C
 	// agent reads it.
@@ -132,10 +136,13 @@ type Agent struct {
 
 	trusted []int             // uids whose files in the agent's directories it adopts (agentUsers)
 	fresh   *metrics.Clusters // the PMIDs used while the map cannot be read
-	lock    *reservation.LockFile
-	watcher *reservation.Watcher
-	cpus    *cpuhotplug.Watcher // CPUs going offline and coming back
-	hier    *hierarchyWatch     // the hierarchy that owns perf_event
+	// toldDisagree: the log has said which names the map numbers
+	// otherwise than the C agent (once per agent life).
+	toldDisagree bool
+	lock         *reservation.LockFile
+	watcher      *reservation.Watcher
+	cpus         *cpuhotplug.Watcher // CPUs going offline and coming back
+	hier         *hierarchyWatch     // the hierarchy that owns perf_event
 	// locate finds that hierarchy in tests; nil is this machine's.
 	locate func() (cgroup.Hierarchy, error)
 	// cgroupIDs numbers cgroup instances for the agent's life, across
@@ -308,7 +315,9 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 		a.told[line] = true
 	}
 	cg, cgSpec, cgSays := a.startCgroups(plan, r)
-	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations())
+	cKeys, cExtra := cLayout(&a.o, c, opener)
+	clusters.Prefer(cKeys)
+	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations(), cExtra...)
 	if err != nil {
 		set.Close()
 		if cg != nil {
@@ -321,6 +330,10 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	}
 	if err := clusters.Save(); err != nil {
 		r.warningf("saving the PMID map: %v; new metrics may get other PMIDs after a restart", err)
+	}
+	if d := clusters.Disagree(); len(d) > 0 && !a.toldDisagree {
+		a.toldDisagree = true
+		a.log.Warningf("%s", disagreement(a.o.PMIDs, a.o.CLayout, d))
 	}
 	for _, n := range plan.Notes {
 		r.note(n)

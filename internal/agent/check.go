@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"perfevent/internal/catalog"
 	"perfevent/internal/config"
@@ -52,8 +53,30 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 		}
 		fmt.Fprintln(w, mark+n.String())
 	}
-	fmt.Fprintf(w, "\n%s: %s served on %s, %s; %s\n", o.Config,
-		plural(c.sum.Served, "event"), plural(c.sum.FDs, "counter"), plural(len(c.derived), "derived metric"), plural(plan.Problems(), "problem"))
+	lines, sections := 0, 0
+	if f := plan.Config; f != nil {
+		if plan.Section != nil {
+			lines += len(plan.Section.Events)
+		}
+		lines += len(f.DynamicEvents())
+		sections = len(f.DerivedSections())
+	}
+	warnings := 0
+	for _, n := range plan.Notes {
+		if n.Severity != setup.Problem && strings.HasPrefix(n.Text, "warning: ") {
+			warnings++
+		}
+	}
+	// Problems, what is skipped and warnings apart: a machine that cannot
+	// count half the file is not a wrong file, but it should not read as
+	// if everything were served either.
+	skipped := fmt.Sprintf("%d of %s skipped", max(lines-c.sum.Served, 0), plural(lines, "event line"))
+	if sections > 0 {
+		skipped += fmt.Sprintf(", %d of %s", max(sections-len(c.derived), 0), plural(sections, "derived section"))
+	}
+	fmt.Fprintf(w, "\n%s: %s served on %s, %s; %s, %s, %s\n", o.Config,
+		plural(c.sum.Served, "event"), plural(c.sum.FDs, "counter"), plural(len(c.derived), "derived metric"),
+		plural(plan.Problems(), "problem"), skipped, plural(warnings, "warning"))
 	return plan.Problems(), nil
 }
 

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"fmt"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -12,6 +14,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmda"
+	"perfevent/internal/pmu"
 	"perfevent/internal/ratio"
 	"perfevent/internal/setup"
 )
@@ -97,8 +100,8 @@ func parseConfig(path string, held *config.Held) (*config.File, error) {
 
 // buildTable is the table that serves what the plan kept: the last step
 // that --check and the agent share.
-func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups, resv *metrics.Reservations) (*pmda.Table, *metrics.Source, error) {
-	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, Sockets: c.plan.Sockets, Reservations: resv}
+func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups, resv *metrics.Reservations, cExtra ...metrics.CMetric) (*pmda.Table, *metrics.Source, error) {
+	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, Sockets: c.plan.Sockets, Reservations: resv, C: cExtra}
 	for _, pc := range c.plan.Counters {
 		ev, _ := c.set.Lookup(pc.Event.Name)
 		about := fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source)
@@ -118,7 +121,7 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 	if !o.NoCatalog {
 		fromCatalog = c.family.Metrics
 	}
-	spec.Ratios = chooseRatios(ratiosPath(o), fromCatalog, func(name string) bool { return slices.Contains(c.unusable, name) }, c.plan, c.set)
+	spec.Ratios = chooseRatios(ratiosPath(o), fromCatalog, func(name string) bool { return slices.Contains(c.unusable, name) }, c.plan, c.set, o.fs())
 	return metrics.Build(spec)
 }
 
@@ -127,13 +130,151 @@ func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config)
 
 // chooseRatios are the ratios served (ratio.Choose), with notes for the log
 // and --check.
-func chooseRatios(path string, fromCatalog []ratio.Def, quiet func(string) bool, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
+func chooseRatios(path string, fromCatalog []ratio.Def, quiet func(string) bool, plan *setup.Plan, set *counter.Set, fs *pmu.FS) []ratio.Chosen {
 	chosen, problems, info := ratio.ChooseWith(path, fromCatalog, quiet, set, plan.Scale)
 	for _, e := range problems {
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}
+	typos := unknownOperands(path, set, fs)
+	for _, t := range typos {
+		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: t.text})
+	}
 	for _, line := range info {
+		// The problem above says why, better.
+		if slices.ContainsFunc(typos, func(t typo) bool { return strings.HasPrefix(line, fmt.Sprintf("ratio %q not served:", t.ratio)) }) {
+			continue
+		}
 		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: line})
 	}
 	return chosen
 }
+
+// cLayout is how PCP's C agent would number the metrics of its own
+// configuration (o.CLayout) on this machine, cluster i+2 for keys[i], and
+// the names of it that c does not serve, each with the counter of c that
+// counts the same event if there is one and the C agent counts it. Whether the C agent's event
+// opens is what c's counter of the same event did, or else a trial open
+// through opener.
+func cLayout(o *Options, c *counted, opener counter.Opener) (keys []string, extra []metrics.CMetric) {
+	if o.CLayout == "" {
+		return nil, nil
+	}
+	f, _ := config.ParseFile(o.CLayout)
+	if f == nil {
+		return nil, nil
+	}
+	fs := o.fs()
+	m, err := setup.ReadMachine(fs)
+	if err != nil {
+		return nil, nil
+	}
+	same := func(ev *pmu.Event) int {
+		for _, pc := range c.plan.Counters {
+			a, b := pc.Event.Attr, ev.Attr
+			if a.Type == b.Type && a.Config == b.Config && a.Ext1 == b.Ext1 && a.Ext2 == b.Ext2 {
+				if i, ok := c.set.Lookup(pc.Event.Name); ok && len(c.set.CPUs(i)) > 0 {
+					return i
+				}
+			}
+		}
+		return -1
+	}
+	opens := func(ev *pmu.Event, cpus []int) bool {
+		if same(ev) >= 0 {
+			return true
+		}
+		set, err := counter.New([]counter.Spec{{Name: ev.Name, Attr: ev.Attr, CPUs: cpus}}, counter.Config{Opener: opener})
+		if err != nil {
+			return false
+		}
+		defer set.Close()
+		if _, err := set.Open(); err != nil {
+			return false
+		}
+		return len(set.CPUs(0)) > 0
+	}
+	slots := setup.CLayout(f, m, o.Compat, opens)
+	served := map[string]bool{}
+	for _, pc := range c.plan.Counters {
+		served["hwcounters."+pc.Metric] = true
+	}
+	for _, d := range c.derived {
+		served["derived."+d.Metric] = true
+	}
+	for _, s := range slots {
+		keys = append(keys, s.Key)
+		if served[s.Key] {
+			continue
+		}
+		served[s.Key] = true
+		// Values where the C agent has them: a [dynamic] event it was not
+		// asked to count has none there, and none here.
+		ev := -1
+		if s.Event != nil && s.Counted {
+			ev = same(s.Event)
+		}
+		extra = append(extra, metrics.CMetric{Key: s.Key, Event: ev})
+	}
+	return keys, extra
+}
+
+// disagreement says which names the PMID map numbers otherwise than the C
+// agent, what the agent does about it, and how to choose otherwise.
+func disagreement(mapPath, cConfig string, d []metrics.Disagreement) string {
+	eg := d[0]
+	held := ""
+	if eg.Holder != "" {
+		held = fmt.Sprintf(", which the map gives perfevent.%s", eg.Holder)
+	}
+	return fmt.Sprintf("the PMID map %s numbers %d of the names PCP's C agent serves here (from %s) otherwise than the C agent: "+
+		"perfevent.%s is 127.%d here and 127.%d under the C agent%s. "+
+		"They keep the map's numbers, so that this agent's archives stay consistent; a switch to the C agent changes them. "+
+		"To take the C agent's numbers, remove the map and restart the agent (Install --c-pmids does that)",
+		mapPath, len(d), cConfig, eg.Key, eg.Map, eg.C, held)
+}
+
+// unknownOperands are the operands of the user's ratios (ratios.conf) that
+// name no event at all: neither one configured nor one this machine knows.
+// Such an operand is a typo, a problem, unlike an event that is merely not
+// configured or not countable here; each gets the nearest configured names.
+func unknownOperands(path string, set *counter.Set, fs *pmu.FS) []typo {
+	defs, user, _ := ratio.Defs(path)
+	var names []string
+	for i := range set.NumEvents() {
+		names = append(names, set.Name(i))
+	}
+	known := func(alt string) bool {
+		for _, n := range names {
+			if ok, _ := pathpkg.Match(alt, n); ok || alt == n {
+				return true
+			}
+		}
+		if strings.ContainsAny(alt, "*?[") {
+			return false
+		}
+		_, err := fs.Resolve(alt)
+		return err == nil
+	}
+	var out []typo
+	for _, d := range defs[:user] {
+		terms := d.Num
+		if d.Den != ratio.Elapsed {
+			terms = append(slices.Clone(terms), d.Den)
+		}
+		for _, term := range terms {
+			alts := strings.Split(term, "|")
+			if slices.ContainsFunc(alts, known) {
+				continue
+			}
+			text := fmt.Sprintf("%s: ratio %q: operand %s is not an event here: neither configured nor known to this machine", path, d.Name, term)
+			if s := pmu.Nearest(alts[0], names); len(s) > 0 {
+				text += "; did you mean " + strings.Join(s, ", ") + "?"
+			}
+			out = append(out, typo{ratio: d.Name, text: text})
+		}
+	}
+	return out
+}
+
+// typo is an operand of a user's ratio that names no event.
+type typo struct{ ratio, text string }

@@ -61,8 +61,8 @@ func TestCgroupMetrics(t *testing.T) {
 
 	// The indom's cluster comes first ("cgroup"), then one per event.
 	for name, want := range map[string]string{
-		"perfevent.cgroup.cpu_clock.value":            "127.4.0",
-		"perfevent.cgroup.context_switches.dutycycle": "127.5.1",
+		"perfevent.cgroup.cpu_clock.value":            "127.2050.0",
+		"perfevent.cgroup.context_switches.dutycycle": "127.2051.1",
 		"perfevent.cgroup.mode":                       "127.0.3",
 	} {
 		if id, err := table.PMID(name); err != nil || id.String() != want {
@@ -85,7 +85,7 @@ func TestCgroupMetrics(t *testing.T) {
 	}
 
 	// The instance domain follows the live list, in the same table.
-	m, _ := table.Metric(pdu.NewPMID(Domain, 4, 0))
+	m, _ := table.Metric(pdu.NewPMID(Domain, FirstOwn+2, 0))
 	d, _ := table.InDom(m.Desc.InDom)
 	if in, ok := d.Instance(7); !ok || in.Name != "/b.slice" {
 		t.Errorf("instance 7 = %v, %v; want /b.slice", in, ok)

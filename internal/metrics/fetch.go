@@ -21,6 +21,7 @@ const (
 	kindRatio
 	kindCgroup
 	kindReservation
+	kindEmpty // a name of the C agent's that nothing here counts (CMetric)
 )
 
 // ref says what a cluster holds; Source looks clusters up by number, which
@@ -390,6 +391,9 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 				w.Double(id, duty)
 			}
 		}
+	case kindEmpty:
+		// numval 0, as the C agent answers for the names of the
+		// [dynamic] events it does not count.
 	default:
 		return pdu.ErrPMID
 	}

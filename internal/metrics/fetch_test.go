@@ -88,6 +88,9 @@ func newSource(t testing.TB) (*countertest.Opener, *counter.Set, *pmda.Table, *S
 		t.Fatalf("ratios chosen %+v; not chosen: %q", ratios, why)
 	}
 	clusters, _ := LoadClusters(filepath.Join(t.TempDir(), "pmids"))
+	// The C agent's numbering of the same configuration (setup.CLayout).
+	clusters.Prefer([]string{"hwcounters.cpu_clock", "hwcounters.page_faults", "derived.both",
+		"hwcounters.software.alignment_faults", "hwcounters.software.page_faults", "derived.gone", "hwcounters.cpu_clock.value"})
 	table, src, err := Build(Spec{
 		Version:  "test",
 		Set:      set,
@@ -95,6 +98,12 @@ func newSource(t testing.TB) (*countertest.Opener, *counter.Set, *pmda.Table, *S
 		Counters: []Counter{{Event: 0, Metric: "cpu_clock"}, {Event: 1, Metric: "page_faults"}},
 		Derived:  []Derived{{Derived: 0, Metric: "both"}},
 		Ratios:   ratios,
+		C: []CMetric{
+			{Key: "hwcounters.software.alignment_faults", Event: -1},
+			{Key: "hwcounters.software.page_faults", Event: 1},
+			{Key: "derived.gone", Event: -1},
+			{Key: "hwcounters.cpu_clock.value", Event: -1}, // a metric here: left out
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -564,5 +573,37 @@ func TestSocketLabels(t *testing.T) {
 	}
 	if got := cpuInDom(pdu.NewInDom(Domain, 5), []int{3}, nil).Instances[0].Labels; len(got) != 1 {
 		t.Errorf("with no topology: labels %v; want cpu only", got)
+	}
+}
+
+// The C agent's names that the configuration does not give are served
+// with its PMIDs: from the counter of the same event, or without values.
+func TestCMetrics(t *testing.T) {
+	fake, set, table, src := newSource(t)
+	r := rigOf(t, fake, set, table, src)
+	for name, want := range map[string]string{
+		"perfevent.hwcounters.software.alignment_faults.value":     "127.5.0",
+		"perfevent.hwcounters.software.alignment_faults.dutycycle": "127.5.1",
+		"perfevent.hwcounters.software.page_faults.value":          "127.6.0",
+		"perfevent.derived.gone.value":                             "127.7.0",
+	} {
+		if id, err := r.table.PMID(name); err != nil || id.String() != want {
+			t.Errorf("%s = %v, %v; want %s", name, id, err, want)
+		}
+	}
+	if _, err := r.table.PMID("perfevent.hwcounters.cpu_clock.value.value"); err == nil {
+		t.Error("a C name below a metric of the table was served")
+	}
+	if len(src.Skipped()) != 1 || !strings.Contains(src.Skipped()[0].Error(), "perfevent.hwcounters.cpu_clock.value clashes") {
+		t.Errorf("Skipped() = %v; want the clash", src.Skipped())
+	}
+	fake.Add("page-faults", 0, 7, 1, 1)
+	got := r.fetch("perfevent.hwcounters.software.page_faults.value", "perfevent.hwcounters.page_faults.value",
+		"perfevent.hwcounters.software.alignment_faults.value", "perfevent.derived.gone.value")
+	if !same(got[0], got[1]) || len(got[0]) != 3 {
+		t.Errorf("software.page_faults %v, page_faults %v; want the same three values", got[0], got[1])
+	}
+	if len(got[2]) != 0 || len(got[3]) != 0 {
+		t.Errorf("names without a counter: %v, %v; want no values and no error", got[2], got[3])
 	}
 }

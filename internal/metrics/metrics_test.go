@@ -25,8 +25,8 @@ func TestClustersStableAcrossEdits(t *testing.T) {
 	}
 	for i, key := range []string{"hwcounters.cpu_clock", "hwcounters.page_faults", "derived.ipc"} {
 		n, err := c.Cluster(key)
-		if err != nil || n != 2+i {
-			t.Fatalf("Cluster(%s) = %d, %v; want %d", key, n, err, 2+i)
+		if err != nil || n != FirstOwn+i {
+			t.Fatalf("Cluster(%s) = %d, %v; want %d", key, n, err, FirstOwn+i)
 		}
 	}
 	if err := c.Save(); err != nil {
@@ -34,18 +34,19 @@ func TestClustersStableAcrossEdits(t *testing.T) {
 	}
 
 	// A restart with an edited config: page_faults is gone, a new event
-	// arrives. Old names keep their numbers; the new one does not reuse 3.
+	// arrives. Old names keep their numbers; the new one does not reuse
+	// page_faults'.
 	c, errs = LoadClusters(path)
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	if n, _ := c.Cluster("derived.ipc"); n != 4 {
+	if n, _ := c.Cluster("derived.ipc"); n != FirstOwn+2 {
 		t.Errorf("derived.ipc moved to %d", n)
 	}
-	if n, _ := c.Cluster("hwcounters.task_clock"); n != 5 {
-		t.Errorf("new name got %d, want 5", n)
+	if n, _ := c.Cluster("hwcounters.task_clock"); n != FirstOwn+3 {
+		t.Errorf("new name got %d, want %d", n, FirstOwn+3)
 	}
-	if n, _ := c.Cluster("hwcounters.cpu_clock"); n != 2 {
+	if n, _ := c.Cluster("hwcounters.cpu_clock"); n != FirstOwn {
 		t.Errorf("cpu_clock moved to %d", n)
 	}
 	if !c.Changed() {
@@ -55,7 +56,7 @@ func TestClustersStableAcrossEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
-	if !strings.Contains(string(data), "5 hwcounters.task_clock\n") {
+	if !strings.Contains(string(data), "2051 hwcounters.task_clock\n") {
 		t.Errorf("saved map lacks the new name:\n%s", data)
 	}
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
@@ -81,27 +82,38 @@ func TestClustersBadLines(t *testing.T) {
 			t.Errorf("error %d = %q, want %q", i, errs[i], want[i])
 		}
 	}
-	// The good lines survive, and numbering continues past the highest.
+	// The good lines survive, and a new name is numbered from FirstOwn,
+	// above the old map's numbers.
 	if n, _ := c.Cluster("hwcounters.d"); n != 9 {
 		t.Errorf("hwcounters.d = %d, want 9", n)
 	}
-	if n, _ := c.Cluster("hwcounters.new"); n != 10 {
-		t.Errorf("new = %d, want 10", n)
+	if n, _ := c.Cluster("hwcounters.new"); n != FirstOwn {
+		t.Errorf("new = %d, want %d", n, FirstOwn)
+	}
+	if n, _ := c.Cluster("hwcounters.newer"); n != FirstOwn+1 {
+		t.Errorf("newer = %d, want %d", n, FirstOwn+1)
 	}
 }
 
 // A map that holds the top cluster, 4095, is not full: new names take the
-// lowest free numbers, until every one of the 4094 is taken.
+// lowest free numbers from FirstOwn, then below it, past those the C agent
+// gives, until every one of the 4094 is taken.
 func TestClustersAfterTheTopIsTaken(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pmids")
 	os.WriteFile(path, []byte("4095 hwcounters.last\n2 hwcounters.first\n"), 0o644)
 	c, _ := LoadClusters(path)
-	if n, err := c.Cluster("hwcounters.more"); n != 3 || err != nil {
-		t.Fatalf("Cluster = %d, %v; want 3, the lowest free", n, err)
+	c.Prefer([]string{"hwcounters.first", "hwcounters.c3", "hwcounters.c4"})
+	want := []int{}
+	for i := FirstOwn; i < 4095; i++ {
+		want = append(want, i)
 	}
-	for i := 4; i < 4095; i++ {
-		if n, err := c.Cluster(fmt.Sprintf("hwcounters.e%d", i)); n != i || err != nil {
-			t.Fatalf("Cluster = %d, %v; want %d", n, err, i)
+	for i := 5; i < FirstOwn; i++ {
+		want = append(want, i)
+	}
+	want = append(want, 3, 4) // the C agent's, taken last
+	for i, w := range want {
+		if n, err := c.Cluster(fmt.Sprintf("hwcounters.e%d", i)); n != w || err != nil {
+			t.Fatalf("Cluster = %d, %v; want %d", n, err, w)
 		}
 	}
 	if _, err := c.Cluster("hwcounters.over"); err == nil || !strings.Contains(err.Error(), "no PMID cluster left") {
@@ -232,5 +244,48 @@ func TestHelpFileMatchesTheAgent(t *testing.T) {
 		if h.OneLine != w[0] || h.Help != w[1] {
 			t.Errorf("install/help for %s:\n%q\n%q\nthe agent serves:\n%q\n%q", name, h.OneLine, h.Help, w[0], w[1])
 		}
+	}
+}
+
+// Names the C agent serves get its clusters where the map leaves them
+// free; a map's name keeps its number (Disagree reports it), and a name
+// the C agent does not serve is numbered from FirstOwn.
+func TestClustersPreferTheCAgents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pmids")
+	// An older agent's map: cpu_clock took 2 and msr.tsc 9.
+	os.WriteFile(path, []byte("2 hwcounters.cpu_clock\n9 hwcounters.msr.tsc\n"), 0o644)
+	c, _ := LoadClusters(path)
+	c.Prefer([]string{"hwcounters.msr.tsc", "hwcounters.software.alignment_faults", "hwcounters.software.context_switches", "hwcounters.software.context_switches", "derived.sw"})
+	for key, want := range map[string]int{
+		"hwcounters.msr.tsc":                   9, // the map's, not the C agent's 2
+		"hwcounters.software.alignment_faults": 3,
+		"hwcounters.software.context_switches": 4,
+		"derived.sw":                           6, // 5 is the duplicate's
+		"hwcounters.cpu_clock":                 2,
+		"ratio.ipc":                            FirstOwn,
+	} {
+		if n, err := c.Cluster(key); n != want || err != nil {
+			t.Errorf("Cluster(%s) = %d, %v; want %d", key, n, err, want)
+		}
+	}
+	d := c.Disagree()
+	if len(d) != 1 || d[0] != (Disagreement{Key: "hwcounters.msr.tsc", Map: 9, C: 2, Holder: "hwcounters.cpu_clock"}) {
+		t.Errorf("Disagree() = %+v; want msr.tsc at 9 rather than 2, held by cpu_clock", d)
+	}
+
+	// Without a map, every name the C agent serves gets its number.
+	c = NewClusters()
+	c.Prefer([]string{"hwcounters.msr.tsc", "hwcounters.software.alignment_faults"})
+	if n, _ := c.Cluster("hwcounters.software.alignment_faults"); n != 3 {
+		t.Errorf("alignment_faults = %d, want 3", n)
+	}
+	if n, _ := c.Cluster("hwcounters.cpu_clock"); n != FirstOwn {
+		t.Errorf("cpu_clock = %d, want %d", n, FirstOwn)
+	}
+	if n, _ := c.Cluster("hwcounters.msr.tsc"); n != 2 {
+		t.Errorf("msr.tsc = %d, want 2", n)
+	}
+	if d := c.Disagree(); len(d) != 0 {
+		t.Errorf("Disagree() = %+v; want none", d)
 	}
 }

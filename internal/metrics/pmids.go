@@ -27,10 +27,20 @@ import (
 // The map is a text file with one "cluster key" pair a line, where key is
 // the name below perfevent (e.g. "hwcounters.cpu_clock", "derived.ipc").
 //
-// New names are numbered above the highest number in the map, so that a
-// number whose line was deleted is not handed to another name while numbers
-// are left above it; once the top (4095) is taken, the lowest free number
-// is used.
+// A new name is numbered by one rule, whoever adds it (counters, derived
+// metrics, ratios, cgroups):
+//   - a name the C agent serves on this machine (Prefer) gets the C agent's
+//     cluster, if no name of the map holds it, so that switching agents
+//     keeps its PMID;
+//   - any other name gets a number from FirstOwn up, where the C agent,
+//     which numbers from 2 by position, never reaches: above the highest
+//     number in the map, so that a number whose line was deleted is not
+//     handed to another name while numbers are left above it. Once the top
+//     (4095) is taken, the lowest free number is used, from FirstOwn and
+//     then below it, the C agent's last.
+//
+// A name already in the map keeps its number whatever the C agent gives
+// it: an upgrade never renumbers silently (Disagree lists them).
 type Clusters struct {
 	path    string // "" for a map that is never saved
 	byKey   map[string]int
@@ -38,13 +48,22 @@ type Clusters struct {
 	next    int
 	size    int // bytes of the file Save would write
 	changed bool
+	// c is the C agent's cluster of each name it serves here (Prefer),
+	// cUsed the clusters it gives.
+	c     map[string]int
+	cUsed map[int]bool
 }
+
+// FirstOwn is the first cluster of the names the C agent does not serve.
+// The C agent gives clusters 2, 3, … to its counters and derived metrics
+// in order, one each: it would need 2046 of them to reach this one.
+const FirstOwn = 1 << 11
 
 // NewClusters returns an empty map that lives in memory only: Save does
 // nothing. The agent numbers its metrics with it when the map on disk
 // cannot be used, rather than serve nothing.
 func NewClusters() *Clusters {
-	return &Clusters{byKey: map[string]int{}, used: map[int]bool{}, next: firstDynamic, size: len(mapHeader)}
+	return &Clusters{byKey: map[string]int{}, used: map[int]bool{}, next: FirstOwn, size: len(mapHeader)}
 }
 
 // LoadClusters reads the map at path. A missing file is an empty map. Lines
@@ -164,17 +183,57 @@ func clip(s string) string {
 	return s
 }
 
+// Prefer tells the map how the C agent numbers the names it serves here:
+// keys[i] has cluster i+2 (setup.CLayout). A key that appears twice keeps
+// its first cluster, as a name in the C agent's namespace does.
+func (c *Clusters) Prefer(keys []string) {
+	c.c, c.cUsed = map[string]int{}, map[int]bool{}
+	for i, k := range keys {
+		n := firstDynamic + i
+		if n > maxCluster {
+			break
+		}
+		c.cUsed[n] = true
+		if _, ok := c.c[k]; !ok {
+			c.c[k] = n
+		}
+	}
+}
+
+// Disagreement is a name the map numbers otherwise than the C agent.
+type Disagreement struct {
+	Key    string
+	Map, C int
+	Holder string // the name that holds C in the map, if one does
+}
+
+// Disagree lists the names of Prefer whose cluster differs from the C
+// agent's, by C's cluster. Cluster must have numbered them first.
+func (c *Clusters) Disagree() []Disagreement {
+	var out []Disagreement
+	byNum := map[int]string{}
+	for k, n := range c.byKey {
+		byNum[n] = k
+	}
+	for k, want := range c.c {
+		got, ok := c.byKey[k]
+		if !ok || got == want {
+			continue
+		}
+		out = append(out, Disagreement{Key: k, Map: got, C: want, Holder: byNum[want]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].C < out[j].C })
+	return out
+}
+
 // Cluster returns key's cluster, numbering it if it is new.
 func (c *Clusters) Cluster(key string) (int, error) {
 	if n, ok := c.byKey[key]; ok {
 		return n, nil
 	}
-	n := c.next
-	if n > maxCluster {
-		n = firstDynamic
-		for n <= maxCluster && c.used[n] {
-			n++
-		}
+	n, ok := c.c[key]
+	if !ok || c.used[n] {
+		n = c.own()
 	}
 	if n > maxCluster {
 		return 0, fmt.Errorf("no PMID cluster left for %s: all %d are in use in %s; remove stale lines from it", key, maxCluster-firstDynamic+1, c.where())
@@ -185,6 +244,30 @@ func (c *Clusters) Cluster(key string) (int, error) {
 	c.add(key, n)
 	c.changed = true
 	return n, nil
+}
+
+// own is the next number for a name the C agent does not give (or whose
+// number the map gave to another name); maxCluster+1 when none is left.
+func (c *Clusters) own() int {
+	if c.next <= maxCluster {
+		return c.next
+	}
+	for n := FirstOwn; n <= maxCluster; n++ {
+		if !c.used[n] {
+			return n
+		}
+	}
+	for n := firstDynamic; n < FirstOwn; n++ {
+		if !c.used[n] && !c.cUsed[n] {
+			return n
+		}
+	}
+	for n := firstDynamic; n < FirstOwn; n++ {
+		if !c.used[n] {
+			return n
+		}
+	}
+	return maxCluster + 1
 }
 
 func (c *Clusters) where() string {

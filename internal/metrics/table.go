@@ -77,6 +77,21 @@ type Spec struct {
 	Sockets map[int]int
 	// Reservations serves perfevent.reservation.*; nil serves none.
 	Reservations *Reservations
+	// C are the names the C agent serves on this machine that the
+	// configuration does not give; see CMetric.
+	C []CMetric
+}
+
+// CMetric is a name that PCP's C agent serves here and the configuration
+// does not (setup.CLayout): served too, so that a client or a pmlogger
+// that asked the C agent for it still finds it, with the same PMID
+// (Clusters.Prefer), after a switch.
+type CMetric struct {
+	Key string // "hwcounters.NAME" (value and dutycycle) or "derived.NAME"
+	// Event is a counter of the Set that counts the same event, which the
+	// name then serves too; -1 for none: the name has no values, as the C
+	// agent's names of the [dynamic] events it was not asked to count.
+	Event int
 }
 
 // Cgroups describes the per-cgroup metrics, perfevent.cgroup.EVENT.value
@@ -261,6 +276,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 	if cg := spec.Cgroups; cg != nil {
 		src.cgMode = cg.Mode
 	}
+	src.addC(&ts, spec)
 	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
 		if err := src.addCgroups(&ts, cg, spec.Clusters); err != nil {
 			src.skipped = append(src.skipped, err)
@@ -424,6 +440,85 @@ func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 		d.Instances = append(d.Instances, pmda.Instance{ID: int32(cpu), Name: InstanceName(cpu), Labels: labels})
 	}
 	return d
+}
+
+// addC adds the C agent's names that the rest of the table does not
+// serve. One whose name the table cannot hold beside the others (a level
+// of the namespace that is a metric there) is left out, with the reason.
+func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
+	taken := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, m := range ts.Metrics {
+		taken[m.Name] = true
+		for i := range len(m.Name) {
+			if m.Name[i] == '.' {
+				dirs[m.Name[:i]] = true
+			}
+		}
+	}
+	fits := func(names ...string) bool {
+		for _, n := range names {
+			if taken[n] || dirs[n] {
+				return false
+			}
+			for i := range len(n) {
+				if n[i] == '.' && taken[n[:i]] {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for _, c := range spec.C {
+		name := "perfevent." + c.Key
+		hw := strings.HasPrefix(c.Key, "hwcounters.")
+		leaves := []string{name + ".value"}
+		if hw {
+			leaves = append(leaves, name+".dutycycle")
+		}
+		if !fits(leaves...) {
+			s.skipped = append(s.skipped, fmt.Errorf("the C agent's metric %s clashes with a name of this configuration", name))
+			continue
+		}
+		cluster, err := spec.Clusters.Cluster(c.Key)
+		if err != nil {
+			s.skipped = append(s.skipped, err)
+			continue
+		}
+		for _, l := range leaves {
+			taken[l] = true
+		}
+		for i := range len(name) {
+			if name[i] == '.' {
+				dirs[name[:i]] = true
+			}
+		}
+		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
+		var cpus []int
+		if c.Event >= 0 {
+			cpus = spec.Set.CPUs(c.Event)
+		}
+		ts.InDoms = append(ts.InDoms, cpuInDom(indom, cpus, nil))
+		about := "A name of PCP's C agent for this event, served so that switching agents keeps its PMID; it has no values here, as under the C agent, because the configuration does not count the event."
+		if c.Event >= 0 {
+			about = fmt.Sprintf("A name of PCP's C agent for this event, served so that switching agents keeps its PMID; the values are those of %s.", spec.Set.Name(c.Event))
+		}
+		s.setRef(cluster, ref{kind: kindEmpty})
+		if !hw {
+			ts.Metrics = append(ts.Metrics, pmda.Metric{
+				Name:    name + ".value",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+				OneLine: oneLineDerived,
+				Help:    oneLineDerived + ".\n\nA derived metric of PCP's C agent, served so that switching agents keeps its PMID; it has no values here: the configuration does not define it.",
+			})
+			continue
+		}
+		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
+			oneLineValue+".\n\n"+wrap(about), oneLineDutycycle+".\n\n"+wrap(about))...)
+		if c.Event >= 0 {
+			s.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
+		}
+	}
 }
 
 // addCgroups adds the per-cgroup metrics: a cluster per event, as for

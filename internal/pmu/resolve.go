@@ -410,12 +410,13 @@ func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool
 		id, _, found, err = fs.tracepointID(root, subsys, event)
 		if !found {
 			if lowerCase {
-				return Event{}, true, fmt.Errorf("event %q: not a generic event, and %s has no tracepoint subsystem %s", name, filepath.Join(root, "events"), subsys)
+				return Event{}, true, fmt.Errorf("event %q: not a generic event, and %s has no tracepoint subsystem %s%s", name, filepath.Join(root, "events"), subsys,
+					didYouMean(name, fs.tracepointNames(root, "")))
 			}
 			return Event{}, false, nil
 		}
 		if err != nil {
-			return Event{}, true, fmt.Errorf("event %q: %w", name, err)
+			return Event{}, true, fmt.Errorf("event %q: %w%s", name, err, didYouMean(name, fs.tracepointNames(root, subsys)))
 		}
 		fs.rememberTracepoint(subsys, event, id)
 		source = fmt.Sprintf("tracepoint %s/%s id %d", subsys, event, id)
@@ -456,7 +457,12 @@ func (fs *FS) resolveDynamic(name string, o Options) (Event, bool, error) {
 	}
 	pe, ok := p.Event(evName)
 	if !ok {
-		return Event{}, true, fmt.Errorf("event %q: PMU %s has no event %s (no file %s/events/%s)", name, pmuName, evName, p.Dir, evName)
+		names := make([]string, len(p.Events))
+		for i, e := range p.Events {
+			names[i] = pmuName + "." + e.Name
+		}
+		return Event{}, true, fmt.Errorf("event %q: PMU %s has no event %s (no file %s/events/%s)%s", name, pmuName, evName, p.Dir, evName,
+			didYouMean(name, names))
 	}
 	enc, err := p.Encode(pe, o.Params)
 	if err != nil {
@@ -509,7 +515,11 @@ func (fs *FS) splitDynamic(name string) (string, string, bool) {
 
 func (fs *FS) dynamicSoftware(name, evName string) (Event, error) {
 	if !slices.Contains(dynamicSoftware, evName) {
-		return Event{}, fmt.Errorf("event %q: the software PMU of [dynamic] has only %s", name, strings.Join(dynamicSoftware, ", "))
+		names := make([]string, len(dynamicSoftware))
+		for i, e := range dynamicSoftware {
+			names[i] = "software." + e
+		}
+		return Event{}, fmt.Errorf("event %q: the software PMU of [dynamic] has only %s%s", name, strings.Join(dynamicSoftware, ", "), didYouMean(name, names))
 	}
 	g, _ := genericNamed(evName)
 	typ := uint32(unix.PERF_TYPE_SOFTWARE)

@@ -40,6 +40,47 @@ func (fs *FS) tracepointID(root, subsys, event string) (uint64, string, bool, er
 	return id, path, true, nil
 }
 
+// tracepointNames lists the tracepoints of subsys ("subsys:event"), or
+// of every subsystem when subsys is "", for suggestions.
+func (fs *FS) tracepointNames(root, subsys string) []string {
+	var out []string
+	subs := []string{subsys}
+	if subsys == "" {
+		subs = nil
+		ents, _ := os.ReadDir(filepath.Join(root, "events"))
+		for _, e := range ents {
+			if e.IsDir() {
+				subs = append(subs, e.Name())
+			}
+		}
+	}
+	for _, s := range subs {
+		ents, _ := os.ReadDir(filepath.Join(root, "events", s))
+		for _, e := range ents {
+			if e.IsDir() {
+				out = append(out, s+":"+e.Name())
+			}
+		}
+	}
+	return out
+}
+
+// Nearest returns up to three of names nearest to name (edit distance,
+// ignoring case, within a third of its length or 2), nearest first.
+func Nearest(name string, names []string) []string {
+	return nearest(name, names, func(n string) string { return n })
+}
+
+// didYouMean is "; did you mean A, B?" for the names nearest to name
+// (edit distance, ignoring case), or "" when none is near.
+func didYouMean(name string, names []string) string {
+	s := nearest(name, names, func(n string) string { return n })
+	if len(s) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(s, ", ") + "?"
+}
+
 func (fs *FS) rememberTracepoint(subsys, event string, id uint64) {
 	fs.tpMu.Lock()
 	defer fs.tpMu.Unlock()

@@ -1,0 +1,228 @@
+package setup
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"perfevent/internal/config"
+	"perfevent/internal/names"
+	"perfevent/internal/pmu"
+)
+
+// CSlot is one PMID cluster of the C agent's numbering: the i-th slot of
+// CLayout is cluster i+2, and instance domain i.
+type CSlot struct {
+	// Key is the metric's name below perfevent, "hwcounters.NAME" (items
+	// value and dutycycle) or "derived.NAME" (item value).
+	Key string
+	// Event is the counter behind a hwcounters slot, nil for derived ones
+	// and for events this machine cannot resolve; CPUs are where the C
+	// agent counts it.
+	Event *pmu.Event
+	CPUs  []int
+	// Counted says that the C agent counts the event. A [dynamic] PMU's
+	// events that the file does not list get a slot too, with no values.
+	Counted bool
+}
+
+// Opens reports whether the C agent would open ev on at least one of cpus.
+type Opens func(ev *pmu.Event, cpus []int) bool
+
+// CLayout is how PCP's C agent numbers the metrics of f on this machine
+// (src/pmdas/perfevent, pmda.c setup_metrics; perfinterface.c and
+// parse_events.c for the order): its clusters are positions, so switching
+// agents keeps a name's PMID only if the Go agent gives it the same one.
+//
+//   - the chosen PMU section's events in reverse file order, each only if
+//     it opens on some CPU;
+//   - then every event of every sysfs PMU that has an events directory,
+//     PMUs by name (strcmp) and events in directory order, then the nine
+//     software events by name: all of them, listed in [dynamic] or not, except
+//     a listed one that opens nowhere; an event that several [dynamic] lines
+//     start with gets a slot per line;
+//   - then the derived sections that have members (cSections), in file
+//     order, each if one alternative's members all got a slot and agree on
+//     their CPUs.
+func CLayout(f *config.File, m Machine, compat bool, opens Opens) []CSlot {
+	if f == nil || m.PMU == nil {
+		return nil
+	}
+	var slots []CSlot
+	byName := map[string]bool{} // config names that got a slot, for derived members
+
+	present := map[string]bool{}
+	for _, n := range m.PMU.PresentNames() {
+		present[n] = true
+	}
+	alloc, err := config.NewCPUAllocator(m.Topology)
+	if err != nil {
+		return nil
+	}
+	if section, _ := f.ChoosePMUSection(func(name string) bool { return present[name] }); section != nil {
+		for i := len(section.Events) - 1; i >= 0; i-- {
+			ev := section.Events[i]
+			opts := pmu.Options{RawCode: ev.RawCode, HasRawCode: ev.HasRawCode}
+			resolved, err := m.PMU.ResolveWith(ev.Name, opts)
+			if err != nil {
+				continue
+			}
+			cpus, err := alloc.CPUs(ev.CPU, ev.Pos)
+			if err != nil || !opens(&resolved, cpus) {
+				continue
+			}
+			slots = append(slots, CSlot{Key: "hwcounters." + names.Metric(ev.Name, compat), Event: &resolved, CPUs: cpus, Counted: true})
+			byName[ev.Name] = true
+		}
+	}
+
+	dynamic, derived, hasDynamic := cSections(f)
+	if hasDynamic {
+		for _, p := range cPMUs(m.PMU) {
+			for _, e := range p.events {
+				full := p.name + "." + e
+				var listed []string
+				for _, d := range dynamic {
+					if strings.HasPrefix(d, full) {
+						listed = append(listed, d)
+					}
+				}
+				key := "hwcounters." + names.Metric(full, compat)
+				var resolved *pmu.Event
+				if r, err := m.PMU.ResolveWith(full, pmu.Options{}); err == nil {
+					resolved = &r
+				}
+				cpus := m.Topology.Online
+				if resolved != nil && resolved.CPUs != nil {
+					cpus = resolved.CPUs
+				}
+				if len(listed) == 0 {
+					slots = append(slots, CSlot{Key: key, Event: resolved, CPUs: cpus})
+					byName[full] = true
+					continue
+				}
+				if resolved == nil || !opens(resolved, cpus) {
+					continue
+				}
+				for range listed {
+					slots = append(slots, CSlot{Key: key, Event: resolved, CPUs: cpus, Counted: true})
+				}
+				byName[full] = true
+			}
+		}
+	}
+
+	for _, s := range derived {
+		for _, g := range s.Groups {
+			ok := true
+			for _, t := range g.Terms {
+				if !byName[t.Event] || t.CPU != g.Terms[0].CPU {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				slots = append(slots, CSlot{Key: "derived." + names.Metric(s.Name, compat)})
+				break
+			}
+		}
+	}
+	return slots
+}
+
+// cSections reads f as the C agent's parser does: the names its dynamic
+// events are matched against, the derived sections that get members, and
+// whether there is a [dynamic] section at all. Each [dynamic] header
+// starts the list again; the lines of a derived section that follows
+// [dynamic] (with no PMU section between) go to that list, leaving the
+// section without members; so do those of a derived section before any PMU
+// section.
+func cSections(f *config.File) (dynamic []string, derived []*config.Section, hasDynamic bool) {
+	inDynamic, sawPMU := false, false
+	for _, s := range f.Sections {
+		switch s.Kind {
+		case config.PMUSection:
+			inDynamic, sawPMU = false, true
+		case config.DynamicSection:
+			inDynamic, hasDynamic = true, true
+			dynamic = dynamic[:0]
+			for _, e := range s.Events {
+				dynamic = append(dynamic, e.Name)
+			}
+		case config.DerivedSection:
+			switch {
+			case inDynamic:
+				for _, g := range s.Groups {
+					for _, t := range g.Terms {
+						dynamic = append(dynamic, t.Event)
+					}
+				}
+			case sawPMU:
+				derived = append(derived, s)
+			}
+		}
+	}
+	return dynamic, derived, hasDynamic
+}
+
+// cPMU is a PMU as the C agent's dynamic events see it.
+type cPMU struct {
+	name   string
+	events []string
+}
+
+// cSoftware are the software events the C agent knows without sysfs,
+// which lists none for the software PMU.
+var cSoftware = []string{
+	"alignment-faults", "context-switches", "cpu-clock", "cpu-migrations",
+	"emulation-faults", "major-faults", "minor-faults", "page-faults", "task-clock",
+}
+
+// cPMUs lists sysfs's PMUs with an events directory, by name, each with
+// its events in the order the directory gives them (as readdir does,
+// unsorted), then the software PMU.
+func cPMUs(fs *pmu.FS) []cPMU {
+	root := fs.Sys
+	if root == "" {
+		root = "/sys"
+	}
+	dir := filepath.Join(root, "bus/event_source/devices")
+	var out []cPMU
+	for _, name := range readdir(dir) {
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		evs := readdir(filepath.Join(dir, name, "events"))
+		if evs == nil {
+			continue
+		}
+		p := cPMU{name: name}
+		for _, e := range evs {
+			if strings.HasPrefix(e, ".") || strings.Contains(e, ".scale") || strings.Contains(e, ".unit") {
+				continue
+			}
+			p.events = append(p.events, e)
+		}
+		out = append(out, p)
+	}
+	slices.SortStableFunc(out, func(a, b cPMU) int { return strings.Compare(a.name, b.name) })
+	return append(out, cPMU{name: "software", events: cSoftware})
+}
+
+// readdir lists a directory in the kernel's order; nil if it cannot.
+func readdir(dir string) []string {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil
+	}
+	if names == nil {
+		names = []string{}
+	}
+	return names
+}
