@@ -6,10 +6,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"perfevent/internal/pdu"
 
@@ -288,4 +290,115 @@ func TestQuietServe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return 10 s after pmcd closed its end")
 	}
+}
+
+// The socket's directory belongs to pcp, who may swap the socket for a
+// symlink the moment bind creates it. Listen, running as root, must then
+// do nothing through that path: a chmod or chown by name would hand the
+// symlink's target to pcp. Here an attacker woken by inotify renames a
+// symlink to a root-only file over each new socket, for many rounds; the
+// file must stay root's and 0600, and every socket that survives must have
+// been created right (owner, group, 0660) by the bind itself.
+func TestUnixSocketSymlinkRace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, as pmcd starts the agent")
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("needs a user called nobody")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	top := t.TempDir()
+	os.Chmod(top, 0o755)
+	victim := filepath.Join(top, "shadow")
+	if err := os.WriteFile(victim, []byte("root only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(top, "run")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "agent.sock")
+
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, dir, unix.IN_CREATE); err != nil {
+		t.Fatal(err)
+	}
+	swapped := 0
+	stop := make(chan struct{})
+	attacker := make(chan struct{})
+	go func() {
+		defer close(attacker)
+		buf := make([]byte, 4096)
+		link := filepath.Join(dir, "link")
+		for {
+			os.Symlink(victim, link)
+			n, err := unix.Read(in, buf)
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err != nil || n <= 0 {
+				return
+			}
+			if !created(buf[:n], "agent.sock") {
+				continue
+			}
+			if os.Rename(link, path) == nil {
+				swapped++
+			}
+		}
+	}()
+
+	const rounds = 2000
+	for i := range rounds {
+		ln, err := Listen(Endpoint{Transport: Unix, Path: path, SocketOwner: "nobody"})
+		if err == nil {
+			ln.Close()
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(victim, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 0 || st.Mode&0o777 != 0o600 {
+			t.Fatalf("round %d: the root-only file behind the symlink is now uid %d, mode %o", i, st.Uid, st.Mode&0o777)
+		}
+		if err := unix.Lstat(path, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+			if int(st.Uid) != uid || int(st.Gid) != gid || st.Mode&0o777 != 0o660 {
+				t.Fatalf("round %d: the socket is uid %d gid %d mode %o, want %d %d 660", i, st.Uid, st.Gid, st.Mode&0o777, uid, gid)
+			}
+		}
+	}
+	close(stop)
+	os.WriteFile(filepath.Join(dir, "wake"), nil, 0o644) // the attacker's last read
+	<-attacker
+	if swapped == 0 {
+		t.Fatalf("the attacker never swapped the socket in %d rounds: the race was not run", rounds)
+	}
+	t.Logf("%d of %d sockets swapped for a symlink", swapped, rounds)
+}
+
+// created says whether inotify's events in buf include the creation of name.
+func created(buf []byte, name string) bool {
+	for len(buf) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
+		end := unix.SizeofInotifyEvent + int(ev.Len)
+		if end > len(buf) {
+			return false
+		}
+		if ev.Mask&unix.IN_CREATE != 0 && string(bytes.TrimRight(buf[unix.SizeofInotifyEvent:end], "\x00")) == name {
+			return true
+		}
+		buf = buf[end:]
+	}
+	return false
 }
