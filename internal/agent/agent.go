@@ -11,7 +11,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"perfevent/internal/cgroup"
-	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/metrics"
@@ -81,9 +80,9 @@ type Agent struct {
 	log *pmda.Logger
 	pm  *pmda.Agent
 
-	// held is the configuration as opened at start-up, for reloads after
-	// the privilege drop.
-	held *config.Held
+	// files are the configuration files as opened at start-up, for
+	// reloads after the privilege drop.
+	files *confFiles
 
 	gen  atomic.Pointer[generation]
 	prev atomic.Pointer[generation] // the one before a reload, for a fetch in flight
@@ -136,7 +135,7 @@ func (a *Agent) Start() error {
 	// What needs a descriptor or root besides the counters comes first:
 	// the counters may use up the descriptor limit. The state file's and
 	// PMID map's directories are given to the user the agent will run as.
-	a.held = config.Hold(a.o.Config)
+	a.files = holdFiles(&a.o)
 	uid, gid, acct, drop := a.runAs()
 	if err := a.openLock(uid, gid); err != nil {
 		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
@@ -177,8 +176,8 @@ func (a *Agent) Close() {
 		a.cpus.Close()
 	}
 	a.stopReservation()
-	if a.held != nil {
-		a.held.Close()
+	if a.files != nil {
+		a.files.Close()
 	}
 }
 
@@ -257,7 +256,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	if a.o.NewOpener != nil {
 		opener = a.o.NewOpener()
 	}
-	c, err := count(&a.o, a.held, counter.Config{
+	c, err := count(&a.o, a.files, counter.Config{
 		Opener:         opener,
 		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
 		ReadFailed:     a.checkCPUs,

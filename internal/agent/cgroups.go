@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"perfevent/internal/cgroup"
+	"perfevent/internal/conffile"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmda"
 	"perfevent/internal/setup"
@@ -35,9 +36,9 @@ type cgroupPlan struct {
 // Problem: the shipped cgroups.conf names cpu-clock and context-switches,
 // and a perfevent.conf taken over from the C agent, or one for a machine
 // without them, is not wrong for lacking them.
-func planCgroups(config string, plan *setup.Plan) cgroupPlan {
-	name := cgroupsConf(config)
-	cfg, missing, errs := cgroup.ReadConfig(name)
+func planCgroups(config string, file *conffile.File, plan *setup.Plan) cgroupPlan {
+	name := file.Path()
+	cfg, missing, errs := cgroup.ReadHeld(file)
 	p := cgroupPlan{cfg: cfg, missing: missing, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
 	for _, e := range errs {
 		p.notes = append(p.notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
@@ -72,7 +73,7 @@ func planCgroups(config string, plan *setup.Plan) cgroupPlan {
 // with the events of the plan, and returns the tracker (nil if nothing is
 // counted) and what the table needs to serve it.
 func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroups) {
-	p := planCgroups(a.o.Config, plan)
+	p := planCgroups(a.o.Config, a.files.cgroups, plan)
 	if p.missing {
 		a.log.Infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
 	}

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 
+	"perfevent/internal/conffile"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -20,7 +20,9 @@ import (
 // table as the agent would, then closes them. Only a configuration that
 // cannot be read at all is an error.
 func Check(o Options, w io.Writer) (problems int, err error) {
-	c, err := count(&o, nil, counter.Config{})
+	files := holdFiles(&o)
+	defer files.Close()
+	c, err := count(&o, files, counter.Config{})
 	if err != nil {
 		return 0, err
 	}
@@ -38,7 +40,7 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 	}
 
 	plan.Notes = append(plan.Notes, cNotes(&o, plan.Config)...)
-	plan.Notes = append(plan.Notes, planCgroups(o.Config, plan).notes...)
+	plan.Notes = append(plan.Notes, planCgroups(o.Config, files.cgroups, plan).notes...)
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {
@@ -73,7 +75,7 @@ func cNotes(o *Options, f *config.File) []setup.Note {
 	if f == nil {
 		return nil
 	}
-	src, err := os.ReadFile(o.Config)
+	src, err := conffile.Read(o.Config)
 	if err != nil {
 		return []setup.Note{{Severity: setup.Problem, Text: err.Error()}}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/conffile"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -20,14 +21,45 @@ type counted struct {
 	set     *counter.Set    // the plan's counters, opened
 	sum     counter.Summary // what opening them gave
 	derived []setup.Derived // the derived metrics the open counters allow
+	ratios  ratioDefs       // ratios.conf's and the built-in ratios
 }
 
-// count reads the configuration (through held, if not nil: see
-// parseConfig), plans it for this machine and opens the counters: the
-// steps --check and the agent share. Only a configuration that cannot be
-// read at all is an error; everything else is in the notes.
-func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) {
-	f, perr := parseConfig(o.Config, held)
+// ratioDefs are ratio.DefsOf's results, read once per build.
+type ratioDefs struct {
+	defs []ratio.Def
+	user int
+	errs []error
+}
+
+// confFiles are the configuration files, each held from start-up
+// (conffile.File) so that a reload as the agent's user reads what root
+// read, and each read under the same rules (conffile).
+type confFiles struct {
+	config  *conffile.File
+	ratios  *conffile.File
+	cgroups *conffile.File
+}
+
+func holdFiles(o *Options) *confFiles {
+	return &confFiles{
+		config:  conffile.Hold(o.Config),
+		ratios:  conffile.Hold(ratiosPath(o)),
+		cgroups: conffile.Hold(cgroupsConf(o.Config)),
+	}
+}
+
+func (c *confFiles) Close() {
+	c.config.Close()
+	c.ratios.Close()
+	c.cgroups.Close()
+}
+
+// count reads the configuration files, plans them for this machine and
+// opens the counters: the steps --check and the agent share. Only a
+// configuration that cannot be read at all is an error; everything else is
+// in the notes.
+func count(o *Options, files *confFiles, cfg counter.Config) (*counted, error) {
+	f, perr := config.ParseHeld(files.config)
 	if f == nil && perr != nil {
 		return nil, perr
 	}
@@ -39,8 +71,9 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	}
 	plan := setup.Make(f, perr, m, o.Compat)
 	specs := plan.Specs()
-	defs, _, _ := ratio.Defs(ratiosPath(o)) // chooseRatios notes the file's errors
-	ratio.Group(specs, defs)
+	var rd ratioDefs
+	rd.defs, rd.user, rd.errs = ratio.DefsOf(ratio.ParseHeld(files.ratios))
+	ratio.Group(specs, rd.defs)
 	if cfg.JoinSoftware == nil {
 		// Tracepoints and x86's msr events live in the kernel's software
 		// context, so they are read inside each CPU's software group.
@@ -58,17 +91,7 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 		return nil, err
 	}
 	plan.Opened(set, sum)
-	return &counted{plan: plan, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
-}
-
-// parseConfig reads the configuration: through the descriptor start-up
-// opened when there is one, so that a reload as the agent's user can read
-// a file only root may open (see config.Held).
-func parseConfig(path string, held *config.Held) (*config.File, error) {
-	if held != nil {
-		return held.Parse()
-	}
-	return config.ParseFile(path)
+	return &counted{plan: plan, set: set, sum: sum, derived: plan.AddDerived(set, fs), ratios: rd}, nil
 }
 
 // buildTable is the table that serves what the plan kept: the last step
@@ -90,22 +113,22 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
 		})
 	}
-	spec.Ratios = chooseRatios(ratiosPath(o), c.plan, c.set)
+	spec.Ratios = chooseRatios(c)
 	return metrics.Build(spec)
 }
 
 // ratiosPath is the user's ratios file, beside perfevent.conf.
 func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config), "ratios.conf") }
 
-// chooseRatios are the ratios served (ratio.Choose), with notes for the log
-// and --check.
-func chooseRatios(path string, plan *setup.Plan, set *counter.Set) []ratio.Chosen {
-	chosen, problems, info := ratio.Choose(path, set, plan.Scale)
-	for _, e := range problems {
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
+// chooseRatios are the ratios served (ratio.ChooseFrom), with notes for
+// the log and --check.
+func chooseRatios(c *counted) []ratio.Chosen {
+	chosen, info := ratio.ChooseFrom(c.ratios.defs, c.ratios.user, c.set, c.plan.Scale)
+	for _, e := range c.ratios.errs {
+		c.plan.Notes = append(c.plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}
 	for _, line := range info {
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: line})
+		c.plan.Notes = append(c.plan.Notes, setup.Note{Severity: setup.Info, Text: line})
 	}
 	return chosen
 }

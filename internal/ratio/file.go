@@ -1,16 +1,15 @@
 package ratio
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"io/fs"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"perfevent/internal/conffile"
 	"perfevent/internal/counter"
 )
 
@@ -31,51 +30,54 @@ var units = map[string]Unit{"per-second": PerSecond, "bytes-per-second": BytesPe
 
 const syntax = `want "name = numerator [+ numerator ...] / denominator [* scale] [per-second|bytes-per-second]"`
 
-// ParseFile reads a ratios file. A missing file is no ratios and no error.
-// Each bad line is one error naming file and line; the good lines are
-// returned all the same.
+// ParseFile reads a ratios file (conffile.Read). A missing file is no
+// ratios and no error. Each bad line is one error naming file and line;
+// the good lines are returned all the same.
 func ParseFile(path string) ([]Def, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	src, err := conffile.Read(path)
+	return parseRead(path, src, err)
+}
+
+// ParseHeld is ParseFile through a file the agent holds from start-up
+// (conffile.File.Read).
+func ParseHeld(f *conffile.File) ([]Def, error) {
+	src, err := f.Read()
+	return parseRead(f.Path(), src, err)
+}
+
+func parseRead(name string, src []byte, err error) ([]Def, error) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return Parse(path, f)
+	return Parse(name, src)
 }
 
 // Parse reads a ratios file's text; name is used in errors.
-func Parse(name string, r io.Reader) ([]Def, error) {
+func Parse(name string, src []byte) ([]Def, error) {
 	var defs []Def
-	var errs []error
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
+	errs := conffile.Lines(name, src, func(n int, line string) error {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
 		line = strings.TrimSpace(line)
 		if line == "" {
-			continue
+			return nil
 		}
 		d, err := parseLine(line)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %v", name, n, err))
-			continue
+			return err
 		}
 		d.About = fmt.Sprintf("%s, defined at %s:%d.", d.Formula(), name, n)
 		d.Source = "the user's definition"
 		if err := d.Check(); err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %v", name, n, err))
-			continue
+			return err
 		}
 		defs = append(defs, d)
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", name, err))
-	}
+		return nil
+	})
 	return defs, errors.Join(errs...)
 }
 
@@ -125,7 +127,11 @@ var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 // it can be served. errs has one error per bad line, or why the file
 // could not be read.
 func Defs(path string) (defs []Def, user int, errs []error) {
-	mine, err := ParseFile(path)
+	return DefsOf(ParseFile(path))
+}
+
+// DefsOf is Defs of what ParseFile or ParseHeld returned.
+func DefsOf(mine []Def, err error) (defs []Def, user int, errs []error) {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	} else if err != nil {
@@ -140,6 +146,12 @@ func Defs(path string) (defs []Def, user int, errs []error) {
 // machine cannot count is normal (a VM has no ipc) and gets no line.
 func Choose(path string, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
 	defs, user, problems := Defs(path)
+	chosen, info = ChooseFrom(defs, user, set, scales)
+	return chosen, problems, info
+}
+
+// ChooseFrom is Choose of what Defs or DefsOf returned.
+func ChooseFrom(defs []Def, user int, set *counter.Set, scales Scales) (chosen []Chosen, info []string) {
 	chosen, why := Select(defs, set, scales)
 	for _, w := range why[:user] {
 		if w != "" {
@@ -149,5 +161,5 @@ func Choose(path string, set *counter.Set, scales Scales) (chosen []Chosen, prob
 	for _, c := range chosen {
 		info = append(info, fmt.Sprintf("perfevent.ratio.%s = %s, on %d CPUs", c.Name, c.Formula(set), len(c.CPUs)))
 	}
-	return chosen, problems, info
+	return chosen, info
 }
