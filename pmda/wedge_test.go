@@ -120,3 +120,43 @@ func TestRootOnlyFilesSurviveAReloadAsUser(t *testing.T) {
 		t.Errorf("the log has a permission denied")
 	}
 }
+
+// A storm of SIGHUPs, one every 2 ms, makes a few reloads, not one each:
+// they are coalesced, and the last one reads the file as it was after the
+// last signal. The log grows by a few lines per reload only.
+func TestSIGHUPStormIsCoalesced(t *testing.T) {
+	h := startPMDA(t, "[perf]\ncpu-clock\n")
+	h.waitLog(t, "serving 1 counters")
+	before, _ := os.ReadFile(h.log)
+	const storm = 1000
+	for i := range storm {
+		if i == storm-10 {
+			os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\npage-faults\n"), 0o644)
+		}
+		h.cmd.Process.Signal(syscall.SIGHUP)
+		time.Sleep(2 * time.Millisecond) // the pace of a shell loop of kill
+	}
+	// The file as the last signals found it is served in the end.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, code := h.pmid("perfevent.hwcounters.page_faults.value"); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("page_faults, added before the last SIGHUPs, is not served 10 s after them")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.terminate(t)
+	after, _ := os.ReadFile(h.log)
+	added := strings.TrimPrefix(string(after), string(before))
+	reloads := strings.Count(added, "reloading "+h.conf)
+	lines := strings.Count(added, "\n")
+	t.Logf("%d SIGHUPs: %d reloads, %d log lines", storm, reloads, lines)
+	if reloads < 1 || reloads > 5 {
+		t.Errorf("%d SIGHUPs made %d reloads, want 1 to 5", storm, reloads)
+	}
+	if lines > 50 {
+		t.Errorf("%d SIGHUPs added %d log lines, want at most 50:\n%s", storm, lines, added)
+	}
+}

@@ -88,8 +88,19 @@ type Agent struct {
 	prev atomic.Pointer[generation] // the one before a reload, for a fetch in flight
 	cur  *generation                // the fetch being answered; Serve's goroutine only
 
-	// mu serialises reloads and reservation changes; reserved is what the
-	// lock file said last. reopens paces reopens and told quietens them.
+	// buildMu serialises rebuilds (reload, hotplug); reloadReq, quit and
+	// reloaderDone drive the reloader (RequestReload), and reloadBound
+	// is how long a rebuild may read files.
+	buildMu      sync.Mutex
+	reloadReq    chan struct{}
+	quit         chan struct{}
+	reloaderDone chan struct{}
+	reloadBound  time.Duration
+	closeOnce    sync.Once
+
+	// mu serialises reservation changes and the swap of a generation;
+	// reserved is what the lock file said last. reopens paces reopens
+	// and told quietens them.
 	mu        sync.Mutex
 	reserved  bool
 	reloadDue bool          // a SIGHUP came while reserved
@@ -118,7 +129,9 @@ type Agent struct {
 
 // New returns an agent that has done nothing yet; Start starts it.
 func New(o Options) *Agent {
-	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs()}
+	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs(),
+		reloadReq: make(chan struct{}, 1), quit: make(chan struct{}), reloaderDone: make(chan struct{}),
+		reloadBound: reloadBound}
 	a.fs = a.o.fs()
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	a.cycleLog = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
@@ -164,14 +177,24 @@ func (a *Agent) Start() error {
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)
 	a.mu.Unlock()
 	a.watchCPUs(a.o.Hotplug) // a change from now on swaps the table
+	go a.reloader()
 	return nil
 }
 
 // Serve answers pmcd on conn until it closes it (pmda.Agent.Serve).
 func (a *Agent) Serve(conn io.ReadWriter) error { return a.pm.Serve(conn) }
 
-// Close stops the watchers and removes the state file: no agent, no state.
-func (a *Agent) Close() {
+// Close stops the reloader and the watchers and removes the state file:
+// no agent, no state. Calls after the first do nothing.
+func (a *Agent) Close() { a.closeOnce.Do(a.close) }
+
+func (a *Agent) close() {
+	close(a.quit)
+	if a.pm != nil {
+		// Started: a reload opening counters finishes first (a reading of
+		// files is abandoned at once).
+		<-a.reloaderDone
+	}
 	if a.cpus != nil {
 		a.cpus.Close()
 	}
@@ -227,21 +250,48 @@ func (a *Agent) logNote(n setup.Note) {
 }
 
 // build reads the configuration and turns it into open counters and the
-// table that serves them. Problems with single lines are logged and
-// skipped; only a configuration that cannot be read at all is an error.
-// seamless is for a reload with no reservation between the old counters
-// and these: their first fetch counts in perfevent.active.
+// table that serves them (start-up: readConfig, then openGeneration).
 func (a *Agent) build(seamless bool) (*generation, error) {
-	// Counters take descriptors until the limit; keep a few back for the
-	// state file, inotify and the PMID map, which come after.
-	defer releaseFDs(holdFDs(spareFDs))
+	r, err := a.readConfig()
+	if err != nil {
+		return nil, err
+	}
+	return a.openGeneration(r, seamless)
+}
 
+// read is what readConfig read: the plan, and the PMID map.
+type read struct {
+	*readied
+	clusters *metrics.Clusters
+	cerrs    []error
+}
+
+// readConfig is the part of a build that reads files (the configuration
+// files, the PMID map, sysfs) and opens nothing. Only a configuration
+// that cannot be read at all is an error.
+func (a *Agent) readConfig() (*read, error) {
 	// The PMID map first: counters can take every descriptor there is,
 	// and without the map names would get other PMIDs than they had.
 	clusters, cerrs := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
-	for _, e := range cerrs {
+	r, err := ready(&a.o, a.files)
+	if err != nil {
+		return nil, err
+	}
+	return &read{readied: r, clusters: clusters, cerrs: cerrs}, nil
+}
+
+// openGeneration opens the counters of what readConfig read and builds the
+// table that serves them. Problems with single lines are logged and
+// skipped. seamless is for a reload with no reservation between the old
+// counters and these: their first fetch counts in perfevent.active.
+func (a *Agent) openGeneration(r *read, seamless bool) (*generation, error) {
+	// Counters take descriptors until the limit; keep a few back for the
+	// state file, inotify and the PMID map, which come after.
+	defer releaseFDs(holdFDs(spareFDs))
+	for _, e := range r.cerrs {
 		a.log.Warningf("%v", e)
 	}
+	clusters := r.clusters
 	if clusters == nil {
 		// Numbers that differ from the archives' beat serving nothing.
 		// They are not saved over the map, so that fixing it and
@@ -256,7 +306,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	if a.o.NewOpener != nil {
 		opener = a.o.NewOpener()
 	}
-	c, err := count(&a.o, a.files, counter.Config{
+	c, err := r.open(&a.o, counter.Config{
 		Opener:         opener,
 		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
 		ReadFailed:     a.checkCPUs,
@@ -271,7 +321,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	for _, line := range c.sum.FailureLines() {
 		a.told[line] = true
 	}
-	cg, cgSpec := a.startCgroups(plan)
+	cg, cgSpec := a.startCgroups(plan, c.cgroups)
 	table, src, err := buildTable(&a.o, c, clusters, cgSpec)
 	if err != nil {
 		set.Close()
@@ -313,28 +363,124 @@ func (a *Agent) empty() (*generation, error) {
 	return &generation{plan: &setup.Plan{}, set: set, table: table, src: src}, nil
 }
 
-// Reload rereads the configuration (SIGHUP). If it cannot be read at all,
-// the agent keeps serving the old one. While perfalloc holds the counters
-// the reload waits for their release: building opens counters, and the
-// holder was promised the PMU to itself.
+// Reload rereads the configuration now and serves it. If it cannot be
+// read at all, or reading it takes longer than reloadBound, the agent
+// keeps serving the old one. Only opening the new counters and the swap
+// hold the lock that reservations need: reading files does not, so no
+// file can keep perfalloc waiting. While perfalloc holds the counters the
+// reload waits for their release: building opens counters, and the holder
+// was promised the PMU to itself.
 func (a *Agent) Reload() {
+	a.buildMu.Lock()
+	defer a.buildMu.Unlock()
+	a.rebuild()
+}
+
+// RequestReload asks for a reload (SIGHUP) and returns at once. Requests
+// are coalesced: the reload starts once they have stopped for
+// reloadSettle (or reloadSettleMax after the first), at least reloadGap
+// after the previous one, so a storm of SIGHUPs makes one or two reloads,
+// and the last request is always followed by a reading of the files.
+func (a *Agent) RequestReload() {
+	select {
+	case a.reloadReq <- struct{}{}:
+	default:
+	}
+}
+
+// Reload coalescing and its bound.
+const (
+	reloadSettle    = 100 * time.Millisecond
+	reloadSettleMax = time.Second
+	reloadGap       = time.Second
+	reloadBound     = 10 * time.Second
+)
+
+// reloader runs the reloads RequestReload asks for, one at a time, until
+// quit is closed.
+func (a *Agent) reloader() {
+	defer close(a.reloaderDone)
+	var last time.Time
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-a.quit:
+			return false
+		}
+	}
+	for {
+		select {
+		case <-a.reloadReq:
+		case <-a.quit:
+			return
+		}
+		first := time.Now()
+		settle := time.NewTimer(reloadSettle)
+	settling:
+		for {
+			select {
+			case <-a.reloadReq:
+				if time.Since(first) < reloadSettleMax {
+					settle.Reset(reloadSettle)
+				}
+			case <-settle.C:
+				break settling
+			case <-a.quit:
+				settle.Stop()
+				return
+			}
+		}
+		if d := reloadGap - time.Since(last); !last.IsZero() && d > 0 && !wait(d) {
+			return
+		}
+		last = time.Now()
+		a.Reload()
+	}
+}
+
+// rebuild reads the configuration outside a.mu, under reloadBound, then
+// opens the new generation and swaps it in under a.mu; it says whether the
+// new configuration is served. The caller holds a.buildMu.
+func (a *Agent) rebuild() bool {
+	a.log.Infof("reloading %s", a.o.Config)
+	type result struct {
+		r   *read
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := a.readConfig()
+		done <- result{r, err}
+	}()
+	bound := time.NewTimer(a.reloadBound)
+	defer bound.Stop()
+	var res result
+	select {
+	case res = <-done:
+	case <-a.quit:
+		return false
+	case <-bound.C:
+		// The reading goroutine holds no lock and has opened nothing; it
+		// is left to finish, and what it read is dropped.
+		a.log.Errorf("reload: reading %s and the files beside it, the PMID map and sysfs did not finish within %v; reload abandoned, still serving the previous configuration", a.o.Config, a.reloadBound)
+		return false
+	}
+	if res.err != nil {
+		a.log.Errorf("reload: %v; still serving the previous configuration", res.err)
+		return false
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.reserved {
 		a.reloadDue = true
 		a.log.Infof("reload of %s deferred: perfalloc holds the counters; it happens when they are released", a.o.Config)
-		return
+		return false
 	}
-	a.reloadLocked(false)
-}
-
-// reloadLocked does the reload and says whether the new configuration is
-// served; the caller holds a.mu and the counters are not reserved.
-// afterRelease says that perfalloc has just let go of the old counters.
-func (a *Agent) reloadLocked(afterRelease bool) bool {
 	a.reloadDue = false
-	a.log.Infof("reloading %s", a.o.Config)
-	g, err := a.build(!afterRelease)
+	g, err := a.openGeneration(res.r, true)
 	if err != nil {
 		a.log.Errorf("reload: %v; still serving the previous configuration", err)
 		return false

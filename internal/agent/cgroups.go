@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"perfevent/internal/cgroup"
-	"perfevent/internal/conffile"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmda"
 	"perfevent/internal/setup"
@@ -36,9 +35,9 @@ type cgroupPlan struct {
 // Problem: the shipped cgroups.conf names cpu-clock and context-switches,
 // and a perfevent.conf taken over from the C agent, or one for a machine
 // without them, is not wrong for lacking them.
-func planCgroups(config string, file *conffile.File, plan *setup.Plan) cgroupPlan {
-	name := file.Path()
-	cfg, missing, errs := cgroup.ReadHeld(file)
+func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
+	name := cgroupsConf(config)
+	cfg, missing, errs := read.cfg, read.missing, read.errs
 	p := cgroupPlan{cfg: cfg, missing: missing, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
 	for _, e := range errs {
 		p.notes = append(p.notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
@@ -72,8 +71,8 @@ func planCgroups(config string, file *conffile.File, plan *setup.Plan) cgroupPla
 // startCgroups starts counting per cgroup what cgroups.conf asks for,
 // with the events of the plan, and returns the tracker (nil if nothing is
 // counted) and what the table needs to serve it.
-func (a *Agent) startCgroups(plan *setup.Plan) (*cgroup.Tracker, *metrics.Cgroups) {
-	p := planCgroups(a.o.Config, a.files.cgroups, plan)
+func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf) (*cgroup.Tracker, *metrics.Cgroups) {
+	p := planCgroups(a.o.Config, read, plan)
 	if p.missing {
 		a.log.Infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
 	}

@@ -40,7 +40,7 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 	}
 
 	plan.Notes = append(plan.Notes, cNotes(&o, plan.Config)...)
-	plan.Notes = append(plan.Notes, planCgroups(o.Config, files.cgroups, plan).notes...)
+	plan.Notes = append(plan.Notes, planCgroups(o.Config, c.cgroups, plan).notes...)
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/cgroup"
 	"perfevent/internal/conffile"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
@@ -22,6 +23,7 @@ type counted struct {
 	sum     counter.Summary // what opening them gave
 	derived []setup.Derived // the derived metrics the open counters allow
 	ratios  ratioDefs       // ratios.conf's and the built-in ratios
+	cgroups cgroupConf      // cgroups.conf, read with the rest
 }
 
 // ratioDefs are ratio.DefsOf's results, read once per build.
@@ -54,11 +56,38 @@ func (c *confFiles) Close() {
 	c.cgroups.Close()
 }
 
+// readied is the configuration read and planned for this machine, with
+// nothing opened yet: the part of a rebuild that reads files, and so the
+// part that runs outside the agent's lock, under a time bound.
+type readied struct {
+	plan    *setup.Plan
+	specs   []counter.Spec
+	join    []uint32 // counter.Config.JoinSoftware
+	ratios  ratioDefs
+	cgroups cgroupConf
+}
+
+// cgroupConf is cgroups.conf as cgroup.ReadHeld read it.
+type cgroupConf struct {
+	cfg     cgroup.Config
+	missing bool
+	errs    []error
+}
+
 // count reads the configuration files, plans them for this machine and
 // opens the counters: the steps --check and the agent share. Only a
 // configuration that cannot be read at all is an error; everything else is
 // in the notes.
 func count(o *Options, files *confFiles, cfg counter.Config) (*counted, error) {
+	r, err := ready(o, files)
+	if err != nil {
+		return nil, err
+	}
+	return r.open(o, cfg)
+}
+
+// ready reads the configuration files and plans them (count's first half).
+func ready(o *Options, files *confFiles) (*readied, error) {
 	f, perr := config.ParseHeld(files.config)
 	if f == nil && perr != nil {
 		return nil, perr
@@ -69,20 +98,27 @@ func count(o *Options, files *confFiles, cfg counter.Config) (*counted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
-	plan := setup.Make(f, perr, m, o.Compat)
-	specs := plan.Specs()
-	var rd ratioDefs
-	rd.defs, rd.user, rd.errs = ratio.DefsOf(ratio.ParseHeld(files.ratios))
-	ratio.Group(specs, rd.defs)
-	if cfg.JoinSoftware == nil {
-		// Tracepoints and x86's msr events live in the kernel's software
-		// context, so they are read inside each CPU's software group.
-		cfg.JoinSoftware = []uint32{unix.PERF_TYPE_TRACEPOINT}
-		if p, err := fs.PMU("msr"); err == nil {
-			cfg.JoinSoftware = append(cfg.JoinSoftware, p.Type)
-		}
+	r := &readied{plan: setup.Make(f, perr, m, o.Compat)}
+	r.specs = r.plan.Specs()
+	r.ratios.defs, r.ratios.user, r.ratios.errs = ratio.DefsOf(ratio.ParseHeld(files.ratios))
+	ratio.Group(r.specs, r.ratios.defs)
+	// Tracepoints and x86's msr events live in the kernel's software
+	// context, so they are read inside each CPU's software group.
+	r.join = []uint32{unix.PERF_TYPE_TRACEPOINT}
+	if p, err := fs.PMU("msr"); err == nil {
+		r.join = append(r.join, p.Type)
 	}
-	set, err := counter.New(specs, cfg)
+	c := &r.cgroups
+	c.cfg, c.missing, c.errs = cgroup.ReadHeld(files.cgroups)
+	return r, nil
+}
+
+// open opens the counters of a plan (count's second half).
+func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
+	if cfg.JoinSoftware == nil {
+		cfg.JoinSoftware = r.join
+	}
+	set, err := counter.New(r.specs, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +126,10 @@ func count(o *Options, files *confFiles, cfg counter.Config) (*counted, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan.Opened(set, sum)
-	return &counted{plan: plan, set: set, sum: sum, derived: plan.AddDerived(set, fs), ratios: rd}, nil
+	r.plan.Opened(set, sum)
+	fs := o.fs()
+	defer fs.Pass()()
+	return &counted{plan: r.plan, set: set, sum: sum, derived: r.plan.AddDerived(set, fs), ratios: r.ratios, cgroups: r.cgroups}, nil
 }
 
 // buildTable is the table that serves what the plan kept: the last step

@@ -115,13 +115,13 @@ func (a *Agent) reservationChanged(s reservation.Status) {
 		a.log.Infof("%s", msg)
 	case !s.Reserved && a.reserved:
 		a.reserved = false
-		if a.reloadDue {
-			a.pace()
-			if a.reloadLocked(true) {
-				break // the new configuration's counters are open instead
-			}
-		}
 		a.resumeLocked(g)
+		if a.reloadDue {
+			// Read and built by the reloader, never on this thread: the
+			// watcher must not wait for files.
+			a.reloadDue = false
+			a.RequestReload()
+		}
 	}
 	a.reserved = s.Reserved
 	a.updateState(&s)
