@@ -9,11 +9,13 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 
 	"perfevent/internal/pdu"
+	"perfevent/internal/testexec"
 
 	"golang.org/x/sys/unix"
 )
@@ -401,4 +403,104 @@ func created(buf []byte, name string) bool {
 		buf = buf[end:]
 	}
 	return false
+}
+
+// The log lives in $PCP_LOG_DIR/pmcd, which pcp owns, and the agent opens
+// it as root: the old log is renamed to .prev and a new one created. A
+// pcp process that puts a symlink at the name as soon as the old log has
+// moved must not get root to write through it: the create is exclusive
+// and never follows a link, so OpenLog fails (the agent then logs to
+// stderr) and the link's target is untouched.
+func TestLogSymlinkRace(t *testing.T) {
+	if testexec.Rerunning(t) {
+		logRaceChild(t)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, as pmcd starts the agent")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		t.Skip("needs a user called nobody")
+	}
+	// OpenLog makes the log the process's stderr: a process of its own.
+	testexec.Rerun(t)
+}
+
+func logRaceChild(t *testing.T) {
+	u, _ := user.Lookup("nobody")
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	top := t.TempDir()
+	os.Chmod(top, 0o755)
+	victim := filepath.Join(top, "shadow")
+	if err := os.WriteFile(victim, []byte("root only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(top, "pmcd")
+	os.Mkdir(dir, 0o775)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "perfevent.log")
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, dir, unix.IN_MOVED_FROM); err != nil {
+		t.Fatal(err)
+	}
+	planted := 0
+	stop := make(chan struct{})
+	attacker := make(chan struct{})
+	go func() {
+		defer close(attacker)
+		buf := make([]byte, 4096)
+		for {
+			n, err := unix.Read(in, buf)
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err != nil || n <= 0 {
+				return
+			}
+			if os.Symlink(victim, path) == nil {
+				planted++
+			}
+		}
+	}()
+	const rounds = 500
+	refused := 0
+	for range rounds {
+		w, closeLog, err := OpenLog(path, io.Discard)
+		if err != nil {
+			refused++
+		} else {
+			fmt.Fprintln(w, "agent log line")
+		}
+		closeLog()
+		var st unix.Stat_t
+		if err := unix.Stat(victim, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 0 || st.Mode&0o777 != 0o600 || st.Size != int64(len("root only\n")) {
+			t.Fatalf("the file behind the symlink is now uid %d, mode %o, %d bytes", st.Uid, st.Mode&0o777, st.Size)
+		}
+		// An old log for the next round, made as carefully as OpenLog
+		// makes one: a late link of the attacker's would otherwise have
+		// this test write through it.
+		os.Remove(path)
+		if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644); err == nil {
+			f.Close()
+		}
+	}
+	close(stop)
+	os.Rename(path, path+".x") // the attacker's last read
+	<-attacker
+	if planted == 0 {
+		t.Fatalf("the attacker never planted a link in %d rounds: the race was not run", rounds)
+	}
+	t.Logf("%d links planted, %d opens refused, of %d", planted, refused, rounds)
 }
