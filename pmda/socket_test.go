@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -63,8 +64,31 @@ func TestSocketIsNeverChmoddedByPath(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
+	// SIGTERM to the agent, strace's child, not to strace: strace
+	// detaching from a busy tracee can take its time.
+	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+	for _, f := range strings.Fields(string(children)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		for _, f := range strings.Fields(string(children)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		<-exited
+		t.Error("the traced agent was still running 10 s after SIGTERM")
+	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFSOCK || st.Uid != uint32(uid) || st.Gid != uint32(gid) || st.Mode&0o777 != 0o660 {
 		t.Errorf("the socket: mode %o uid %d gid %d; want a socket of pcp (%d:%d), 0660", st.Mode, st.Uid, st.Gid, uid, gid)
 	}

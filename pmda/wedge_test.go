@@ -121,7 +121,7 @@ func TestRootOnlyFilesSurviveAReloadAsUser(t *testing.T) {
 	}
 }
 
-// A storm of SIGHUPs, one every 2 ms, makes a few reloads, not one each:
+// A storm of SIGHUPs, one every millisecond, makes a few reloads, not one each:
 // they are coalesced, and the last one reads the file as it was after the
 // last signal. The log grows by a few lines per reload only.
 func TestSIGHUPStormIsCoalesced(t *testing.T) {
@@ -134,7 +134,7 @@ func TestSIGHUPStormIsCoalesced(t *testing.T) {
 			os.WriteFile(h.conf, []byte("[perf]\ncpu-clock\npage-faults\n"), 0o644)
 		}
 		h.cmd.Process.Signal(syscall.SIGHUP)
-		time.Sleep(2 * time.Millisecond) // the pace of a shell loop of kill
+		time.Sleep(time.Millisecond) // the pace of a shell loop of kill
 	}
 	// The file as the last signals found it is served in the end.
 	deadline := time.Now().Add(10 * time.Second)
