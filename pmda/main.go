@@ -239,7 +239,7 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 	log.Infof("perfevent version %s (maxfiles=%d of %d), config %s", version, soft, hard, o.Config)
 
 	err = a.Start()
-	defer a.Close()
+	defer closeWithin(a, log, closeBound)
 	if err != nil {
 		log.Errorf("%v", err)
 		return 1
@@ -247,15 +247,6 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1)
-	// Reloads run beside the signal loop, so that SIGTERM and pmcd's
-	// hangup are never kept waiting by one; SIGHUPs that come during a
-	// reload make one more.
-	reloads := make(chan struct{}, 1)
-	go func() {
-		for range reloads {
-			a.Reload()
-		}
-	}()
 	done := make(chan error, 1)
 	go func() {
 		conn, err := ln.Accept()
@@ -278,10 +269,9 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 		case s := <-sigs:
 			switch s {
 			case syscall.SIGHUP:
-				select {
-				case reloads <- struct{}{}:
-				default:
-				}
+				// Coalesced and run beside this loop (agent.RequestReload),
+				// so that SIGTERM and pmcd's hangup never wait for one.
+				a.RequestReload()
 				continue
 			case syscall.SIGUSR1:
 				logRuntime(log)
@@ -290,5 +280,28 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 			log.Infof("caught %v, exiting", s)
 			return 0
 		}
+	}
+}
+
+// closeBound is how long the agent's Close may take at exit (the watchers
+// stopping, a reload's swap finishing) before the agent exits without it.
+const closeBound = 500 * time.Millisecond
+
+// closeWithin closes the agent, but exits without waiting longer than d:
+// SIGTERM must end the agent whatever it is doing. The state file is
+// removed either way.
+func closeWithin(a *agent.Agent, log *pmda.Logger, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		a.Close()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		a.RemoveState()
+		log.Warningf("still closing after %v; exiting without waiting", d)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A configuration that is not a regular file: a FIFO hung the
@@ -86,5 +87,45 @@ func TestSecurityUserChange(t *testing.T) {
 	}
 	if want == 0 {
 		t.Error("no counter at the start")
+	}
+}
+
+// A FIFO or /dev/zero as ratios.conf or cgroups.conf, under the real
+// pmcd: SIGHUP reloads, refusing the file by name (a FIFO used to hang
+// the reload in open while it held the agent's lock, and /dev/zero grew
+// the agent without end); perfalloc's reservation is then confirmed, and
+// SIGTERM ends the agent.
+func TestSecurityConfigFilesCannotWedgeTheAgent(t *testing.T) {
+	for _, name := range []string{"ratios.conf", "cgroups.conf"} {
+		for _, kind := range []string{"fifo", "zero"} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				l := StartLab(t, Agent{Go: true})
+				want := active(t, l)
+				path := filepath.Join(filepath.Dir(l.Conf), name)
+				os.Remove(path)
+				what := "a FIFO"
+				if kind == "fifo" {
+					if err := syscall.Mkfifo(path, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					what = "a device"
+					if err := os.Symlink("/dev/zero", path); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pid := l.AgentPID(t)
+				syscall.Kill(pid, syscall.SIGHUP)
+				waitLog(t, l, path+" is "+what+", not a regular file", Settle)
+				waitLog(t, l, "reload done: the new configuration is served", Settle)
+				reserveWorks(t, l, perfallocBinary(t, l), want)
+				start := time.Now()
+				syscall.Kill(pid, syscall.SIGTERM)
+				if !l.waitGone(pid, 2*time.Second) {
+					t.Fatalf("the agent (pid %d) still runs 2 s after SIGTERM", pid)
+				}
+				t.Logf("gone %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+			})
+		}
 	}
 }

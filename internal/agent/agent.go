@@ -11,7 +11,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"perfevent/internal/cgroup"
-	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/metrics"
@@ -99,16 +98,27 @@ type Agent struct {
 	log *pmda.Logger
 	pm  *pmda.Agent
 
-	// held is the configuration as opened at start-up, for reloads after
-	// the privilege drop.
-	held *config.Held
+	// files are the configuration files as opened at start-up, for
+	// reloads after the privilege drop.
+	files *confFiles
 
 	gen  atomic.Pointer[generation]
 	prev atomic.Pointer[generation] // the one before a reload, for a fetch in flight
 	cur  *generation                // the fetch being answered; Serve's goroutine only
 
-	// mu serialises reloads and reservation changes; reserved is what the
-	// lock file said last. reopens paces reopens and told quietens them.
+	// buildMu serialises rebuilds (reload, hotplug); reloadReq, quit and
+	// reloaderDone drive the reloader (RequestReload), and reloadBound
+	// is how long a rebuild may read files.
+	buildMu      sync.Mutex
+	reloadReq    chan struct{}
+	quit         chan struct{}
+	reloaderDone chan struct{}
+	reloadBound  time.Duration
+	closeOnce    sync.Once
+
+	// mu serialises reservation changes and the swap of a generation;
+	// reserved is what the lock file said last. reopens paces reopens
+	// and told quietens them.
 	mu        sync.Mutex
 	reserved  bool
 	reloadDue bool          // a SIGHUP came while reserved
@@ -152,7 +162,9 @@ type Agent struct {
 
 // New returns an agent that has done nothing yet; Start starts it.
 func New(o Options) *Agent {
-	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs(), told: map[string]bool{}}
+	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs(), told: map[string]bool{},
+		reloadReq: make(chan struct{}, 1), quit: make(chan struct{}), reloaderDone: make(chan struct{}),
+		reloadBound: reloadBound}
 	a.holds = newHolds(o.MaxHold)
 	a.fs = a.o.fs()
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
@@ -170,7 +182,7 @@ func (a *Agent) Start() error {
 	// What needs a descriptor or root besides the counters comes first:
 	// the counters may use up the descriptor limit. The state file's and
 	// PMID map's directories are given to the user the agent will run as.
-	a.held = config.Hold(a.o.Config)
+	a.files = holdFiles(&a.o)
 	uid, gid, acct, drop := a.runAs()
 	if err := a.openLock(uid, gid); err != nil {
 		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
@@ -202,15 +214,25 @@ func (a *Agent) Start() error {
 	a.mu.Unlock()
 	a.watchCPUs(a.o.Hotplug) // a change from now on swaps the table
 	a.watchHierarchy()
+	go a.reloader()
 	return nil
 }
 
 // Serve answers pmcd on conn until it closes it (pmda.Agent.Serve).
 func (a *Agent) Serve(conn io.ReadWriter) error { return a.pm.Serve(conn) }
 
-// Close stops the watchers and removes the state file: no agent, no state.
-func (a *Agent) Close() {
+// Close stops the reloader and the watchers and removes the state file:
+// no agent, no state. Calls after the first do nothing.
+func (a *Agent) Close() { a.closeOnce.Do(a.close) }
+
+func (a *Agent) close() {
 	a.closing.Store(true)
+	close(a.quit)
+	if a.pm != nil {
+		// Started: a reload opening counters finishes first (a reading of
+		// files is abandoned at once).
+		<-a.reloaderDone
+	}
 	if a.cpus != nil {
 		a.cpus.Close()
 	}
@@ -218,8 +240,8 @@ func (a *Agent) Close() {
 		a.hier.close()
 	}
 	a.stopReservation()
-	if a.held != nil {
-		a.held.Close()
+	if a.files != nil {
+		a.files.Close()
 	}
 }
 
@@ -261,18 +283,45 @@ func (a *Agent) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 }
 
 // build reads the configuration and turns it into open counters and the
-// table that serves them. Problems with single lines are in the report
-// and skipped; only a configuration that cannot be read at all is an
-// error.
-// seamless is for a reload with no reservation between the old counters
-// and these: their first fetch counts in perfevent.active.
+// table that serves them (start-up: readConfig, then openGeneration).
 func (a *Agent) build(seamless bool) (*generation, error) {
+	r, err := a.readConfig()
+	if err != nil {
+		return nil, err
+	}
+	return a.openGeneration(r, seamless)
+}
+
+// read is what readConfig read: the plan, and the PMID map.
+type read struct {
+	*readied
+	clusters *metrics.Clusters
+	cerrs    []error
+}
+
+// readConfig is the part of a build that reads files (the configuration
+// files, the PMID map, sysfs) and opens nothing. Only a configuration
+// that cannot be read at all is an error.
+func (a *Agent) readConfig() (*read, error) {
+	// The PMID map first: counters can take every descriptor there is,
+	// and without the map names would get other PMIDs than they had.
+	clusters, cerrs := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
+	r, err := ready(&a.o, a.files)
+	if err != nil {
+		return nil, err
+	}
+	return &read{readied: r, clusters: clusters, cerrs: cerrs}, nil
+}
+
+// openGeneration opens the counters of what readConfig read and builds the
+// table that serves them. Problems with single lines are in the
+// generation's report and skipped. seamless is for a reload with no
+// reservation between the old counters and these: their first fetch
+// counts in perfevent.active.
+func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 	// Counters take descriptors until the limit; keep a few back for the
 	// state file, inotify and the PMID map, which come after.
 	defer releaseFDs(holdFDs(spareFDs))
-
-	// The PMID map first: counters can take every descriptor there is,
-	// and without the map names would get other PMIDs than they had.
 	r := &report{}
 	// A build that fails has no generation to carry its report: what it
 	// found on the way is logged here.
@@ -282,10 +331,10 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 		}
 		return nil, err
 	}
-	clusters, cerrs := metrics.LoadClusters(a.o.PMIDs, a.trusted...)
-	for _, e := range cerrs {
+	for _, e := range rd.cerrs {
 		r.warningf("%v", e)
 	}
+	clusters := rd.clusters
 	if clusters == nil {
 		// Numbers that differ from the archives' beat serving nothing.
 		// They are not saved over the map, so that fixing it and
@@ -300,7 +349,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	if a.o.NewOpener != nil {
 		opener = a.o.NewOpener()
 	}
-	c, err := count(&a.o, a.held, counter.Config{
+	c, err := rd.open(&a.o, counter.Config{
 		Opener:         opener,
 		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
 		ReadFailed:     a.checkCPUs,
@@ -314,7 +363,7 @@ func (a *Agent) build(seamless bool) (*generation, error) {
 	for _, line := range c.sum.FailureLines() {
 		a.told[line] = true
 	}
-	cg, cgSpec, cgSays := a.startCgroups(plan, r)
+	cg, cgSpec, cgSays := a.startCgroups(plan, c.cgroups, r)
 	cKeys, cExtra := cLayout(&a.o, c, opener)
 	clusters.Prefer(cKeys)
 	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations(), cExtra...)
@@ -362,27 +411,126 @@ func (a *Agent) empty() (*generation, error) {
 	return &generation{plan: &setup.Plan{}, set: set, table: table, src: src}, nil
 }
 
-// Reload rereads the configuration (SIGHUP). If it cannot be read at all,
-// the agent keeps serving the old one. While perfalloc holds the counters
-// the reload waits for their release: building opens counters, and the
-// holder was promised the PMU to itself.
+// Reload rereads the configuration now and serves it. If it cannot be
+// read at all, or reading it takes longer than reloadBound, the agent
+// keeps serving the old one. Only opening the new counters and the swap
+// hold the lock that reservations need: reading files does not, so no
+// file can keep perfalloc waiting. While perfalloc holds the counters the
+// reload waits for their release: building opens counters, and the holder
+// was promised the PMU to itself.
 func (a *Agent) Reload() {
+	a.buildMu.Lock()
+	defer a.buildMu.Unlock()
+	a.rebuild()
+}
+
+// RequestReload asks for a reload (SIGHUP) and returns at once. Requests
+// are coalesced: the reload starts once they have stopped for
+// reloadSettle (or reloadSettleMax after the first), at least reloadGap
+// after the previous one, so a storm of SIGHUPs makes one or two reloads,
+// and the last request is always followed by a reading of the files.
+func (a *Agent) RequestReload() {
+	select {
+	case a.reloadReq <- struct{}{}:
+	default:
+	}
+}
+
+// Reload coalescing and its bound.
+const (
+	reloadSettle    = 100 * time.Millisecond
+	reloadSettleMax = time.Second
+	reloadGap       = time.Second
+	reloadBound     = 10 * time.Second
+)
+
+// reloader runs the reloads RequestReload asks for, one at a time, until
+// quit is closed.
+func (a *Agent) reloader() {
+	defer close(a.reloaderDone)
+	var last time.Time
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-a.quit:
+			return false
+		}
+	}
+	for {
+		select {
+		case <-a.reloadReq:
+		case <-a.quit:
+			return
+		}
+		first := time.Now()
+		settle := time.NewTimer(reloadSettle)
+	settling:
+		for {
+			select {
+			case <-a.reloadReq:
+				if time.Since(first) < reloadSettleMax {
+					settle.Reset(reloadSettle)
+				}
+			case <-settle.C:
+				break settling
+			case <-a.quit:
+				settle.Stop()
+				return
+			}
+		}
+		if d := reloadGap - time.Since(last); !last.IsZero() && d > 0 && !wait(d) {
+			return
+		}
+		last = time.Now()
+		a.Reload()
+	}
+}
+
+// rebuild reads the configuration outside a.mu, under reloadBound, then
+// opens the new generation and swaps it in under a.mu; it says whether the
+// new configuration is served. The caller holds a.buildMu.
+func (a *Agent) rebuild() bool {
+	if a.o.Debug {
+		a.log.Infof("reloading %s", a.o.Config)
+	}
+	type result struct {
+		r   *read
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := a.readConfig()
+		done <- result{r, err}
+	}()
+	bound := time.NewTimer(a.reloadBound)
+	defer bound.Stop()
+	var res result
+	select {
+	case res = <-done:
+	case <-a.quit:
+		return false
+	case <-bound.C:
+		// The reading goroutine holds no lock and has opened nothing; it
+		// is left to finish, and what it read is dropped.
+		a.log.Errorf("reload: reading %s and the files beside it, the PMID map and sysfs did not finish within %v; reload abandoned, still serving the previous configuration", a.o.Config, a.reloadBound)
+		return false
+	}
+	if res.err != nil {
+		a.log.Errorf("reload: %v; still serving the previous configuration", res.err)
+		return false
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.holding() {
 		a.reloadDue = true
 		a.log.Infof("reload of %s deferred: perfalloc holds the counters; it happens when they are released", a.o.Config)
-		return
+		return false
 	}
-	a.reloadLocked(false)
-}
-
-// reloadLocked does the reload and says whether the new configuration is
-// served; the caller holds a.mu and the counters are not reserved.
-// afterRelease says that perfalloc has just let go of the old counters.
-func (a *Agent) reloadLocked(afterRelease bool) bool {
 	a.reloadDue = false
-	g, err := a.build(!afterRelease)
+	g, err := a.openGeneration(res.r, true)
 	if err != nil {
 		a.log.Errorf("reload: %v; still serving the previous configuration", err)
 		return false

@@ -35,9 +35,9 @@ type cgroupPlan struct {
 // Problem: the shipped cgroups.conf names cpu-clock and context-switches,
 // and a perfevent.conf taken over from the C agent, or one for a machine
 // without them, is not wrong for lacking them.
-func planCgroups(config string, plan *setup.Plan) cgroupPlan {
+func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
 	name := cgroupsConf(config)
-	cfg, missing, errs := cgroup.ReadConfig(name)
+	cfg, missing, errs := read.cfg, read.missing, read.errs
 	p := cgroupPlan{cfg: cfg, missing: missing, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
 	for _, e := range errs {
 		p.notes = append(p.notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
@@ -85,9 +85,10 @@ func hierarchyNote(p cgroupPlan) []setup.Note {
 // with the events of the plan, and returns the tracker (nil if nothing is
 // counted), what the table needs to serve it and words for the summary of
 // r (the numbers of cgroups and descriptors change as cgroups come and
-// go: in the plan, every reload would seem a change).
-func (a *Agent) startCgroups(plan *setup.Plan, r *report) (*cgroup.Tracker, *metrics.Cgroups, string) {
-	p := planCgroups(a.o.Config, plan)
+// go: in the plan, every reload would seem a change). read is
+// cgroups.conf as the build read it, outside the agent's lock.
+func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgroup.Tracker, *metrics.Cgroups, string) {
+	p := planCgroups(a.o.Config, read, plan)
 	if p.missing {
 		r.infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
 	}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
 	"perfevent/internal/catalog"
+	"perfevent/internal/conffile"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -22,7 +22,9 @@ import (
 // table as the agent would, then closes them. Only a configuration that
 // cannot be read at all is an error.
 func Check(o Options, w io.Writer) (problems int, err error) {
-	c, err := count(&o, nil, counter.Config{})
+	files := holdFiles(&o)
+	defer files.Close()
+	c, err := count(&o, files, counter.Config{})
 	if err != nil {
 		return 0, err
 	}
@@ -43,7 +45,7 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 		plan.Notes = append(plan.Notes, catalogNotes(c.family)...)
 	}
 	plan.Notes = append(plan.Notes, cNotes(&o, plan.Config)...)
-	cg := planCgroups(o.Config, plan)
+	cg := planCgroups(o.Config, c.cgroups, plan)
 	plan.Notes = append(plan.Notes, cg.notes...)
 	plan.Notes = append(plan.Notes, hierarchyNote(cg)...)
 	for _, n := range sortedNotes(plan.Notes) {
@@ -102,7 +104,7 @@ func cNotes(o *Options, f *config.File) []setup.Note {
 	if f == nil {
 		return nil
 	}
-	src, err := os.ReadFile(o.Config)
+	src, err := conffile.Read(o.Config)
 	if err != nil {
 		return []setup.Note{{Severity: setup.Problem, Text: err.Error()}}
 	}

@@ -118,15 +118,20 @@ func (a *Agent) checkHierarchy() {
 		return
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.reserved {
+	reserved := a.holding()
+	if reserved {
 		a.reloadDue = true
+	}
+	a.mu.Unlock()
+	if reserved {
 		a.log.Infof("cgroups: perfevent.cgroup.mode is now %q (was %q); the counters follow when perfalloc releases them", mode, g.cgMode)
 		return
 	}
 	a.log.Infof("cgroups: perfevent.cgroup.mode is now %q (was %q); rebuilding the counters", mode, g.cgMode)
 	a.pace()
-	a.reloadLocked(false)
+	a.buildMu.Lock()
+	defer a.buildMu.Unlock()
+	a.rebuild()
 }
 
 // hierarchy finds the hierarchy that owns perf_event: a.locate, which

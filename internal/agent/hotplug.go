@@ -44,16 +44,22 @@ func (a *Agent) checkCPUs() {
 // cpusChanged runs on the hotplug watcher's goroutine. Like a reload it
 // waits while perfalloc holds the counters (the holder was promised the
 // PMU), and it takes its turn in the reopen pacing, so that a CPU flapping
-// on and off costs at most one rebuild per minReopen.
+// on and off costs at most one rebuild per minReopen. It takes the lock
+// that reservations need only to open and swap, as a reload does.
 func (a *Agent) cpusChanged(online []int) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.holding() {
+	reserved := a.holding()
+	if reserved {
 		a.reloadDue = true
+	}
+	a.mu.Unlock()
+	if reserved {
 		a.log.Infof("CPUs online now: %s; the counters follow when perfalloc releases them", cpulist.Format(online))
 		return
 	}
 	a.log.Infof("CPUs online now: %s; rebuilding the counters", cpulist.Format(online))
 	a.pace()
-	a.reloadLocked(false)
+	a.buildMu.Lock()
+	defer a.buildMu.Unlock()
+	a.rebuild()
 }

@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/catalog"
+	"perfevent/internal/cgroup"
+	"perfevent/internal/conffile"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -29,14 +31,80 @@ type counted struct {
 	set      *counter.Set    // the plan's counters, opened
 	sum      counter.Summary // what opening them gave
 	derived  []setup.Derived // the derived metrics the open counters allow
+	ratios   ratioDefs       // ratios.conf's, the catalog's and the built-in ratios
+	cgroups  cgroupConf      // cgroups.conf, read with the rest
 }
 
-// count reads the configuration (through held, if not nil: see
-// parseConfig), plans it for this machine and opens the counters: the
-// steps --check and the agent share. Only a configuration that cannot be
-// read at all is an error; everything else is in the notes.
-func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) {
-	f, perr := parseConfig(o.Config, held)
+// ratioDefs are ratio.DefsHeldWith's results, read once per build: the
+// user's ratios, the catalog's that are on and the built-in ones.
+type ratioDefs struct {
+	path    string // ratios.conf
+	defs    []ratio.Def
+	user    int      // the user's, first in defs
+	catalog int      // the catalog's for this machine, on or off
+	off     []string // the catalog's the file turned off
+	errs    []error
+	typos   []typo // the user's operands that name no event
+}
+
+// confFiles are the configuration files, each held from start-up
+// (conffile.File) so that a reload as the agent's user reads what root
+// read, and each read under the same rules (conffile).
+type confFiles struct {
+	config  *conffile.File
+	ratios  *conffile.File
+	cgroups *conffile.File
+}
+
+func holdFiles(o *Options) *confFiles {
+	return &confFiles{
+		config:  conffile.Hold(o.Config),
+		ratios:  conffile.Hold(ratiosPath(o)),
+		cgroups: conffile.Hold(cgroupsConf(o.Config)),
+	}
+}
+
+func (c *confFiles) Close() {
+	c.config.Close()
+	c.ratios.Close()
+	c.cgroups.Close()
+}
+
+// readied is the configuration read and planned for this machine, with
+// nothing opened yet: the part of a rebuild that reads files, and so the
+// part that runs outside the agent's lock, under a time bound.
+type readied struct {
+	plan     *setup.Plan
+	family   *catalog.Family // the metric catalog's part for this machine
+	unusable []string        // the catalog's ratios whose events were not opened
+	specs    []counter.Spec
+	join     []uint32 // counter.Config.JoinSoftware
+	ratios   ratioDefs
+	cgroups  cgroupConf
+}
+
+// cgroupConf is cgroups.conf as cgroup.ReadHeld read it.
+type cgroupConf struct {
+	cfg     cgroup.Config
+	missing bool
+	errs    []error
+}
+
+// count reads the configuration files, plans them for this machine and
+// opens the counters: the steps --check and the agent share. Only a
+// configuration that cannot be read at all is an error; everything else is
+// in the notes.
+func count(o *Options, files *confFiles, cfg counter.Config) (*counted, error) {
+	r, err := ready(o, files)
+	if err != nil {
+		return nil, err
+	}
+	return r.open(o, cfg)
+}
+
+// ready reads the configuration files and plans them (count's first half).
+func ready(o *Options, files *confFiles) (*readied, error) {
+	f, perr := config.ParseHeld(files.config)
 	if f == nil && perr != nil {
 		return nil, perr
 	}
@@ -46,37 +114,48 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	if err != nil {
 		return nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
-	plan := setup.Make(f, perr, m, o.Compat)
-	family := catalog.Detect(fs.PresentNames())
+	r := &readied{plan: setup.Make(f, perr, m, o.Compat)}
+	r.family = catalog.Detect(fs.PresentNames())
 	var fromCatalog []ratio.Def
 	if !o.NoCatalog {
-		fromCatalog = family.Metrics
+		fromCatalog = r.family.Metrics
 	}
-	// chooseRatios notes the file's errors
-	defs, user, off, _ := ratio.DefsWith(ratiosPath(o), fromCatalog)
-	unusable := catalog.Open(plan, defs[user:user+len(fromCatalog)-len(off)])
-	specs := plan.Specs()
-	if cfg.JoinSoftware == nil {
-		// Tracepoints and x86's msr events live in the kernel's software
-		// context, so they are read inside each CPU's software group.
-		cfg.JoinSoftware = []uint32{unix.PERF_TYPE_TRACEPOINT}
-		if p, err := fs.PMU("msr"); err == nil {
-			cfg.JoinSoftware = append(cfg.JoinSoftware, p.Type)
-		}
+	rd := &r.ratios
+	rd.path = files.ratios.Path()
+	rd.catalog = len(fromCatalog)
+	rd.defs, rd.user, rd.off, rd.errs = ratio.DefsHeldWith(files.ratios, fromCatalog)
+	r.unusable = catalog.Open(r.plan, rd.defs[rd.user:rd.user+rd.catalog-len(rd.off)])
+	r.specs = r.plan.Specs()
+	// Tracepoints and x86's msr events live in the kernel's software
+	// context, so they are read inside each CPU's software group.
+	r.join = []uint32{unix.PERF_TYPE_TRACEPOINT}
+	if p, err := fs.PMU("msr"); err == nil {
+		r.join = append(r.join, p.Type)
 	}
 	soft := func(sp counter.Spec) bool {
-		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(cfg.JoinSoftware, sp.Attr.Type)
+		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(r.join, sp.Attr.Type)
 	}
 	// Without the catalog, ratios group as the configuration says, with
 	// no bound: a group too big for the PMU is then split by counter.
 	fit := ratio.Fit{Soft: soft}
 	if !o.NoCatalog {
-		fit = family.Fit(soft)
+		fit = r.family.Fit(soft)
 	}
-	for _, line := range ratio.GroupFit(specs, defs, fit) {
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: "catalog: " + line})
+	for _, line := range ratio.GroupFit(r.specs, rd.defs, fit) {
+		r.plan.Notes = append(r.plan.Notes, setup.Note{Severity: setup.Info, Text: "catalog: " + line})
 	}
-	set, err := counter.New(specs, cfg)
+	rd.typos = unknownOperands(rd, r.plan, fs)
+	c := &r.cgroups
+	c.cfg, c.missing, c.errs = cgroup.ReadHeld(files.cgroups)
+	return r, nil
+}
+
+// open opens the counters of a plan (count's second half).
+func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
+	if cfg.JoinSoftware == nil {
+		cfg.JoinSoftware = r.join
+	}
+	set, err := counter.New(r.specs, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -84,18 +163,10 @@ func count(o *Options, held *config.Held, cfg counter.Config) (*counted, error) 
 	if err != nil {
 		return nil, err
 	}
-	plan.Opened(set, sum)
-	return &counted{plan: plan, family: family, unusable: unusable, set: set, sum: sum, derived: plan.AddDerived(set, fs)}, nil
-}
-
-// parseConfig reads the configuration: through the descriptor start-up
-// opened when there is one, so that a reload as the agent's user can read
-// a file only root may open (see config.Held).
-func parseConfig(path string, held *config.Held) (*config.File, error) {
-	if held != nil {
-		return held.Parse()
-	}
-	return config.ParseFile(path)
+	r.plan.Opened(set, sum)
+	fs := o.fs()
+	defer fs.Pass()()
+	return &counted{plan: r.plan, family: r.family, unusable: r.unusable, set: set, sum: sum, derived: r.plan.AddDerived(set, fs), ratios: r.ratios, cgroups: r.cgroups}, nil
 }
 
 // buildTable is the table that serves what the plan kept: the last step
@@ -117,34 +188,32 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
 		})
 	}
-	var fromCatalog []ratio.Def
-	if !o.NoCatalog {
-		fromCatalog = c.family.Metrics
-	}
-	spec.Ratios = chooseRatios(ratiosPath(o), fromCatalog, func(name string) bool { return slices.Contains(c.unusable, name) }, c.plan, c.set, o.fs())
+	spec.Ratios = chooseRatios(c)
 	return metrics.Build(spec)
 }
 
 // ratiosPath is the user's ratios file, beside perfevent.conf.
 func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config), "ratios.conf") }
 
-// chooseRatios are the ratios served (ratio.Choose), with notes for the log
-// and --check.
-func chooseRatios(path string, fromCatalog []ratio.Def, quiet func(string) bool, plan *setup.Plan, set *counter.Set, fs *pmu.FS) []ratio.Chosen {
-	chosen, problems, info := ratio.ChooseWith(path, fromCatalog, quiet, set, plan.Scale)
-	for _, e := range problems {
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
+// chooseRatios are the ratios served (ratio.ChooseFrom), with notes for
+// the log and --check.
+func chooseRatios(c *counted) []ratio.Chosen {
+	rd := &c.ratios
+	quiet := func(name string) bool { return slices.Contains(c.unusable, name) }
+	chosen, info := ratio.ChooseFrom(rd.path, rd.defs, rd.user, rd.catalog, rd.off, quiet, c.set, c.plan.Scale)
+	for _, e := range rd.errs {
+		c.plan.Notes = append(c.plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}
-	typos := unknownOperands(path, set, fs)
+	typos := rd.typos
 	for _, t := range typos {
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: t.text})
+		c.plan.Notes = append(c.plan.Notes, setup.Note{Severity: setup.Problem, Text: t.text})
 	}
 	for _, line := range info {
 		// The problem above says why, better.
 		if slices.ContainsFunc(typos, func(t typo) bool { return strings.HasPrefix(line, fmt.Sprintf("ratio %q not served:", t.ratio)) }) {
 			continue
 		}
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info, Text: line})
+		c.plan.Notes = append(c.plan.Notes, setup.Note{Severity: setup.Info, Text: line})
 	}
 	return chosen
 }
@@ -234,14 +303,15 @@ func disagreement(mapPath, cConfig string, d []metrics.Disagreement) string {
 }
 
 // unknownOperands are the operands of the user's ratios (ratios.conf) that
-// name no event at all: neither one configured nor one this machine knows.
-// Such an operand is a typo, a problem, unlike an event that is merely not
-// configured or not countable here; each gets the nearest configured names.
-func unknownOperands(path string, set *counter.Set, fs *pmu.FS) []typo {
-	defs, user, _ := ratio.Defs(path)
+// name no event at all: neither one the plan counts nor one this machine
+// knows. Such an operand is a typo, a problem, unlike an event that is
+// merely not configured or not countable here; each gets the nearest
+// configured names.
+func unknownOperands(rd *ratioDefs, plan *setup.Plan, fs *pmu.FS) []typo {
+	path, defs, user := rd.path, rd.defs, rd.user
 	var names []string
-	for i := range set.NumEvents() {
-		names = append(names, set.Name(i))
+	for _, pc := range plan.Counters {
+		names = append(names, pc.Event.Name)
 	}
 	known := func(alt string) bool {
 		for _, n := range names {

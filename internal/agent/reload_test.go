@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,5 +118,70 @@ func TestReloadFailureKeepsServing(t *testing.T) {
 	}
 	if v := h.values(t, "perfevent.hwcounters.cpu_clock.value"); v[0] != 13 {
 		t.Errorf("cpu_clock after the reload: %v, want 13 (carried on)", v)
+	}
+}
+
+// A reload whose reading never ends (here sysfs has a FIFO where a NUMA
+// node's CPU list should be) holds no lock meanwhile: a reservation is
+// confirmed while it is stuck. It is abandoned after its bound, with a
+// line that says so, the previous configuration still served; and Close
+// does not wait for it.
+func TestStuckReloadBlocksNothing(t *testing.T) {
+	const bound = 300 * time.Millisecond
+	h := startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) { a.reloadBound = bound; a.o.Debug = true })
+	node := filepath.Join(h.dir, "sys", "devices", "system", "node", "node0")
+	if err := os.MkdirAll(node, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(node, "cpulist")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Lets the abandoned reading go: it sees an empty list.
+		if fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			syscall.Close(fd)
+		}
+	})
+	reloaded := make(chan struct{})
+	go func() {
+		h.a.Reload()
+		close(reloaded)
+	}()
+	h.waitLog(t, "reloading "+h.conf)
+
+	holder := reservationtest.Start(t, h.lock, "read")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := reservation.WaitState(ctx, reservation.StatePath(h.lock), time.Millisecond, func(s *reservation.State) bool {
+		return s.Counters == reservation.CountersReleased && s.HeldBy(holder.PID())
+	}); err != nil {
+		t.Fatalf("the reservation was not confirmed while a reload was stuck: %v", err)
+	}
+	holder.Release(t)
+
+	select {
+	case <-reloaded:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Reload still runs 5 s after it started; its bound is %v", bound)
+	}
+	h.waitLog(t, "did not finish within 300ms; reload abandoned, still serving the previous configuration")
+	h.fake.AddAll(5, 1, 1)
+	if v := h.values(t, "perfevent.hwcounters.cpu_clock.value"); len(v) != 2 {
+		t.Errorf("cpu_clock after the abandoned reload: %v, want values on 2 CPUs", v)
+	}
+
+	// Stuck again, and the agent closed meanwhile.
+	go h.a.Reload()
+	h.waitLog(t, "reloading "+h.conf)
+	closed := make(chan struct{})
+	go func() {
+		h.a.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close still waits 5 s after it was called, behind a stuck reload")
 	}
 }

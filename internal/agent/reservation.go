@@ -127,13 +127,13 @@ func (a *Agent) reservationChanged(s reservation.Status) {
 			a.log.Infof("perfalloc's lock, held past the maximum hold, is let go")
 			break
 		}
-		if a.reloadDue {
-			a.pace()
-			if a.reloadLocked(true) {
-				break // the new configuration's counters are open instead
-			}
-		}
 		a.resumeLocked(g)
+		if a.reloadDue {
+			// Read and built by the reloader, never on this thread: the
+			// watcher must not wait for files.
+			a.reloadDue = false
+			a.RequestReload()
+		}
 	}
 	a.reserved = s.Reserved
 	a.updateState(&s)
@@ -324,8 +324,11 @@ func (a *Agent) holdExpired(seq int) {
 	a.holdTimer = nil
 	a.holds.expired()
 	a.log.Warningf("perfalloc's reservation by %s has lasted the maximum hold of %v: counting resumes although the lock is still held (pmdaperfevent -max-hold)", a.holds.who(), a.o.MaxHold)
-	if !a.reloadDue || !a.reloadLocked(true) {
-		a.resumeLocked(a.gen.Load())
+	a.resumeLocked(a.gen.Load())
+	if a.reloadDue {
+		// Read and built by the reloader, never under a.mu.
+		a.reloadDue = false
+		a.RequestReload()
 	}
 	// A copy: the state file's goroutine reads it after a.mu is let go.
 	st := a.status

@@ -1,13 +1,14 @@
 package cgroup
 
 import (
-	"bufio"
-	"bytes"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path"
 	"strconv"
 	"strings"
+
+	"perfevent/internal/conffile"
 )
 
 // DefaultMax is the cap on counted cgroups when the configuration sets none.
@@ -40,12 +41,23 @@ type Config struct {
 // is what counts by default; an agent run with a configuration of its own,
 // and no cgroups.conf beside it, opens no more than it was told to.)
 func ReadConfig(name string) (cfg Config, missing bool, errs []error) {
-	data, err := os.ReadFile(name)
-	if os.IsNotExist(err) {
+	data, err := conffile.Read(name)
+	return parseRead(name, data, err)
+}
+
+// ReadHeld is ReadConfig through a file the agent holds from start-up
+// (conffile.File.Read).
+func ReadHeld(f *conffile.File) (cfg Config, missing bool, errs []error) {
+	data, err := f.Read()
+	return parseRead(f.Path(), data, err)
+}
+
+func parseRead(name string, data []byte, err error) (cfg Config, missing bool, errs []error) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return Config{Max: DefaultMax, Descriptors: DefaultDescriptors}, true, nil
 	}
 	if err != nil {
-		return Config{}, false, []error{err}
+		return Config{Max: DefaultMax, Descriptors: DefaultDescriptors}, false, []error{err}
 	}
 	cfg, errs = ParseConfig(name, data)
 	return cfg, false, errs
@@ -64,60 +76,47 @@ func ReadConfig(name string) (cfg Config, missing bool, errs []error) {
 // A bad line is reported as name:line: reason and skipped; the rest is used.
 func ParseConfig(name string, data []byte) (Config, []error) {
 	cfg := Config{Max: DefaultMax, Descriptors: DefaultDescriptors}
-	var errs []error
-	bad := func(line int, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...)))
-	}
 	seenEvent := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for line := 1; sc.Scan(); line++ {
-		text := sc.Text()
+	errs := conffile.Lines(name, data, func(_ int, text string) error {
 		if i := strings.IndexByte(text, '#'); i >= 0 {
 			text = text[:i]
 		}
 		f := strings.Fields(text)
 		if len(f) == 0 {
-			continue
+			return nil
 		}
 		if len(f) != 2 {
-			bad(line, "want \"cgroup PATTERN\", \"event NAME\", \"max N\" or \"descriptors N\", got %q", strings.TrimSpace(text))
-			continue
+			return fmt.Errorf("want \"cgroup PATTERN\", \"event NAME\", \"max N\" or \"descriptors N\", got %q", strings.TrimSpace(text))
 		}
 		switch f[0] {
 		case "cgroup":
 			if err := checkPattern(f[1]); err != nil {
-				bad(line, "pattern %q: %v", f[1], err)
-				continue
+				return fmt.Errorf("pattern %q: %v", f[1], err)
 			}
 			cfg.Patterns = append(cfg.Patterns, f[1])
 		case "event":
 			if seenEvent[f[1]] {
-				bad(line, "event %q is listed twice", f[1])
-				continue
+				return fmt.Errorf("event %q is listed twice", f[1])
 			}
 			seenEvent[f[1]] = true
 			cfg.Events = append(cfg.Events, f[1])
 		case "max":
 			n, err := strconv.Atoi(f[1])
 			if err != nil || n < 1 || n > maxMax {
-				bad(line, "max %q is not a number from 1 to %d", f[1], maxMax)
-				continue
+				return fmt.Errorf("max %q is not a number from 1 to %d", f[1], maxMax)
 			}
 			cfg.Max = n
 		case "descriptors":
 			n, err := strconv.Atoi(f[1])
 			if err != nil || n < 1 || n > maxDescriptors {
-				bad(line, "descriptors %q is not a number from 1 to %d", f[1], maxDescriptors)
-				continue
+				return fmt.Errorf("descriptors %q is not a number from 1 to %d", f[1], maxDescriptors)
 			}
 			cfg.Descriptors = n
 		default:
-			bad(line, "unknown keyword %q (want cgroup, event, max or descriptors)", f[0])
+			return fmt.Errorf("unknown keyword %q (want cgroup, event, max or descriptors)", f[0])
 		}
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", name, err))
-	}
+		return nil
+	})
 	return cfg, errs
 }
 

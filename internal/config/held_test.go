@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"perfevent/internal/conffile"
 	"perfevent/internal/testexec"
 )
 
@@ -34,7 +35,7 @@ func heldChild(t *testing.T) {
 	}
 	os.Chmod(dir, 0o755)
 	os.Chmod(filepath.Dir(dir), 0o755)
-	h := Hold(path)
+	h := conffile.Hold(path)
 	defer h.Close()
 	as := func(uid int) {
 		t.Helper()
@@ -44,7 +45,7 @@ func heldChild(t *testing.T) {
 	}
 	events := func() []string {
 		t.Helper()
-		f, err := h.Parse()
+		f, err := ParseHeld(h)
 		if err != nil {
 			t.Fatalf("Parse as uid %d: %v", os.Geteuid(), err)
 		}
@@ -85,7 +86,7 @@ func heldChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	as(65534)
-	_, err := h.Parse()
+	_, err := ParseHeld(h)
 	want := "open " + path + ": permission denied (uid 65534), and it is no longer the file opened at start-up (it was replaced, e.g. by an editor that saves by renaming): make it readable by uid 65534, or restart the agent"
 	if err == nil || err.Error() != want {
 		t.Errorf("replaced:\n got %v\nwant %s", err, want)

@@ -2,13 +2,12 @@ package config
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"perfevent/internal/conffile"
 )
 
 // Limits on what ParseFile and Parse accept. A perfevent.conf is a few
@@ -16,8 +15,8 @@ import (
 // (a log, a device, a huge generated file) from costing the root agent
 // memory, and a huge line from being copied into the log.
 const (
-	MaxFileSize = 1 << 20 // bytes in a file
-	MaxLine     = 4 << 10 // bytes in a line, without its newline
+	MaxFileSize = conffile.MaxSize // bytes in a file
+	MaxLine     = conffile.MaxLine // bytes in a line, without its newline
 )
 
 // ParseFile reads and parses the file at path. A read failure returns a nil
@@ -28,43 +27,11 @@ const (
 // never blocks (O_NONBLOCK), so a FIFO or a device is refused at once
 // instead of hanging or flooding the agent.
 func ParseFile(path string) (*File, error) {
-	src, err := readFile(path)
+	src, err := conffile.Read(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(path, src)
-}
-
-func readFile(path string) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	return readOpen(f, path)
-}
-
-// readOpen reads all of f, a file opened from path, from its start.
-func readOpen(f *os.File, path string) ([]byte, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, kindOf(fi.Mode()))
-	}
-	if fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s is %d bytes long, more than the %d a configuration may have", path, fi.Size(), MaxFileSize)
-	}
-	src, err := io.ReadAll(io.NewSectionReader(f, 0, MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(src) > MaxFileSize {
-		return nil, fmt.Errorf("%s grew beyond the %d bytes a configuration may have while it was read", path, MaxFileSize)
-	}
-	return src, nil
 }
 
 // Parse parses src, the contents of a perfevent.conf; filename is used in
@@ -182,20 +149,6 @@ func (p *parser) line(l string) {
 		return
 	}
 	p.eventLine(ws[0], optionWords(ws[1:]))
-}
-
-func kindOf(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "something else"
 }
 
 // longLine reports a line longer than MaxLine, without quoting it, and

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/user"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -59,7 +60,7 @@ type Listener struct {
 }
 
 // Listen prepares the endpoint. In socket modes it binds and listens now;
-// a unix socket path is first removed, then made mode 0660. Pipe mode does
+// a unix socket path is first removed, then bound mode 0660 (listenUnix). Pipe mode does
 // nothing yet, and socket modes never touch os.Stdin (pmcd closes it).
 func Listen(ep Endpoint) (*Listener, error) {
 	l := &Listener{ep: ep}
@@ -71,26 +72,11 @@ func Listen(ep Endpoint) (*Listener, error) {
 		if ep.Path == "" {
 			return nil, errors.New("unix socket: no path given")
 		}
-		if err := os.Remove(ep.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("unix socket %s: removing the old file: %w", ep.Path, err)
-		}
-		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: ep.Path, Net: "unix"})
+		ln, err := listenUnix(ep.Path, ep.SocketOwner)
 		if err != nil {
 			return nil, fmt.Errorf("unix socket %s: %w", ep.Path, err)
 		}
-		// pmcd removes the path when it drops the agent, as with libpcp_pmda.
-		ln.SetUnlinkOnClose(false)
 		l.ln = ln
-		if err := os.Chmod(ep.Path, 0o660); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("unix socket %s: %w", ep.Path, err)
-		}
-		if ep.SocketOwner != "" {
-			if err := chown(ep.Path, ep.SocketOwner); err != nil {
-				ln.Close()
-				return nil, fmt.Errorf("unix socket %s: %w", ep.Path, err)
-			}
-		}
 	case Inet, IPv6:
 		if ep.Port <= 0 || ep.Port > 65535 {
 			return nil, fmt.Errorf("%s socket: port %d is outside 1..65535", ep.Transport, ep.Port)
@@ -109,23 +95,131 @@ func Listen(ep Endpoint) (*Listener, error) {
 	return l, nil
 }
 
-func chown(path, owner string) error {
-	u, err := user.Lookup(owner)
+// listenUnix binds and listens on a unix socket at path, made mode 0660
+// and owned as it should be by the bind itself. The socket's directory
+// ($PCP_RUN_DIR) belongs to pcp, and the agent is still root here: a chmod
+// or chown of the path after the bind would follow whatever pcp put there
+// meanwhile (a symlink to /etc/shadow, say). So nothing is done to the path
+// but unlink and bind, which never follow a final symlink, and both are
+// done on a thread of their own with the rights of the directory's owner
+// (fsuid), the group of owner (fsgid; the group pmcd runs as) and umask
+// 0117, relative to a descriptor of the directory (the thread's own
+// working directory): nothing happens there that its owner could not do.
+// The thread is thrown away afterwards (it exits locked), so no other
+// goroutine ever runs with those ids or that umask.
+func listenUnix(path, owner string) (net.Listener, error) {
+	gid := -1
+	if owner != "" {
+		g, err := groupOf(owner)
+		if err != nil {
+			return nil, err
+		}
+		gid = g
+	}
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if name == "" {
+		return nil, errors.New("the path names a directory")
+	}
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine.
+		runtime.LockOSThread()
+		done <- bindAs(dfd, fd, name, int(st.Uid), gid)
+	}()
+	if err := <-done; err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("listen", err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	// pmcd removes the path when it drops the agent, as with libpcp_pmda;
+	// a listener made from a file never unlinks it.
+	return net.FileListener(f)
+}
+
+// bindAs removes the old socket and binds fd to name in the directory dfd,
+// as described at listenUnix, on the calling thread, which the caller
+// locked and will throw away.
+func bindAs(dfd, fd int, name string, uid, gid int) error {
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return os.NewSyscallError("unshare", err)
+	}
+	if err := unix.Fchdir(dfd); err != nil {
+		return os.NewSyscallError("fchdir", err)
+	}
+	unix.Umask(0o117)
+	if os.Geteuid() == 0 {
+		if gid >= 0 {
+			if err := setfs(unix.SetfsgidRetGid, gid); err != nil {
+				return fmt.Errorf("setfsgid %d: %w", gid, err)
+			}
+		}
+		if err := setfs(unix.SetfsuidRetUid, uid); err != nil {
+			return fmt.Errorf("setfsuid %d: %w", uid, err)
+		}
+	}
+	if err := unix.Unlink(name); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("removing the old file: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: name}); err != nil {
+		return os.NewSyscallError("bind", err)
+	}
+	return nil
+}
+
+// setfs sets a file-system id and checks that it took: setfsuid and
+// setfsgid report failure only by leaving the old value, which a second
+// call with an impossible id reads back.
+func setfs(set func(int) (int, error), id int) error {
+	if _, err := set(id); err != nil {
 		return err
 	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("user %s has a non-numeric uid %q or gid %q", owner, u.Uid, u.Gid)
+	if now, _ := set(-1); now != id {
+		return fmt.Errorf("still %d", now)
 	}
-	return os.Chown(path, uid, gid)
+	return nil
+}
+
+// groupOf is owner's primary group.
+func groupOf(owner string) (int, error) {
+	u, err := user.Lookup(owner)
+	if err != nil {
+		return 0, err
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("user %s has a non-numeric gid %q", owner, u.Gid)
+	}
+	return gid, nil
 }
 
 // Addr describes the endpoint for logs, e.g. "unix:/run/pcp/x.sock".
 func (l *Listener) Addr() string {
 	if l.ln == nil {
 		return "pipe"
+	}
+	if l.ep.Transport == Unix {
+		return "unix:" + l.ep.Path // the socket knows only its name within the directory
 	}
 	return l.ep.Transport.String() + ":" + l.ln.Addr().String()
 }

@@ -6,12 +6,16 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"perfevent/internal/pdu"
+	"perfevent/internal/testexec"
 
 	"golang.org/x/sys/unix"
 )
@@ -288,4 +292,215 @@ func TestQuietServe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return 10 s after pmcd closed its end")
 	}
+}
+
+// The socket's directory belongs to pcp, who may swap the socket for a
+// symlink the moment bind creates it. Listen, running as root, must then
+// do nothing through that path: a chmod or chown by name would hand the
+// symlink's target to pcp. Here an attacker woken by inotify renames a
+// symlink to a root-only file over each new socket, for many rounds; the
+// file must stay root's and 0600, and every socket that survives must have
+// been created right (owner, group, 0660) by the bind itself.
+func TestUnixSocketSymlinkRace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, as pmcd starts the agent")
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("needs a user called nobody")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	top := t.TempDir()
+	os.Chmod(top, 0o755)
+	victim := filepath.Join(top, "shadow")
+	if err := os.WriteFile(victim, []byte("root only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(top, "run")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "agent.sock")
+
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, dir, unix.IN_CREATE); err != nil {
+		t.Fatal(err)
+	}
+	swapped := 0
+	stop := make(chan struct{})
+	attacker := make(chan struct{})
+	go func() {
+		defer close(attacker)
+		buf := make([]byte, 4096)
+		link := filepath.Join(dir, "link")
+		for {
+			os.Symlink(victim, link)
+			n, err := unix.Read(in, buf)
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err != nil || n <= 0 {
+				return
+			}
+			if !created(buf[:n], "agent.sock") {
+				continue
+			}
+			if os.Rename(link, path) == nil {
+				swapped++
+			}
+		}
+	}()
+
+	const rounds = 2000
+	for i := range rounds {
+		ln, err := Listen(Endpoint{Transport: Unix, Path: path, SocketOwner: "nobody"})
+		if err == nil {
+			ln.Close()
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(victim, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 0 || st.Mode&0o777 != 0o600 {
+			t.Fatalf("round %d: the root-only file behind the symlink is now uid %d, mode %o", i, st.Uid, st.Mode&0o777)
+		}
+		if err := unix.Lstat(path, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+			if int(st.Uid) != uid || int(st.Gid) != gid || st.Mode&0o777 != 0o660 {
+				t.Fatalf("round %d: the socket is uid %d gid %d mode %o, want %d %d 660", i, st.Uid, st.Gid, st.Mode&0o777, uid, gid)
+			}
+		}
+	}
+	close(stop)
+	os.WriteFile(filepath.Join(dir, "wake"), nil, 0o644) // the attacker's last read
+	<-attacker
+	if swapped == 0 {
+		t.Fatalf("the attacker never swapped the socket in %d rounds: the race was not run", rounds)
+	}
+	t.Logf("%d of %d sockets swapped for a symlink", swapped, rounds)
+}
+
+// created says whether inotify's events in buf include the creation of name.
+func created(buf []byte, name string) bool {
+	for len(buf) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
+		end := unix.SizeofInotifyEvent + int(ev.Len)
+		if end > len(buf) {
+			return false
+		}
+		if ev.Mask&unix.IN_CREATE != 0 && string(bytes.TrimRight(buf[unix.SizeofInotifyEvent:end], "\x00")) == name {
+			return true
+		}
+		buf = buf[end:]
+	}
+	return false
+}
+
+// The log lives in $PCP_LOG_DIR/pmcd, which pcp owns, and the agent opens
+// it as root: the old log is renamed to .prev and a new one created. A
+// pcp process that puts a symlink at the name as soon as the old log has
+// moved must not get root to write through it: the create is exclusive
+// and never follows a link, so OpenLog fails (the agent then logs to
+// stderr) and the link's target is untouched.
+func TestLogSymlinkRace(t *testing.T) {
+	if testexec.Rerunning(t) {
+		logRaceChild(t)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, as pmcd starts the agent")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		t.Skip("needs a user called nobody")
+	}
+	// OpenLog makes the log the process's stderr: a process of its own.
+	testexec.Rerun(t)
+}
+
+func logRaceChild(t *testing.T) {
+	u, _ := user.Lookup("nobody")
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	top := t.TempDir()
+	os.Chmod(top, 0o755)
+	victim := filepath.Join(top, "shadow")
+	if err := os.WriteFile(victim, []byte("root only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(top, "pmcd")
+	os.Mkdir(dir, 0o775)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "perfevent.log")
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, dir, unix.IN_MOVED_FROM); err != nil {
+		t.Fatal(err)
+	}
+	planted := 0
+	stop := make(chan struct{})
+	attacker := make(chan struct{})
+	go func() {
+		defer close(attacker)
+		buf := make([]byte, 4096)
+		for {
+			n, err := unix.Read(in, buf)
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err != nil || n <= 0 {
+				return
+			}
+			if os.Symlink(victim, path) == nil {
+				planted++
+			}
+		}
+	}()
+	const rounds = 500
+	refused := 0
+	for range rounds {
+		w, _, closeLog, err := OpenLog(path, io.Discard)
+		if err != nil {
+			refused++
+		} else {
+			fmt.Fprintln(w, "agent log line")
+		}
+		closeLog()
+		var st unix.Stat_t
+		if err := unix.Stat(victim, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 0 || st.Mode&0o777 != 0o600 || st.Size != int64(len("root only\n")) {
+			t.Fatalf("the file behind the symlink is now uid %d, mode %o, %d bytes", st.Uid, st.Mode&0o777, st.Size)
+		}
+		// An old log for the next round, made as carefully as OpenLog
+		// makes one: a late link of the attacker's would otherwise have
+		// this test write through it.
+		os.Remove(path)
+		if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644); err == nil {
+			f.Close()
+		}
+	}
+	close(stop)
+	os.Rename(path, path+".x") // the attacker's last read
+	<-attacker
+	if planted == 0 {
+		t.Fatalf("the attacker never planted a link in %d rounds: the race was not run", rounds)
+	}
+	t.Logf("%d links planted, %d opens refused, of %d", planted, refused, rounds)
 }

@@ -1,17 +1,16 @@
 package ratio
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"perfevent/internal/conffile"
 	"perfevent/internal/counter"
 )
 
@@ -45,9 +44,9 @@ type Switch struct {
 	On    bool
 }
 
-// ParseFile reads a ratios file. A missing file is no ratios and no error.
-// Each bad line is one error naming file and line; the good lines are
-// returned all the same.
+// ParseFile reads a ratios file (conffile.Read). A missing file is no
+// ratios and no error. Each bad line is one error naming file and line;
+// the good lines are returned all the same.
 func ParseFile(path string) ([]Def, error) {
 	defs, _, err := ReadFile(path)
 	return defs, err
@@ -55,61 +54,69 @@ func ParseFile(path string) ([]Def, error) {
 
 // ReadFile is ParseFile with the file's group switches too.
 func ReadFile(path string) ([]Def, []Switch, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	src, err := conffile.Read(path)
+	return parseRead(path, src, err)
+}
+
+// ReadHeld is ReadFile through a file the agent holds from start-up
+// (conffile.File.Read).
+func ReadHeld(f *conffile.File) ([]Def, []Switch, error) {
+	src, err := f.Read()
+	return parseRead(f.Path(), src, err)
+}
+
+// ParseHeld is ParseFile through a file the agent holds from start-up.
+func ParseHeld(f *conffile.File) ([]Def, error) {
+	defs, _, err := ReadHeld(f)
+	return defs, err
+}
+
+func parseRead(name string, src []byte, err error) ([]Def, []Switch, error) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
-	return parse(path, f)
+	return parse(name, src)
 }
 
 // Parse reads a ratios file's text; name is used in errors.
-func Parse(name string, r io.Reader) ([]Def, error) {
-	defs, _, err := parse(name, r)
+func Parse(name string, src []byte) ([]Def, error) {
+	defs, _, err := parse(name, src)
 	return defs, err
 }
 
-func parse(name string, r io.Reader) ([]Def, []Switch, error) {
+func parse(name string, src []byte) ([]Def, []Switch, error) {
 	var defs []Def
 	var sws []Switch
-	var errs []error
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
+	errs := conffile.Lines(name, src, func(n int, line string) error {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
 		line = strings.TrimSpace(line)
 		if line == "" {
-			continue
+			return nil
 		}
 		if f := strings.Fields(line); len(f) > 0 && (f[0] == "enable" || f[0] == "disable") {
 			if len(f) != 2 || !nameRE.MatchString(f[1]) {
-				errs = append(errs, fmt.Errorf("%s:%d: want \"%s GROUP\", GROUP a group of the catalog or \"catalog\"", name, n, f[0]))
-				continue
+				return fmt.Errorf("want \"%s GROUP\", GROUP a group of the catalog or \"catalog\"", f[0])
 			}
 			sws = append(sws, Switch{Group: f[1], On: f[0] == "enable"})
-			continue
+			return nil
 		}
 		d, err := parseLine(line)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %v", name, n, err))
-			continue
+			return err
 		}
 		d.About = fmt.Sprintf("%s, defined at %s:%d.", d.Formula(), name, n)
 		d.Source = "the user's definition"
 		if err := d.Check(); err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %v", name, n, err))
-			continue
+			return err
 		}
 		defs = append(defs, d)
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", name, err))
-	}
+		return nil
+	})
 	return defs, sws, errors.Join(errs...)
 }
 
@@ -168,6 +175,16 @@ func Defs(path string) (defs []Def, user int, errs []error) {
 // off; off names each ratio of catalog turned off.
 func DefsWith(path string, catalog []Def) (defs []Def, user int, off []string, errs []error) {
 	mine, sws, err := ReadFile(path)
+	return defsWith(path, mine, sws, err, catalog)
+}
+
+// DefsHeldWith is DefsWith through a file the agent holds from start-up.
+func DefsHeldWith(f *conffile.File, catalog []Def) (defs []Def, user int, off []string, errs []error) {
+	mine, sws, err := ReadHeld(f)
+	return defsWith(f.Path(), mine, sws, err, catalog)
+}
+
+func defsWith(path string, mine []Def, sws []Switch, err error, catalog []Def) (defs []Def, user int, off []string, errs []error) {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	} else if err != nil {
@@ -213,6 +230,14 @@ func Choose(path string, set *counter.Set, scales Scales) (chosen []Chosen, prob
 // already.
 func ChooseWith(path string, catalog []Def, quiet func(name string) bool, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
 	defs, user, off, problems := DefsWith(path, catalog)
+	chosen, info = ChooseFrom(path, defs, user, len(catalog), off, quiet, set, scales)
+	return chosen, problems, info
+}
+
+// ChooseFrom is ChooseWith of what DefsWith or DefsHeldWith returned: the
+// definitions, how many are the user's and the catalog's, and the
+// catalog's turned off in the file at path.
+func ChooseFrom(path string, defs []Def, user, catalog int, off []string, quiet func(name string) bool, set *counter.Set, scales Scales) (chosen []Chosen, info []string) {
 	chosen, why := Select(defs, set, scales)
 	for _, w := range why[:user] {
 		if w != "" {
@@ -231,10 +256,10 @@ func ChooseWith(path string, catalog []Def, quiet func(name string) bool, set *c
 		}
 		info = append(info, line)
 	}
-	for i, d := range defs[user : user+len(catalog)-len(off)] {
+	for i, d := range defs[user : user+catalog-len(off)] {
 		if w := why[user+i]; w != "" && !served[d.Name] && (quiet == nil || !quiet(d.Name)) {
 			info = append(info, fmt.Sprintf("catalog %s: perfevent.ratio.%s = %s: %s; source: %s", d.Group, d.Name, d.Brief(), strings.TrimPrefix(w, fmt.Sprintf("ratio %q ", d.Name)), d.Source))
 		}
 	}
-	return chosen, problems, info
+	return chosen, info
 }

@@ -16,7 +16,7 @@ bad line here
 zero = a / b * 0
 nan = a / b * x
 `
-	defs, err := Parse("ratios.conf", strings.NewReader(text))
+	defs, err := Parse("ratios.conf", []byte(text))
 	if len(defs) != 2 {
 		t.Fatalf("got %d definitions: %+v", len(defs), defs)
 	}
@@ -45,7 +45,7 @@ func TestParseSumsAndWallClock(t *testing.T) {
 		"faults=minor-faults+major-faults/cpu-clock*1e9 per-second\n" +
 		"empty = a + / b\n" +
 		"spaced = a b / c\n"
-	defs, err := Parse("r.conf", strings.NewReader(text))
+	defs, err := Parse("r.conf", []byte(text))
 	if len(defs) != 2 {
 		t.Fatalf("got %+v, %v", defs, err)
 	}
