@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 
 	"perfevent/internal/ratio"
 )
@@ -13,10 +14,19 @@ const (
 	srcSKX = "Intel perfmon SKX/metrics/skylakex_metrics.json (TMA 5.01), "
 	srcICX = "Intel perfmon ICX/metrics/icelakex_metrics.json (TMA 5.2), "
 	srcSPR = "Intel perfmon SPR/metrics/sapphirerapids_metrics.json (TMA 5.x), "
+	srcGNR = "Intel perfmon GNR/metrics/graniterapids_metrics.json (TMA 5.2), "
 	srcAMD = "AMD Processor Programming Reference (PPR) for Family 19h Model 11h B1 (publication 55901), " +
 		"Vol. 1, Performance Monitor Counters: pipeline utilization (PMCx1A0 dispatch slots, PMCx0AA ops dispatched, PMCx0C1 retired ops, PMCx076 cycles, 6 slots a cycle)"
-	srcArm  = "Arm Neoverse N1 PMU guide and Arm telemetry-solution (Apache-2.0) neoverse-n1 topdown methodology, "
-	srcRAPL = "the kernel's power PMU (RAPL): energy-* count in units of their sysfs .scale joules (Intel SDM vol. 3B, " +
+	// Zen 5 dispatches 8 ops a cycle (Zen 4: 6). Its PMCx0AA has two op
+	// sources, the decoder (bit 0) and the op cache (bit 1): libpfm4
+	// upstream's amd64_fam1ah_zen5 table lists no loop-buffer bit 2.
+	srcZen5 = "AMD Processor Programming Reference (PPR) for AMD Family 1Ah Model 02h (Zen 5), Vol. 1, Performance Monitor Counters: " +
+		"pipeline utilization (PMCx1A0 dispatch slots: FE_NO_OPS 0x01, BE_STALLS 0x1E, SMT_CONTENTION 0x60; PMCx0AA ops dispatched from the decoder and op cache, umask 0x03; " +
+		"PMCx0C1 retired ops; PMCx076 cycles; 8 slots a cycle); event names as libpfm4 upstream's amd64_fam1ah_zen5 table"
+	srcZen5UMC = "AMD PPR for Family 1Ah Model 02h (Zen 5), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each; the kernel's amd_umc PMU"
+	srcArm     = "Arm Neoverse N1 PMU guide and Arm telemetry-solution (Apache-2.0) neoverse-n1 topdown methodology, "
+	srcArmV2   = "Arm Telemetry Specification for Neoverse V2 (telemetry-solution, Apache-2.0), topdown methodology stage 1, "
+	srcRAPL    = "the kernel's power PMU (RAPL): energy-* count in units of their sysfs .scale joules (Intel SDM vol. 3B, " +
 		"Platform Specific Power Management Support; AMD PPR, RAPL MSRs); watts = joules / seconds"
 	srcAPERF = "Intel SDM vol. 3B and AMD PPR, IA32_APERF/IA32_MPERF (MPERF counts at the TSC's rate in C0, APERF at the actual clock); " +
 		"turbostat's Busy% = MPERF/TSC, Bzy_MHz = TSC rate × APERF/MPERF, Avg_MHz = APERF / elapsed time"
@@ -104,15 +114,22 @@ func imcBandwidth(source string) []ratio.Def {
 }
 
 func bandwidth(rd, wr, source string) []ratio.Def {
+	return bandwidthOf([]string{rd}, []string{wr}, source)
+}
+
+// bandwidthOf is bandwidth where a direction is the sum of several
+// events: Granite Rapids counts each memory controller's two schedulers
+// apart.
+func bandwidthOf(rd, wr []string, source string) []ratio.Def {
 	var defs []ratio.Def
 	for _, b := range []struct {
 		name string
 		num  []string
 		what string
 	}{
-		{"mem_read_bandwidth", []string{rd}, "read from"},
-		{"mem_write_bandwidth", []string{wr}, "written to"},
-		{"mem_bandwidth", []string{rd, wr}, "read from and written to"},
+		{"mem_read_bandwidth", rd, "read from"},
+		{"mem_write_bandwidth", wr, "written to"},
+		{"mem_bandwidth", append(slices.Clone(rd), wr...), "read from and written to"},
 	} {
 		d := def(Bandwidth, b.name, ratio.BytesPerSecond, b.num, nil, ratio.Elapsed, 1e9,
 			fmt.Sprintf("DRAM bytes %s memory per second, per package: the memory controllers' CAS commands, one 64-byte line each, over the wall-clock time.", b.what), source)
@@ -270,11 +287,10 @@ var iceLakeSP = &Family{
 	},
 }
 
-// Sapphire Rapids and its successors with the same PERF_METRICS
-// (libpfm4's spr; emr and gnr where the libpfm4 tables name them), 8
-// counters a thread.
+// Sapphire Rapids and Emerald Rapids (libpfm4's spr; emr where the
+// libpfm4 tables name it), 8 counters a thread.
 var sapphireRapids = &Family{
-	Name: "Intel Sapphire Rapids / Emerald Rapids / Granite Rapids", PMUs: []string{"spr", "emr", "gnr"}, Counters: 8, Fixed: intelFixed,
+	Name: "Intel Sapphire Rapids / Emerald Rapids", PMUs: []string{"spr", "emr"}, Counters: 8, Fixed: intelFixed,
 	Metrics: concat(
 		[]ratio.Def{ipc(instructions, cycles, srcSPR+"IPC")},
 		sapphireRapidsTopDown(srcSPR),
@@ -283,27 +299,60 @@ var sapphireRapids = &Family{
 	),
 }
 
-// AMD Zen: 6 core counters, none fixed.
-func zenFamily(name, pmu string, zen4 bool) *Family {
+// gnrCAS are Granite Rapids' CAS counts of one direction, in the kernel's
+// raw spelling on every uncore_imc_N box: each memory controller has two
+// schedulers, counted by events 0x05 (SCH0) and 0x06 (SCH1), and Intel's
+// bandwidth is their sum. The kernel's cas_count_read and cas_count_write
+// are one event each, so at best one scheduler's half: not a fallback.
+func gnrCAS(umask string) []string {
+	return []string{"uncore_imc_*/event=0x05,umask=" + umask + "/", "uncore_imc_*/event=0x06,umask=" + umask + "/"}
+}
+
+// Granite Rapids (libpfm4's gnr), 8 counters a thread: TMA levels 1 and 2
+// as Sapphire Rapids (Intel's formulas are the same), and DRAM bandwidth
+// from its own memory-controller events.
+var graniteRapids = &Family{
+	Name: "Intel Granite Rapids", PMUs: []string{"gnr"}, Counters: 8, Fixed: intelFixed,
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, srcGNR+"IPC")},
+		sapphireRapidsTopDown(srcGNR),
+		bandwidthOf(gnrCAS("0xcf"), gnrCAS("0xf0"),
+			srcGNR+"memory_bandwidth_read, memory_bandwidth_write ((UNC_M_CAS_COUNT_SCH0 + UNC_M_CAS_COUNT_SCH1) × 64 bytes / duration; "+
+				"GNR/events/graniterapids_uncore.json: SCH0 event 0x05, SCH1 event 0x06, RD umask 0xCF, WR umask 0xF0)"),
+		energy(), x86Frequency(), intelMPKI(srcGNR),
+	),
+}
+
+// zenTopDown is AMD's pipeline utilization on a Zen core that defines
+// it: slots dispatch slots a cycle, dispatched the PMCx0AA ops-dispatched
+// event with every op source of that core.
+type zenTopDown struct {
+	slots             int
+	dispatched        string
+	source, umcSource string
+}
+
+// AMD Zen: 6 core counters, none fixed; td is nil where the PPR defines
+// no top-down method.
+func zenFamily(name, pmu string, td *zenTopDown) *Family {
 	f := &Family{
 		Name: name, PMUs: []string{pmu}, Counters: 6,
 		Metrics: []ratio.Def{ipc("RETIRED_INSTRUCTIONS", "CYCLES_NOT_IN_HALT", "AMD PPR, Core::X86::Pmc::Core PMCx0C0 retired instructions over PMCx076 cycles not in halt")},
 	}
-	if zen4 {
-		const slots = "cycles|CYCLES_NOT_IN_HALT" // × 6 dispatch slots, the 1/6 below
-		td := func(name, what string, num []string, w []float64) ratio.Def {
-			return def(TopDown, "topdown_"+name, ratio.Pure, num, w, slots, 1.0/6,
-				"TopDown level 1 (AMD's pipeline utilization): the share of dispatch slots (6 a cycle) "+what+".", srcAMD)
+	if td != nil {
+		const slots = "cycles|CYCLES_NOT_IN_HALT" // × the dispatch slots a cycle, the scale below
+		share := func(name, what string, num []string, w []float64) ratio.Def {
+			return def(TopDown, "topdown_"+name, ratio.Pure, num, w, slots, 1/float64(td.slots),
+				fmt.Sprintf("TopDown level 1 (AMD's pipeline utilization): the share of dispatch slots (%d a cycle) %s.", td.slots, what), td.source)
 		}
 		f.Metrics = append(f.Metrics,
-			td("frontend_bound", "the front end left without an op", []string{"cpu/event=0x1a0,umask=0x1/"}, nil),
-			td("bad_speculation", "dispatched ops that never retired", []string{"cpu/event=0xaa,umask=0x7/", "RETIRED_OPS"}, []float64{1, -1}),
-			td("backend_bound", "stalled for back-end resources", []string{"cpu/event=0x1a0,umask=0x1e/"}, nil),
-			td("smt_contention", "given to the other thread of the core", []string{"cpu/event=0x1a0,umask=0x60/"}, nil),
-			td("retiring", "that retired an op", []string{"RETIRED_OPS"}, nil),
+			share("frontend_bound", "the front end left without an op", []string{"cpu/event=0x1a0,umask=0x1/"}, nil),
+			share("bad_speculation", "dispatched ops that never retired", []string{td.dispatched, "RETIRED_OPS"}, []float64{1, -1}),
+			share("backend_bound", "stalled for back-end resources", []string{"cpu/event=0x1a0,umask=0x1e/"}, nil),
+			share("smt_contention", "given to the other thread of the core", []string{"cpu/event=0x1a0,umask=0x60/"}, nil),
+			share("retiring", "that retired an op", []string{"RETIRED_OPS"}, nil),
 		)
-		f.Metrics = append(f.Metrics, bandwidth("amd_umc_*/event=0xa,rdwrmask=0x1/", "amd_umc_*/event=0xa,rdwrmask=0x2/",
-			"AMD PPR for Family 19h Model 11h (55901), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each")...)
+		f.Metrics = append(f.Metrics, bandwidth("amd_umc_*/event=0xa,rdwrmask=0x1/", "amd_umc_*/event=0xa,rdwrmask=0x2/", td.umcSource)...)
 	} else {
 		f.Unserved = append(f.Unserved,
 			Unserved{"topdown_*", TopDown, "dispatch-slot shares", "AMD PPR for Family 19h Model 11h (55901)",
@@ -349,6 +398,41 @@ var neoverseN1 = &Family{
 	},
 }
 
+// Arm Neoverse V2 (libpfm4's arm_v2): 6 counters and the cycle counter,
+// 8 slots a cycle. Arm's method counts stalled slots, with a correction
+// for the slots that mispredicted branches cost each end; its front- and
+// back-end shares are linear, retiring and bad speculation again products
+// of two ratios, served as their factors as on Neoverse N1.
+var neoverseV2 = &Family{
+	Name: "Arm Neoverse V2", PMUs: []string{"arm_v2"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, srcArmV2+"ipc = INST_RETIRED / CPU_CYCLES")},
+		[]ratio.Def{
+			def(TopDown, "topdown_frontend_bound", ratio.Pure, []string{"STALL_SLOT_FRONTEND", "BR_MIS_PRED"}, []float64{1, -8}, cycles, 1.0/8,
+				"TopDown level 1: the share of slots (8 a cycle) the front end left empty, less those a mispredicted branch cost it.",
+				srcArmV2+"frontend_bound = STALL_SLOT_FRONTEND / (CPU_CYCLES × 8) − BR_MIS_PRED / CPU_CYCLES"),
+			def(TopDown, "topdown_backend_bound", ratio.Pure, []string{"STALL_SLOT_BACKEND", "BR_MIS_PRED"}, []float64{1, -24}, cycles, 1.0/8,
+				"TopDown level 1: the share of slots (8 a cycle) the back end could not accept, less those a mispredicted branch cost it.",
+				srcArmV2+"backend_bound = STALL_SLOT_BACKEND / (CPU_CYCLES × 8) − BR_MIS_PRED × 3 / CPU_CYCLES"),
+			def(TopDown, "topdown_not_stalled", ratio.Pure, []string{cycles, "STALL_SLOT"}, []float64{8, -1}, cycles, 1.0/8,
+				"The share of slots (8 a cycle) not stalled, 1 − STALL_SLOT / (8 × CPU_CYCLES): the factor of retiring and bad speculation that Arm splits by OP_RETIRED / OP_SPEC.",
+				srcArmV2+"1 − STALL_SLOT / (CPU_CYCLES × 8), the factor of retiring and bad_speculation"),
+			def(TopDown, "topdown_retired_share", ratio.Pure, []string{"OP_RETIRED"}, nil, "OP_SPEC", 1,
+				"Operations retired per operation speculatively executed: retiring = not_stalled × this.",
+				srcArmV2+"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation"),
+		},
+		[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
+		mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV2+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
+	),
+	Unserved: []Unserved{
+		{"topdown_retiring", TopDown, "OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (CPU_CYCLES × 8))", srcArmV2 + "retiring",
+			"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
+		{"topdown_bad_speculation", TopDown, "(1 − OP_RETIRED / OP_SPEC) × (1 − STALL_SLOT / (CPU_CYCLES × 8)) + BR_MIS_PRED × 4 / CPU_CYCLES", srcArmV2 + "bad_speculation",
+			"a product of two ratios plus a third"},
+		{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V2 systems in general"},
+	},
+}
+
 // IBM POWER9: 4 programmable counters (PMC5 and PMC6 count instructions
 // and cycles only).
 var power9 = &Family{
@@ -364,11 +448,13 @@ var power9 = &Family{
 }
 
 var families = []*Family{
-	skylakeSP, iceLakeSP, sapphireRapids,
-	zenFamily("AMD Zen 4", "amd64_fam19h_zen4", true),
-	zenFamily("AMD Zen 3", "amd64_fam19h_zen3", false),
-	zenFamily("AMD Zen 2", "amd64_fam17h_zen2", false),
-	neoverseN1, power9,
+	skylakeSP, iceLakeSP, sapphireRapids, graniteRapids,
+	zenFamily("AMD Zen 5", "amd64_fam1ah_zen5", &zenTopDown{slots: 8, dispatched: "cpu/event=0xaa,umask=0x3/", source: srcZen5, umcSource: srcZen5UMC}),
+	zenFamily("AMD Zen 4", "amd64_fam19h_zen4", &zenTopDown{slots: 6, dispatched: "cpu/event=0xaa,umask=0x7/", source: srcAMD,
+		umcSource: "AMD PPR for Family 19h Model 11h (55901), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each"}),
+	zenFamily("AMD Zen 3", "amd64_fam19h_zen3", nil),
+	zenFamily("AMD Zen 2", "amd64_fam17h_zen2", nil),
+	neoverseN1, neoverseV2, power9,
 }
 
 // Generic is every other machine: the kernel's generic events, energy

@@ -159,9 +159,31 @@ func TestServedPerFamily(t *testing.T) {
 		{"haswell", "generic", cat([]string{"ipc", "energy_dram_watts", "energy_cores_watts"}, x86, mpki3), nil},
 		// Its kernel lists no level-2 topdown events, so level 2 is not
 		// served.
-		{"sapphirerapids", "Intel Sapphire Rapids / Emerald Rapids / Granite Rapids", cat([]string{"ipc", "energy_dram_watts"}, x86, mpki3, bw, l1), []string{
+		{"sapphirerapids", "Intel Sapphire Rapids / Emerald Rapids", cat([]string{"ipc", "energy_dram_watts"}, x86, mpki3, bw, l1), []string{
 			"topdown_frontend_bound = (cpu.topdown-fe-bound - INT_MISC:UOP_DROPPING) / cpu.slots",
 			"topdown_backend_bound = cpu.topdown-be-bound / cpu.slots",
+		}},
+		// Its fixture's kernel, too, lists no level-2 topdown events.
+		{"graniterapids", "Intel Granite Rapids", cat([]string{"ipc", "energy_dram_watts"}, x86, mpki3, bw, l1), []string{
+			"topdown_frontend_bound = (cpu.topdown-fe-bound - INT_MISC:UOP_DROPPING) / cpu.slots",
+			"llc_mpki = MEM_LOAD_RETIRED:L3_MISS / INST_RETIRED:ANY_P × 1000",
+		}},
+		// Zen 5 dispatches 8 ops a cycle, Zen 4 6; its PMCx0AA has no
+		// loop-buffer source.
+		{"zen5", "AMD Zen 5", cat([]string{"ipc", "l1d_mpki", "branch_mpki", "topdown_smt_contention"}, x86, bw, l1), []string{
+			"topdown_frontend_bound = cpu/event=0x1a0,umask=0x1/ / cycles × 0.125",
+			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x3/ - RETIRED_OPS) / cycles × 0.125",
+			"topdown_retiring = RETIRED_OPS / cycles × 0.125",
+			"ipc = RETIRED_INSTRUCTIONS / CYCLES_NOT_IN_HALT",
+			"mem_read_bandwidth = 64 × amd_umc_0/event=0xa,rdwrmask=0x1/ / duration_time × 1e+09",
+			"energy_package_watts = 2.3283064365386963e-10 × power.energy-pkg / duration_time × 1e+09",
+		}},
+		{"neoverse-v2", "Arm Neoverse V2", cat([]string{"ipc", "frequency_average_hz", "topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled", "topdown_retired_share"}, mpki3), []string{
+			"topdown_frontend_bound = (STALL_SLOT_FRONTEND - 8 × BR_MIS_PRED) / cycles × 0.125",
+			"topdown_backend_bound = (STALL_SLOT_BACKEND - 24 × BR_MIS_PRED) / cycles × 0.125",
+			"topdown_not_stalled = (8 × cycles - STALL_SLOT) / cycles × 0.125",
+			"topdown_retired_share = OP_RETIRED / OP_SPEC",
+			"llc_mpki = LL_CACHE_MISS_RD / INST_RETIRED × 1000",
 		}},
 	} {
 		if _, err := os.Stat("../pmu/testdata/" + tc.fixture); err != nil {
@@ -204,6 +226,9 @@ func TestGroupsFitTheCounters(t *testing.T) {
 		{"icelake-sp", "cpu.slots cpu.topdown-fe-bound INT_MISC:UOP_DROPPING cpu.topdown-be-bound INT_MISC:CLEARS_COUNT cpu.topdown-retiring IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE"},
 		{"zen4", "cycles cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x7/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
 		{"graviton2", "cycles instructions cpu-clock STALL_FRONTEND STALL_BACKEND"},
+		{"zen5", "cycles cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x3/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
+		{"neoverse-v2", "cycles instructions cpu-clock STALL_SLOT_FRONTEND BR_MIS_PRED STALL_SLOT_BACKEND STALL_SLOT"},
+		{"graniterapids", "cpu.slots cpu.topdown-fe-bound INT_MISC:UOP_DROPPING cpu.topdown-be-bound cpu.topdown-retiring"},
 		{"zen3", ""}, {"power9", ""},
 	} {
 		m := plan(t, tc.fixture)
@@ -324,6 +349,46 @@ func TestFormulasByHand(t *testing.T) {
 		}, 1e9, want{
 			"topdown_frontend_bound": 0.19, "topdown_backend_bound": 0.3, "topdown_retiring": 0.4, "topdown_bad_speculation": 0.11,
 		}},
+		// Granite Rapids: level 1 as Sapphire Rapids; each memory
+		// controller's reads and writes are two schedulers' CAS commands:
+		// 2.5e6 reads and 5e5 writes of 64 bytes over 2 s.
+		{"graniterapids", map[string]float64{
+			"cpu.slots": 10000, "cpu.topdown-fe-bound": 2000, "cpu.topdown-be-bound": 3000, "cpu.topdown-retiring": 4000,
+			"INT_MISC:UOP_DROPPING":               100,
+			"uncore_imc_0/event=0x05,umask=0xcf/": 1e6, "uncore_imc_0/event=0x06,umask=0xcf/": 1e6, "uncore_imc_1/event=0x05,umask=0xcf/": 5e5,
+			"uncore_imc_0/event=0x05,umask=0xf0/": 2.5e5, "uncore_imc_7/event=0x06,umask=0xf0/": 2.5e5,
+			"uncore_imc_0.cas_count_read": 1e9, "uncore_imc_0.cas_count_write": 1e9, // the kernel's aliases: not operands
+			"power.energy-pkg": 300 << 32, "msr.aperf": 3e9, "msr.mperf": 2e9, "msr.tsc": 4e9, "cpu-clock": 1e9,
+		}, 2e9, want{
+			"topdown_frontend_bound": 0.19, "topdown_backend_bound": 0.3, "topdown_retiring": 0.4, "topdown_bad_speculation": 0.11,
+			"mem_read_bandwidth": 80e6, "mem_write_bandwidth": 16e6, "mem_bandwidth": 96e6,
+			"energy_package_watts": 150, "busy_share": 0.5, "frequency_relative": 1.5, "frequency_average_hz": 3e9,
+		}},
+		// Zen 5: 1000 cycles are 8000 dispatch slots (Zen 4's 6000).
+		{"zen5", map[string]float64{
+			"cycles": 1000, "cpu/event=0x1a0,umask=0x1/": 1600, "cpu/event=0xaa,umask=0x3/": 4400, "RETIRED_OPS": 4000,
+			"cpu/event=0x1a0,umask=0x1e/": 1600, "cpu/event=0x1a0,umask=0x60/": 400,
+			"amd_umc_0/event=0xa,rdwrmask=0x1/": 1e6, "amd_umc_0/event=0xa,rdwrmask=0x2/": 5e5,
+			"RETIRED_INSTRUCTIONS": 3000, "CYCLES_NOT_IN_HALT": 1000, "RETIRED_BRANCH_INSTRUCTIONS_MISPREDICTED": 6, "L1-dcache-load-misses": 30,
+			"power.energy-pkg": 30 << 32, "msr.aperf": 3e9, "msr.mperf": 2e9, "msr.tsc": 4e9, "cpu-clock": 1e9,
+		}, 2e9, want{
+			"topdown_frontend_bound": 0.2, "topdown_bad_speculation": 0.05, "topdown_backend_bound": 0.2, "topdown_smt_contention": 0.05, "topdown_retiring": 0.5,
+			"mem_read_bandwidth": 32e6, "mem_write_bandwidth": 16e6, "mem_bandwidth": 48e6,
+			"ipc": 3, "branch_mpki": 2, "l1d_mpki": 10,
+			"energy_package_watts": 15, "busy_share": 0.5, "frequency_relative": 1.5, "frequency_average_hz": 3e9,
+		}},
+		// Neoverse V2: 1000 cycles are 8000 slots; 2000 stalled in front and
+		// 3600 behind (5600 in all); 50 mispredicts cost the front end 8
+		// slots each and the back end 24. Arm's own formulas give 0.25 −
+		// 0.05 and 0.45 − 0.15; retiring 0.9 × 0.3 = 0.27 and bad
+		// speculation 0.1 × 0.3 + 0.2 = 0.23 complete the 1.
+		{"neoverse-v2", map[string]float64{
+			"cycles": 1000, "instructions": 2500, "STALL_SLOT_FRONTEND": 2000, "STALL_SLOT_BACKEND": 3600, "STALL_SLOT": 5600, "BR_MIS_PRED": 50,
+			"OP_RETIRED": 900, "OP_SPEC": 1000, "INST_RETIRED": 2000, "L1D_CACHE_REFILL": 20, "LL_CACHE_MISS_RD": 2, "BR_MIS_PRED_RETIRED": 8, "cpu-clock": 5e8,
+		}, 1e9, want{
+			"ipc": 2.5, "topdown_frontend_bound": 0.2, "topdown_backend_bound": 0.3, "topdown_not_stalled": 0.3, "topdown_retired_share": 0.9,
+			"l1d_mpki": 10, "llc_mpki": 1, "branch_mpki": 4, "frequency_average_hz": 2000,
+		}},
 		{"power9", map[string]float64{"instructions": 3000, "cycles": 2000, "L1-dcache-load-misses": 30, "branch-misses": 6}, 1e9, want{
 			"ipc": 1.5, "l1d_mpki": 10, "branch_mpki": 2,
 		}},
@@ -362,7 +427,7 @@ func TestVMOpensNothing(t *testing.T) {
 	}
 }
 
-// TestLevel2FromPerfMetrics: Sapphire Rapids' level 2, from the kernel's
+// TestLevel2FromPerfMetrics: Sapphire and Granite Rapids' level 2, from the kernel's
 // level-2 PERF_METRICS events, on fixed counts worked out by hand.
 func TestLevel2FromPerfMetrics(t *testing.T) {
 	counts := map[string]float64{
@@ -375,27 +440,29 @@ func TestLevel2FromPerfMetrics(t *testing.T) {
 		"topdown_machine_clears": 0.05, "topdown_memory_bound": 0.18, "topdown_core_bound": 0.12,
 		"topdown_heavy_operations": 0.1, "topdown_light_operations": 0.3,
 	}
-	fam := catalog.Detect([]string{"spr"})
-	seen := 0
-	for _, d := range fam.Metrics {
-		w, ok := want[d.Name]
-		if !ok {
-			continue
-		}
-		seen++
-		var num float64
-		for j, term := range d.Num {
-			weight := 1.0
-			if j < len(d.Weights) {
-				weight = d.Weights[j]
+	for _, pmu := range []string{"spr", "gnr"} {
+		fam := catalog.Detect([]string{pmu})
+		seen := 0
+		for _, d := range fam.Metrics {
+			w, ok := want[d.Name]
+			if !ok {
+				continue
 			}
-			num += weight * counts[term]
+			seen++
+			var num float64
+			for j, term := range d.Num {
+				weight := 1.0
+				if j < len(d.Weights) {
+					weight = d.Weights[j]
+				}
+				num += weight * counts[term]
+			}
+			if got, _ := d.Of(num, uint64(counts[d.Den])); math.Abs(got-w) > 1e-12 {
+				t.Errorf("%s: %s = %s = %g, want %g", fam.Name, d.Name, d.Formula(), got, w)
+			}
 		}
-		if got, _ := d.Of(num, uint64(counts[d.Den])); math.Abs(got-w) > 1e-12 {
-			t.Errorf("%s = %s = %g, want %g", d.Name, d.Formula(), got, w)
+		if seen != len(want) {
+			t.Errorf("%s: %d of the %d level-2 metrics are in the catalog", fam.Name, seen, len(want))
 		}
-	}
-	if seen != len(want) {
-		t.Errorf("%d of the %d level-2 metrics are in the catalog", seen, len(want))
 	}
 }
