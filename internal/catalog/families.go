@@ -25,6 +25,7 @@ const (
 		"PMCx0C1 retired ops; PMCx076 cycles; 8 slots a cycle); event names as libpfm4 upstream's amd64_fam1ah_zen5 table"
 	srcZen5UMC = "AMD PPR for Family 1Ah Model 02h (Zen 5), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each; the kernel's amd_umc PMU"
 	srcArm     = "Arm Neoverse N1 PMU guide and Arm telemetry-solution (Apache-2.0) neoverse-n1 topdown methodology, "
+	srcArmV3   = "Arm Telemetry Specification for Neoverse V3 (telemetry-solution, Apache-2.0), topdown methodology stage 1, "
 	srcArmV2   = "Arm Telemetry Specification for Neoverse V2 (telemetry-solution, Apache-2.0), topdown methodology stage 1, "
 	srcRAPL    = "the kernel's power PMU (RAPL): energy-* count in units of their sysfs .scale joules (Intel SDM vol. 3B, " +
 		"Platform Specific Power Management Support; AMD PPR, RAPL MSRs); watts = joules / seconds"
@@ -398,29 +399,43 @@ var neoverseN1 = &Family{
 	},
 }
 
+// armSlots is Arm's slot-based top-down level 1 on a Neoverse core with
+// slots dispatch slots a cycle: the stalled slots of each end, less the
+// slots Arm's method charges to bad speculation (fe and be, events with
+// their weights in slots, none for an end without a correction). Arm's
+// retiring and bad speculation are products of two ratios, served as
+// their factors as on Neoverse N1: the share of slots not stalled and the
+// share of speculated operations retired.
+func armSlots(slots int, fe, be []string, feW, beW []float64, source string, formulas [4]string) []ratio.Def {
+	n := float64(slots)
+	td := func(name, about string, num []string, w []float64, den string, scale float64, formula string) ratio.Def {
+		return def(TopDown, "topdown_"+name, ratio.Pure, num, w, den, scale, about, source+formula)
+	}
+	return []ratio.Def{
+		td("frontend_bound", fmt.Sprintf("TopDown level 1: the share of slots (%d a cycle) the front end left empty, less those charged to bad speculation.", slots),
+			append([]string{"STALL_SLOT_FRONTEND"}, fe...), append([]float64{1}, feW...), cycles, 1/n, formulas[0]),
+		td("backend_bound", fmt.Sprintf("TopDown level 1: the share of slots (%d a cycle) the back end could not accept, less those charged to bad speculation.", slots),
+			append([]string{"STALL_SLOT_BACKEND"}, be...), append([]float64{1}, beW...), cycles, 1/n, formulas[1]),
+		td("not_stalled", fmt.Sprintf("The share of slots (%d a cycle) not stalled, 1 − STALL_SLOT / (%d × CPU_CYCLES): the factor of retiring and bad speculation that Arm splits by OP_RETIRED / OP_SPEC.", slots, slots),
+			[]string{cycles, "STALL_SLOT"}, []float64{n, -1}, cycles, 1/n, formulas[2]),
+		td("retired_share", "Operations retired per operation speculatively executed: retiring = not_stalled × this.",
+			[]string{"OP_RETIRED"}, nil, "OP_SPEC", 1, formulas[3]),
+	}
+}
+
 // Arm Neoverse V2 (libpfm4's arm_v2): 6 counters and the cycle counter,
-// 8 slots a cycle. Arm's method counts stalled slots, with a correction
-// for the slots that mispredicted branches cost each end; its front- and
-// back-end shares are linear, retiring and bad speculation again products
-// of two ratios, served as their factors as on Neoverse N1.
+// 8 slots a cycle; each mispredicted branch is charged 8 front-end and 24
+// back-end slots.
 var neoverseV2 = &Family{
 	Name: "Arm Neoverse V2", PMUs: []string{"arm_v2"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
 	Metrics: concat(
 		[]ratio.Def{ipc(instructions, cycles, srcArmV2+"ipc = INST_RETIRED / CPU_CYCLES")},
-		[]ratio.Def{
-			def(TopDown, "topdown_frontend_bound", ratio.Pure, []string{"STALL_SLOT_FRONTEND", "BR_MIS_PRED"}, []float64{1, -8}, cycles, 1.0/8,
-				"TopDown level 1: the share of slots (8 a cycle) the front end left empty, less those a mispredicted branch cost it.",
-				srcArmV2+"frontend_bound = STALL_SLOT_FRONTEND / (CPU_CYCLES × 8) − BR_MIS_PRED / CPU_CYCLES"),
-			def(TopDown, "topdown_backend_bound", ratio.Pure, []string{"STALL_SLOT_BACKEND", "BR_MIS_PRED"}, []float64{1, -24}, cycles, 1.0/8,
-				"TopDown level 1: the share of slots (8 a cycle) the back end could not accept, less those a mispredicted branch cost it.",
-				srcArmV2+"backend_bound = STALL_SLOT_BACKEND / (CPU_CYCLES × 8) − BR_MIS_PRED × 3 / CPU_CYCLES"),
-			def(TopDown, "topdown_not_stalled", ratio.Pure, []string{cycles, "STALL_SLOT"}, []float64{8, -1}, cycles, 1.0/8,
-				"The share of slots (8 a cycle) not stalled, 1 − STALL_SLOT / (8 × CPU_CYCLES): the factor of retiring and bad speculation that Arm splits by OP_RETIRED / OP_SPEC.",
-				srcArmV2+"1 − STALL_SLOT / (CPU_CYCLES × 8), the factor of retiring and bad_speculation"),
-			def(TopDown, "topdown_retired_share", ratio.Pure, []string{"OP_RETIRED"}, nil, "OP_SPEC", 1,
-				"Operations retired per operation speculatively executed: retiring = not_stalled × this.",
-				srcArmV2+"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation"),
-		},
+		armSlots(8, []string{"BR_MIS_PRED"}, []string{"BR_MIS_PRED"}, []float64{-8}, []float64{-24}, srcArmV2, [4]string{
+			"frontend_bound = STALL_SLOT_FRONTEND / (CPU_CYCLES × 8) − BR_MIS_PRED / CPU_CYCLES",
+			"backend_bound = STALL_SLOT_BACKEND / (CPU_CYCLES × 8) − BR_MIS_PRED × 3 / CPU_CYCLES",
+			"1 − STALL_SLOT / (CPU_CYCLES × 8), the factor of retiring and bad_speculation",
+			"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation",
+		}),
 		[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
 		mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV2+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
 	),
@@ -430,6 +445,42 @@ var neoverseV2 = &Family{
 		{"topdown_bad_speculation", TopDown, "(1 − OP_RETIRED / OP_SPEC) × (1 − STALL_SLOT / (CPU_CYCLES × 8)) + BR_MIS_PRED × 4 / CPU_CYCLES", srcArmV2 + "bad_speculation",
 			"a product of two ratios plus a third"},
 		{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V2 systems in general"},
+	},
+}
+
+// Arm Neoverse V3 (libpfm4's arm_v3): 6 counters for libpfm4 (its
+// implementations may have up to 20), 10 slots a cycle; the front end is
+// charged the cycles it spent recovering from a flush, 10 slots each.
+// Arm's level 2 splits each end's stalled cycles into core and memory.
+var neoverseV3 = &Family{
+	Name: "Arm Neoverse V3", PMUs: []string{"arm_v3"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
+	Metrics: concat(
+		[]ratio.Def{ipc(instructions, cycles, srcArmV3+"ipc = INST_RETIRED / CPU_CYCLES")},
+		armSlots(10, []string{"STALL_FRONTEND_FLUSH"}, nil, []float64{-10}, nil, srcArmV3, [4]string{
+			"frontend_bound = STALL_SLOT_FRONTEND / (10 × CPU_CYCLES) − STALL_FRONTEND_FLUSH / CPU_CYCLES",
+			"backend_bound = STALL_SLOT_BACKEND / (10 × CPU_CYCLES)",
+			"1 − STALL_SLOT / (10 × CPU_CYCLES), the factor of retiring and bad_speculation",
+			"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation",
+		}),
+		[]ratio.Def{
+			def(TopDownL2, "topdown_frontend_core_bound", ratio.Pure, []string{"STALL_FRONTEND_CPUBOUND"}, nil, "STALL_FRONTEND", 1,
+				"TopDown level 2: the share of the front end's stalled cycles due to the core (branch prediction, flushes), not to fetch latency.", srcArmV3+"frontend_core_bound = STALL_FRONTEND_CPUBOUND / STALL_FRONTEND"),
+			def(TopDownL2, "topdown_frontend_mem_bound", ratio.Pure, []string{"STALL_FRONTEND_MEMBOUND"}, nil, "STALL_FRONTEND", 1,
+				"TopDown level 2: the share of the front end's stalled cycles due to instruction fetch latency (caches, TLB).", srcArmV3+"frontend_mem_bound = STALL_FRONTEND_MEMBOUND / STALL_FRONTEND"),
+			def(TopDownL2, "topdown_backend_core_bound", ratio.Pure, []string{"STALL_BACKEND_CPUBOUND"}, nil, "STALL_BACKEND", 1,
+				"TopDown level 2: the share of the back end's stalled cycles due to core resources other than memory.", srcArmV3+"backend_core_bound = STALL_BACKEND_CPUBOUND / STALL_BACKEND"),
+			def(TopDownL2, "topdown_backend_mem_bound", ratio.Pure, []string{"STALL_BACKEND_MEMBOUND"}, nil, "STALL_BACKEND", 1,
+				"TopDown level 2: the share of the back end's stalled cycles due to memory access latency.", srcArmV3+"backend_mem_bound = STALL_BACKEND_MEMBOUND / STALL_BACKEND"),
+		},
+		[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
+		mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV3+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
+	),
+	Unserved: []Unserved{
+		{"topdown_retiring", TopDown, "OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (10 × CPU_CYCLES)), the rest of the slots", srcArmV3 + "retiring",
+			"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
+		{"topdown_bad_speculation", TopDown, "(1 − STALL_SLOT / (10 × CPU_CYCLES)) × (1 − OP_RETIRED / OP_SPEC) + STALL_FRONTEND_FLUSH / CPU_CYCLES", srcArmV3 + "bad_speculation",
+			"a product of two ratios plus a third"},
+		{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V3 systems in general"},
 	},
 }
 
@@ -454,7 +505,7 @@ var families = []*Family{
 		umcSource: "AMD PPR for Family 19h Model 11h (55901), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each"}),
 	zenFamily("AMD Zen 3", "amd64_fam19h_zen3", nil),
 	zenFamily("AMD Zen 2", "amd64_fam17h_zen2", nil),
-	neoverseN1, neoverseV2, power9,
+	neoverseN1, neoverseV2, neoverseV3, power9,
 }
 
 // Generic is every other machine: the kernel's generic events, energy

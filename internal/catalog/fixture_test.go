@@ -185,6 +185,15 @@ func TestServedPerFamily(t *testing.T) {
 			"topdown_retired_share = OP_RETIRED / OP_SPEC",
 			"llc_mpki = LL_CACHE_MISS_RD / INST_RETIRED × 1000",
 		}},
+		// 10 slots a cycle; Arm's level 2 is the split of each end's
+		// stalled cycles.
+		{"neoverse-v3", "Arm Neoverse V3", cat([]string{"ipc", "frequency_average_hz", "topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled", "topdown_retired_share",
+			"topdown_frontend_core_bound", "topdown_frontend_mem_bound", "topdown_backend_core_bound", "topdown_backend_mem_bound"}, mpki3), []string{
+			"topdown_frontend_bound = (STALL_SLOT_FRONTEND - 10 × STALL_FRONTEND_FLUSH) / cycles × 0.1",
+			"topdown_backend_bound = STALL_SLOT_BACKEND / cycles × 0.1",
+			"topdown_not_stalled = (10 × cycles - STALL_SLOT) / cycles × 0.1",
+			"topdown_backend_mem_bound = STALL_BACKEND_MEMBOUND / STALL_BACKEND",
+		}},
 	} {
 		if _, err := os.Stat("../pmu/testdata/" + tc.fixture); err != nil {
 			t.Logf("no fixture %s: %v", tc.fixture, err)
@@ -228,6 +237,7 @@ func TestGroupsFitTheCounters(t *testing.T) {
 		{"graviton2", "cycles instructions cpu-clock STALL_FRONTEND STALL_BACKEND"},
 		{"zen5", "cycles cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x3/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
 		{"neoverse-v2", "cycles instructions cpu-clock STALL_SLOT_FRONTEND BR_MIS_PRED STALL_SLOT_BACKEND STALL_SLOT"},
+		{"neoverse-v3", "cycles instructions cpu-clock STALL_SLOT_FRONTEND STALL_FRONTEND_FLUSH STALL_SLOT_BACKEND STALL_SLOT"},
 		{"graniterapids", "cpu.slots cpu.topdown-fe-bound INT_MISC:UOP_DROPPING cpu.topdown-be-bound cpu.topdown-retiring"},
 		{"zen3", ""}, {"power9", ""},
 	} {
@@ -387,6 +397,21 @@ func TestFormulasByHand(t *testing.T) {
 			"OP_RETIRED": 900, "OP_SPEC": 1000, "INST_RETIRED": 2000, "L1D_CACHE_REFILL": 20, "LL_CACHE_MISS_RD": 2, "BR_MIS_PRED_RETIRED": 8, "cpu-clock": 5e8,
 		}, 1e9, want{
 			"ipc": 2.5, "topdown_frontend_bound": 0.2, "topdown_backend_bound": 0.3, "topdown_not_stalled": 0.3, "topdown_retired_share": 0.9,
+			"l1d_mpki": 10, "llc_mpki": 1, "branch_mpki": 4, "frequency_average_hz": 2000,
+		}},
+		// Neoverse V3: 1000 cycles are 10000 slots; 2500 stalled in front,
+		// of which 50 cycles of flush recovery (500 slots) are bad
+		// speculation's, 3000 behind. Arm's own formulas give 0.25 − 0.05
+		// and 0.3; retiring 0.8 × 0.45 = 0.36 and bad speculation 0.2 ×
+		// 0.45 + 0.05 = 0.14 complete the 1.
+		{"neoverse-v3", map[string]float64{
+			"cycles": 1000, "instructions": 3000, "STALL_SLOT_FRONTEND": 2500, "STALL_FRONTEND_FLUSH": 50, "STALL_SLOT_BACKEND": 3000, "STALL_SLOT": 5500,
+			"OP_RETIRED": 800, "OP_SPEC": 1000, "STALL_FRONTEND": 400, "STALL_FRONTEND_CPUBOUND": 100, "STALL_FRONTEND_MEMBOUND": 300,
+			"STALL_BACKEND": 600, "STALL_BACKEND_CPUBOUND": 150, "STALL_BACKEND_MEMBOUND": 450,
+			"INST_RETIRED": 2000, "L1D_CACHE_REFILL": 20, "LL_CACHE_MISS_RD": 2, "BR_MIS_PRED_RETIRED": 8, "cpu-clock": 5e8,
+		}, 1e9, want{
+			"ipc": 3, "topdown_frontend_bound": 0.2, "topdown_backend_bound": 0.3, "topdown_not_stalled": 0.45, "topdown_retired_share": 0.8,
+			"topdown_frontend_core_bound": 0.25, "topdown_frontend_mem_bound": 0.75, "topdown_backend_core_bound": 0.25, "topdown_backend_mem_bound": 0.75,
 			"l1d_mpki": 10, "llc_mpki": 1, "branch_mpki": 4, "frequency_average_hz": 2000,
 		}},
 		{"power9", map[string]float64{"instructions": 3000, "cycles": 2000, "L1-dcache-load-misses": 30, "branch-misses": 6}, 1e9, want{
