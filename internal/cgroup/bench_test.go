@@ -118,7 +118,8 @@ func cgroupScale() []struct{ cpus, cgroups int } {
 // CPUs grow (the cgroups metric says how many). start is the Tracker's
 // start, the scan and the open of every counter, and reports the heap the
 // started Tracker keeps, the fake's record of each counter included, where
-// the real agent has a kernel descriptor instead. fetch-one is one
+// the real agent has a kernel descriptor instead; fake-alone is that
+// record alone, for the difference. fetch-one is one
 // per-cgroup metric of every counted cgroup, fetch-all all four.
 func BenchmarkScaleFake(b *testing.B) {
 	trees := map[int]string{}
@@ -160,6 +161,9 @@ func BenchmarkScaleFake(b *testing.B) {
 				b.ReportMetric(float64(n), "cgroups")
 				b.ReportMetric(float64(fds), "fds")
 			})
+			if budget == "all" {
+				b.Run(name+"/fake-alone", func(b *testing.B) { fakeAlone(b, s.cgroups, s.cpus) })
+			}
 			var tr *Tracker
 			for _, f := range []struct {
 				name string
@@ -191,6 +195,45 @@ func BenchmarkScaleFake(b *testing.B) {
 			}
 		}
 	}
+}
+
+// fakeAlone opens on the fake alone what a Tracker of n cgroups on cpus
+// CPUs opens, each cgroup's events one group per CPU, and reports the heap
+// that keeps: the part of start's heap that the real agent holds as kernel
+// descriptors instead. Its time is the fake's part of start's.
+func fakeAlone(b *testing.B, n, cpus int) {
+	var heap uint64
+	b.StopTimer()
+	for range b.N {
+		base := liveHeap()
+		b.StartTimer()
+		openers := make([]*countertest.Opener, n)
+		for i := range openers {
+			o := countertest.New()
+			openers[i] = o
+			for cpu := range cpus {
+				var leader counter.Source
+				for _, e := range benchEvents {
+					a := e.Attr
+					a.Read_format = unix.PERF_FORMAT_GROUP
+					a.Bits |= unix.PerfBitDisabled
+					c, err := o.Open(e.Name, &a, cpu, leader)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if leader == nil {
+						leader = c
+					}
+				}
+			}
+		}
+		b.StopTimer()
+		heap = liveHeap() - base
+		if got, want := openers[n-1].OpenNow(), len(benchEvents)*cpus; got != want {
+			b.Fatalf("the fake holds %d counters of a cgroup, want %d", got, want)
+		}
+	}
+	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 }
 
 // liveHeap is the heap in use after a collection.
