@@ -118,9 +118,9 @@ func cgroupScale() []struct{ cpus, cgroups int } {
 // CPUs grow (the cgroups metric says how many). start is the Tracker's
 // start, the scan and the open of every counter, and reports the heap the
 // started Tracker keeps, the fake's record of each counter included, where
-// the real agent has a kernel descriptor instead; fake-alone is that
-// record alone, for the difference. fetch-one is one
-// per-cgroup metric of every counted cgroup, fetch-all all four.
+// the real agent has a kernel descriptor instead; fake-alone is that record
+// alone, for the difference. fetch-one is one per-cgroup metric of every
+// counted cgroup, fetch-all all four.
 func BenchmarkScaleFake(b *testing.B) {
 	trees := map[int]string{}
 	tree := func(n int) string {
