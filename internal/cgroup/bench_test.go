@@ -34,20 +34,39 @@ func cpuIDs(n int) []int {
 	return cpus
 }
 
-// fakeTracker is a Tracker over n fake cgroups in a temporary tree.
+// fakeTracker is a Tracker over n fake cgroups in a temporary tree, with
+// a descriptor budget that counts them all.
 func fakeTracker(tb testing.TB, n, cpus int) (*Tracker, string) {
+	root := fakeTree(tb, n)
+	tr := startFake(root, n+1, n*len(benchEvents)*cpus, cpus)
+	tb.Cleanup(tr.Stop)
+	if got, _ := tr.Stats(); got != n {
+		tb.Fatalf("%d cgroups counted, want %d", got, n)
+	}
+	return tr, root
+}
+
+// fakeTree is a temporary directory holding n empty cgroup directories.
+func fakeTree(tb testing.TB, n int) string {
 	root := tb.TempDir()
 	for i := range n {
-		if err := os.Mkdir(filepath.Join(root, fmt.Sprintf("cg%03d", i)), 0o755); err != nil {
+		if err := os.Mkdir(filepath.Join(root, fmt.Sprintf("cg%04d", i)), 0o755); err != nil {
 			tb.Fatal(err)
 		}
 	}
+	return root
+}
+
+// startFake starts a Tracker of every child of root, over the fake
+// opener; max and descriptors are cgroups.conf's (0: its defaults).
+func startFake(root string, max, descriptors, cpus int) *Tracker {
 	tr := New(Options{
-		Hierarchy: Hierarchy{Mount: root, Version: 2},
-		Patterns:  []string{"/*"},
-		Max:       n + 1,
-		Events:    benchEvents,
-		CPUs:      cpuIDs(cpus),
+		Hierarchy:   Hierarchy{Mount: root, Version: 2},
+		Patterns:    []string{"/*"},
+		Max:         max,
+		Descriptors: descriptors,
+		Events:      benchEvents,
+		CPUs:        cpuIDs(cpus),
 		Opener: func(*os.File) counter.Opener {
 			o := countertest.New()
 			o.Step(perf.Count{Value: 1, Enabled: 1, Running: 1})
@@ -57,11 +76,7 @@ func fakeTracker(tb testing.TB, n, cpus int) (*Tracker, string) {
 		NoNotify: true,
 	})
 	tr.Start()
-	tb.Cleanup(tr.Stop)
-	if got, _ := tr.Stats(); got != n {
-		tb.Fatalf("%d cgroups counted, want %d", got, n)
-	}
-	return tr, root
+	return tr
 }
 
 var all4 = []bool{true, true, true, true}
@@ -79,6 +94,154 @@ func BenchmarkReadFake(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cgroupScale are the sizes BenchmarkScaleFake measures: 1,000 cgroups on
+// this VM's CPU count and on two-socket hosts of 2024-2026, where every
+// event is one descriptor per CPU in each cgroup. At 768 CPUs × 1,000
+// cgroups the fake's record of 3 million counters keeps 2 GiB of heap and
+// its starts take minutes, too much for every run of the benchmarks on a
+// shared machine: CGROUP_BENCH_FULL=1 adds it.
+func cgroupScale() []struct{ cpus, cgroups int } {
+	sizes := []struct{ cpus, cgroups int }{{2, 1000}, {256, 1000}, {768, 100}}
+	if os.Getenv("CGROUP_BENCH_FULL") != "" {
+		sizes = append(sizes, struct{ cpus, cgroups int }{768, 1000})
+	}
+	return sizes
+}
+
+// BenchmarkScaleFake is per-cgroup counting at machine sizes this VM does
+// not have, with the fake opener: 4 events in each of N cgroups on C CPUs,
+// the agent's own cost without the kernel's. budget=all is given a
+// descriptor budget that counts every cgroup (cgroups × events × CPUs);
+// budget=default has cgroups.conf's defaults, which count fewer cgroups as
+// CPUs grow (the cgroups metric says how many). start is the Tracker's
+// start, the scan and the open of every counter, and reports the heap the
+// started Tracker keeps, the fake's record of each counter included, where
+// the real agent has a kernel descriptor instead; fake-alone is that record
+// alone, for the difference. fetch-one is one per-cgroup metric of every
+// counted cgroup, fetch-all all four.
+func BenchmarkScaleFake(b *testing.B) {
+	trees := map[int]string{}
+	tree := func(n int) string {
+		if trees[n] == "" {
+			trees[n] = fakeTree(b, n)
+		}
+		return trees[n]
+	}
+	for _, s := range cgroupScale() {
+		for _, budget := range []string{"all", "default"} {
+			max, descriptors := s.cgroups, s.cgroups*len(benchEvents)*s.cpus
+			if budget == "default" {
+				max, descriptors = 0, 0
+			}
+			name := fmt.Sprintf("cpus=%d/cgroups=%d/events=%d/budget=%s", s.cpus, s.cgroups, len(benchEvents), budget)
+			b.Run(name+"/start", func(b *testing.B) {
+				root := tree(s.cgroups)
+				b.ReportAllocs()
+				var heap uint64
+				var n, fds int
+				b.StopTimer()
+				for range b.N {
+					base := liveHeap()
+					b.StartTimer()
+					tr := startFake(root, max, descriptors, s.cpus)
+					b.StopTimer()
+					n, fds = tr.Stats()
+					heap = liveHeap() - base
+					tr.Stop()
+				}
+				if budget == "all" && n != s.cgroups {
+					b.Fatalf("%d cgroups counted, want %d", n, s.cgroups)
+				}
+				if want := n * len(benchEvents) * s.cpus; n == 0 || fds != want {
+					b.Fatalf("%d cgroups on %d descriptors, want %d descriptors", n, fds, want)
+				}
+				b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(n), "cgroups")
+				b.ReportMetric(float64(fds), "fds")
+			})
+			if budget == "all" {
+				b.Run(name+"/fake-alone", func(b *testing.B) { fakeAlone(b, s.cgroups, s.cpus) })
+			}
+			var tr *Tracker
+			for _, f := range []struct {
+				name string
+				need []bool
+			}{{"fetch-one", []bool{true, false, false, false}}, {"fetch-all", all4}} {
+				b.Run(name+"/"+f.name, func(b *testing.B) {
+					if tr == nil {
+						tr = startFake(tree(s.cgroups), max, descriptors, s.cpus)
+					}
+					runtime.GC() // the start's garbage is not the fetch's
+					n := tr.Counted()
+					b.ReportAllocs()
+					for b.Loop() {
+						tr.Read(f.need)
+					}
+					if tr.Len() != n {
+						b.Fatalf("a fetch served %d cgroups of %d counted", tr.Len(), n)
+					}
+					// Each read of the fake counts one more on every CPU.
+					if _, v, duty := tr.At(0, 0); v < uint64(s.cpus) || duty != 1 {
+						b.Fatalf("the first cgroup's %s is %d (dutycycle %v), want at least 1 on each of %d CPUs", benchEvents[0].Name, v, duty, s.cpus)
+					}
+					b.ReportMetric(float64(n), "cgroups")
+				})
+			}
+			if tr != nil {
+				tr.Stop()
+				tr = nil
+			}
+		}
+	}
+}
+
+// fakeAlone opens on the fake alone what a Tracker of n cgroups on cpus
+// CPUs opens, each cgroup's events one group per CPU, and reports the heap
+// that keeps: the part of start's heap that the real agent holds as kernel
+// descriptors instead. Its time is the fake's part of start's.
+func fakeAlone(b *testing.B, n, cpus int) {
+	var heap uint64
+	b.StopTimer()
+	for range b.N {
+		base := liveHeap()
+		b.StartTimer()
+		openers := make([]*countertest.Opener, n)
+		for i := range openers {
+			o := countertest.New()
+			openers[i] = o
+			for cpu := range cpus {
+				var leader counter.Source
+				for _, e := range benchEvents {
+					a := e.Attr
+					a.Read_format = unix.PERF_FORMAT_GROUP
+					a.Bits |= unix.PerfBitDisabled
+					c, err := o.Open(e.Name, &a, cpu, leader)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if leader == nil {
+						leader = c
+					}
+				}
+			}
+		}
+		b.StopTimer()
+		heap = liveHeap() - base
+		if got, want := openers[n-1].OpenNow(), len(benchEvents)*cpus; got != want {
+			b.Fatalf("the fake holds %d counters of a cgroup, want %d", got, want)
+		}
+	}
+	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 // BenchmarkChurnFake is the cost of one cgroup appearing and then
