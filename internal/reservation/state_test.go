@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"perfevent/internal/emulator"
+	"perfevent/internal/testwait"
 )
 
 func TestWriteReadState(t *testing.T) {
@@ -350,14 +351,10 @@ func TestStateLiveness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if st, _ := processStat(zombie.Process.Pid); st.state == 'Z' {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("true(1) did not exit within 10 s")
-		}
-	}
+	testwait.Eventually(t, testwait.Settle, "true(1) to exit", func() bool {
+		st, _ := processStat(zombie.Process.Pid)
+		return st.state == 'Z'
+	})
 	exited := &State{Program: "pmdaperfevent", PID: zombie.Process.Pid, StartTicks: ticks}
 	if err := exited.Alive(); err == nil || !strings.Contains(err.Error(), "it has exited, and its parent has not reaped it yet") {
 		t.Errorf("unreaped pid: %v", err)
