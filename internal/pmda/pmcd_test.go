@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"perfevent/internal/testexec"
+	"perfevent/internal/testwait"
 )
 
 const pmcdBin = "/usr/lib/pcp/bin/pmcd"
@@ -86,12 +87,10 @@ func TestRealPMCD(t *testing.T) {
 		return out.String()
 	}
 	var out string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if out = run("-f", "example.version"); strings.Contains(out, `value "1.0.1"`) {
-			break
-		}
-	}
-	if !strings.Contains(out, `value "1.0.1"`) {
+	if !testwait.Until(testwait.Settle, func() bool {
+		out = run("-f", "example.version")
+		return strings.Contains(out, `value "1.0.1"`)
+	}) {
 		t.Fatalf("pmcd never answered for the agent:\n%s", out)
 	}
 	out = run("-dfmtTl", "example.dyn")
