@@ -24,6 +24,7 @@ import (
 	"perfevent/internal/reservation"
 	"perfevent/internal/reservation/reservationtest"
 	"perfevent/internal/testexec"
+	"perfevent/internal/testwait"
 )
 
 // binary is perfalloc built once for all CLI tests, in a directory every
@@ -297,15 +298,10 @@ func reserved(t *testing.T, lock string) reservation.Status {
 	return st
 }
 
-// waitFree waits until nobody holds the lock; a deadline, not a timing test.
+// waitFree waits until nobody holds the lock.
 func waitFree(t *testing.T, lock string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); reserved(t, lock).Reserved; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still reserved", lock)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Settle, "nobody to hold "+lock, func() bool { return !reserved(t, lock).Reserved })
 }
 
 func TestForegroundReleasesOnSignal(t *testing.T) {
