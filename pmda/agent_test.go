@@ -20,6 +20,7 @@ import (
 	"perfevent/internal/pmda/pmcdtest"
 	"perfevent/internal/privilege"
 	"perfevent/internal/reservation"
+	"perfevent/internal/testwait"
 )
 
 // pmcd is a fake pmcd (pmcdtest) on a real pmdaperfevent process, with
@@ -112,15 +113,12 @@ func (h *pmcd) fetch(name string) (map[int32]float64, int32) {
 
 func (h *pmcd) waitLog(t *testing.T, text string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	if !testwait.Until(testwait.Settle, func() bool {
 		data, _ := os.ReadFile(h.log)
-		if strings.Contains(string(data), text) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		return strings.Contains(string(data), text)
+	}) {
+		t.Fatalf("the agent log never said %q", text)
 	}
-	t.Fatalf("the agent log never said %q", text)
 }
 
 // SIGUSR1 logs the runtime's figures, which the soak test follows.
@@ -339,10 +337,12 @@ func TestReloadWaitsForTheReservation(t *testing.T) {
 
 	unlock()
 	h.waitLog(t, "reload done")
-	h.fetch("perfevent.hwcounters.task_clock.value")
-	time.Sleep(20 * time.Millisecond)
-	v, n := h.fetch("perfevent.hwcounters.task_clock.value")
-	if n <= 0 || v[0] <= 0 {
+	var v map[int32]float64
+	var n int32
+	if !testwait.Until(testwait.Settle, func() bool {
+		v, n = h.fetch("perfevent.hwcounters.task_clock.value")
+		return n > 0 && v[0] > 0
+	}) {
 		t.Errorf("task_clock after the release: numval %d, %v", n, v)
 	}
 	if log, _ := os.ReadFile(h.log); strings.Contains(string(log), "counters reopened") {
@@ -785,11 +785,11 @@ func TestKnownFailuresAreNotRepeated(t *testing.T) {
 		}
 	}
 	var log string
-	for deadline := time.Now().Add(5 * time.Second); strings.Count(log, "counters resumed after perfalloc") < 2 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
+	testwait.Until(testwait.Settle, func() bool {
 		data, _ := os.ReadFile(h.log)
 		log = string(data)
-	}
+		return strings.Count(log, "counters resumed after perfalloc") >= 2
+	})
 	if n := strings.Count(log, "counters resumed after perfalloc"); n != 2 {
 		t.Errorf("%d resume lines, want 2:\n%s", n, log)
 	}
