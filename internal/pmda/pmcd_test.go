@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
 	"perfevent/internal/testwait"
 )
 
@@ -30,9 +31,7 @@ func TestRealPMCD(t *testing.T) {
 	if err != nil {
 		t.Skip("needs pminfo in $PATH")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: pmcd -U root keeps the test independent of the pcp user")
-	}
+	testneed.Root(t, "as pmcd -U root keeps the test independent of the pcp user")
 	if testing.Short() {
 		t.Skip("starts pmcd; skipped with -short")
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"perfevent/internal/emulator"
+	"perfevent/internal/testneed"
 	"perfevent/internal/testwait"
 )
 
@@ -423,9 +424,7 @@ func TestDefaultLockPath(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestPrepareStateDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the directory to another user")
-	}
+	testneed.Root(t, "to give the directory to another user")
 	const nobody = 65534
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "perflock")
@@ -475,9 +474,7 @@ func TestPrepareStateDir(t *testing.T) {
 // or as a directory of another user's, is refused and never written: the
 // file in the link's target is neither replaced nor deleted.
 func TestReplacedStateDirIsNeverWritten(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the directory to another user")
-	}
+	testneed.Root(t, "to give the directory to another user")
 	const nobody = 65534
 	for _, kind := range []string{"symlink", "directory of another user"} {
 		top := t.TempDir()
