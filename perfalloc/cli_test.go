@@ -24,6 +24,7 @@ import (
 	"perfevent/internal/reservation"
 	"perfevent/internal/reservation/reservationtest"
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
 	"perfevent/internal/testwait"
 )
 
@@ -170,9 +171,7 @@ func TestLockFileErrors(t *testing.T) {
 }
 
 func TestLockFileAsNobody(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run perfalloc as nobody")
-	}
+	testneed.Root(t, "to run perfalloc as nobody")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "perflock")
 	os.WriteFile(path, nil, 0)
@@ -592,9 +591,7 @@ func TestStatusAndPing(t *testing.T) {
 // -lockmode 0640): a user outside the group cannot reserve the counters and
 // is told why; a member can.
 func TestLockFileForAGroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run perfalloc as nobody with and without a group")
-	}
+	testneed.Root(t, "to run perfalloc as nobody with and without a group")
 	// A gid no group has: nobody is not a member unless the test says so.
 	gid := 4242
 	for ; gid < 5000; gid++ {

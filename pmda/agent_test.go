@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"perfevent/internal/pmda/pmcdtest"
 	"perfevent/internal/privilege"
 	"perfevent/internal/reservation"
+	"perfevent/internal/testneed"
 	"perfevent/internal/testwait"
 )
 
@@ -376,10 +376,7 @@ func countPerfFDs(t *testing.T, pid int) int {
 // reopening counters after a reservation, reloading its configuration with
 // a new metric, and keeping the state file and PMID map up to date.
 func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	nobody := testneed.User(t, "nobody")
 	h := startPMDA(t, "[perf]\ncpu-clock\n", "-U", "nobody")
 	h.waitLog(t, "running as nobody (uid "+nobody.Uid)
 	st, err := privilege.ReadStatus(h.cmd.Process.Pid)
@@ -559,10 +556,7 @@ func TestUnusableMapStillServes(t *testing.T) {
 // pmcd.conf's -U changes from pcp to root: root adopts the map and the
 // state directory that the agent made as pcp, and every PMID stays.
 func TestUserChangeKeepsPMIDsAndState(t *testing.T) {
-	pcp, err := user.Lookup("pcp")
-	if err != nil {
-		t.Skip("needs the user pcp ($PCP_USER)")
-	}
+	pcp := testneed.User(t, "pcp")
 	dir := t.TempDir()
 	h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n", "-U", "pcp")
 	h.waitLog(t, "running as pcp (uid "+pcp.Uid)
@@ -599,9 +593,7 @@ func TestUserChangeKeepsPMIDsAndState(t *testing.T) {
 // The agent gives the user it runs as only what it made itself: what
 // --pmids names (a FIFO, or a hard link to a file of root's) stays root's.
 func TestPMIDsTargetIsNotGivenAway(t *testing.T) {
-	if _, err := user.Lookup("nobody"); err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	testneed.User(t, "nobody")
 	for _, kind := range []string{"fifo", "hard link"} {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, "var"), 0o755)
@@ -633,10 +625,7 @@ func TestPMIDsTargetIsNotGivenAway(t *testing.T) {
 // it, says that the lock file's directory is unsafe, and never writes
 // there, neither as root nor after dropping to its user.
 func TestRefusedStateDirIsNeverWritten(t *testing.T) {
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	nobody := testneed.User(t, "nobody")
 	uid, _ := strconv.Atoi(nobody.Uid)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o1777)
@@ -676,10 +665,7 @@ func TestRefusedStateDirIsNeverWritten(t *testing.T) {
 // directory is adopted and perfalloc's confirmation works again, without a
 // restart.
 func TestLockDirectoryComesBack(t *testing.T) {
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	nobody := testneed.User(t, "nobody")
 	for _, as := range []string{"root", "nobody"} {
 		dir := t.TempDir()
 		lockDir := filepath.Join(dir, "perfevent")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"perfevent/internal/testneed"
 	"perfevent/internal/testwait"
 )
 
@@ -28,10 +28,7 @@ func TestSocketIsNeverChmoddedByPath(t *testing.T) {
 	if err != nil {
 		t.Skip("needs strace (scripts/setup installs it)")
 	}
-	pcp, err := user.Lookup("pcp")
-	if err != nil {
-		t.Skip("needs the user pcp")
-	}
+	pcp := testneed.User(t, "pcp")
 	uid, _ := strconv.Atoi(pcp.Uid)
 	gid, _ := strconv.Atoi(pcp.Gid)
 	dir := t.TempDir()
