@@ -451,7 +451,10 @@ func TestFlappingReservationIsPaced(t *testing.T) {
 		f.Close()
 		cycles++
 	}
-	time.Sleep(300 * time.Millisecond) // the last reopen
+	testwait.Eventually(t, testwait.Settle, "perfevent.active above 0 after the last lock cycle", func() bool {
+		active, _ := h.fetch("perfevent.active")
+		return active[pdu.InNull] != 0
+	})
 	after, _ := os.ReadFile(h.log)
 	added := string(after[len(before):])
 	told := strings.Count(added, "counters released for perfalloc")
