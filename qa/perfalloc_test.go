@@ -383,17 +383,13 @@ func waitValues(t testing.TB, l *Lab, metric string) []string {
 func waitValuesMove(t testing.TB, l *Lab, metric string) {
 	t.Helper()
 	prev := waitValues(t, l, metric)
-	deadline := time.Now().Add(Settle)
-	for {
-		time.Sleep(50 * time.Millisecond)
+	var last []string
+	if !testwait.Until(Settle, func() bool {
 		cur := waitValues(t, l, metric)
-		if valuesGrew(prev, cur) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not count: %v, then %v\n%s", metric, prev, cur, l.Logs())
-		}
-		prev = cur
+		last, prev = prev, cur
+		return valuesGrew(last, cur)
+	}) {
+		t.Fatalf("%s does not count: %v, then %v\n%s", metric, last, prev, l.Logs())
 	}
 }
 
