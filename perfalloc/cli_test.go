@@ -24,6 +24,8 @@ import (
 	"perfevent/internal/reservation"
 	"perfevent/internal/reservation/reservationtest"
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
+	"perfevent/internal/testwait"
 )
 
 // binary is perfalloc built once for all CLI tests, in a directory every
@@ -169,9 +171,7 @@ func TestLockFileErrors(t *testing.T) {
 }
 
 func TestLockFileAsNobody(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run perfalloc as nobody")
-	}
+	testneed.Root(t, "to run perfalloc as nobody")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "perflock")
 	os.WriteFile(path, nil, 0)
@@ -297,15 +297,10 @@ func reserved(t *testing.T, lock string) reservation.Status {
 	return st
 }
 
-// waitFree waits until nobody holds the lock; a deadline, not a timing test.
+// waitFree waits until nobody holds the lock.
 func waitFree(t *testing.T, lock string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); reserved(t, lock).Reserved; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still reserved", lock)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Settle, "nobody to hold "+lock, func() bool { return !reserved(t, lock).Reserved })
 }
 
 func TestForegroundReleasesOnSignal(t *testing.T) {
@@ -596,9 +591,7 @@ func TestStatusAndPing(t *testing.T) {
 // -lockmode 0640): a user outside the group cannot reserve the counters and
 // is told why; a member can.
 func TestLockFileForAGroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run perfalloc as nobody with and without a group")
-	}
+	testneed.Root(t, "to run perfalloc as nobody with and without a group")
 	// A gid no group has: nobody is not a member unless the test says so.
 	gid := 4242
 	for ; gid < 5000; gid++ {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,8 @@ import (
 	"perfevent/internal/pmda/pmcdtest"
 	"perfevent/internal/privilege"
 	"perfevent/internal/reservation"
+	"perfevent/internal/testneed"
+	"perfevent/internal/testwait"
 )
 
 // pmcd is a fake pmcd (pmcdtest) on a real pmdaperfevent process, with
@@ -112,15 +113,12 @@ func (h *pmcd) fetch(name string) (map[int32]float64, int32) {
 
 func (h *pmcd) waitLog(t *testing.T, text string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	if !testwait.Until(testwait.Settle, func() bool {
 		data, _ := os.ReadFile(h.log)
-		if strings.Contains(string(data), text) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		return strings.Contains(string(data), text)
+	}) {
+		t.Fatalf("the agent log never said %q", text)
 	}
-	t.Fatalf("the agent log never said %q", text)
 }
 
 // SIGUSR1 logs the runtime's figures, which the soak test follows.
@@ -339,10 +337,12 @@ func TestReloadWaitsForTheReservation(t *testing.T) {
 
 	unlock()
 	h.waitLog(t, "reload done")
-	h.fetch("perfevent.hwcounters.task_clock.value")
-	time.Sleep(20 * time.Millisecond)
-	v, n := h.fetch("perfevent.hwcounters.task_clock.value")
-	if n <= 0 || v[0] <= 0 {
+	var v map[int32]float64
+	var n int32
+	if !testwait.Until(testwait.Settle, func() bool {
+		v, n = h.fetch("perfevent.hwcounters.task_clock.value")
+		return n > 0 && v[0] > 0
+	}) {
 		t.Errorf("task_clock after the release: numval %d, %v", n, v)
 	}
 	if log, _ := os.ReadFile(h.log); strings.Contains(string(log), "counters reopened") {
@@ -376,10 +376,7 @@ func countPerfFDs(t *testing.T, pid int) int {
 // reopening counters after a reservation, reloading its configuration with
 // a new metric, and keeping the state file and PMID map up to date.
 func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	nobody := testneed.User(t, "nobody")
 	h := startPMDA(t, "[perf]\ncpu-clock\n", "-U", "nobody")
 	h.waitLog(t, "running as nobody (uid "+nobody.Uid)
 	st, err := privilege.ReadStatus(h.cmd.Process.Pid)
@@ -454,7 +451,10 @@ func TestFlappingReservationIsPaced(t *testing.T) {
 		f.Close()
 		cycles++
 	}
-	time.Sleep(300 * time.Millisecond) // the last reopen
+	testwait.Eventually(t, testwait.Settle, "perfevent.active above 0 after the last lock cycle", func() bool {
+		active, _ := h.fetch("perfevent.active")
+		return active[pdu.InNull] != 0
+	})
 	after, _ := os.ReadFile(h.log)
 	added := string(after[len(before):])
 	told := strings.Count(added, "counters released for perfalloc")
@@ -559,10 +559,7 @@ func TestUnusableMapStillServes(t *testing.T) {
 // pmcd.conf's -U changes from pcp to root: root adopts the map and the
 // state directory that the agent made as pcp, and every PMID stays.
 func TestUserChangeKeepsPMIDsAndState(t *testing.T) {
-	pcp, err := user.Lookup("pcp")
-	if err != nil {
-		t.Skip("needs the user pcp ($PCP_USER)")
-	}
+	pcp := testneed.User(t, "pcp")
 	dir := t.TempDir()
 	h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n", "-U", "pcp")
 	h.waitLog(t, "running as pcp (uid "+pcp.Uid)
@@ -599,9 +596,7 @@ func TestUserChangeKeepsPMIDsAndState(t *testing.T) {
 // The agent gives the user it runs as only what it made itself: what
 // --pmids names (a FIFO, or a hard link to a file of root's) stays root's.
 func TestPMIDsTargetIsNotGivenAway(t *testing.T) {
-	if _, err := user.Lookup("nobody"); err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	testneed.User(t, "nobody")
 	for _, kind := range []string{"fifo", "hard link"} {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, "var"), 0o755)
@@ -633,10 +628,7 @@ func TestPMIDsTargetIsNotGivenAway(t *testing.T) {
 // it, says that the lock file's directory is unsafe, and never writes
 // there, neither as root nor after dropping to its user.
 func TestRefusedStateDirIsNeverWritten(t *testing.T) {
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	nobody := testneed.User(t, "nobody")
 	uid, _ := strconv.Atoi(nobody.Uid)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o1777)
@@ -676,10 +668,7 @@ func TestRefusedStateDirIsNeverWritten(t *testing.T) {
 // directory is adopted and perfalloc's confirmation works again, without a
 // restart.
 func TestLockDirectoryComesBack(t *testing.T) {
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	nobody := testneed.User(t, "nobody")
 	for _, as := range []string{"root", "nobody"} {
 		dir := t.TempDir()
 		lockDir := filepath.Join(dir, "perfevent")
@@ -785,11 +774,11 @@ func TestKnownFailuresAreNotRepeated(t *testing.T) {
 		}
 	}
 	var log string
-	for deadline := time.Now().Add(5 * time.Second); strings.Count(log, "counters resumed after perfalloc") < 2 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
+	testwait.Until(testwait.Settle, func() bool {
 		data, _ := os.ReadFile(h.log)
 		log = string(data)
-	}
+		return strings.Count(log, "counters resumed after perfalloc") >= 2
+	})
 	if n := strings.Count(log, "counters resumed after perfalloc"); n != 2 {
 		t.Errorf("%d resume lines, want 2:\n%s", n, log)
 	}

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"perfevent/internal/pmu"
+	"perfevent/internal/testneed"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,9 +37,7 @@ func listedLine(out, event string) string {
 }
 
 func TestListEventsProbe(t *testing.T) {
-	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
-		t.Skip("needs perf_event support (/sys/bus/event_source/devices/software)")
-	}
+	testneed.PerfEvents(t)
 	bin := agentBinary(t)
 	for _, c := range []struct {
 		match, event string
@@ -69,9 +67,7 @@ func TestListEventsProbe(t *testing.T) {
 // An unfiltered listing probes everything but the tracepoints, whose first
 // opens cost the kernel milliseconds each; a filtered one probes them too.
 func TestListEventsLeavesTracepointsUnprobedUnfiltered(t *testing.T) {
-	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
-		t.Skip("needs perf_event support (/sys/bus/event_source/devices/software)")
-	}
+	testneed.PerfEvents(t)
 	bin := agentBinary(t)
 	out, _, code := runAgent(t, bin, "--list-events")
 	if code != 0 {

@@ -17,6 +17,7 @@ import (
 	"perfevent/internal/pmu"
 	"perfevent/internal/release"
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
 )
 
 var built struct {
@@ -68,12 +69,7 @@ func runAgent(t *testing.T, bin string, args ...string) (stdout, stderr string, 
 
 func needPerf(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to open system-wide perf counters")
-	}
-	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
-		t.Skip("needs perf_event support (/sys/bus/event_source/devices/software)")
-	}
+	testneed.SystemWide(t)
 	emulator.SkipWithoutPerfEvents(t)
 }
 
@@ -261,9 +257,7 @@ func TestCheckMissingConfig(t *testing.T) {
 }
 
 func TestListEvents(t *testing.T) {
-	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
-		t.Skip("needs perf_event support (/sys/bus/event_source/devices/software)")
-	}
+	testneed.PerfEvents(t)
 	bin := agentBinary(t)
 	out, _, code := runAgent(t, bin, "--list-events", "--no-probe") // probing every tracepoint takes a minute
 	if code != 0 {

@@ -2,10 +2,11 @@ package main
 
 import (
 	"os"
-	"os/user"
 	"strings"
 	"syscall"
 	"testing"
+
+	"perfevent/internal/testneed"
 )
 
 // TestReloadAsUserServesWhatStartupDid: start-up reads the configuration
@@ -13,9 +14,7 @@ import (
 // neither a 0600 root config nor tracefs (0700 root). The reload must serve
 // what start-up served from the same file, and say exactly what it cannot.
 func TestReloadAsUserServesWhatStartupDid(t *testing.T) {
-	if _, err := user.Lookup("nobody"); err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	testneed.User(t, "nobody")
 	if _, err := os.Stat("/sys/kernel/tracing/events/sched/sched_switch/id"); err != nil {
 		t.Skip("needs tracefs at /sys/kernel/tracing with sched:sched_switch")
 	}

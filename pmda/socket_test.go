@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -12,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/testneed"
+	"perfevent/internal/testwait"
 )
 
 // In socket mode the agent, still root, creates its socket in
@@ -26,10 +28,7 @@ func TestSocketIsNeverChmoddedByPath(t *testing.T) {
 	if err != nil {
 		t.Skip("needs strace (scripts/setup installs it)")
 	}
-	pcp, err := user.Lookup("pcp")
-	if err != nil {
-		t.Skip("needs the user pcp")
-	}
+	pcp := testneed.User(t, "pcp")
 	uid, _ := strconv.Atoi(pcp.Uid)
 	gid, _ := strconv.Atoi(pcp.Gid)
 	dir := t.TempDir()
@@ -52,18 +51,12 @@ func TestSocketIsNeverChmoddedByPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st syscall.Stat_t
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Lstat(sock, &st) != nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(testwait.Settle, func() bool { return syscall.Lstat(sock, &st) == nil })
 	// The agent goes on with its start-up until it waits for pmcd.
-	for time.Now().Before(deadline) {
+	testwait.Until(testwait.Settle, func() bool {
 		data, _ := os.ReadFile(filepath.Join(dir, "log"))
-		if strings.Contains(string(data), "serving ") {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return strings.Contains(string(data), "serving ")
+	})
 	// SIGTERM to the agent, strace's child, not to strace: strace
 	// detaching from a busy tracee can take its time.
 	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))

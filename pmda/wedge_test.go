@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/testwait"
 )
 
 // exitBound is how long SIGTERM may take to end the agent, whatever it
@@ -142,16 +144,10 @@ func TestSIGHUPStormIsCoalesced(t *testing.T) {
 		time.Sleep(time.Millisecond) // the pace of a shell loop of kill
 	}
 	// The file as the last signals found it is served in the end.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, code := h.pmid("perfevent.hwcounters.page_faults.value"); code == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("page_faults, added before the last SIGHUPs, is not served 10 s after them")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Settle, "page_faults, added before the last SIGHUPs, to be served", func() bool {
+		_, code := h.pmid("perfevent.hwcounters.page_faults.value")
+		return code == 0
+	})
 	h.terminate(t)
 	after, _ := os.ReadFile(h.log)
 	added := strings.TrimPrefix(string(after), string(before))

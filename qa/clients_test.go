@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"perfevent/internal/testwait"
 )
 
 // TestLabClients runs the PCP clients that people point at perfevent
@@ -210,15 +212,8 @@ func checkRange(t *testing.T, what, s string, lo, hi float64) {
 // it shows the client's output.
 func waitFile(t *testing.T, path string, timeout time.Duration, log string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v; the client said:\n%s", path, timeout, tail(log, 30))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testwait.Until(timeout, func() bool { _, err := os.Stat(path); return err == nil }) {
+		t.Fatalf("no %s after %v; the client said:\n%s", path, timeout, tail(log, 30))
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/testwait"
 )
 
 // The lock file deleted, replaced, made unreadable or made a symbolic link
@@ -543,12 +545,8 @@ func renameOver(t *testing.T, path string, make func(tmp string) error) {
 // poll.
 func waitLogCount(t *testing.T, l *Lab, s string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(Settle)
-	for logCount(l, s) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent's log has %d lines with %q after %v, want %d\n%s", logCount(l, s), s, Settle, n, tail(l.AgentLog, 15))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(Settle, func() bool { return logCount(l, s) >= n }) {
+		t.Fatalf("the agent's log has %d lines with %q after %v, want %d\n%s", logCount(l, s), s, Settle, n, tail(l.AgentLog, 15))
 	}
 	time.Sleep(300 * time.Millisecond) // three polls
 	if got := logCount(l, s); got != n {

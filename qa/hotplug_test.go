@@ -9,9 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"perfevent/internal/cpulist"
+	"perfevent/internal/testwait"
 )
 
 // perCPU fetches a per-CPU counter through the lab's pmcd: instance name
@@ -33,25 +33,24 @@ func perCPU(t testing.TB, l *Lab, metric string) map[string]uint64 {
 // the later values.
 func waitCounting(t testing.TB, l *Lab, metric string, cpus ...string) map[string]uint64 {
 	t.Helper()
-	deadline := time.Now().Add(Settle)
 	prev := perCPU(t, l, metric)
-	for {
-		time.Sleep(100 * time.Millisecond)
+	var last map[string]uint64
+	if !testwait.Until(Settle, func() bool {
 		cur := perCPU(t, l, metric)
-		ok := len(cur) == len(cpus)
+		last, prev = prev, cur
+		if len(cur) != len(cpus) {
+			return false
+		}
 		for _, c := range cpus {
-			if p, had := prev[c]; !had || cur[c] <= p {
-				ok = false
+			if p, had := last[c]; !had || cur[c] <= p {
+				return false
 			}
 		}
-		if ok {
-			return cur
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: want %v counting; got %v then %v\n%s", metric, cpus, prev, cur, l.Logs())
-		}
-		prev = cur
+		return true
+	}) {
+		t.Fatalf("%s: want %v counting; got %v then %v\n%s", metric, cpus, last, prev, l.Logs())
 	}
+	return prev
 }
 
 // cpuNames are the per-CPU instance names of cpus.

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"perfevent/internal/reservation"
+	"perfevent/internal/testwait"
 )
 
 // CAgent is the C agent as Debian's pcp package installs it.
@@ -325,25 +326,22 @@ func (l *Lab) start(t testing.TB) {
 		close(done)
 	}(cmd, l.exited)
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !testwait.Until(30*time.Second, func() bool {
 		select {
 		case <-l.exited:
 			t.Fatalf("lab pmcd exited at start-up: %v\n%s", cmd.ProcessState, l.Logs())
 		default:
 		}
-		if r := l.RunErr(t, "pmprobe", "-v", "perfevent.active"); r.Err == nil {
-			// "perfevent.active 1 24": the agent is up; both agents
-			// open their counters a moment after they answer.
-			f := strings.Fields(r.Stdout)
-			if len(f) == 3 && f[1] == "1" && (l.Agent.Inactive || f[2] != "0") {
-				return
-			}
+		r := l.RunErr(t, "pmprobe", "-v", "perfevent.active")
+		if r.Err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lab: no value for perfevent.active through pmcd on port %d within 30s\n%s", l.Port, l.Logs())
-		}
-		time.Sleep(100 * time.Millisecond)
+		// "perfevent.active 1 24": the agent is up; both agents
+		// open their counters a moment after they answer.
+		f := strings.Fields(r.Stdout)
+		return len(f) == 3 && f[1] == "1" && (l.Agent.Inactive || f[2] != "0")
+	}) {
+		t.Fatalf("lab: no value for perfevent.active through pmcd on port %d within 30s\n%s", l.Port, l.Logs())
 	}
 }
 
@@ -375,16 +373,10 @@ func (l *Lab) stop() {
 // waitGone reports whether the process pid, running the lab's agent,
 // has gone (or is a zombie) within the timeout.
 func (l *Lab) waitGone(pid int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != l.agentExe {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testwait.Until(timeout, func() bool {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		return err != nil || exe != l.agentExe
+	})
 }
 
 // Restart stops pmcd and the agent and starts them again on the same

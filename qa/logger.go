@@ -8,7 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"perfevent/internal/testwait"
 )
 
 // Logger is a pmlogger recording a lab into an archive until the test
@@ -75,16 +76,13 @@ func (g *Logger) WaitRecords(t testing.TB, metric, what string, cond func([]Reco
 	t.Helper()
 	var recs []Record
 	var err error
-	deadline := time.Now().Add(Settle)
-	for {
-		if recs, err = g.Records(metric); err == nil && cond(recs) {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pmlogger: no %s after %v: %d records of %s (%v)\n%s", what, Settle, len(recs), metric, err, g.tail())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testwait.Until(Settle, func() bool {
+		recs, err = g.Records(metric)
+		return err == nil && cond(recs)
+	}) {
+		t.Fatalf("pmlogger: no %s after %v: %d records of %s (%v)\n%s", what, Settle, len(recs), metric, err, g.tail())
 	}
+	return recs
 }
 
 // Stop fails the test if pmlogger has gone (it must keep logging

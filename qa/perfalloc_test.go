@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/testwait"
 )
 
 // CPerfalloc is the C perfalloc as Debian's pcp package installs it.
@@ -360,33 +362,20 @@ func activeAll(t testing.TB, l *Lab) int {
 func waitActive(t testing.TB, l *Lab, want int) {
 	t.Helper()
 	var got int
-	deadline := time.Now().Add(Settle)
-	for {
-		if got = active(t, l); got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("perfevent.active = %d after %v, want %d\n%s", got, Settle, want, l.Logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(Settle, func() bool { got = active(t, l); return got == want }) {
+		t.Fatalf("perfevent.active = %d after %v, want %d\n%s", got, Settle, want, l.Logs())
 	}
 }
 
 // waitValues returns the values of a metric, waiting briefly for some.
 func waitValues(t testing.TB, l *Lab, metric string) []string {
 	t.Helper()
+	var v []string
 	var err error
-	deadline := time.Now().Add(Settle)
-	for {
-		var v []string
-		if v, err = probe(t, l, metric); err == nil {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no values for %s within %v: %v\n%s", metric, Settle, err, l.Logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(Settle, func() bool { v, err = probe(t, l, metric); return err == nil }) {
+		t.Fatalf("no values for %s within %v: %v\n%s", metric, Settle, err, l.Logs())
 	}
+	return v
 }
 
 // waitValuesMove waits until two fetches of a counter differ and the later
@@ -394,17 +383,13 @@ func waitValues(t testing.TB, l *Lab, metric string) []string {
 func waitValuesMove(t testing.TB, l *Lab, metric string) {
 	t.Helper()
 	prev := waitValues(t, l, metric)
-	deadline := time.Now().Add(Settle)
-	for {
-		time.Sleep(50 * time.Millisecond)
+	var last []string
+	if !testwait.Until(Settle, func() bool {
 		cur := waitValues(t, l, metric)
-		if valuesGrew(prev, cur) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not count: %v, then %v\n%s", metric, prev, cur, l.Logs())
-		}
-		prev = cur
+		last, prev = prev, cur
+		return valuesGrew(last, cur)
+	}) {
+		t.Fatalf("%s does not count: %v, then %v\n%s", metric, last, prev, l.Logs())
 	}
 }
 
@@ -460,19 +445,20 @@ func logCount(l *Lab, s string) int {
 // that line.
 func waitLog(t testing.TB, l *Lab, s string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var found string
+	if !testwait.Until(timeout, func() bool {
 		data, _ := os.ReadFile(l.AgentLog)
 		for _, line := range strings.Split(string(data), "\n") {
 			if strings.Contains(line, s) {
-				return line
+				found = line
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent's log has no line with %q within %v\n%s", s, timeout, l.Logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the agent's log has no line with %q within %v\n%s", s, timeout, l.Logs())
 	}
+	return found
 }
 
 // exitCode is a command's exit status from Result.Err: 0 for nil, 128+N
@@ -537,17 +523,18 @@ func (h *holder) stderr() string {
 // waitStderr waits until the holder's stderr contains s.
 func (h *holder) waitStderr(t testing.TB, s string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(h.stderr(), s) {
+	if !testwait.Until(timeout, func() bool {
+		if strings.Contains(h.stderr(), s) {
+			return true
+		}
 		select {
 		case <-h.done:
 			t.Fatalf("%s exited (%v) without saying %q; stderr:\n%s", h.cmd.Path, h.cmd.ProcessState, s, h.stderr())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not say %q within %v; stderr:\n%s", h.cmd.Path, s, timeout, h.stderr())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("%s did not say %q within %v; stderr:\n%s", h.cmd.Path, s, timeout, h.stderr())
 	}
 }
 
@@ -618,12 +605,8 @@ func TestPerfallocScripts(t *testing.T) {
 
 	reloads := logCount(l, "reload done")
 	syscall.Kill(l.AgentPID(t), syscall.SIGHUP)
-	deadline := time.Now().Add(Settle)
-	for logCount(l, "reload done") == reloads {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload within %v of SIGHUP\n%s", Settle, l.Logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(Settle, func() bool { return logCount(l, "reload done") != reloads }) {
+		t.Fatalf("no reload within %v of SIGHUP\n%s", Settle, l.Logs())
 	}
 	if got := active(t, l); got != want {
 		t.Errorf("perfevent.active = %d on the first fetch after a SIGHUP reload, want %d: no perfalloc ran", got, want)

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"perfevent/internal/pcpconf"
+	"perfevent/internal/testwait"
 )
 
 // Domain is perfevent's performance metrics domain.
@@ -58,7 +59,7 @@ var CommandTimeout = 2 * time.Minute
 // the bound costs a passing run nothing; it only says when to give up.
 // How fast these things happen is for the benchmarks (qa/bench), not for
 // a test that fails when the machine is slow.
-const Settle = 20 * time.Second
+const Settle = testwait.Settle
 
 // Env is the machine under test.
 type Env struct {
@@ -393,13 +394,7 @@ func (e *Env) WaitAutoUpdate(t testing.TB) {
 // waitFor polls cond every 100 ms until it holds, or fails the test.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Eventually(t, timeout, what, cond)
 }
 
 // AgentPIDs lists the live processes that run a perfevent agent for

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"perfevent/internal/pmu"
 	"perfevent/internal/reservation/reservationtest"
 	"perfevent/internal/testlog"
+	"perfevent/internal/testwait"
 )
 
 func TestMain(m *testing.M) {
@@ -161,11 +163,9 @@ func newAgentOn(t testing.TB, fixture, online, conf string, before func(*Agent))
 // waitLog waits for the log to say text.
 func (h *tester) waitLog(t *testing.T, text string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(h.log.String(), text); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never said %q", text)
-		}
-	}
+	testwait.Eventually(t, testwait.Settle, fmt.Sprintf("the log to say %q", text), func() bool {
+		return strings.Contains(h.log.String(), text)
+	})
 }
 
 // values fetches a metric by name, through the fake pmcd: instance → value.

@@ -9,6 +9,7 @@ import (
 
 	"perfevent/internal/reservation"
 	"perfevent/internal/reservation/reservationtest"
+	"perfevent/internal/testwait"
 )
 
 // fetchOne fetches a metric by name: its values by instance, strings as
@@ -130,10 +131,8 @@ func TestMaxHoldResumesCounting(t *testing.T) {
 	// The next reservation stops counting as any does (and is ended
 	// by the maximum hold too).
 	again := reservationtest.Start(t, h.lock, "read")
-	for deadline := time.Now().Add(5 * time.Second); strings.Count(h.log.String(), "counters released for perfalloc") != 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second reservation did not release the counters")
-		}
-	}
+	testwait.Eventually(t, testwait.Settle, "the second reservation to release the counters", func() bool {
+		return strings.Count(h.log.String(), "counters released for perfalloc") == 2
+	})
 	again.Release(t)
 }

@@ -4,10 +4,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"perfevent/internal/reservation"
 	"perfevent/internal/testlog"
+	"perfevent/internal/testwait"
 )
 
 // hotplugAgent is an agent in this process over the vm fixture's sysfs,
@@ -44,15 +44,13 @@ func instances(t *testing.T, a *Agent) ([]int, []string) {
 
 func waitCPUs(t *testing.T, a *Agent, want []int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if cpus, _ := instances(t, a); slices.Equal(cpus, want) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.Until(testwait.Settle, func() bool {
+		cpus, _ := instances(t, a)
+		return slices.Equal(cpus, want)
+	}) {
+		cpus, _ := instances(t, a)
+		t.Fatalf("cpu-clock on %v after %v, want %v", cpus, testwait.Settle, want)
 	}
-	cpus, _ := instances(t, a)
-	t.Fatalf("cpu-clock on %v, want %v", cpus, want)
 }
 
 // value reads cpu-clock on one CPU through the served generation.
@@ -112,9 +110,7 @@ func TestCPUOfflineAndBack(t *testing.T) {
 	waitCPUs(t, a, []int{0})
 	// The new generation is served before the old one's counters close
 	// (a fetch in flight finishes with them), so wait for the close.
-	for deadline := time.Now().Add(5 * time.Second); fake.OpenNow() != 1 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(testwait.Settle, func() bool { return fake.OpenNow() == 1 })
 	if n := fake.OpenNow(); n != 1 {
 		t.Errorf("%d fake counters open with cpu1 offline, want 1", n)
 	}
@@ -124,13 +120,9 @@ func TestCPUOfflineAndBack(t *testing.T) {
 		t.Fatalf("%d counters counting while reserved", n)
 	}
 	writeOnline(t, online, "0-1")
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(log.String(), "CPUs online now: 0-1; the counters follow when perfalloc releases them") {
-		if time.Now().After(deadline) {
-			t.Fatal("the deferred rebuild was never logged")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Settle, "the deferred rebuild to be logged", func() bool {
+		return strings.Contains(log.String(), "CPUs online now: 0-1; the counters follow when perfalloc releases them")
+	})
 	if n := fake.OpenNow(); n != 1 {
 		t.Errorf("%d counters open during the reservation, want cpu0's disabled one", n)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"perfevent/internal/cgroup/cgrouptest"
+	"perfevent/internal/testwait"
 )
 
 // TestKernelCountsOneCgroup counts cpu-clock with PERF_FLAG_PID_CGROUP in
@@ -111,18 +112,16 @@ func TestKernelRecreatedCgroup(t *testing.T) {
 	// grows waits, within a bound, for the instance to pass above.
 	grows := func(tr *Tracker, above uint64, what string) uint64 {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var v uint64
+		var ok bool
+		if !testwait.Until(testwait.Settle, func() bool {
 			tr.Read(need)
-			v, ok := clocks(tr)[name]
-			if ok && v > above {
-				return v
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: cpu-clock of %s stayed at %d (counted: %v), want above %d", what, name, v, ok, above)
-			}
-			time.Sleep(10 * time.Millisecond)
+			v, ok = clocks(tr)[name]
+			return ok && v > above
+		}) {
+			t.Fatalf("%s: cpu-clock of %s stayed at %d (counted: %v), want above %d", what, name, v, ok, above)
 		}
+		return v
 	}
 	v1 := grows(tr, 1e6, "the first cgroup")
 	id := tr.Instances()[0]

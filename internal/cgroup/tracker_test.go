@@ -14,6 +14,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/testwait"
 )
 
 // fakes hands each cgroup directory a fake opener of its own, so that a
@@ -352,15 +353,11 @@ func TestTrackerDefaultRescan(t *testing.T) {
 // instances want.
 func waitPaths(t *testing.T, tr *Tracker, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := paths(tr.Instances())
-		if slices.Equal(got, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instances %q, want %q", got, want)
-		}
-		time.Sleep(time.Millisecond)
+	var got []string
+	if !testwait.Until(testwait.Settle, func() bool {
+		got = paths(tr.Instances())
+		return slices.Equal(got, want)
+	}) {
+		t.Fatalf("instances %q, want %q", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/testwait"
 )
 
 // value reads event ev of the instance at path.
@@ -146,14 +147,10 @@ func TestTrackerRecreatedCgroup(t *testing.T) {
 	}
 	tr.Reopen()
 	var third *countertest.Opener
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		if third = f.get("svc"); third != second && len(tr.Instances()) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cgroup re-created under the reservation was not opened anew")
-		}
-	}
+	testwait.Eventually(t, testwait.Settle, "the cgroup re-created under the reservation to be opened anew", func() bool {
+		third = f.get("svc")
+		return third != second && len(tr.Instances()) == 2
+	})
 	third.Add("cpu-clock", 0, 3, 1, 1)
 	if v := value(t, tr, "/svc", 0); v != 1023 {
 		t.Errorf("/svc after a re-creation under perfalloc: %d, want 1023", v)

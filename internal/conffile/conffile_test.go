@@ -17,6 +17,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/ratio"
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
 )
 
 // readers are the agent's three configuration files, each read through
@@ -148,9 +149,7 @@ func TestHeldAfterThePrivilegeDrop(t *testing.T) {
 		heldChild(t)
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to open a 0600 root file and then lose the right to")
-	}
+	testneed.Root(t, "to open a 0600 root file and then lose the right to")
 	testexec.Rerun(t)
 }
 

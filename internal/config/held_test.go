@@ -9,6 +9,7 @@ import (
 
 	"perfevent/internal/conffile"
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
 )
 
 // The agent opens its configuration as root and reloads it as $PCP_USER:
@@ -19,9 +20,7 @@ func TestHeldConfigAfterThePrivilegeDrop(t *testing.T) {
 		heldChild(t)
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to open a 0600 root file and then lose the right to")
-	}
+	testneed.Root(t, "to open a 0600 root file and then lose the right to")
 	testexec.Rerun(t)
 }
 

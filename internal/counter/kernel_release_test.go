@@ -1,13 +1,13 @@
 package counter_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/counter"
+	"perfevent/internal/testneed"
 )
 
 // TestKernelReleaseStopsCounting: on the real kernel a reservation keeps
@@ -81,9 +81,7 @@ func TestKernelReleaseStopsCounting(t *testing.T) {
 // enable each CPU's group, against Close and Reopen, which close every
 // descriptor and open it again.
 func BenchmarkKernelReservation(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root and perf_event_open (system-wide counters)")
-	}
+	testneed.SystemWide(b)
 	t := &testing.T{}
 	cpus := onlineCPUs(t)
 	specs := countingSpecs(t, cpus)

@@ -16,22 +16,14 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/perf"
 	"perfevent/internal/pmu"
+	"perfevent/internal/testneed"
 )
 
 // needKernelPerf skips unless perf_event_open works here for system-wide
-// software events, which needs root (or CAP_PERFMON).
+// software events.
 func needKernelPerf(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root and perf_event_open (system-wide counters)")
-	}
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
-		Size: perf.AttrSize, Read_format: perf.ReadFormat}
-	fd, err := perf.OpenCPU(&attr, 0)
-	if err != nil {
-		t.Skipf("needs perf_event_open: cpu-clock on cpu0: %v", err)
-	}
-	fd.Close()
+	testneed.SystemWide(t)
 }
 
 func onlineCPUs(t *testing.T) []int {
@@ -338,9 +330,7 @@ func busyEveryCPU(t *testing.T, cpus []int) {
 // online CPU of this machine, through real read() calls. The C agent spends
 // about 170 µs of CPU per fetch of 24 descriptors on this VM.
 func BenchmarkKernelRead(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root and perf_event_open (system-wide counters)")
-	}
+	testneed.SystemWide(b)
 	t := &testing.T{}
 	cpus := onlineCPUs(t)
 	var specs []counter.Spec

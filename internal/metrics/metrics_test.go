@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"perfevent/internal/pmda"
+	"perfevent/internal/testneed"
 )
 
 func TestInstanceName(t *testing.T) {
@@ -168,9 +169,7 @@ func TestClustersUnreadableIsNotEmpty(t *testing.T) {
 // A map that belongs to another user is read only if the caller trusts
 // that user, and so is its directory given away; root's always is.
 func TestClustersTrustsTheOwnersItIsGiven(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to give the map to another user")
-	}
+	testneed.Root(t, "to give the map to another user")
 	const other = 65534 // nobody's uid on Debian; any uid but root's does
 	dir := filepath.Join(t.TempDir(), "perfevent")
 	os.Mkdir(dir, 0o755)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/emulator"
+	"perfevent/internal/testneed"
 )
 
 func TestOpenCPURequiresReadFormat(t *testing.T) {
@@ -31,9 +32,7 @@ func TestAttrSizeIsAKernelVersion(t *testing.T) {
 }
 
 func TestReadCPUClock(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root and perf_event_open (system-wide cpu-clock)")
-	}
+	testneed.SystemWide(t)
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
 		Size: AttrSize, Read_format: ReadFormat}
 	fd, err := OpenCPU(&attr, 0)
@@ -64,9 +63,7 @@ func TestReadCPUClock(t *testing.T) {
 }
 
 func TestOpenMissingCPU(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root and perf_event_open")
-	}
+	testneed.SystemWide(t)
 	emulator.SkipWithoutPerfEvents(t)
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
 		Size: AttrSize, Read_format: ReadFormat}
@@ -89,9 +86,7 @@ func TestOpenGroupCPURequiresGroupReadFormat(t *testing.T) {
 // TestGroupRead opens three software events as a group on cpu0, the way
 // internal/counter does: leader disabled, members, enable.
 func TestGroupRead(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root and perf_event_open (system-wide software events)")
-	}
+	testneed.SystemWide(t)
 	open := func(config uint64, cpu int, leader *FD) (*FD, error) {
 		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config, Size: AttrSize, Read_format: GroupReadFormat}
 		if leader == nil {
@@ -208,9 +203,7 @@ func TestOpenCgroupCPURequiresReadFormat(t *testing.T) {
 // A descriptor that is not a cgroup directory is refused by the kernel,
 // and the errno comes back bare, for callers to classify.
 func TestOpenCgroupCPUNotACgroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root and perf_event_open")
-	}
+	testneed.SystemWide(t)
 	dir, err := os.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

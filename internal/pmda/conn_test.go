@@ -16,6 +16,7 @@ import (
 
 	"perfevent/internal/pdu"
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
 
 	"golang.org/x/sys/unix"
 )
@@ -302,13 +303,8 @@ func TestQuietServe(t *testing.T) {
 // file must stay root's and 0600, and every socket that survives must have
 // been created right (owner, group, 0660) by the bind itself.
 func TestUnixSocketSymlinkRace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, as pmcd starts the agent")
-	}
-	u, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	testneed.Root(t, "as pmcd starts the agent")
+	u := testneed.User(t, "nobody")
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	top := t.TempDir()
@@ -416,12 +412,8 @@ func TestLogSymlinkRace(t *testing.T) {
 		logRaceChild(t)
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, as pmcd starts the agent")
-	}
-	if _, err := user.Lookup("nobody"); err != nil {
-		t.Skip("needs a user called nobody")
-	}
+	testneed.Root(t, "as pmcd starts the agent")
+	testneed.User(t, "nobody")
 	// OpenLog makes the log the process's stderr: a process of its own.
 	testexec.Rerun(t)
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
+	"perfevent/internal/testwait"
 )
 
 const pmcdBin = "/usr/lib/pcp/bin/pmcd"
@@ -29,9 +31,7 @@ func TestRealPMCD(t *testing.T) {
 	if err != nil {
 		t.Skip("needs pminfo in $PATH")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: pmcd -U root keeps the test independent of the pcp user")
-	}
+	testneed.Root(t, "as pmcd -U root keeps the test independent of the pcp user")
 	if testing.Short() {
 		t.Skip("starts pmcd; skipped with -short")
 	}
@@ -86,12 +86,10 @@ func TestRealPMCD(t *testing.T) {
 		return out.String()
 	}
 	var out string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if out = run("-f", "example.version"); strings.Contains(out, `value "1.0.1"`) {
-			break
-		}
-	}
-	if !strings.Contains(out, `value "1.0.1"`) {
+	if !testwait.Until(testwait.Settle, func() bool {
+		out = run("-f", "example.version")
+		return strings.Contains(out, `value "1.0.1"`)
+	}) {
 		t.Fatalf("pmcd never answered for the agent:\n%s", out)
 	}
 	out = run("-dfmtTl", "example.dyn")

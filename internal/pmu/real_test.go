@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/emulator"
+	"perfevent/internal/testneed"
 )
 
 // TestThisMachine resolves names against the real /sys. It needs the
@@ -76,9 +77,7 @@ func TestThisMachineTracepoint(t *testing.T) {
 // TestThisMachineKernelAccepts opens each resolved attr once on CPU 0, to
 // prove the kernel accepts the exclude bits we choose for each PMU.
 func TestThisMachineKernelAccepts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root and perf_event_open")
-	}
+	testneed.SystemWide(t)
 	emulator.SkipWithoutPerfEvents(t)
 	fs := &FS{Sys: "/sys", Proc: "/proc"}
 	names := []string{"page-faults", "perf::CONTEXT-SWITCHES:u", "cpu-clock:k", "software.task-clock"}

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"os/user"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"perfevent/internal/emulator"
 	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
 )
 
 func TestReadStatusSelf(t *testing.T) {
@@ -52,16 +52,9 @@ func TestOnly(t *testing.T) {
 // nobody everywhere with exactly the counter capability, and can still open
 // a counter on a CPU, which an unprivileged process cannot.
 func TestDrop(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to drop privileges")
-	}
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs a user called nobody")
-	}
-	if _, err := os.Stat("/sys/bus/event_source/devices/software"); err != nil {
-		t.Skip("needs perf_event support")
-	}
+	testneed.Root(t, "to drop privileges")
+	nobody := testneed.User(t, "nobody")
+	testneed.PerfEvents(t)
 	emulator.SkipWithoutPerfEvents(t)
 	bin := testexec.BuildTemp(t, "./internal/dropcheck", "dropcheck") // nobody runs it too
 
@@ -106,9 +99,7 @@ func TestDrop(t *testing.T) {
 // kernel needs (see Drop), and no more of them: each one stops the world
 // and waits for every thread.
 func TestDropCalls(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: Drop refuses to start otherwise")
-	}
+	testneed.Root(t, "as Drop refuses to start otherwise")
 	type call struct{ trap, a1, a2, a3 uintptr }
 	var calls []call
 	real := allThreadsSyscall
@@ -327,12 +318,8 @@ func mustAtoi(t *testing.T, s string) int {
 // the mean hides the tail: the median, p90 and worst drop are reported
 // too. Run it with -benchtime 100x or more, beside a competing load.
 func BenchmarkDrop(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root to drop privileges")
-	}
-	if _, err := user.Lookup("nobody"); err != nil {
-		b.Skip("needs a user called nobody")
-	}
+	testneed.Root(b, "to drop privileges")
+	testneed.User(b, "nobody")
 	bin := testexec.BuildTemp(b, "./internal/dropcheck", "dropcheck")
 	var drops []time.Duration
 	for b.Loop() {

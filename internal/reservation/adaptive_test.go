@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/testwait"
 )
 
 // helperOpen opens the file without locking it and says "opened"; on a
@@ -170,10 +172,8 @@ func (o *opener) release(t *testing.T, ch <-chan Status) {
 // waitInterval waits until the watcher's poll interval is want.
 func waitInterval(t *testing.T, w *Watcher, want time.Duration, why string) {
 	t.Helper()
-	for deadline := time.Now().Add(patience); w.poll() != want; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: poll interval %v, want %v", why, w.poll(), want)
-		}
+	if !testwait.Until(patience, func() bool { return w.poll() == want }) {
+		t.Fatalf("%s: poll interval %v, want %v", why, w.poll(), want)
 	}
 }
 
@@ -197,10 +197,8 @@ func checksDuring(w *Watcher, d time.Duration) int64 {
 func waitChecks(t *testing.T, w *Watcher, n int64, why string) {
 	t.Helper()
 	before := w.checks.Load()
-	for deadline := time.Now().Add(patience); w.checks.Load()-before < n; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d checks in %v, want %d", why, w.checks.Load()-before, patience, n)
-		}
+	if !testwait.Until(patience, func() bool { return w.checks.Load()-before >= n }) {
+		t.Fatalf("%s: %d checks in %v, want %d", why, w.checks.Load()-before, patience, n)
 	}
 }
 
@@ -323,14 +321,10 @@ func TestWatcherRecreatedFileCountsAfresh(t *testing.T) {
 	waitInterval(t, w, fast, "a helper has the file open")
 	dev, ino := w.lf.identity()
 	os.Remove(path)
-	for deadline := time.Now().Add(patience); ; time.Sleep(5 * time.Millisecond) {
-		if d, i := w.lf.identity(); d != dev || i != ino {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("deleted lock file not recreated")
-		}
-	}
+	testwait.Eventually(t, patience, "the deleted lock file to be recreated", func() bool {
+		d, i := w.lf.identity()
+		return d != dev || i != ino
+	})
 	// The helper keeps the old file open, which no longer matters.
 	waitInterval(t, w, slow, "nobody has the new file open")
 	o.exit(t)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/testwait"
 )
 
 // Attacks an unprivileged local user can make on the agent's lock watcher.
@@ -285,16 +287,10 @@ func TestWatcherFloodGivesUpTheCount(t *testing.T) {
 	o := startOpener(t, path, "open")
 	o.reserve(t, ch)
 	o.release(t, ch) // no close event: the poll sees it
-	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+	testwait.Eventually(t, patience, "the flood to end after the last open", func() bool {
 		w.users.mu.Lock()
-		flood = w.users.flood
-		w.users.mu.Unlock()
-		if !flood {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still flooded %v after the last open", patience)
-		}
-	}
+		defer w.users.mu.Unlock()
+		return !w.users.flood
+	})
 	waitInterval(t, w, slow, "closes watched again, nobody has the file open")
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/testneed"
 )
 
 func mode(t *testing.T, path string) fs.FileMode {
@@ -228,9 +230,7 @@ func TestOpenRefusesHardLinks(t *testing.T) {
 // and Ensure puts both back when someone changes them. A mode that would
 // let others write, or keep the group out, is refused.
 func TestOpenAccessGroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to give the lock file a group it is not in")
-	}
+	testneed.Root(t, "to give the lock file a group it is not in")
 	path := filepath.Join(t.TempDir(), "perflock")
 	a := Access{Mode: 0o640, GID: 4243, Group: true}
 	lf, err := OpenAccess(path, a)

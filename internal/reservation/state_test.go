@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"perfevent/internal/emulator"
+	"perfevent/internal/testneed"
+	"perfevent/internal/testwait"
 )
 
 func TestWriteReadState(t *testing.T) {
@@ -350,14 +352,10 @@ func TestStateLiveness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if st, _ := processStat(zombie.Process.Pid); st.state == 'Z' {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("true(1) did not exit within 10 s")
-		}
-	}
+	testwait.Eventually(t, testwait.Settle, "true(1) to exit", func() bool {
+		st, _ := processStat(zombie.Process.Pid)
+		return st.state == 'Z'
+	})
 	exited := &State{Program: "pmdaperfevent", PID: zombie.Process.Pid, StartTicks: ticks}
 	if err := exited.Alive(); err == nil || !strings.Contains(err.Error(), "it has exited, and its parent has not reaped it yet") {
 		t.Errorf("unreaped pid: %v", err)
@@ -426,9 +424,7 @@ func TestDefaultLockPath(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestPrepareStateDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the directory to another user")
-	}
+	testneed.Root(t, "to give the directory to another user")
 	const nobody = 65534
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "perflock")
@@ -478,9 +474,7 @@ func TestPrepareStateDir(t *testing.T) {
 // or as a directory of another user's, is refused and never written: the
 // file in the link's target is neither replaced nor deleted.
 func TestReplacedStateDirIsNeverWritten(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the directory to another user")
-	}
+	testneed.Root(t, "to give the directory to another user")
 	const nobody = 65534
 	for _, kind := range []string{"symlink", "directory of another user"} {
 		top := t.TempDir()

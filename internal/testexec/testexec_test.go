@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"perfevent/internal/testneed"
 )
 
 func TestMain(m *testing.M) {
@@ -69,9 +71,7 @@ func TestRerunAs(t *testing.T) {
 		}
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run a process as uid 65534")
-	}
+	testneed.Root(t, "to run a process as uid 65534")
 	RerunAs(t, 65534, 65534)
 }
 
