@@ -147,10 +147,17 @@ func TestTrackerRecreatedCgroup(t *testing.T) {
 	}
 	tr.Reopen()
 	var third *countertest.Opener
-	testwait.Eventually(t, testwait.Settle, "the cgroup re-created under the reservation to be opened anew", func() bool {
-		third = f.get("svc")
-		return third != second && len(tr.Instances()) == 2
+	// Reopen first reopens what it had (the dead cgroup's set too); the
+	// rescan it asks for then finds the new inode. Only after that rescan
+	// is the re-created cgroup's counter the one served.
+	testwait.Eventually(t, testwait.Settle, "the rescan Reopen asks for", func() bool {
+		tr.opMu.Lock()
+		defer tr.opMu.Unlock()
+		return !tr.missed
 	})
+	if third = f.get("svc"); third == second || len(tr.Instances()) != 2 {
+		t.Fatalf("the cgroup re-created under the reservation was not opened anew (%d instances)", len(tr.Instances()))
+	}
 	third.Add("cpu-clock", 0, 3, 1, 1)
 	if v := value(t, tr, "/svc", 0); v != 1023 {
 		t.Errorf("/svc after a re-creation under perfalloc: %d, want 1023", v)
