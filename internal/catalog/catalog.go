@@ -69,17 +69,23 @@ type Unserved struct {
 // (pmu.FS.PresentNames), or the generic family that every machine gets.
 func Detect(present []string) *Family {
 	for _, f := range families {
-		for _, p := range f.PMUs {
+		for _, p := range f.pmus {
 			if slices.Contains(present, p) {
-				return f
+				return f.get()
 			}
 		}
 	}
-	return &Generic
+	return generic()
 }
 
 // Families are every family of the catalog, the generic one last.
-func Families() []*Family { return append(slices.Clone(families), &Generic) }
+func Families() []*Family {
+	var all []*Family
+	for _, f := range families {
+		all = append(all, f.get())
+	}
+	return append(all, generic())
+}
 
 // Fit is what one CPU's PMU of the family can count in one group; soft
 // tells the events that never wait for a counter (software, msr,

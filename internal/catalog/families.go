@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"perfevent/internal/ratio"
 )
@@ -259,45 +260,51 @@ func concat(parts ...[]ratio.Def) []ratio.Def {
 
 // Skylake and Cascade Lake servers (libpfm4's skx; its clients share the
 // core events as skl), 4 counters a thread with Hyper-Threading on.
-var skylakeSP = &Family{
-	Name: "Intel Skylake-SP / Cascade Lake", PMUs: []string{"skx", "clx", "skl"}, Counters: 4, Fixed: intelFixed,
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, srcSKX+"IPC")},
-		skylakeTopDown("skx", srcSKX),
-		imcBandwidth(srcSKX+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
-		energy(), x86Frequency(), intelMPKI(srcSKX),
-	),
-	Unserved: []Unserved{
-		{"topdown_branch_mispredicts", TopDownL2, "Branch_Mispredicts = BR_MISP_RETIRED / (BR_MISP_RETIRED + MACHINE_CLEARS) × Bad_Speculation", srcSKX + "Branch_Mispredicts", "a product of two ratios, not one linear ratio"},
-		{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcSKX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
-	},
+func skylakeSP() *Family {
+	return &Family{
+		Name: "Intel Skylake-SP / Cascade Lake", PMUs: []string{"skx", "clx", "skl"}, Counters: 4, Fixed: intelFixed,
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, srcSKX+"IPC")},
+			skylakeTopDown("skx", srcSKX),
+			imcBandwidth(srcSKX+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
+			energy(), x86Frequency(), intelMPKI(srcSKX),
+		),
+		Unserved: []Unserved{
+			{"topdown_branch_mispredicts", TopDownL2, "Branch_Mispredicts = BR_MISP_RETIRED / (BR_MISP_RETIRED + MACHINE_CLEARS) × Bad_Speculation", srcSKX + "Branch_Mispredicts", "a product of two ratios, not one linear ratio"},
+			{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcSKX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
+		},
+	}
 }
 
 // Ice Lake servers (libpfm4's icx; clients icl), 8 counters a thread,
 // PERF_METRICS through the kernel's slots and topdown-* events.
-var iceLakeSP = &Family{
-	Name: "Intel Ice Lake-SP", PMUs: []string{"icx", "icl"}, Counters: 8, Fixed: intelFixed,
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, srcICX+"IPC")},
-		iceLakeTopDown(srcICX),
-		imcBandwidth(srcICX+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
-		energy(), x86Frequency(), intelMPKI(srcICX),
-	),
-	Unserved: []Unserved{
-		{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcICX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
-	},
+func iceLakeSP() *Family {
+	return &Family{
+		Name: "Intel Ice Lake-SP", PMUs: []string{"icx", "icl"}, Counters: 8, Fixed: intelFixed,
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, srcICX+"IPC")},
+			iceLakeTopDown(srcICX),
+			imcBandwidth(srcICX+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
+			energy(), x86Frequency(), intelMPKI(srcICX),
+		),
+		Unserved: []Unserved{
+			{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcICX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
+		},
+	}
 }
 
 // Sapphire Rapids and Emerald Rapids (libpfm4's spr; emr where the
 // libpfm4 tables name it), 8 counters a thread.
-var sapphireRapids = &Family{
-	Name: "Intel Sapphire Rapids / Emerald Rapids", PMUs: []string{"spr", "emr"}, Counters: 8, Fixed: intelFixed,
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, srcSPR+"IPC")},
-		sapphireRapidsTopDown(srcSPR),
-		imcBandwidth(srcSPR+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
-		energy(), x86Frequency(), intelMPKI(srcSPR),
-	),
+func sapphireRapids() *Family {
+	return &Family{
+		Name: "Intel Sapphire Rapids / Emerald Rapids", PMUs: []string{"spr", "emr"}, Counters: 8, Fixed: intelFixed,
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, srcSPR+"IPC")},
+			sapphireRapidsTopDown(srcSPR),
+			imcBandwidth(srcSPR+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
+			energy(), x86Frequency(), intelMPKI(srcSPR),
+		),
+	}
 }
 
 // gnrCAS are Granite Rapids' CAS counts of one direction, in the kernel's
@@ -312,16 +319,18 @@ func gnrCAS(umask string) []string {
 // Granite Rapids (libpfm4's gnr), 8 counters a thread: TMA levels 1 and 2
 // as Sapphire Rapids (Intel's formulas are the same), and DRAM bandwidth
 // from its own memory-controller events.
-var graniteRapids = &Family{
-	Name: "Intel Granite Rapids", PMUs: []string{"gnr"}, Counters: 8, Fixed: intelFixed,
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, srcGNR+"IPC")},
-		sapphireRapidsTopDown(srcGNR),
-		bandwidthOf(gnrCAS("0xcf"), gnrCAS("0xf0"),
-			srcGNR+"memory_bandwidth_read, memory_bandwidth_write ((UNC_M_CAS_COUNT_SCH0 + UNC_M_CAS_COUNT_SCH1) × 64 bytes / duration; "+
-				"GNR/events/graniterapids_uncore.json: SCH0 event 0x05, SCH1 event 0x06, RD umask 0xCF, WR umask 0xF0)"),
-		energy(), x86Frequency(), intelMPKI(srcGNR),
-	),
+func graniteRapids() *Family {
+	return &Family{
+		Name: "Intel Granite Rapids", PMUs: []string{"gnr"}, Counters: 8, Fixed: intelFixed,
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, srcGNR+"IPC")},
+			sapphireRapidsTopDown(srcGNR),
+			bandwidthOf(gnrCAS("0xcf"), gnrCAS("0xf0"),
+				srcGNR+"memory_bandwidth_read, memory_bandwidth_write ((UNC_M_CAS_COUNT_SCH0 + UNC_M_CAS_COUNT_SCH1) × 64 bytes / duration; "+
+					"GNR/events/graniterapids_uncore.json: SCH0 event 0x05, SCH1 event 0x06, RD umask 0xCF, WR umask 0xF0)"),
+			energy(), x86Frequency(), intelMPKI(srcGNR),
+		),
+	}
 }
 
 // zenTopDown is AMD's pipeline utilization on a Zen core that defines
@@ -371,32 +380,34 @@ func zenFamily(name, pmu string, td *zenTopDown) *Family {
 }
 
 // Arm Neoverse N1 (libpfm4's arm_n1): 6 counters and the cycle counter.
-var neoverseN1 = &Family{
-	Name: "Arm Neoverse N1", PMUs: []string{"arm_n1"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, srcArm+"ipc = INST_RETIRED / CPU_CYCLES")},
-		[]ratio.Def{
-			def(TopDown, "topdown_frontend_bound", ratio.Pure, []string{"STALL_FRONTEND"}, nil, cycles, 1,
-				"TopDown level 1: the share of cycles the front end stalled the pipeline.", srcArm+"frontend_bound = STALL_FRONTEND / CPU_CYCLES"),
-			def(TopDown, "topdown_backend_bound", ratio.Pure, []string{"STALL_BACKEND"}, nil, cycles, 1,
-				"TopDown level 1: the share of cycles the back end stalled the pipeline.", srcArm+"backend_bound = STALL_BACKEND / CPU_CYCLES"),
-			def(TopDown, "topdown_not_stalled", ratio.Pure, []string{cycles, "STALL_FRONTEND", "STALL_BACKEND"}, []float64{1, -1, -1}, cycles, 1,
-				"The share of cycles neither end stalled, 1 − frontend_bound − backend_bound: retiring plus bad speculation, which Arm splits by INST_RETIRED / INST_SPEC.",
-				srcArm+"1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES, the factor of retiring and bad_speculation"),
-			def(TopDown, "topdown_retired_share", ratio.Pure, []string{"INST_RETIRED"}, nil, "INST_SPEC", 1,
-				"Instructions retired per instruction speculatively executed: retiring = not_stalled × this, bad_speculation = not_stalled × (1 − this).",
-				srcArm+"INST_RETIRED / INST_SPEC, the other factor of retiring and bad_speculation"),
+func neoverseN1() *Family {
+	return &Family{
+		Name: "Arm Neoverse N1", PMUs: []string{"arm_n1"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, srcArm+"ipc = INST_RETIRED / CPU_CYCLES")},
+			[]ratio.Def{
+				def(TopDown, "topdown_frontend_bound", ratio.Pure, []string{"STALL_FRONTEND"}, nil, cycles, 1,
+					"TopDown level 1: the share of cycles the front end stalled the pipeline.", srcArm+"frontend_bound = STALL_FRONTEND / CPU_CYCLES"),
+				def(TopDown, "topdown_backend_bound", ratio.Pure, []string{"STALL_BACKEND"}, nil, cycles, 1,
+					"TopDown level 1: the share of cycles the back end stalled the pipeline.", srcArm+"backend_bound = STALL_BACKEND / CPU_CYCLES"),
+				def(TopDown, "topdown_not_stalled", ratio.Pure, []string{cycles, "STALL_FRONTEND", "STALL_BACKEND"}, []float64{1, -1, -1}, cycles, 1,
+					"The share of cycles neither end stalled, 1 − frontend_bound − backend_bound: retiring plus bad speculation, which Arm splits by INST_RETIRED / INST_SPEC.",
+					srcArm+"1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES, the factor of retiring and bad_speculation"),
+				def(TopDown, "topdown_retired_share", ratio.Pure, []string{"INST_RETIRED"}, nil, "INST_SPEC", 1,
+					"Instructions retired per instruction speculatively executed: retiring = not_stalled × this, bad_speculation = not_stalled × (1 − this).",
+					srcArm+"INST_RETIRED / INST_SPEC, the other factor of retiring and bad_speculation"),
+			},
+			[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
+			mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArm+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
+		),
+		Unserved: []Unserved{
+			{"topdown_retiring", TopDown, "INST_RETIRED / INST_SPEC × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)", srcArm + "retiring",
+				"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
+			{"topdown_bad_speculation", TopDown, "(1 − INST_RETIRED / INST_SPEC) × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)", srcArm + "bad_speculation",
+				"a product of two ratios; served as its factors (1 − topdown_retired_share) × topdown_not_stalled"},
+			{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse N1 systems in general"},
 		},
-		[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
-		mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArm+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
-	),
-	Unserved: []Unserved{
-		{"topdown_retiring", TopDown, "INST_RETIRED / INST_SPEC × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)", srcArm + "retiring",
-			"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
-		{"topdown_bad_speculation", TopDown, "(1 − INST_RETIRED / INST_SPEC) × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)", srcArm + "bad_speculation",
-			"a product of two ratios; served as its factors (1 − topdown_retired_share) × topdown_not_stalled"},
-		{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse N1 systems in general"},
-	},
+	}
 }
 
 // armSlots is Arm's slot-based top-down level 1 on a Neoverse core with
@@ -426,97 +437,127 @@ func armSlots(slots int, fe, be []string, feW, beW []float64, source string, for
 // Arm Neoverse V2 (libpfm4's arm_v2): 6 counters and the cycle counter,
 // 8 slots a cycle; each mispredicted branch is charged 8 front-end and 24
 // back-end slots.
-var neoverseV2 = &Family{
-	Name: "Arm Neoverse V2", PMUs: []string{"arm_v2"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, srcArmV2+"ipc = INST_RETIRED / CPU_CYCLES")},
-		armSlots(8, []string{"BR_MIS_PRED"}, []string{"BR_MIS_PRED"}, []float64{-8}, []float64{-24}, srcArmV2, [4]string{
-			"frontend_bound = STALL_SLOT_FRONTEND / (CPU_CYCLES × 8) − BR_MIS_PRED / CPU_CYCLES",
-			"backend_bound = STALL_SLOT_BACKEND / (CPU_CYCLES × 8) − BR_MIS_PRED × 3 / CPU_CYCLES",
-			"1 − STALL_SLOT / (CPU_CYCLES × 8), the factor of retiring and bad_speculation",
-			"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation",
-		}),
-		[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
-		mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV2+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
-	),
-	Unserved: []Unserved{
-		{"topdown_retiring", TopDown, "OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (CPU_CYCLES × 8))", srcArmV2 + "retiring",
-			"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
-		{"topdown_bad_speculation", TopDown, "(1 − OP_RETIRED / OP_SPEC) × (1 − STALL_SLOT / (CPU_CYCLES × 8)) + BR_MIS_PRED × 4 / CPU_CYCLES", srcArmV2 + "bad_speculation",
-			"a product of two ratios plus a third"},
-		{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V2 systems in general"},
-	},
+func neoverseV2() *Family {
+	return &Family{
+		Name: "Arm Neoverse V2", PMUs: []string{"arm_v2"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, srcArmV2+"ipc = INST_RETIRED / CPU_CYCLES")},
+			armSlots(8, []string{"BR_MIS_PRED"}, []string{"BR_MIS_PRED"}, []float64{-8}, []float64{-24}, srcArmV2, [4]string{
+				"frontend_bound = STALL_SLOT_FRONTEND / (CPU_CYCLES × 8) − BR_MIS_PRED / CPU_CYCLES",
+				"backend_bound = STALL_SLOT_BACKEND / (CPU_CYCLES × 8) − BR_MIS_PRED × 3 / CPU_CYCLES",
+				"1 − STALL_SLOT / (CPU_CYCLES × 8), the factor of retiring and bad_speculation",
+				"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation",
+			}),
+			[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
+			mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV2+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
+		),
+		Unserved: []Unserved{
+			{"topdown_retiring", TopDown, "OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (CPU_CYCLES × 8))", srcArmV2 + "retiring",
+				"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
+			{"topdown_bad_speculation", TopDown, "(1 − OP_RETIRED / OP_SPEC) × (1 − STALL_SLOT / (CPU_CYCLES × 8)) + BR_MIS_PRED × 4 / CPU_CYCLES", srcArmV2 + "bad_speculation",
+				"a product of two ratios plus a third"},
+			{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V2 systems in general"},
+		},
+	}
 }
 
 // Arm Neoverse V3 (libpfm4's arm_v3): 6 counters for libpfm4 (its
 // implementations may have up to 20), 10 slots a cycle; the front end is
 // charged the cycles it spent recovering from a flush, 10 slots each.
 // Arm's level 2 splits each end's stalled cycles into core and memory.
-var neoverseV3 = &Family{
-	Name: "Arm Neoverse V3", PMUs: []string{"arm_v3"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, srcArmV3+"ipc = INST_RETIRED / CPU_CYCLES")},
-		armSlots(10, []string{"STALL_FRONTEND_FLUSH"}, nil, []float64{-10}, nil, srcArmV3, [4]string{
-			"frontend_bound = STALL_SLOT_FRONTEND / (10 × CPU_CYCLES) − STALL_FRONTEND_FLUSH / CPU_CYCLES",
-			"backend_bound = STALL_SLOT_BACKEND / (10 × CPU_CYCLES)",
-			"1 − STALL_SLOT / (10 × CPU_CYCLES), the factor of retiring and bad_speculation",
-			"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation",
-		}),
-		[]ratio.Def{
-			def(TopDownL2, "topdown_frontend_core_bound", ratio.Pure, []string{"STALL_FRONTEND_CPUBOUND"}, nil, "STALL_FRONTEND", 1,
-				"TopDown level 2: the share of the front end's stalled cycles due to the core (branch prediction, flushes), not to fetch latency.", srcArmV3+"frontend_core_bound = STALL_FRONTEND_CPUBOUND / STALL_FRONTEND"),
-			def(TopDownL2, "topdown_frontend_mem_bound", ratio.Pure, []string{"STALL_FRONTEND_MEMBOUND"}, nil, "STALL_FRONTEND", 1,
-				"TopDown level 2: the share of the front end's stalled cycles due to instruction fetch latency (caches, TLB).", srcArmV3+"frontend_mem_bound = STALL_FRONTEND_MEMBOUND / STALL_FRONTEND"),
-			def(TopDownL2, "topdown_backend_core_bound", ratio.Pure, []string{"STALL_BACKEND_CPUBOUND"}, nil, "STALL_BACKEND", 1,
-				"TopDown level 2: the share of the back end's stalled cycles due to core resources other than memory.", srcArmV3+"backend_core_bound = STALL_BACKEND_CPUBOUND / STALL_BACKEND"),
-			def(TopDownL2, "topdown_backend_mem_bound", ratio.Pure, []string{"STALL_BACKEND_MEMBOUND"}, nil, "STALL_BACKEND", 1,
-				"TopDown level 2: the share of the back end's stalled cycles due to memory access latency.", srcArmV3+"backend_mem_bound = STALL_BACKEND_MEMBOUND / STALL_BACKEND"),
+func neoverseV3() *Family {
+	return &Family{
+		Name: "Arm Neoverse V3", PMUs: []string{"arm_v3"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, srcArmV3+"ipc = INST_RETIRED / CPU_CYCLES")},
+			armSlots(10, []string{"STALL_FRONTEND_FLUSH"}, nil, []float64{-10}, nil, srcArmV3, [4]string{
+				"frontend_bound = STALL_SLOT_FRONTEND / (10 × CPU_CYCLES) − STALL_FRONTEND_FLUSH / CPU_CYCLES",
+				"backend_bound = STALL_SLOT_BACKEND / (10 × CPU_CYCLES)",
+				"1 − STALL_SLOT / (10 × CPU_CYCLES), the factor of retiring and bad_speculation",
+				"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation",
+			}),
+			[]ratio.Def{
+				def(TopDownL2, "topdown_frontend_core_bound", ratio.Pure, []string{"STALL_FRONTEND_CPUBOUND"}, nil, "STALL_FRONTEND", 1,
+					"TopDown level 2: the share of the front end's stalled cycles due to the core (branch prediction, flushes), not to fetch latency.", srcArmV3+"frontend_core_bound = STALL_FRONTEND_CPUBOUND / STALL_FRONTEND"),
+				def(TopDownL2, "topdown_frontend_mem_bound", ratio.Pure, []string{"STALL_FRONTEND_MEMBOUND"}, nil, "STALL_FRONTEND", 1,
+					"TopDown level 2: the share of the front end's stalled cycles due to instruction fetch latency (caches, TLB).", srcArmV3+"frontend_mem_bound = STALL_FRONTEND_MEMBOUND / STALL_FRONTEND"),
+				def(TopDownL2, "topdown_backend_core_bound", ratio.Pure, []string{"STALL_BACKEND_CPUBOUND"}, nil, "STALL_BACKEND", 1,
+					"TopDown level 2: the share of the back end's stalled cycles due to core resources other than memory.", srcArmV3+"backend_core_bound = STALL_BACKEND_CPUBOUND / STALL_BACKEND"),
+				def(TopDownL2, "topdown_backend_mem_bound", ratio.Pure, []string{"STALL_BACKEND_MEMBOUND"}, nil, "STALL_BACKEND", 1,
+					"TopDown level 2: the share of the back end's stalled cycles due to memory access latency.", srcArmV3+"backend_mem_bound = STALL_BACKEND_MEMBOUND / STALL_BACKEND"),
+			},
+			[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
+			mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV3+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
+		),
+		Unserved: []Unserved{
+			{"topdown_retiring", TopDown, "OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (10 × CPU_CYCLES)), the rest of the slots", srcArmV3 + "retiring",
+				"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
+			{"topdown_bad_speculation", TopDown, "(1 − STALL_SLOT / (10 × CPU_CYCLES)) × (1 − OP_RETIRED / OP_SPEC) + STALL_FRONTEND_FLUSH / CPU_CYCLES", srcArmV3 + "bad_speculation",
+				"a product of two ratios plus a third"},
+			{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V3 systems in general"},
 		},
-		[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
-		mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV3+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
-	),
-	Unserved: []Unserved{
-		{"topdown_retiring", TopDown, "OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (10 × CPU_CYCLES)), the rest of the slots", srcArmV3 + "retiring",
-			"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
-		{"topdown_bad_speculation", TopDown, "(1 − STALL_SLOT / (10 × CPU_CYCLES)) × (1 − OP_RETIRED / OP_SPEC) + STALL_FRONTEND_FLUSH / CPU_CYCLES", srcArmV3 + "bad_speculation",
-			"a product of two ratios plus a third"},
-		{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V3 systems in general"},
-	},
+	}
 }
 
 // IBM POWER9: 4 programmable counters (PMC5 and PMC6 count instructions
 // and cycles only).
-var power9 = &Family{
-	Name: "IBM POWER9", PMUs: []string{"power9"}, Counters: 4,
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, "IBM POWER9 PMU user's guide, PM_INST_CMPL / PM_CYC")},
-		[]ratio.Def{cyclesFrequency(cycles, "IBM POWER9 PMU user's guide, PM_CYC; cycles per second of cpu-clock")},
-		mpki(instructions, "L1-dcache-load-misses|PM_LD_MISS_L1", "", "branch-misses|PM_BR_MPRED_CMPL", "IBM POWER9 PMU user's guide, PM_LD_MISS_L1 and PM_BR_MPRED_CMPL per PM_INST_CMPL"),
-	),
-	Unserved: []Unserved{
-		{"topdown_*", TopDown, "", "IBM POWER9 PMU user's guide", "IBM defines a CPI stack (PM_CMPLU_STALL_*), not a top-down slot method"},
-	},
+func power9() *Family {
+	return &Family{
+		Name: "IBM POWER9", PMUs: []string{"power9"}, Counters: 4,
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, "IBM POWER9 PMU user's guide, PM_INST_CMPL / PM_CYC")},
+			[]ratio.Def{cyclesFrequency(cycles, "IBM POWER9 PMU user's guide, PM_CYC; cycles per second of cpu-clock")},
+			mpki(instructions, "L1-dcache-load-misses|PM_LD_MISS_L1", "", "branch-misses|PM_BR_MPRED_CMPL", "IBM POWER9 PMU user's guide, PM_LD_MISS_L1 and PM_BR_MPRED_CMPL per PM_INST_CMPL"),
+		),
+		Unserved: []Unserved{
+			{"topdown_*", TopDown, "", "IBM POWER9 PMU user's guide", "IBM defines a CPI stack (PM_CMPLU_STALL_*), not a top-down slot method"},
+		},
+	}
 }
 
-var families = []*Family{
-	skylakeSP, iceLakeSP, sapphireRapids, graniteRapids,
-	zenFamily("AMD Zen 5", "amd64_fam1ah_zen5", &zenTopDown{slots: 8, dispatched: "cpu/event=0xaa,umask=0x3/", source: srcZen5, umcSource: srcZen5UMC}),
-	zenFamily("AMD Zen 4", "amd64_fam19h_zen4", &zenTopDown{slots: 6, dispatched: "cpu/event=0xaa,umask=0x7/", source: srcAMD,
-		umcSource: "AMD PPR for Family 19h Model 11h (55901), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each"}),
-	zenFamily("AMD Zen 3", "amd64_fam19h_zen3", nil),
-	zenFamily("AMD Zen 2", "amd64_fam17h_zen2", nil),
-	neoverseN1, neoverseV2, neoverseV3, power9,
+// families are the catalog's families with the libpfm4 PMUs that tell
+// each, which must be its Family.PMUs. A family's metrics are built the
+// first time it is asked for: an agent starts with one family, not all.
+var families = []lazyFamily{
+	lazy(skylakeSP, "skx", "clx", "skl"),
+	lazy(iceLakeSP, "icx", "icl"),
+	lazy(sapphireRapids, "spr", "emr"),
+	lazy(graniteRapids, "gnr"),
+	lazy(func() *Family {
+		return zenFamily("AMD Zen 5", "amd64_fam1ah_zen5", &zenTopDown{slots: 8, dispatched: "cpu/event=0xaa,umask=0x3/", source: srcZen5, umcSource: srcZen5UMC})
+	}, "amd64_fam1ah_zen5"),
+	lazy(func() *Family {
+		return zenFamily("AMD Zen 4", "amd64_fam19h_zen4", &zenTopDown{slots: 6, dispatched: "cpu/event=0xaa,umask=0x7/", source: srcAMD,
+			umcSource: "AMD PPR for Family 19h Model 11h (55901), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each"})
+	}, "amd64_fam19h_zen4"),
+	lazy(func() *Family { return zenFamily("AMD Zen 3", "amd64_fam19h_zen3", nil) }, "amd64_fam19h_zen3"),
+	lazy(func() *Family { return zenFamily("AMD Zen 2", "amd64_fam17h_zen2", nil) }, "amd64_fam17h_zen2"),
+	lazy(neoverseN1, "arm_n1"),
+	lazy(neoverseV2, "arm_v2"),
+	lazy(neoverseV3, "arm_v3"),
+	lazy(power9, "power9"),
 }
 
-// Generic is every other machine: the kernel's generic events, energy
+type lazyFamily struct {
+	pmus []string
+	get  func() *Family
+}
+
+func lazy(build func() *Family, pmus ...string) lazyFamily {
+	return lazyFamily{pmus, sync.OnceValue(build)}
+}
+
+// generic is every other machine: the kernel's generic events, energy
 // and msr where the kernel has them.
-var Generic = Family{
-	Name: "generic", Counters: 4,
-	Metrics: concat(
-		[]ratio.Def{ipc(instructions, cycles, "perf stat's \"insn per cycle\"")},
-		energy(),
-		x86Frequency(),
-		[]ratio.Def{cyclesFrequency(cycles, "core cycles per second of cpu-clock")},
-		mpki(instructions, "L1-dcache-load-misses", "LLC-load-misses", "branch-misses", "the kernel's generic cache and branch events"),
-	),
-}
+var generic = sync.OnceValue(func() *Family {
+	return &Family{
+		Name: "generic", Counters: 4,
+		Metrics: concat(
+			[]ratio.Def{ipc(instructions, cycles, "perf stat's \"insn per cycle\"")},
+			energy(),
+			x86Frequency(),
+			[]ratio.Def{cyclesFrequency(cycles, "core cycles per second of cpu-clock")},
+			mpki(instructions, "L1-dcache-load-misses", "LLC-load-misses", "branch-misses", "the kernel's generic cache and branch events"),
+		),
+	}
+})
