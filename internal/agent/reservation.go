@@ -218,7 +218,10 @@ func (a *Agent) updateState(s *reservation.Status) {
 	overridden := a.overridden
 	// Posted, not written here: this runs on the lock watcher's thread,
 	// which must not wait for the file system.
-	a.state.Post(func(st *reservation.State) {
+	// A report that changes nothing, as the watcher's first, is not
+	// written again.
+	a.state.PostChange(func(st *reservation.State) bool {
+		changed := !slices.Equal(st.Events, events)
 		if s != nil {
 			counters := reservation.CountersOpen
 			if s.Reserved && !overridden {
@@ -226,11 +229,14 @@ func (a *Agent) updateState(s *reservation.Status) {
 			}
 			if st.Counters != counters {
 				st.Since = time.Now()
+				changed = true
 			}
 			st.Counters = counters
+			changed = changed || !slices.Equal(st.Holders, s.Holders)
 			st.Holders = append(st.Holders[:0], s.Holders...)
 		}
 		st.Events = events
+		return changed
 	}, func(err error) { a.log.Warningf("state file: %v", err) })
 }
 

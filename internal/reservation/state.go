@@ -363,10 +363,23 @@ func (f *StateFile) Update(fn func(*State)) error {
 // the change fails, failed (if not nil) is called with the error, on the
 // StateFile's goroutine.
 func (f *StateFile) Post(fn func(*State), failed func(error)) {
+	f.PostChange(func(s *State) bool { fn(s); return true }, failed)
+}
+
+// PostChange is Post for a change that may turn out to be none: when fn
+// reports that it left the state as it was, nothing is written for it (the
+// periodic rewrite goes on). The lock watcher's first report at start-up
+// is such a one, the state NewStateFileIn wrote already.
+func (f *StateFile) PostChange(fn func(*State) (changed bool), failed func(error)) {
 	f.mu.Lock()
-	fn(&f.state)
-	f.failed = failed
+	changed := fn(&f.state)
+	if changed {
+		f.failed = failed
+	}
 	f.mu.Unlock()
+	if !changed {
+		return
+	}
 	select {
 	case f.posted <- struct{}{}:
 	default: // a write is due already, and will carry this change
