@@ -364,7 +364,7 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 		a.told[line] = true
 	}
 	cg, cgSpec, cgSays := a.startCgroups(plan, c.cgroups, r)
-	cKeys, cExtra := cLayout(&a.o, c, opener)
+	cKeys, cExtra := cLayout(c, opener)
 	clusters.Prefer(cKeys)
 	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations(), cExtra...)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 func Check(o Options, w io.Writer) (problems int, err error) {
 	files := holdFiles(&o)
 	defer files.Close()
+	o.CLayout = "" // the C agent's numbering is the agent's concern, not the check's
 	c, err := count(&o, files, counter.Config{})
 	if err != nil {
 		return 0, err

@@ -23,8 +23,9 @@ import (
 
 // counted is what count made of the configuration.
 type counted struct {
-	plan   *setup.Plan     // what each line means here, with its notes
-	family *catalog.Family // the metric catalog's part for this machine
+	plan    *setup.Plan      // what each line means here, with its notes
+	cLayout *setup.CPrepared // readied.cLayout
+	family  *catalog.Family  // the metric catalog's part for this machine
 	// unusable are the catalog's ratios whose events were not opened,
 	// the notes saying why already.
 	unusable []string
@@ -75,8 +76,9 @@ func (c *confFiles) Close() {
 // part that runs outside the agent's lock, under a time bound.
 type readied struct {
 	plan     *setup.Plan
-	family   *catalog.Family // the metric catalog's part for this machine
-	unusable []string        // the catalog's ratios whose events were not opened
+	cLayout  *setup.CPrepared // the C agent's configuration read on this machine; nil: none
+	family   *catalog.Family  // the metric catalog's part for this machine
+	unusable []string         // the catalog's ratios whose events were not opened
 	specs    []counter.Spec
 	join     []uint32 // counter.Config.JoinSoftware
 	ratios   ratioDefs
@@ -115,6 +117,12 @@ func ready(o *Options, files *confFiles) (*readied, error) {
 		return nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
 	r := &readied{plan: setup.Make(f, perr, m, o.Compat)}
+	if o.CLayout != "" {
+		// In this pass: the events it shares with the plan are read once.
+		if cf, _ := config.ParseFile(o.CLayout); cf != nil {
+			r.cLayout = setup.PrepareCLayout(cf, m, o.Compat)
+		}
+	}
 	r.family = catalog.Detect(fs.PresentNames())
 	var fromCatalog []ratio.Def
 	if !o.NoCatalog {
@@ -166,7 +174,7 @@ func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
 	r.plan.Opened(set, sum)
 	fs := o.fs()
 	defer fs.Pass()()
-	return &counted{plan: r.plan, family: r.family, unusable: r.unusable, set: set, sum: sum, derived: r.plan.AddDerived(set, fs), ratios: r.ratios, cgroups: r.cgroups}, nil
+	return &counted{plan: r.plan, cLayout: r.cLayout, family: r.family, unusable: r.unusable, set: set, sum: sum, derived: r.plan.AddDerived(set, fs), ratios: r.ratios, cgroups: r.cgroups}, nil
 }
 
 // buildTable is the table that serves what the plan kept: the last step
@@ -219,22 +227,13 @@ func chooseRatios(c *counted) []ratio.Chosen {
 }
 
 // cLayout is how PCP's C agent would number the metrics of its own
-// configuration (o.CLayout) on this machine, cluster i+2 for keys[i], and
+// configuration (Options.CLayout) on this machine, cluster i+2 for keys[i], and
 // the names of it that c does not serve, each with the counter of c that
 // counts the same event if there is one and the C agent counts it. Whether the C agent's event
 // opens is what c's counter of the same event did, or else a trial open
 // through opener.
-func cLayout(o *Options, c *counted, opener counter.Opener) (keys []string, extra []metrics.CMetric) {
-	if o.CLayout == "" {
-		return nil, nil
-	}
-	f, _ := config.ParseFile(o.CLayout)
-	if f == nil {
-		return nil, nil
-	}
-	fs := o.fs()
-	m, err := setup.ReadMachine(fs)
-	if err != nil {
+func cLayout(c *counted, opener counter.Opener) (keys []string, extra []metrics.CMetric) {
+	if c.cLayout == nil {
 		return nil, nil
 	}
 	same := func(ev *pmu.Event) int {
@@ -262,7 +261,7 @@ func cLayout(o *Options, c *counted, opener counter.Opener) (keys []string, extr
 		}
 		return len(set.CPUs(0)) > 0
 	}
-	slots := setup.CLayout(f, m, o.Compat, opens)
+	slots := c.cLayout.Slots(opens)
 	served := map[string]bool{}
 	for _, pc := range c.plan.Counters {
 		served["hwcounters."+pc.Metric] = true

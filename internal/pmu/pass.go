@@ -20,6 +20,8 @@ import (
 type pass struct {
 	pmus      map[string]pmuRead
 	types     map[string]typeRead
+	tps       map[string]tpRead // tracepoint ids, by root/subsys/event
+	tpRoot    *rootRead
 	names     []string
 	namesErr  error
 	namesRead bool
@@ -35,13 +37,24 @@ type typeRead struct {
 	err error
 }
 
+type tpRead struct {
+	id    uint64
+	found bool
+	err   error
+}
+
+type rootRead struct {
+	root    string
+	mounted bool
+}
+
 // Pass starts a pass; end finishes it. Until then, and until another pass
 // starts, lookups of the same PMU share one read of its directory, and the
 // PMU returned must not be changed. Passes do not nest: a pass that starts
 // while another runs replaces it, so both use reads no older than the
 // later one's start. Outside a pass every lookup reads sysfs.
 func (fs *FS) Pass() (end func()) {
-	p := &pass{pmus: map[string]pmuRead{}, types: map[string]typeRead{}}
+	p := &pass{pmus: map[string]pmuRead{}, types: map[string]typeRead{}, tps: map[string]tpRead{}}
 	fs.passMu.Lock()
 	fs.pass = p
 	fs.passMu.Unlock()
@@ -136,4 +149,38 @@ func (fs *FS) cachedNames(read func() ([]string, error)) ([]string, error) {
 	p.names, p.namesErr, p.namesRead = names, err, true
 	fs.passMu.Unlock()
 	return slices.Clone(names), err
+}
+
+// passTracingRoot is tracingRoot, looked for once per pass.
+func (fs *FS) passTracingRoot() (string, bool) {
+	p := fs.current()
+	if p == nil {
+		return fs.tracingRoot()
+	}
+	fs.passMu.Lock()
+	r := p.tpRoot
+	fs.passMu.Unlock()
+	if r == nil {
+		r = &rootRead{}
+		r.root, r.mounted = fs.tracingRoot()
+		fs.passMu.Lock()
+		p.tpRoot = r
+		fs.passMu.Unlock()
+	}
+	return r.root, r.mounted
+}
+
+// passTracepointID is tracepointID, read once per pass: the agent's plan
+// and the C agent's numbering resolve the same tracepoints.
+func (fs *FS) passTracepointID(root, subsys, event string) (uint64, bool, error) {
+	p := fs.current()
+	if p == nil {
+		id, _, found, err := fs.tracepointID(root, subsys, event)
+		return id, found, err
+	}
+	r := memo(&fs.passMu, p.tps, root+"/"+subsys+"/"+event, func() tpRead {
+		id, _, found, err := fs.tracepointID(root, subsys, event)
+		return tpRead{id, found, err}
+	})
+	return r.id, r.found, r.err
 }

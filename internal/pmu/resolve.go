@@ -385,7 +385,7 @@ func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool
 	// That tells "sched:sched_switch" without tracefs from
 	// "INST_RETIRED:ANY_P".
 	lowerCase := subsys == strings.ToLower(subsys)
-	root, mounted := fs.tracingRoot()
+	root, mounted := fs.passTracingRoot()
 	var id uint64
 	source := ""
 	if !mounted {
@@ -407,7 +407,7 @@ func (fs *FS) resolveTracepoint(name, subsys string, mods []string) (Event, bool
 	} else {
 		var found bool
 		var err error
-		id, _, found, err = fs.tracepointID(root, subsys, event)
+		id, found, err = fs.passTracepointID(root, subsys, event)
 		if !found {
 			if lowerCase {
 				return Event{}, true, fmt.Errorf("event %q: not a generic event, and %s has no tracepoint subsystem %s%s", name, filepath.Join(root, "events"), subsys,

@@ -46,20 +46,53 @@ type Opens func(ev *pmu.Event, cpus []int) bool
 //     order, each if one alternative's members all got a slot and agree on
 //     their CPUs.
 func CLayout(f *config.File, m Machine, compat bool, opens Opens) []CSlot {
-	if f == nil || m.PMU == nil {
-		return nil
-	}
-	var slots []CSlot
-	byName := map[string]bool{} // config names that got a slot, for derived members
+	return PrepareCLayout(f, m, compat).Slots(opens)
+}
 
+// A CPrepared is CLayout's reading of sysfs, done before any counter is
+// opened: the agent prepares it with its own plan, while each PMU's sysfs
+// directory and each tracepoint is read once for both (pmu.FS.Pass), and
+// decides the slots once its counters are open.
+type CPrepared struct {
+	ok      bool
+	compat  bool
+	section []cEvent // the chosen PMU section's events, in reverse file order
+	dynamic []cDynamic
+	derived []*config.Section
+	hasDyn  bool
+}
+
+// cEvent is a resolved event of the PMU section and its CPUs.
+type cEvent struct {
+	name  string
+	event pmu.Event
+	cpus  []int
+}
+
+// cDynamic is an event of a PMU the C agent's [dynamic] section walks,
+// with the [dynamic] lines that start with its name.
+type cDynamic struct {
+	full   string
+	listed int
+	event  *pmu.Event // nil: not resolvable here
+	cpus   []int
+}
+
+// PrepareCLayout resolves what CLayout needs of f on m.
+func PrepareCLayout(f *config.File, m Machine, compat bool) *CPrepared {
+	c := &CPrepared{compat: compat}
+	if f == nil || m.PMU == nil {
+		return c
+	}
 	present := map[string]bool{}
 	for _, n := range m.PMU.PresentNames() {
 		present[n] = true
 	}
 	alloc, err := config.NewCPUAllocator(m.Topology)
 	if err != nil {
-		return nil
+		return c
 	}
+	c.ok = true
 	if section, _ := f.ChoosePMUSection(func(name string) bool { return present[name] }); section != nil {
 		for i := len(section.Events) - 1; i >= 0; i-- {
 			ev := section.Events[i]
@@ -69,51 +102,70 @@ func CLayout(f *config.File, m Machine, compat bool, opens Opens) []CSlot {
 				continue
 			}
 			cpus, err := alloc.CPUs(ev.CPU, ev.Pos)
-			if err != nil || !opens(&resolved, cpus) {
+			if err != nil {
 				continue
 			}
-			slots = append(slots, CSlot{Key: "hwcounters." + names.Metric(ev.Name, compat), Event: &resolved, CPUs: cpus, Counted: true})
-			byName[ev.Name] = true
+			c.section = append(c.section, cEvent{name: ev.Name, event: resolved, cpus: cpus})
 		}
 	}
 
-	dynamic, derived, hasDynamic := cSections(f)
-	if hasDynamic {
+	var dynamic []string
+	dynamic, c.derived, c.hasDyn = cSections(f)
+	if c.hasDyn {
 		for _, p := range cPMUs(m.PMU) {
 			for _, e := range p.events {
-				full := p.name + "." + e
-				var listed []string
-				for _, d := range dynamic {
-					if strings.HasPrefix(d, full) {
-						listed = append(listed, d)
+				d := cDynamic{full: p.name + "." + e}
+				for _, l := range dynamic {
+					if strings.HasPrefix(l, d.full) {
+						d.listed++
 					}
 				}
-				key := "hwcounters." + names.Metric(full, compat)
-				var resolved *pmu.Event
-				if r, err := m.PMU.ResolveWith(full, pmu.Options{}); err == nil {
-					resolved = &r
+				if r, err := m.PMU.ResolveWith(d.full, pmu.Options{}); err == nil {
+					d.event = &r
 				}
-				cpus := m.Topology.Online
-				if resolved != nil && resolved.CPUs != nil {
-					cpus = resolved.CPUs
+				d.cpus = m.Topology.Online
+				if d.event != nil && d.event.CPUs != nil {
+					d.cpus = d.event.CPUs
 				}
-				if len(listed) == 0 {
-					slots = append(slots, CSlot{Key: key, Event: resolved, CPUs: cpus})
-					byName[full] = true
-					continue
-				}
-				if resolved == nil || !opens(resolved, cpus) {
-					continue
-				}
-				for range listed {
-					slots = append(slots, CSlot{Key: key, Event: resolved, CPUs: cpus, Counted: true})
-				}
-				byName[full] = true
+				c.dynamic = append(c.dynamic, d)
 			}
 		}
 	}
+	return c
+}
 
-	for _, s := range derived {
+// Slots are CLayout's slots, opens telling which events open.
+func (c *CPrepared) Slots(opens Opens) []CSlot {
+	if c == nil || !c.ok {
+		return nil
+	}
+	var slots []CSlot
+	byName := map[string]bool{} // config names that got a slot, for derived members
+	for _, e := range c.section {
+		resolved := e.event
+		if !opens(&resolved, e.cpus) {
+			continue
+		}
+		slots = append(slots, CSlot{Key: "hwcounters." + names.Metric(e.name, c.compat), Event: &resolved, CPUs: e.cpus, Counted: true})
+		byName[e.name] = true
+	}
+	for _, d := range c.dynamic {
+		key := "hwcounters." + names.Metric(d.full, c.compat)
+		if d.listed == 0 {
+			slots = append(slots, CSlot{Key: key, Event: d.event, CPUs: d.cpus})
+			byName[d.full] = true
+			continue
+		}
+		if d.event == nil || !opens(d.event, d.cpus) {
+			continue
+		}
+		for range d.listed {
+			slots = append(slots, CSlot{Key: key, Event: d.event, CPUs: d.cpus, Counted: true})
+		}
+		byName[d.full] = true
+	}
+
+	for _, s := range c.derived {
 		for _, g := range s.Groups {
 			ok := true
 			for _, t := range g.Terms {
@@ -123,7 +175,7 @@ func CLayout(f *config.File, m Machine, compat bool, opens Opens) []CSlot {
 				}
 			}
 			if ok {
-				slots = append(slots, CSlot{Key: "derived." + names.Metric(s.Name, compat)})
+				slots = append(slots, CSlot{Key: "derived." + names.Metric(s.Name, c.compat)})
 				break
 			}
 		}
