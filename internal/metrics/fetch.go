@@ -92,8 +92,9 @@ type Source struct {
 const recentSpan = uint64(time.Second)
 
 func (s *Source) setRef(cluster int, r ref) {
-	for len(s.refs) <= cluster {
-		s.refs = append(s.refs, ref{})
+	if cluster >= len(s.refs) {
+		// Clusters need not come in order: grown once, to this one.
+		s.refs = append(s.refs, make([]ref, cluster+1-len(s.refs))...)
 	}
 	s.refs[cluster] = r
 }
