@@ -261,8 +261,10 @@ func decodeIndex(arch, file, text string, names map[*PMU]string, sizes map[strin
 	if lines[0] != indexHeader {
 		return nil, fmt.Errorf("%s:1: the header is not %q", file, indexHeader)
 	}
+	var f []string // one line's fields, reused: a PMU keeps substrings, not the slice
 	for n, line := range lines[1:] {
-		r := fields{file: file, line: n + 2, f: strings.Split(line, "\t")}
+		f = splitInto(f[:0], line, '\t')
+		r := fields{file: file, line: n + 2, f: f}
 		if len(r.f) != 19 {
 			return nil, fmt.Errorf("%s:%d: %d fields, want 19", file, r.line, len(r.f))
 		}
@@ -312,6 +314,19 @@ func decodeIndex(arch, file, text string, names map[*PMU]string, sizes map[strin
 		}
 	}
 	return pmus, nil
+}
+
+// splitInto is strings.Split into dst's storage: the index is decoded at
+// every start, and a slice a line was most of what that allocated.
+func splitInto(dst []string, s string, sep byte) []string {
+	for {
+		i := strings.IndexByte(s, sep)
+		if i < 0 {
+			return append(dst, s)
+		}
+		dst = append(dst, s[:i])
+		s = s[i+1:]
+	}
 }
 
 // The table files' header lines name their columns; a table whose header
