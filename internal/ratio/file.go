@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"perfevent/internal/conffile"
 	"perfevent/internal/counter"
@@ -99,7 +100,7 @@ func parse(name string, src []byte) ([]Def, []Switch, error) {
 			return nil
 		}
 		if f := strings.Fields(line); len(f) > 0 && (f[0] == "enable" || f[0] == "disable") {
-			if len(f) != 2 || !nameRE.MatchString(f[1]) {
+			if len(f) != 2 || !nameRE().MatchString(f[1]) {
 				return fmt.Errorf("want \"%s GROUP\", GROUP a group of the catalog or \"catalog\"", f[0])
 			}
 			sws = append(sws, Switch{Group: f[1], On: f[0] == "enable"})
@@ -125,7 +126,7 @@ func parse(name string, src []byte) ([]Def, []Switch, error) {
 func parseLine(line string) (Def, error) {
 	name, rhs, ok := strings.Cut(line, "=")
 	name = strings.TrimSpace(name)
-	if !ok || !nameRE.MatchString(name) {
+	if !ok || !nameRE().MatchString(name) {
 		return Def{}, errors.New(syntax)
 	}
 	d := Def{Name: name, Scale: 1}
@@ -159,7 +160,9 @@ func parseLine(line string) (Def, error) {
 	return d, d.Check()
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+// nameRE is compiled on first use, when a ratios.conf names a ratio, not
+// at every start's package init.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`) })
 
 // Defs are the user's ratios of the file at path, then the built-in ones:
 // a user's ratio named like a built-in one comes first, and so wins when
