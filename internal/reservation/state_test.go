@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -544,5 +545,42 @@ func TestStateDirComesBack(t *testing.T) {
 	}
 	if s, err := ReadState(StatePath(lock)); err != nil || s.Counters != CountersReleased {
 		t.Errorf("state after the directory came back: %+v, %v", s, err)
+	}
+}
+
+// A PostChange whose update changes nothing asks for no write: the lock
+// watcher's first report at start-up is such a one.
+func TestStateFilePostChangeUnchanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.state")
+	sf, err := NewStateFile(path, State{Program: "pmdaperfevent", Counters: CountersOpen}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	before, err := ReadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf.writeMu.Lock() // the refresher takes the first post, then waits here
+	sf.PostChange(func(s *State) bool { s.Holders = []int{7}; return true }, nil)
+	deadline := time.Now().Add(patience)
+	for len(sf.posted) > 0 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if len(sf.posted) > 0 {
+		sf.writeMu.Unlock()
+		t.Fatal("the refresher did not take the first post")
+	}
+	sf.PostChange(func(s *State) bool { return false }, nil)
+	due := len(sf.posted)
+	sf.writeMu.Unlock()
+	if due != 0 {
+		t.Errorf("an update that changed nothing asked for a write")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	s, err := WaitState(ctx, path, 0, func(s *State) bool { return slices.Equal(s.Holders, []int{7}) })
+	if err != nil || s.Generation != before.Generation+1 {
+		t.Errorf("after a change and an update that changed nothing: %+v, %v; want one write (generation %d)", s, err, before.Generation+1)
 	}
 }
