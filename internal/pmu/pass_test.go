@@ -164,3 +164,36 @@ func TestPassReadsEachPMUOnce(t *testing.T) {
 		t.Errorf("cpu read %d times after the passes, want 3", reads["cpu"])
 	}
 }
+
+// TestPassReadsEachTracepointOnce: in a pass a tracepoint's id is read
+// once, however often it is resolved (the plan and the C agent's layout
+// both resolve it); the next pass reads it again.
+func TestPassReadsEachTracepointOnce(t *testing.T) {
+	fs := copyTree(t, "vm")
+	idFile := filepath.Join(fs.Tracing[0], "events", "sched", "sched_switch", "id")
+	id := func() uint64 {
+		t.Helper()
+		ev, err := fs.Resolve("sched:sched_switch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.Attr.Config
+	}
+	was := id()
+	end := fs.Pass()
+	if got := id(); got != was {
+		t.Fatalf("id %d in the pass, %d outside", got, was)
+	}
+	if err := os.WriteFile(idFile, []byte("4242\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := id(); got != was {
+		t.Errorf("the same pass read the id again: %d, want %d", got, was)
+	}
+	end()
+	end = fs.Pass()
+	defer end()
+	if got := id(); got != 4242 {
+		t.Errorf("the next pass: id %d, want the new 4242", got)
+	}
+}
