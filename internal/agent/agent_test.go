@@ -171,6 +171,13 @@ func (h *tester) waitLog(t *testing.T, text string) {
 // values fetches a metric by name, through the fake pmcd: instance → value.
 func (h *tester) values(t *testing.T, name string) map[int32]float64 {
 	t.Helper()
+	return h.fetchSet(t, name).Map()
+}
+
+// fetchSet fetches a metric by name, through the fake pmcd, and fails the
+// test unless its value set came back whole.
+func (h *tester) fetchSet(t *testing.T, name string) pmcdtest.Set {
+	t.Helper()
 	id, err := h.c.PMID(name)
 	if err != nil {
 		t.Fatalf("PMID of %s: %v", name, err)
@@ -182,7 +189,7 @@ func (h *tester) values(t *testing.T, name string) map[int32]float64 {
 	if err := r.Sets[0].Err(); err != nil {
 		t.Fatalf("fetching %s: %v", name, err)
 	}
-	return r.Sets[0].Map()
+	return r.Sets[0]
 }
 
 // writeOnline replaces the fixture's online list in one step, as the

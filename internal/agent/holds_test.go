@@ -16,19 +16,8 @@ import (
 // they are.
 func (h *tester) fetchOne(t *testing.T, name string) map[int32]string {
 	t.Helper()
-	id, err := h.c.PMID(name)
-	if err != nil {
-		t.Fatalf("PMID of %s: %v", name, err)
-	}
-	r, err := h.c.Fetch(id)
-	if err != nil {
-		t.Fatalf("fetching %s: %v", name, err)
-	}
-	if err := r.Sets[0].Err(); err != nil {
-		t.Fatalf("fetching %s: %v", name, err)
-	}
 	out := map[int32]string{}
-	for _, v := range r.Sets[0].Values {
+	for _, v := range h.fetchSet(t, name).Values {
 		out[v.Inst] = v.String()
 	}
 	return out
