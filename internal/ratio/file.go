@@ -164,18 +164,12 @@ func parseLine(line string) (Def, error) {
 // at every start's package init.
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`) })
 
-// Defs are the user's ratios of the file at path, then the built-in ones:
-// a user's ratio named like a built-in one comes first, and so wins when
-// it can be served. errs has one error per bad line, or why the file
-// could not be read.
-func Defs(path string) (defs []Def, user int, errs []error) {
-	defs, user, _, errs = DefsWith(path, nil)
-	return defs, user, errs
-}
-
-// DefsWith is Defs with the catalog's ratios for this machine between the
-// user's and the built-in ones, less those of the groups the file turns
-// off; off names each ratio of catalog turned off.
+// DefsWith are the user's ratios of the file at path, then the catalog's
+// ratios for this machine less those of the groups the file turns off,
+// then the built-in ones: a user's ratio named like another comes first,
+// and so wins when it can be served. off names each ratio of catalog
+// turned off; errs has one error per bad line, or why the file could not
+// be read.
 func DefsWith(path string, catalog []Def) (defs []Def, user int, off []string, errs []error) {
 	mine, sws, err := ReadFile(path)
 	return defsWith(path, mine, sws, err, catalog)
@@ -219,27 +213,21 @@ func defsWith(path string, mine []Def, sws []Switch, err error, catalog []Def) (
 	return append(defs, Builtin...), len(mine), off, errs
 }
 
-// Choose is Defs and Select in one, for the agent and --check: the ratios
+// Choose is DefsWith and ChooseFrom in one, with no catalog: the ratios
 // served, the file's problems, and informational lines (each user's ratio
 // not served and why, then each ratio served). A built-in ratio that this
 // machine cannot count is normal (a VM has no ipc) and gets no line.
 func Choose(path string, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
-	return ChooseWith(path, nil, nil, set, scales)
-}
-
-// ChooseWith is Choose with the catalog's ratios for this machine
-// (DefsWith): each of those gets a line too, served or not, with its
-// formula and source, but those quiet names: the caller has said why
-// already.
-func ChooseWith(path string, catalog []Def, quiet func(name string) bool, set *counter.Set, scales Scales) (chosen []Chosen, problems []error, info []string) {
-	defs, user, off, problems := DefsWith(path, catalog)
-	chosen, info = ChooseFrom(path, defs, user, len(catalog), off, quiet, set, scales)
+	defs, user, off, problems := DefsWith(path, nil)
+	chosen, info = ChooseFrom(path, defs, user, 0, off, nil, set, scales)
 	return chosen, problems, info
 }
 
-// ChooseFrom is ChooseWith of what DefsWith or DefsHeldWith returned: the
+// ChooseFrom selects among what DefsWith or DefsHeldWith returned: the
 // definitions, how many are the user's and the catalog's, and the
-// catalog's turned off in the file at path.
+// catalog's turned off in the file at path. Each of the catalog's ratios
+// gets a line too, served or not, with its formula and source, but those
+// quiet names: the caller has said why already.
 func ChooseFrom(path string, defs []Def, user, catalog int, off []string, quiet func(name string) bool, set *counter.Set, scales Scales) (chosen []Chosen, info []string) {
 	chosen, why := Select(defs, set, scales)
 	for _, w := range why[:user] {
