@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -117,21 +118,7 @@ func (a *Agent) checkHierarchy() {
 	if mode == g.cgMode {
 		return
 	}
-	a.mu.Lock()
-	reserved := a.holding()
-	if reserved {
-		a.reloadDue = true
-	}
-	a.mu.Unlock()
-	if reserved {
-		a.log.Infof("cgroups: perfevent.cgroup.mode is now %q (was %q); the counters follow when perfalloc releases them", mode, g.cgMode)
-		return
-	}
-	a.log.Infof("cgroups: perfevent.cgroup.mode is now %q (was %q); rebuilding the counters", mode, g.cgMode)
-	a.pace()
-	a.buildMu.Lock()
-	defer a.buildMu.Unlock()
-	a.rebuild()
+	a.rebuildFor(fmt.Sprintf("cgroups: perfevent.cgroup.mode is now %q (was %q)", mode, g.cgMode))
 }
 
 // hierarchy finds the hierarchy that owns perf_event: a.locate, which

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"perfevent/internal/cpuhotplug"
@@ -47,6 +48,15 @@ func (a *Agent) checkCPUs() {
 // on and off costs at most one rebuild per minReopen. It takes the lock
 // that reservations need only to open and swap, as a reload does.
 func (a *Agent) cpusChanged(online []int) {
+	a.rebuildFor(fmt.Sprintf("CPUs online now: %s", cpulist.Format(online)))
+}
+
+// rebuildFor rebuilds the generation for a change of the machine that why
+// names, as a reload does: after perfalloc's release if the counters are
+// reserved now (the holder was promised the PMU), otherwise at once, in
+// its turn in the reopen pacing and outside the lock that reservations
+// need but to open and swap.
+func (a *Agent) rebuildFor(why string) {
 	a.mu.Lock()
 	reserved := a.holding()
 	if reserved {
@@ -54,10 +64,10 @@ func (a *Agent) cpusChanged(online []int) {
 	}
 	a.mu.Unlock()
 	if reserved {
-		a.log.Infof("CPUs online now: %s; the counters follow when perfalloc releases them", cpulist.Format(online))
+		a.log.Infof("%s; the counters follow when perfalloc releases them", why)
 		return
 	}
-	a.log.Infof("CPUs online now: %s; rebuilding the counters", cpulist.Format(online))
+	a.log.Infof("%s; rebuilding the counters", why)
 	a.pace()
 	a.buildMu.Lock()
 	defer a.buildMu.Unlock()
