@@ -78,6 +78,13 @@ func TestIndexMatchesTables(t *testing.T) {
 			}
 		}
 	}
+	for _, arch := range Archs {
+		want := slices.Clone(ArchPMUs(arch))
+		slices.SortStableFunc(want, func(a, b *PMU) int { return a.ID - b.ID })
+		if got := ArchPMUsByID(arch); !slices.Equal(got, want) {
+			t.Errorf("%s: ArchPMUsByID is not ArchPMUs sorted by ID", arch)
+		}
+	}
 	if p := find("amd64", "skx"); p.mayHave("NO_SUCH_EVENT") || p.mayHave("cpu-clock") {
 		t.Error("skx may have NO_SUCH_EVENT or cpu-clock")
 	}
@@ -136,7 +143,7 @@ func renderIndex() ([]byte, error) {
 	b.WriteString("// The data is libpfm4's (MIT): see tables/LICENSE.libpfm4.\n\npackage pfm\n\n")
 	b.WriteString("var generatedIndex = []generatedArch{\n")
 	for _, arch := range Archs {
-		fmt.Fprintf(&b, "\t{arch: %q, pmus: index_%s, byName: byName_%s},\n", arch, arch, arch)
+		fmt.Fprintf(&b, "\t{arch: %q, pmus: index_%s, byName: byName_%s, byID: byID_%s},\n", arch, arch, arch, arch)
 	}
 	b.WriteString("}\n\n")
 
@@ -184,19 +191,27 @@ func renderIndex() ([]byte, error) {
 			renderPMU(&b, p, hv)
 		}
 		b.WriteString("}\n\n")
-		byName := make([]uint16, len(pmus))
-		for i := range byName {
-			byName[i] = uint16(i)
-		}
-		slices.SortStableFunc(byName, func(x, y uint16) int { return strings.Compare(pmus[x].Name, pmus[y].Name) })
-		fmt.Fprintf(&b, "var byName_%s = []uint16{", arch)
-		for i, k := range byName {
-			if i%16 == 0 {
-				b.WriteString("\n\t")
+		for _, o := range []struct {
+			name string
+			cmp  func(x, y *PMU) int
+		}{
+			{"byName", func(x, y *PMU) int { return strings.Compare(x.Name, y.Name) }},
+			{"byID", func(x, y *PMU) int { return x.ID - y.ID }},
+		} {
+			order := make([]uint16, len(pmus))
+			for i := range order {
+				order[i] = uint16(i)
 			}
-			fmt.Fprintf(&b, "%d, ", k)
+			slices.SortStableFunc(order, func(x, y uint16) int { return o.cmp(pmus[x], pmus[y]) })
+			fmt.Fprintf(&b, "var %s_%s = []uint16{", o.name, arch)
+			for i, k := range order {
+				if i%16 == 0 {
+					b.WriteString("\n\t")
+				}
+				fmt.Fprintf(&b, "%d, ", k)
+			}
+			b.WriteString("\n}\n\n")
 		}
-		b.WriteString("\n}\n\n")
 	}
 	b.Write(hashes.Bytes())
 

@@ -21,6 +21,7 @@ var catalog struct {
 	once   sync.Once
 	pmus   []*PMU
 	byArch map[string][]*PMU
+	byID   map[string][]*PMU
 
 	mu     sync.Mutex
 	loaded map[*PMU]*loadedPMU // keyed by header
@@ -53,6 +54,13 @@ func PMUs() []*PMU {
 func ArchPMUs(arch string) []*PMU {
 	readIndex()
 	return catalog.byArch[arch]
+}
+
+// ArchPMUsByID is ArchPMUs in the order of libpfm4's PMU ids, in which
+// pfm_for_all_pmus walks them.
+func ArchPMUsByID(arch string) []*PMU {
+	readIndex()
+	return catalog.byID[arch]
 }
 
 // Load gives the PMU named name, with its tables, decoded on first use
@@ -164,6 +172,7 @@ type generatedArch struct {
 	arch   string
 	pmus   []PMU
 	byName []uint16 // indexes of pmus by Name, then Order
+	byID   []uint16 // by ID, then Order
 }
 
 // generatedTable is a table compiled in rather than decoded.
@@ -176,6 +185,7 @@ type generatedTable struct {
 func readIndex() {
 	catalog.once.Do(func() {
 		catalog.byArch = map[string][]*PMU{}
+		catalog.byID = map[string][]*PMU{}
 		catalog.loaded = map[*PMU]*loadedPMU{}
 		catalog.tables = map[string]*loadedTable{}
 		for _, a := range generatedIndex {
@@ -184,6 +194,11 @@ func readIndex() {
 				pmus[i] = &a.pmus[i]
 			}
 			catalog.byArch[a.arch] = pmus
+			byID := make([]*PMU, len(a.byID))
+			for i, k := range a.byID {
+				byID[i] = pmus[k]
+			}
+			catalog.byID[a.arch] = byID
 			catalog.pmus = append(catalog.pmus, pmus...)
 		}
 	})

@@ -47,6 +47,10 @@ type FS struct {
 	passMu sync.Mutex
 	pass   *pass // the configuration pass under way; see Pass
 
+	cpuOnce sync.Once
+	cpu     CPUInfo // the first processor of <Proc>/cpuinfo; see CPUInfo
+	cpuErr  error
+
 	detectOnce sync.Once
 	active     []*pfm.PMU // libpfm4's active PMUs; see LibpfmPMUs
 	arch       string     // their libpfm4 build
