@@ -63,7 +63,7 @@ func (fs *FS) ResolveWith(name string, o Options) (Event, error) {
 	if name == "" {
 		return Event{}, errors.New("empty event name")
 	}
-	ev, err := fs.resolve(name, o)
+	ev, err := fs.passResolve(name, o)
 	if err != nil {
 		return Event{}, err
 	}
