@@ -18,10 +18,14 @@ fails at once, so counters are held on this machine's CPUs only, and the
 RSS is less than on the real machine (internal/agent's scale benchmarks
 give the cost per CPU); hardware events fail as they do on this VM.
 
-libpfm4 detects the CPU by CPUID, not cpuinfo, so the C agent is given
-LIBPFM_FORCE_PMU (the fixture's core PMU), which activates that PMU and
-the generic ones but no uncore PMU; where Debian's libpfm4 (4.13) does
-not know the core PMU, the C agent runs with what it detects itself.
+libpfm4 detects the CPU by CPUID, not cpuinfo: in the C agent it sees
+this VM's CPU (AMD family 0x1a, which Debian's libpfm4 4.13 does not
+know) and activates its generic perf PMUs only, which is what both
+configurations' [perf] sections need. Forcing the fixture's core PMU
+(LIBPFM_FORCE_PMU=skx) activates that PMU alone, without the perf PMU,
+and the C agent then counts no [perf] event at all. Ours detects the
+fixture's core, uncore and RAPL PMUs from its cpuinfo and sysfs, as on
+the real machine.
 
 Usage: fixtures.py [--rounds N] [--fixtures a,b] [--go-agent PATH] [--c-agent PATH]
 (BENCH_ROUNDS, BENCH_FIXTURES_LIST, BENCH_GO_AGENT, BENCH_C_AGENT). Needs root.
@@ -44,12 +48,10 @@ repo = os.path.normpath(os.path.join(here, "..", ".."))
 TESTDATA = os.path.join(repo, "internal", "pmu", "testdata")
 C_AGENT = "/var/lib/pcp/pmdas/perfevent/pmdaperfevent"
 
-# Fixture, what it is, and the core PMU libpfm4 is forced to for the C
-# agent ("" when Debian's libpfm4 does not know it).
 FIXTURES = {
-    "skylake": ("Skylake-SP, 36 CPUs, uncore IMC", "skx"),
-    "sapphirerapids": ("Sapphire Rapids, 160 CPUs, uncore CHA, IMC, UPI, PCU", "spr"),
-    "zen5": ("Zen 5, 2 CPUs, amd_df, amd_l3, amd_umc", ""),
+    "skylake": "Skylake-SP, 36 CPUs, uncore IMC",
+    "sapphirerapids": "Sapphire Rapids, 160 CPUs, uncore CHA, IMC, UPI, PCU",
+    "zen5": "Zen 5, 2 CPUs, amd_df, amd_l3, amd_umc",
 }
 CONFIGS = {
     "stock": os.path.join(repo, "perfevent.conf"),
@@ -168,7 +170,7 @@ def main():
     print("load at start: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     try:
         for fx in o.fixtures.split(","):
-            what, force = FIXTURES[fx]
+            what = FIXTURES[fx]
             root = os.path.join(TESTDATA, fx)
             for cname, conf in CONFIGS.items():
                 runs = {label: [] for label in LABELS}
@@ -191,8 +193,6 @@ def main():
                                     argv.append("--no-catalog")
                             else:
                                 argv = [o.c_agent, "-l", log]
-                                if force:
-                                    env["LIBPFM_FORCE_PMU"] = force
                             x = start(argv, env)
                             if r > 0:  # the first round only warms the page cache
                                 runs[label].append(x)
@@ -207,7 +207,7 @@ def main():
                 results["%s_%s" % (fx, cname)] = row
                 g, n, c = row["go"], row["go_nocatalog"], row["c"]
                 ratios = [a / b for a, b in zip(g["cpu_ms"], c["cpu_ms"]) if a and b]
-                note = "" if force else " (C: Debian's libpfm4 lacks this CPU: generic PMUs only)"
+                note = ""
                 if not any(c["startup_ms"]):
                     note = " (C: no CREDS: it did not start)"
                 line = ("fixture_%s_%s startup_ms go=%s c=%s cpu_ms go=%s c=%s ratio=%s spread=%s rss_kb go=%s c=%s "
