@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"perfevent/internal/catalog"
-	"perfevent/internal/conffile"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -46,7 +45,7 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 	if !o.NoCatalog {
 		notes = append(notes, catalogNotes(c.family)...)
 	}
-	notes = append(notes, cNotes(&o, plan.Config)...)
+	notes = append(notes, cNotes(&o, plan.Config, c.src)...)
 	cg := planCgroups(o.Config, c.cgroups, c.opened.counters)
 	notes = append(notes, cg.notes...)
 	notes = append(notes, hierarchyNote(cg)...)
@@ -103,14 +102,11 @@ func sortedNotes(notes []setup.Note) []setup.Note {
 
 // cNotes are --check's notes about what the C agent would make of the file:
 // with --c-compatible, problems; without, only the warning about a file
-// with no events, which neither agent can count anything from.
-func cNotes(o *Options, f *config.File) []setup.Note {
+// with no events, which neither agent can count anything from. src is what
+// f was parsed from.
+func cNotes(o *Options, f *config.File, src []byte) []setup.Note {
 	if f == nil {
 		return nil
-	}
-	src, err := conffile.Read(o.Config)
-	if err != nil {
-		return []setup.Note{{Severity: setup.Problem, Text: err.Error()}}
 	}
 	names, _ := o.fs().PMUNames()
 	present := func(name string) bool { return name == "software" || slices.Contains(names, name) }

@@ -25,6 +25,7 @@ import (
 // made it, untouched, and beside it what opening it gave.
 type counted struct {
 	plan    *setup.Plan      // what each line means here, with its notes
+	src     []byte           // readied.src
 	cLayout *setup.CPrepared // readied.cLayout
 	family  *catalog.Family  // the metric catalog's part for this machine
 	// unusable are the catalog's ratios whose events were not opened,
@@ -95,6 +96,7 @@ func (c *confFiles) Close() {
 // part that runs outside the agent's lock, under a time bound.
 type readied struct {
 	plan     *setup.Plan
+	src      []byte           // perfevent.conf as read for the plan
 	cLayout  *setup.CPrepared // the C agent's configuration read on this machine; nil: none
 	family   *catalog.Family  // the metric catalog's part for this machine
 	unusable []string         // the catalog's ratios whose events were not opened
@@ -124,18 +126,21 @@ func count(o *Options, files *confFiles, cfg counter.Config) (*counted, error) {
 }
 
 // ready reads the configuration files and plans them (count's first half).
+// Each file is read once: what a build needs of one again (--check's
+// comparison with the C agent's parser) comes from what ready read.
 func ready(o *Options, files *confFiles) (*readied, error) {
-	f, perr := config.ParseHeld(files.config)
-	if f == nil && perr != nil {
-		return nil, perr
+	src, err := files.config.Read()
+	if err != nil {
+		return nil, err
 	}
+	f, perr := config.Parse(files.config.Path(), src)
 	fs := o.fs()
 	defer fs.Pass()() // each PMU's sysfs directory is read once per pass (pmu.FS.Pass)
 	m, err := setup.ReadMachine(fs)
 	if err != nil {
 		return nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
-	r := &readied{plan: setup.Make(f, perr, m, o.Compat)}
+	r := &readied{plan: setup.Make(f, perr, m, o.Compat), src: src}
 	if o.CLayout != "" {
 		// In this pass: the events it shares with the plan are read once.
 		if cf, _ := config.ParseFile(o.CLayout); cf != nil {
@@ -188,7 +193,7 @@ func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &counted{plan: r.plan, cLayout: r.cLayout, family: r.family, unusable: r.unusable, set: set, sum: sum, ratios: r.ratios, cgroups: r.cgroups}
+	c := &counted{plan: r.plan, src: r.src, cLayout: r.cLayout, family: r.family, unusable: r.unusable, set: set, sum: sum, ratios: r.ratios, cgroups: r.cgroups}
 	c.opened = recordOpen(r.plan, set, sum)
 	fs := o.fs()
 	defer fs.Pass()()
