@@ -74,13 +74,17 @@ type Derived struct {
 	Metric  string
 }
 
-// Plan is what the config asks for on this machine.
+// Plan is what the config asks for on this machine. Nobody changes a plan
+// once it is made: the log, --check and the agent read it as it is, and
+// what opening its counters gave is recorded beside it.
 type Plan struct {
 	Config   *config.File
 	Section  *config.Section // the PMU section in use; nil if none matched
 	Counters []Counter       // in config order: the chosen section, then [dynamic]
 	Derived  []Derived       // in config order
-	Notes    []Note
+	// Notes say what became of each line, and of each operand the
+	// catalog asked for (WithOperands), in that order.
+	Notes []Note
 	// Online is the list of online CPUs the plan was made against: the
 	// agent rebuilds when it changes (see internal/cpuhotplug).
 	Online []int
