@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,5 +258,39 @@ func TestCheckAndTableAgreeOnTheCorpus(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A build leaves the plan as ready made it: opening the counters, the
+// derived metrics, the ratios, the table and the C agent's numbering
+// are recorded beside it.
+func TestBuildLeavesThePlan(t *testing.T) {
+	dir := confDir(t)
+	root := filepath.Join("..", "pmu", "testdata", "skylake")
+	o := &Options{Config: filepath.Join(dir, "perfevent.conf"), CLayout: filepath.Join(dir, "perfevent.conf"),
+		FS: &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(dir, "none")}}}
+	files := holdFiles(o)
+	defer files.Close()
+	r, err := ready(o, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fmt.Sprintf("%+v", *r.plan)
+	fake := countertest.New()
+	fake.FailOpen("cpu-clock", 1, unix.EACCES)
+	c, err := r.open(o, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.set.Close()
+	cLayout(c, fake)
+	if _, _, err := buildTable(o, c, metrics.NewClusters(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after := fmt.Sprintf("%+v", *c.plan); after != before {
+		t.Errorf("the build changed the plan:\n%s\nwas\n%s", after, before)
+	}
+	if len(c.opened.notes) == 0 || len(c.opened.derived) != 1 || len(c.ratioNotes) == 0 {
+		t.Errorf("the record: %d notes, derived %v, %d ratio notes", len(c.opened.notes), c.opened.derived, len(c.ratioNotes))
 	}
 }
