@@ -21,12 +21,17 @@ import (
 	"perfevent/internal/setup"
 )
 
-// machineOf is a machine from internal/pmu's sysfs trees, which were
-// taken from real machines.
+// fixtureFS is one of internal/pmu's sysfs and procfs trees, which were
+// taken from real machines, with tracing the tracefs.
+func fixtureFS(name, tracing string) *pmu.FS {
+	root := filepath.Join("..", "pmu", "testdata", name)
+	return &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{tracing}}
+}
+
+// machineOf is the machine of a fixture (fixtureFS).
 func machineOf(t *testing.T, name string) setup.Machine {
 	t.Helper()
-	root := "../pmu/testdata/" + name
-	m, err := setup.ReadMachine(&pmu.FS{Sys: root + "/sys", Proc: root + "/proc", Tracing: []string{root + "/tracing"}})
+	m, err := setup.ReadMachine(fixtureFS(name, filepath.Join("..", "pmu", "testdata", name, "tracing")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,9 +271,8 @@ func TestCheckAndTableAgreeOnTheCorpus(t *testing.T) {
 // are recorded beside it.
 func TestBuildLeavesThePlan(t *testing.T) {
 	dir := confDir(t)
-	root := filepath.Join("..", "pmu", "testdata", "skylake")
 	o := &Options{Config: filepath.Join(dir, "perfevent.conf"), CLayout: filepath.Join(dir, "perfevent.conf"),
-		FS: &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(dir, "none")}}}
+		FS: fixtureFS("skylake", filepath.Join(dir, "none"))}
 	files := holdFiles(o)
 	defer files.Close()
 	r, err := ready(o, files)

@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"perfevent/internal/pmu"
 )
 
 // opens counts the opens of the files in a directory, as the kernel sees
@@ -83,10 +81,8 @@ var confNames = []string{"perfevent.conf", "ratios.conf", "cgroups.conf"}
 func TestCheckReadsEachFileOnce(t *testing.T) {
 	dir := confDir(t)
 	w := watchOpens(t, dir)
-	root := filepath.Join("..", "pmu", "testdata", "vm")
 	var out bytes.Buffer
-	o := Options{Config: filepath.Join(dir, "perfevent.conf"), NoCatalog: true,
-		FS: &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(dir, "none")}}}
+	o := Options{Config: filepath.Join(dir, "perfevent.conf"), NoCatalog: true, FS: fixtureFS("vm", filepath.Join(dir, "none"))}
 	if _, err := Check(o, &out); err != nil {
 		t.Fatal(err)
 	}
