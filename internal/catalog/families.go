@@ -350,7 +350,12 @@ func zenFamily(name, pmu string, td *zenTopDown) *Family {
 		Metrics: []ratio.Def{ipc("RETIRED_INSTRUCTIONS", "CYCLES_NOT_IN_HALT", "AMD PPR, Core::X86::Pmc::Core PMCx0C0 retired instructions over PMCx076 cycles not in halt")},
 	}
 	if td != nil {
-		const slots = "cycles|CYCLES_NOT_IN_HALT" // × the dispatch slots a cycle, the scale below
+		// The dispatch slots are the cycles × the slots a cycle (the scale
+		// below), spelled with the PMU so that they are an event of their
+		// own: with no fixed counters, the configuration's cycles and
+		// instructions (cpi) joining these five would need 7 counters,
+		// and ipc's CYCLES_NOT_IN_HALT with its MPKI 9.
+		slots := pmu + "::CYCLES_NOT_IN_HALT"
 		share := func(name, what string, num []string, w []float64) ratio.Def {
 			return def(TopDown, "topdown_"+name, ratio.Pure, num, w, slots, 1/float64(td.slots),
 				fmt.Sprintf("TopDown level 1 (AMD's pipeline utilization): the share of dispatch slots (%d a cycle) %s.", td.slots, what), td.source)

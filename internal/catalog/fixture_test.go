@@ -144,7 +144,7 @@ func TestServedPerFamily(t *testing.T) {
 			"energy_package_watts = 2.3283064365386963e-10 × power.energy-pkg / duration_time × 1e+09",
 		}},
 		{"zen4", "AMD Zen 4", cat([]string{"ipc", "l1d_mpki", "branch_mpki", "topdown_smt_contention"}, x86, bw, l1), []string{
-			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x7/ - RETIRED_OPS) / cycles × 0.16666666666666666",
+			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x7/ - RETIRED_OPS) / amd64_fam19h_zen4::CYCLES_NOT_IN_HALT × 0.16666666666666666",
 			"mem_write_bandwidth = 64 × amd_umc_0/event=0xa,rdwrmask=0x2/ / duration_time × 1e+09",
 		}},
 		{"graviton2", "Arm Neoverse N1", cat([]string{"ipc", "frequency_average_hz", "topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled", "topdown_retired_share"}, mpki3), []string{
@@ -171,9 +171,9 @@ func TestServedPerFamily(t *testing.T) {
 		// Zen 5 dispatches 8 ops a cycle, Zen 4 6; its PMCx0AA has no
 		// loop-buffer source.
 		{"zen5", "AMD Zen 5", cat([]string{"ipc", "l1d_mpki", "branch_mpki", "topdown_smt_contention"}, x86, bw, l1), []string{
-			"topdown_frontend_bound = cpu/event=0x1a0,umask=0x1/ / cycles × 0.125",
-			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x3/ - RETIRED_OPS) / cycles × 0.125",
-			"topdown_retiring = RETIRED_OPS / cycles × 0.125",
+			"topdown_frontend_bound = cpu/event=0x1a0,umask=0x1/ / amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT × 0.125",
+			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x3/ - RETIRED_OPS) / amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT × 0.125",
+			"topdown_retiring = RETIRED_OPS / amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT × 0.125",
 			"ipc = RETIRED_INSTRUCTIONS / CYCLES_NOT_IN_HALT",
 			"mem_read_bandwidth = 64 × amd_umc_0/event=0xa,rdwrmask=0x1/ / duration_time × 1e+09",
 			"energy_package_watts = 2.3283064365386963e-10 × power.energy-pkg / duration_time × 1e+09",
@@ -233,15 +233,21 @@ func TestGroupsFitTheCounters(t *testing.T) {
 	for _, tc := range []struct{ fixture, l1 string }{
 		{"skylake", "cycles instructions IDQ_UOPS_NOT_DELIVERED:CORE UOPS_ISSUED:ANY UOPS_RETIRED:RETIRE_SLOTS INT_MISC:RECOVERY_CYCLES"},
 		{"icelake-sp", "cpu.slots cpu.topdown-fe-bound INT_MISC:UOP_DROPPING cpu.topdown-be-bound INT_MISC:CLEARS_COUNT cpu.topdown-retiring IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE"},
-		{"zen4", "cycles cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x7/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
+		{"zen4", "amd64_fam19h_zen4::CYCLES_NOT_IN_HALT cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x7/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
 		{"graviton2", "cycles instructions cpu-clock STALL_FRONTEND STALL_BACKEND"},
-		{"zen5", "cycles cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x3/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
+		{"zen5", "amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x3/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
 		{"neoverse-v2", "cycles instructions cpu-clock STALL_SLOT_FRONTEND BR_MIS_PRED STALL_SLOT_BACKEND STALL_SLOT"},
 		{"neoverse-v3", "cycles instructions cpu-clock STALL_SLOT_FRONTEND STALL_FRONTEND_FLUSH STALL_SLOT_BACKEND STALL_SLOT"},
 		{"graniterapids", "cpu.slots cpu.topdown-fe-bound INT_MISC:UOP_DROPPING cpu.topdown-be-bound cpu.topdown-retiring"},
 		{"zen3", ""}, {"power9", ""},
 	} {
 		m := plan(t, tc.fixture)
+		// The shipped configuration's branch_miss_ratio and the
+		// catalog's branch_mpki share branch-misses on POWER9, whose
+		// family names no fixed counter: five events, one counted apart.
+		if len(m.apart) > 0 && tc.fixture != "power9" {
+			t.Errorf("%s: ratios counted apart: %q", tc.fixture, m.apart)
+		}
 		fit := m.family.Fit(nil)
 		by := map[string][]counter.Spec{}
 		for _, sp := range m.specs {
@@ -335,7 +341,7 @@ func TestFormulasByHand(t *testing.T) {
 		}},
 		// Zen 4: 1000 cycles are 6000 dispatch slots.
 		{"zen4", map[string]float64{
-			"cycles": 1000, "cpu/event=0x1a0,umask=0x1/": 1200, "cpu/event=0xaa,umask=0x7/": 3300, "RETIRED_OPS": 3000,
+			"amd64_fam19h_zen4::CYCLES_NOT_IN_HALT": 1000, "cpu/event=0x1a0,umask=0x1/": 1200, "cpu/event=0xaa,umask=0x7/": 3300, "RETIRED_OPS": 3000,
 			"cpu/event=0x1a0,umask=0x1e/": 1200, "cpu/event=0x1a0,umask=0x60/": 300,
 			"amd_umc_0/event=0xa,rdwrmask=0x1/": 1e6, "RETIRED_INSTRUCTIONS": 2000, "CYCLES_NOT_IN_HALT": 1000,
 		}, 1e9, want{
@@ -376,7 +382,7 @@ func TestFormulasByHand(t *testing.T) {
 		}},
 		// Zen 5: 1000 cycles are 8000 dispatch slots (Zen 4's 6000).
 		{"zen5", map[string]float64{
-			"cycles": 1000, "cpu/event=0x1a0,umask=0x1/": 1600, "cpu/event=0xaa,umask=0x3/": 4400, "RETIRED_OPS": 4000,
+			"amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT": 1000, "cpu/event=0x1a0,umask=0x1/": 1600, "cpu/event=0xaa,umask=0x3/": 4400, "RETIRED_OPS": 4000,
 			"cpu/event=0x1a0,umask=0x1e/": 1600, "cpu/event=0x1a0,umask=0x60/": 400,
 			"amd_umc_0/event=0xa,rdwrmask=0x1/": 1e6, "amd_umc_0/event=0xa,rdwrmask=0x2/": 5e5,
 			"RETIRED_INSTRUCTIONS": 3000, "CYCLES_NOT_IN_HALT": 1000, "RETIRED_BRANCH_INSTRUCTIONS_MISPREDICTED": 6, "L1-dcache-load-misses": 30,
