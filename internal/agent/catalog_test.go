@@ -3,9 +3,12 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"perfevent/internal/counter"
+	"perfevent/internal/counter/countertest"
 	"perfevent/internal/pmu"
 )
 
@@ -45,5 +48,48 @@ func TestCheckShowsTheCatalog(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "L1D:REPLACEMENT") {
 		t.Errorf("--check opens l1d_mpki's event though ratios.conf turned mpki off:\n%s", out.String())
+	}
+}
+
+// TestGroupingHonoursJoinSoftware: the catalog's ratios are grouped with
+// the events the counters are opened to read in the software group
+// (counter.Config.JoinSoftware) taking no counter. Joined, as the agent
+// joins msr by default, APERF, MPERF and the TSC need no perf group; not
+// joined (an empty JoinSoftware), their ratios get one.
+func TestGroupingHonoursJoinSoftware(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "perfevent.conf")
+	src, err := os.ReadFile("../../perfevent.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join("..", "pmu", "testdata", "skylake")
+	for _, tc := range []struct {
+		join  []uint32
+		group string
+	}{
+		{nil, ""},
+		{[]uint32{}, "busy_share+frequency_relative+frequency_average_hz"},
+	} {
+		o := Options{Config: conf, FS: &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(dir, "none")}}}
+		files := holdFiles(&o)
+		r, err := ready(&o, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.open(&o, counter.Config{Opener: countertest.New(), JoinSoftware: tc.join}); err != nil {
+			t.Fatal(err)
+		}
+		files.Close()
+		i := slices.IndexFunc(r.specs, func(sp counter.Spec) bool { return sp.Name == "msr.mperf" })
+		if i < 0 {
+			t.Fatalf("JoinSoftware %v: msr.mperf is not opened", tc.join)
+		}
+		if g := r.specs[i].Group; g != tc.group {
+			t.Errorf("JoinSoftware %v: msr.mperf in group %q, want %q", tc.join, g, tc.group)
+		}
 	}
 }
