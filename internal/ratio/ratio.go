@@ -87,6 +87,10 @@ type Def struct {
 	// whatever its unit (the power PMU's energy counts are 2^-32 J);
 	// events without one count 1.
 	KernelScale bool
+	// Compound, if set, makes the ratio a quotient of sums of products of
+	// linear forms of its operands (see Compound, NewCompound): Num then
+	// lists every operand once, and Den is one of them.
+	Compound *Compound
 	// Group is the catalog's group of the ratio ("topdown", "bandwidth",
 	// …), by which ratios.conf turns ratios off and on; "" for a user's.
 	Group  string
@@ -105,6 +109,9 @@ const BytesPerCAS = 64
 // Formula is the definition as one line: "instructions / cycles",
 // "(a + b) / duration_time × 1e+09".
 func (d *Def) Formula() string {
+	if d.Compound != nil {
+		return d.Compound.formula(d.Scale, func(op string) string { return op })
+	}
 	terms := make([]string, len(d.Num))
 	for j, t := range d.Num {
 		terms[j] = weighted(t, d.weight(j), j == 0)
@@ -136,6 +143,9 @@ func (d *Def) Brief() string {
 		b.Num[j] = first(t)
 	}
 	b.Den = first(d.Den)
+	if d.Compound != nil {
+		return d.Compound.formula(d.Scale, first)
+	}
 	return b.Formula()
 }
 
@@ -259,6 +269,8 @@ func (d Def) Check() error {
 		return fmt.Errorf("ratio %q: scale %v", d.Name, d.Scale)
 	case len(d.Weights) > 0 && len(d.Weights) != len(d.Num):
 		return fmt.Errorf("ratio %q: %d weights for %d numerator terms", d.Name, len(d.Weights), len(d.Num))
+	case d.Compound != nil:
+		return d.Compound.check(&d)
 	}
 	return nil
 }
