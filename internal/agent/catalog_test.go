@@ -14,8 +14,8 @@ import (
 
 // TestCheckShowsTheCatalog: with no edits to the shipped configuration,
 // --check on a Skylake-SP names the family, shows each catalog metric with
-// its formula and source, and says what the vendor defines that is not
-// served and why; ratios.conf turns a group off.
+// its formula and source, a product of ratios too; ratios.conf turns a
+// group off.
 func TestCheckShowsTheCatalog(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "perfevent.conf")
@@ -38,7 +38,7 @@ func TestCheckShowsTheCatalog(t *testing.T) {
 		"catalog: this machine is Intel Skylake-SP / Cascade Lake, 4 general-purpose counters a perf group",
 		"catalog topdown: perfevent.ratio.topdown_retiring = UOPS_RETIRED:RETIRE_SLOTS / cycles × 0.25: not served:",
 		"source: Intel perfmon SKX/metrics/skylakex_metrics.json (TMA 5.01), Retiring",
-		"catalog topdown_l2: perfevent.ratio.topdown_memory_bound not served on Intel Skylake-SP / Cascade Lake: a product of two ratios",
+		"catalog topdown_l2: perfevent.ratio.topdown_memory_bound = (CYCLE_ACTIVITY:STALLS_MEM_ANY + EXE_ACTIVITY:BOUND_ON_STORES) × (4 × cycles - ",
 		"catalog: perfevent.ratio.l1d_mpki turned off in " + filepath.Join(dir, "ratios.conf"),
 		"catalog: UOPS_ISSUED:ANY: libpfm4",
 	} {

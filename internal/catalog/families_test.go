@@ -47,6 +47,9 @@ func TestEveryFamilysGroupsFit(t *testing.T) {
 	for _, f := range Families() {
 		var specs []counter.Spec
 		for _, d := range f.Metrics {
+			if err := d.Check(); err != nil {
+				t.Errorf("%s: %v", f.Name, err)
+			}
 			for _, term := range Operands(d) {
 				name := Alternatives(term)[0]
 				if slices.ContainsFunc(specs, func(sp counter.Spec) bool { return sp.Name == name }) {

@@ -10,7 +10,8 @@
 // A ratio's value is Scale × ΣΔnumerator / Δdenominator, where the Δ are
 // the increases of the agent's (multiplex-scaled) accumulators since the
 // same client's previous fetch of the same ratio, and the numerator is the
-// weighted sum of its events. A client is a pmcd client slot and its
+// weighted sum of its events. A compound ratio (Compound) is instead a
+// quotient of sums of products of such sums, over the same interval. A client is a pmcd client slot and its
 // context number, as the FETCH PDU carries them, so pmval, pmlogger (each
 // metric at its own logging interval), pmie and every pmproxy context each
 // see the interval they asked for, without any configuration. The
