@@ -9,8 +9,10 @@ import (
 )
 
 // Sources, cited by each metric. Intel's perfmon files are BSD-3-licensed;
-// the formulas below are transcribed from them by hand (linear forms,
-// with the SMT-off variant of each: a thread's own clocks), not generated.
+// the formulas below are transcribed from them by hand (linear forms, or
+// compound ones over one denominator, with the SMT-off variant of each: a
+// thread's own clocks), and a test evaluates each against Intel's own
+// formula, which package intelmetrics has generated from the same files.
 const (
 	srcSKX = "Intel perfmon SKX/metrics/skylakex_metrics.json (TMA 5.01), "
 	srcICX = "Intel perfmon ICX/metrics/icelakex_metrics.json (TMA 5.2), "
