@@ -164,8 +164,18 @@ func ready(o *Options, files *confFiles) (*readied, error) {
 	if p, err := fs.PMU("msr"); err == nil {
 		r.join = append(r.join, p.Type)
 	}
+	rd.typos = unknownOperands(rd, r.plan, fs)
+	c := &r.cgroups
+	c.cfg, c.missing, c.errs = cgroup.ReadHeld(files.cgroups)
+	return r, nil
+}
+
+// group puts the ratios' operands into perf groups within the family's
+// counters, with the events that join the software group (join, as the
+// counters are opened with) taking none.
+func (r *readied) group(o *Options, join []uint32) {
 	soft := func(sp counter.Spec) bool {
-		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(r.join, sp.Attr.Type)
+		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(join, sp.Attr.Type)
 	}
 	// Without the catalog, ratios group as the configuration says, with
 	// no bound: a group too big for the PMU is then split by counter.
@@ -173,11 +183,7 @@ func ready(o *Options, files *confFiles) (*readied, error) {
 	if !o.NoCatalog {
 		fit = r.family.Fit(soft)
 	}
-	rd.apart = ratio.GroupFit(r.specs, rd.defs, fit)
-	rd.typos = unknownOperands(rd, r.plan, fs)
-	c := &r.cgroups
-	c.cfg, c.missing, c.errs = cgroup.ReadHeld(files.cgroups)
-	return r, nil
+	r.ratios.apart = ratio.GroupFit(r.specs, r.ratios.defs, fit)
 }
 
 // open opens the counters of a plan (count's second half).
@@ -185,6 +191,7 @@ func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
 	if cfg.JoinSoftware == nil {
 		cfg.JoinSoftware = r.join
 	}
+	r.group(o, cfg.JoinSoftware)
 	set, err := counter.New(r.specs, cfg)
 	if err != nil {
 		return nil, err
