@@ -169,6 +169,9 @@ func New(o Options) *Agent {
 	a.fs = a.o.fs()
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	a.cycleLog = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
+	if o.Log != nil {
+		o.Log.SetDebug(o.Debug)
+	}
 	return a
 }
 

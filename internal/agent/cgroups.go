@@ -110,10 +110,6 @@ func (a *Agent) startCgroups(served []setup.Counter, read cgroupConf, r *report)
 		r.warningf("cgroups: %s; nothing is counted per cgroup (perfevent.cgroup.mode says so), everything else is", whyNoHierarchy(err))
 		return nil, &metrics.Cgroups{Mode: spec.Mode}, ""
 	}
-	debugf := func(string, ...any) {}
-	if a.o.Debug {
-		debugf = a.log.Infof
-	}
 	t := cgroup.New(cgroup.Options{
 		Hierarchy:   h,
 		Patterns:    cfg.Patterns,
@@ -122,8 +118,7 @@ func (a *Agent) startCgroups(served []setup.Counter, read cgroupConf, r *report)
 		Events:      events,
 		CPUs:        cpus,
 		IDs:         a.cgroupIDs,
-		Infof:       a.log.Infof,
-		Debugf:      debugf,
+		Log:         a.log,
 		Changed: func(in []cgroup.Instance) {
 			list := make([]pmda.Instance, len(in))
 			for i, c := range in {
