@@ -22,8 +22,8 @@ func (a *Agent) watchCPUs(opts cpuhotplug.Options) {
 			opts.Path = cpuhotplug.DefaultPath
 		}
 	}
-	if opts.Logf == nil {
-		opts.Logf = func(format string, args ...any) { a.log.Warningf(format, args...) }
+	if opts.Log == nil {
+		opts.Log = a.log
 	}
 	online := a.gen.Load().plan.Online
 	if online == nil {

@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/cpulist"
+	"perfevent/internal/logging"
 )
 
 // DefaultPath is the kernel's list of online CPUs.
@@ -55,9 +56,9 @@ type Options struct {
 	Path     string        // the online list; DefaultPath if empty
 	Poll     time.Duration // DefaultPoll if zero, and then UeventPoll while uevents work
 	NoUevent bool          // poll and Check only
-	// Logf is told, once each, why uevents cannot be used and when the
-	// online list cannot be read.
-	Logf func(format string, args ...any)
+	// Log is told at Warning, once each, why uevents cannot be used and
+	// when the online list cannot be read; nil discards.
+	Log logging.Logger
 }
 
 // Online reads a CPU list file such as DefaultPath.
@@ -100,9 +101,7 @@ func Watch(initial []int, opts Options, changed func(online []int)) *Watcher {
 	if opts.Poll <= 0 {
 		opts.Poll, quiet = DefaultPoll, UeventPoll
 	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
-	}
+	opts.Log = logging.Or(opts.Log)
 	w := &Watcher{
 		opts:    opts,
 		changed: changed,
@@ -115,7 +114,7 @@ func Watch(initial []int, opts Options, changed func(online []int)) *Watcher {
 	if !opts.NoUevent {
 		sock, err := openUevents()
 		if err != nil {
-			opts.Logf("CPU hotplug: no kernel uevents (%v); checking %s every %v", err, opts.Path, opts.Poll)
+			opts.Log.Warningf("CPU hotplug: no kernel uevents (%v); checking %s every %v", err, opts.Path, opts.Poll)
 		} else {
 			w.sock = sock
 			w.wg.Add(1)
@@ -180,7 +179,7 @@ func (w *Watcher) look() {
 	if err != nil {
 		if msg := err.Error(); msg != w.readErr {
 			w.readErr = msg
-			w.opts.Logf("CPU hotplug: %v; keeping the CPUs as they were", err)
+			w.opts.Log.Warningf("CPU hotplug: %v; keeping the CPUs as they were", err)
 		}
 		return
 	}
@@ -230,7 +229,7 @@ func (w *Watcher) listen() {
 			// Uevents were lost: one of them may have been ours.
 			w.Check()
 		default:
-			w.opts.Logf("CPU hotplug: reading uevents: %v; checking %s every %v", err, w.opts.Path, w.opts.Poll)
+			w.opts.Log.Warningf("CPU hotplug: reading uevents: %v; checking %s every %v", err, w.opts.Path, w.opts.Poll)
 			close(w.lost)
 			return
 		}

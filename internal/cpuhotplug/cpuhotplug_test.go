@@ -1,7 +1,6 @@
 package cpuhotplug
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"perfevent/internal/testlog"
 )
 
 // fakeOnline is a stand-in for /sys/devices/system/cpu/online.
@@ -24,7 +25,7 @@ func fakeOnline(t *testing.T, list string) string {
 type recorder struct {
 	mu    sync.Mutex
 	calls [][]int
-	logs  []string
+	log   testlog.Recorder
 	c     chan struct{}
 }
 
@@ -35,12 +36,6 @@ func (r *recorder) changed(cpus []int) {
 	r.calls = append(r.calls, cpus)
 	r.mu.Unlock()
 	r.c <- struct{}{}
-}
-
-func (r *recorder) logf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.logs = append(r.logs, fmt.Sprintf(format, args...))
 }
 
 func (r *recorder) wait(t *testing.T, want []int) {
@@ -69,7 +64,7 @@ func (r *recorder) quiet(t *testing.T, d time.Duration) {
 func TestCheckReportsChangesOnly(t *testing.T) {
 	path := fakeOnline(t, "0-3")
 	r := newRecorder()
-	w := Watch([]int{0, 1, 2, 3}, Options{Path: path, Poll: time.Hour, NoUevent: true, Logf: r.logf}, r.changed)
+	w := Watch([]int{0, 1, 2, 3}, Options{Path: path, Poll: time.Hour, NoUevent: true, Log: &r.log}, r.changed)
 	defer w.Close()
 	r.quiet(t, 3*settle) // the first check finds what the caller planned from
 
@@ -108,14 +103,14 @@ func TestPollFindsTheChange(t *testing.T) {
 func TestBadListIsLoggedOnce(t *testing.T) {
 	path := fakeOnline(t, "0-1")
 	r := newRecorder()
-	w := Watch([]int{0, 1}, Options{Path: path, Poll: 10 * time.Millisecond, NoUevent: true, Logf: r.logf}, r.changed)
+	w := Watch([]int{0, 1}, Options{Path: path, Poll: 10 * time.Millisecond, NoUevent: true, Log: &r.log}, r.changed)
 	os.WriteFile(path, []byte("0-x\n"), 0o644)
 	r.quiet(t, 200*time.Millisecond)
 	w.Close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.logs) != 1 || !strings.HasPrefix(r.logs[0], "CPU hotplug: "+path+": ") || !strings.HasSuffix(r.logs[0], "; keeping the CPUs as they were") {
-		t.Errorf("log %q; want one line naming %s", r.logs, path)
+	if logs := r.log.Lines(); len(logs) != 1 || !strings.HasPrefix(logs[0], "Warning: CPU hotplug: "+path+": ") || !strings.HasSuffix(logs[0], "; keeping the CPUs as they were") {
+		t.Errorf("log %q; want one warning naming %s", logs, path)
 	}
 }
 
@@ -124,9 +119,9 @@ func TestBadListIsLoggedOnce(t *testing.T) {
 func TestCloseWithUevents(t *testing.T) {
 	path := fakeOnline(t, "0")
 	r := newRecorder()
-	w := Watch([]int{0}, Options{Path: path, Poll: time.Hour, Logf: r.logf}, r.changed)
+	w := Watch([]int{0}, Options{Path: path, Poll: time.Hour, Log: &r.log}, r.changed)
 	if w.sock == nil {
-		t.Logf("no uevent socket here: %v", r.logs)
+		t.Logf("no uevent socket here: %v", r.log.Lines())
 	}
 	done := make(chan struct{})
 	go func() { w.Close(); close(done) }()
@@ -165,10 +160,10 @@ func TestIsCPUEvent(t *testing.T) {
 func TestDefaultPoll(t *testing.T) {
 	path := fakeOnline(t, "0")
 	r := newRecorder()
-	w := Watch([]int{0}, Options{Path: path, Logf: r.logf}, r.changed)
+	w := Watch([]int{0}, Options{Path: path, Log: &r.log}, r.changed)
 	defer w.Close()
 	if w.sock == nil {
-		t.Skipf("needs a uevent socket: %v", r.logs)
+		t.Skipf("needs a uevent socket: %v", r.log.Lines())
 	}
 	if w.quiet != UeventPoll || w.opts.Poll != DefaultPoll {
 		t.Errorf("poll %v with uevents, %v without; want %v and %v", w.quiet, w.opts.Poll, UeventPoll, DefaultPoll)
