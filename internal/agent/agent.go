@@ -354,7 +354,7 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 	}
 	c, err := rd.open(&a.o, counter.Config{
 		Opener:         opener,
-		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
+		Log:            a.log,
 		ReadFailed:     a.checkCPUs,
 		CountFirstRead: seamless,
 	})

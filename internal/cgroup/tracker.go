@@ -588,7 +588,7 @@ func (t *Tracker) open(path string, prev *member) *member {
 	for i, e := range t.o.Events {
 		specs[i] = counter.Spec{Name: e.Name, Attr: e.Attr, CPUs: t.o.CPUs}
 	}
-	set, err := counter.New(specs, counter.Config{Opener: t.o.Opener(dir), Logf: t.o.Log.Debugf, CountFirstRead: true})
+	set, err := counter.New(specs, counter.Config{Opener: t.o.Opener(dir), Log: logging.AsDebug(t.o.Log), CountFirstRead: true})
 	if err != nil {
 		dir.Close()
 		t.openFailed(path, err)
