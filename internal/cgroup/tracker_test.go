@@ -188,6 +188,7 @@ func TestTrackerFollowsTheTree(t *testing.T) {
 
 // A Tracker's routine news, each cgroup counted or closed, is Debug; what
 // is not counted is Info. /b, left out by the cap, is counted once /a goes.
+// Its counters' problems are routine among many cgroups: Debug too.
 func TestTrackerLogLevels(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "a", "b")
@@ -199,11 +200,14 @@ func TestTrackerLogLevels(t *testing.T) {
 	tr.Start()
 	os.Remove(filepath.Join(root, "a"))
 	tr.rescan()
+	f.get("b").FailRead("cpu-clock", 2, unix.EIO)
+	tr.Read([]bool{true, true})
 	want := []string{
 		"Info: cgroups: 1 matching cgroups not counted, the cap of 1 cgroups (max in cgroups.conf) being taken by cgroups of the same or earlier patterns: [/b]",
 		"Debug: cgroups: counting /a on 6 descriptors",
 		"Debug: cgroups: counting /b on 6 descriptors",
 		"Debug: cgroups: /a is gone or no longer matches; closing its 6 descriptors",
+		`Debug: reading the group "cpu-clock", "context-switches" on cpu2 failed, keeping their last values: input/output error`,
 	}
 	if got := rec.Lines(); !slices.Equal(got, want) {
 		t.Errorf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
