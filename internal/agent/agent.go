@@ -496,9 +496,7 @@ func (a *Agent) reloader() {
 // opens the new generation and swaps it in under a.mu; it says whether the
 // new configuration is served. The caller holds a.buildMu.
 func (a *Agent) rebuild() bool {
-	if a.o.Debug {
-		a.log.Infof("reloading %s", a.o.Config)
-	}
+	a.log.Debugf("reloading %s", a.o.Config)
 	type result struct {
 		r   *read
 		err error

@@ -81,9 +81,7 @@ func (w *hierarchyWatch) run(a *Agent) {
 		if fds[1].Revents != 0 {
 			return
 		}
-		if a.o.Debug {
-			a.log.Infof("cgroups: looking at the hierarchy again (mountinfo poll %#x)", fds[0].Revents)
-		}
+		a.log.Debugf("cgroups: looking at the hierarchy again (mountinfo poll %#x)", fds[0].Revents)
 		a.checkHierarchy()
 		if fds[0].Revents != 0 {
 			// A machine starting containers mounts many times a second:
@@ -112,9 +110,7 @@ func (a *Agent) checkHierarchy() {
 		return
 	}
 	mode := cgroup.Mode(a.hierarchy())
-	if a.o.Debug {
-		a.log.Infof("cgroups: perfevent.cgroup.mode would be %q", mode)
-	}
+	a.log.Debugf("cgroups: perfevent.cgroup.mode would be %q", mode)
 	if mode == g.cgMode {
 		return
 	}
