@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 )
 
@@ -28,7 +29,7 @@ func TestCheckShowsTheCatalog(t *testing.T) {
 	}
 	root := filepath.Join("..", "pmu", "testdata", "skylake")
 	var out strings.Builder
-	if _, err := Check(Options{Config: conf, FS: &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(dir, "none")}}}, &out); err != nil {
+	if _, err := Check(Options{Config: conf, FS: &pmu.FS{FS: hostfs.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc")}, Tracing: []string{filepath.Join(dir, "none")}}}, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
