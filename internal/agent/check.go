@@ -48,7 +48,7 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 	plan.Notes = append(plan.Notes, cNotes(&o, plan.Config)...)
 	cg := planCgroups(o.Config, c.cgroups, plan)
 	plan.Notes = append(plan.Notes, cg.notes...)
-	plan.Notes = append(plan.Notes, hierarchyNote(cg)...)
+	plan.Notes = append(plan.Notes, hierarchyNote(o.fs().FS, cg)...)
 	for _, n := range sortedNotes(plan.Notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {

@@ -127,5 +127,5 @@ func (a *Agent) hierarchy() (cgroup.Hierarchy, error) {
 	if a.locate != nil {
 		return a.locate()
 	}
-	return cgroup.LocateSystem()
+	return cgroup.LocateOn(a.fs.FS)
 }
