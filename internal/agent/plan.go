@@ -163,6 +163,7 @@ func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
 	if cfg.JoinSoftware == nil {
 		cfg.JoinSoftware = r.join
 	}
+	cfg.FS = o.fs().FS
 	set, err := counter.New(r.specs, cfg)
 	if err != nil {
 		return nil, err

@@ -120,3 +120,7 @@ func (fs FS) CgroupsFile() string { return fs.ProcPath("cgroups") }
 
 // LocksFile lists every file lock in the system, with its owner.
 func (fs FS) LocksFile() string { return fs.ProcPath("locks") }
+
+// ParanoidFile is the sysctl kernel.perf_event_paranoid, which decides
+// what an unprivileged perf_event_open may count.
+func (fs FS) ParanoidFile() string { return fs.ProcPath("sys", "kernel", "perf_event_paranoid") }

@@ -38,6 +38,7 @@ func TestPaths(t *testing.T) {
 		fs.MountinfoFile():  "/x/proc/self/mountinfo",
 		fs.CgroupsFile():    "/x/proc/cgroups",
 		fs.LocksFile():      "/x/proc/locks",
+		fs.ParanoidFile():   "/x/proc/sys/kernel/perf_event_paranoid",
 		fs.ProcPath("a/b"):  "/x/proc/a/b",
 		fs.SysPath("a", ""): "/x/sys/a",
 	} {
