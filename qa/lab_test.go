@@ -78,7 +78,7 @@ func TestLab(t *testing.T) {
 // onlineCPUs lists the CPUs the kernel has online.
 func onlineCPUs(t testing.TB) []int {
 	t.Helper()
-	cpus, err := hostfs.Default().OnlineCPUs()
+	cpus, err := (hostfs.FS{}).OnlineCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -323,7 +323,7 @@ func kernelHierarchy(tb testing.TB) Hierarchy {
 // online ones, whatever CPUs this test may run on (taskset) and however
 // many there are.
 func onlineCPUs(tb testing.TB) []int {
-	cpus, err := hostfs.Default().OnlineCPUs()
+	cpus, err := (hostfs.FS{}).OnlineCPUs()
 	if err != nil {
 		tb.Fatal(err)
 	}
