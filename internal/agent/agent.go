@@ -358,12 +358,12 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 	if err != nil {
 		return failed(err)
 	}
-	plan, set := c.plan, c.set
+	set := c.set
 	// The plan's notes report these failures; a reopen repeats only new ones.
 	for _, line := range c.sum.FailureLines() {
 		a.told[line] = true
 	}
-	cg, cgSpec, cgSays := a.startCgroups(plan, c.cgroups, r)
+	cg, cgSpec, cgSays := a.startCgroups(c.opened.counters, c.cgroups, r)
 	cKeys, cExtra := cLayout(c, opener)
 	clusters.Prefer(cKeys)
 	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations(), cExtra...)
@@ -384,14 +384,14 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 		a.toldDisagree = true
 		a.log.Warningf("%s", disagreement(a.o.PMIDs, a.o.CLayout, d))
 	}
-	for _, n := range plan.Notes {
+	for _, n := range c.notes() {
 		r.note(n)
 	}
-	r.summary = fmt.Sprintf("%d counters on %d descriptors and %d derived metrics%s", len(plan.Counters), c.sum.FDs, len(c.derived), cgSays)
-	if len(plan.Counters) == 0 {
+	r.summary = fmt.Sprintf("%d counters on %d descriptors and %d derived metrics%s", len(c.opened.counters), c.sum.FDs, len(c.opened.derived), cgSays)
+	if len(c.opened.counters) == 0 {
 		r.warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", Program)
 	}
-	return &generation{plan: plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec)}, nil
+	return &generation{plan: c.plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec)}, nil
 }
 
 // empty is a generation with no counters.

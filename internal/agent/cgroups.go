@@ -31,12 +31,12 @@ type cgroupPlan struct {
 	missing bool
 }
 
-// planCgroups reads cgroups.conf and finds its events among the plan's
-// counters. An event that perfevent.conf does not serve is Info, not a
+// planCgroups reads cgroups.conf and finds its events among the counters
+// served. An event that perfevent.conf does not serve is Info, not a
 // Problem: the shipped cgroups.conf names cpu-clock and context-switches,
 // and a perfevent.conf taken over from the C agent, or one for a machine
 // without them, is not wrong for lacking them.
-func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
+func planCgroups(config string, read cgroupConf, served []setup.Counter) cgroupPlan {
 	name := cgroupsConf(config)
 	cfg, missing, errs := read.cfg, read.missing, read.errs
 	p := cgroupPlan{cfg: cfg, missing: missing, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
@@ -47,12 +47,12 @@ func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
 		return p
 	}
 	for _, ev := range cfg.Events {
-		i := slices.IndexFunc(plan.Counters, func(c setup.Counter) bool { return c.Event.Name == ev })
+		i := slices.IndexFunc(served, func(c setup.Counter) bool { return c.Event.Name == ev })
 		if i < 0 {
 			p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("%s: event %q is not a counter served from %s (configure it there to count it per cgroup); not counted per cgroup", name, ev, config)})
 			continue
 		}
-		c := plan.Counters[i]
+		c := served[i]
 		p.spec.Events = append(p.spec.Events, metrics.CgroupEvent{Event: len(p.events), Metric: c.Metric,
 			About: fmt.Sprintf("Configured in %s as %q, which %s defines at %s: %s.", name, ev, config, c.Pos, c.Event.Source)})
 		p.events = append(p.events, cgroup.Event{Name: ev, Attr: c.Event.Attr})
@@ -83,13 +83,13 @@ func hierarchyNote(fs hostfs.FS, p cgroupPlan) []setup.Note {
 }
 
 // startCgroups starts counting per cgroup what cgroups.conf asks for,
-// with the events of the plan, and returns the tracker (nil if nothing is
+// with the counters served, and returns the tracker (nil if nothing is
 // counted), what the table needs to serve it and words for the summary of
 // r (the numbers of cgroups and descriptors change as cgroups come and
 // go: in the plan, every reload would seem a change). read is
 // cgroups.conf as the build read it, outside the agent's lock.
-func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgroup.Tracker, *metrics.Cgroups, string) {
-	p := planCgroups(a.o.Config, read, plan)
+func (a *Agent) startCgroups(served []setup.Counter, read cgroupConf, r *report) (*cgroup.Tracker, *metrics.Cgroups, string) {
+	p := planCgroups(a.o.Config, read, served)
 	if p.missing {
 		r.infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
 	}

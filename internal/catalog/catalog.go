@@ -5,7 +5,7 @@
 //
 // The agent serves a family's ratios out of the box: it opens their
 // operands even when perfevent.conf does not list them (internal/setup,
-// Plan.AddOperands), groups them within the family's counters
+// Plan.WithOperands), groups them within the family's counters
 // (ratio.GroupFit with Family.Fit) and serves them as perfevent.ratio.*;
 // ratios.conf turns groups off and on (ratio.DefsWith).
 //

@@ -30,6 +30,9 @@ type machine struct {
 	set    *counter.Set
 	chosen map[string]ratio.Chosen
 	apart  []string
+
+	// failures are the opens the fake refused.
+	failures []*counter.OpenError
 }
 
 func plan(t *testing.T, fixture string) *machine {
@@ -51,7 +54,7 @@ func plan(t *testing.T, fixture string) *machine {
 	if user != 0 || len(off) != 0 || len(errs) != 0 {
 		t.Fatalf("DefsWith: %d user ratios, off %v, errors %v", user, off, errs)
 	}
-	catalog.Open(p, fam.Metrics)
+	p, _ = catalog.Open(p, fam.Metrics)
 	specs := p.Specs()
 	var msr uint32 = 1 << 31
 	if pm, err := fs.PMU("msr"); err == nil {
@@ -70,9 +73,8 @@ func plan(t *testing.T, fixture string) *machine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Opened(set, sum)
 	chosen, _ := ratio.Select(defs, set, p.Scale)
-	out := &machine{family: fam, plan: p, specs: specs, set: set, chosen: map[string]ratio.Chosen{}, apart: apart}
+	out := &machine{family: fam, plan: p, specs: specs, set: set, failures: sum.Failures, chosen: map[string]ratio.Chosen{}, apart: apart}
 	for _, c := range chosen {
 		out.chosen[c.Name] = c
 	}
@@ -222,6 +224,11 @@ func TestServedPerFamily(t *testing.T) {
 		for _, n := range m.plan.Notes {
 			if n.Severity == setup.Problem {
 				t.Errorf("%s: %s", tc.fixture, n)
+			}
+		}
+		for _, f := range m.failures {
+			if f.Kind != counter.Unsupported {
+				t.Errorf("%s: %v", tc.fixture, f)
 			}
 		}
 	}
