@@ -64,8 +64,8 @@ type Options struct {
 	// NewOpener, if set, gives each generation's counter opener (tests:
 	// countertest); nil opens the kernel's counters.
 	NewOpener func() counter.Opener
-	// Hotplug tunes the watch on the online CPUs (tests: a fixture's
-	// file, a fast poll); zero watches the FS's list.
+	// Hotplug tunes the watch on the online CPUs (tests: a fast poll);
+	// it watches the online list of FS, whatever its own FS says.
 	Hotplug cpuhotplug.Options
 }
 
@@ -165,8 +165,8 @@ func New(o Options) *Agent {
 	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs(), told: map[string]bool{},
 		reloadReq: make(chan struct{}, 1), quit: make(chan struct{}), reloaderDone: make(chan struct{}),
 		reloadBound: reloadBound}
-	a.holds = newHolds(o.MaxHold)
 	a.fs = a.o.fs()
+	a.holds = newHolds(o.MaxHold, a.fs.FS)
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	a.cycleLog = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	if o.Log != nil {

@@ -9,6 +9,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 )
 
@@ -31,7 +32,7 @@ func TestCheckShowsTheCatalog(t *testing.T) {
 	}
 	root := filepath.Join("..", "pmu", "testdata", "skylake")
 	var out strings.Builder
-	if _, err := Check(Options{Config: conf, FS: &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(dir, "none")}}}, &out); err != nil {
+	if _, err := Check(Options{Config: conf, FS: &pmu.FS{FS: hostfs.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc")}, Tracing: []string{filepath.Join(dir, "none")}}}, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -66,7 +67,6 @@ func TestGroupingHonoursJoinSoftware(t *testing.T) {
 	if err := os.WriteFile(conf, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root := filepath.Join("..", "pmu", "testdata", "skylake")
 	for _, tc := range []struct {
 		join  []uint32
 		group string
@@ -74,7 +74,7 @@ func TestGroupingHonoursJoinSoftware(t *testing.T) {
 		{nil, ""},
 		{[]uint32{}, "busy_share+frequency_relative+frequency_average_hz"},
 	} {
-		o := Options{Config: conf, FS: &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(dir, "none")}}}
+		o := Options{Config: conf, FS: fixtureFS("skylake", filepath.Join(dir, "none"))}
 		files := holdFiles(&o)
 		r, err := ready(&o, files)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"perfevent/internal/cgroup"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmda"
 	"perfevent/internal/setup"
@@ -70,11 +71,11 @@ func planCgroups(config string, read cgroupConf, served []setup.Counter) cgroupP
 
 // hierarchyNote is --check's word on where the cgroups would be counted:
 // a Problem when nowhere, as the agent then logs a Warning.
-func hierarchyNote(p cgroupPlan) []setup.Note {
+func hierarchyNote(fs hostfs.FS, p cgroupPlan) []setup.Note {
 	if len(p.events) == 0 {
 		return nil
 	}
-	h, err := cgroup.LocateSystem()
+	h, err := cgroup.LocateOn(fs)
 	if err != nil {
 		return []setup.Note{{Severity: setup.Problem, Text: "cgroups: " + whyNoHierarchy(err) + "; nothing would be counted per cgroup"}}
 	}

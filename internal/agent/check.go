@@ -48,7 +48,7 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 	notes = append(notes, cNotes(&o, plan.Config, c.src)...)
 	cg := planCgroups(o.Config, c.cgroups, c.opened.counters)
 	notes = append(notes, cg.notes...)
-	notes = append(notes, hierarchyNote(cg)...)
+	notes = append(notes, hierarchyNote(o.fs().FS, cg)...)
 	for _, n := range sortedNotes(notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {

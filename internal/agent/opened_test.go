@@ -16,16 +16,18 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmu"
 	"perfevent/internal/setup"
 )
 
-// fixtureFS is one of internal/pmu's sysfs and procfs trees, which were
-// taken from real machines, with tracing the tracefs.
+// fixtureFS is one of internal/pmu's sysfs trees and cpuinfo, which were
+// taken from real machines, with tracing the tracefs; the rest of procfs
+// is this machine's.
 func fixtureFS(name, tracing string) *pmu.FS {
 	root := filepath.Join("..", "pmu", "testdata", name)
-	return &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{tracing}}
+	return &pmu.FS{FS: hostfs.FS{Sys: filepath.Join(root, "sys"), CPUInfo: filepath.Join(root, "proc", "cpuinfo")}, Tracing: []string{tracing}}
 }
 
 // machineOf is the machine of a fixture (fixtureFS).

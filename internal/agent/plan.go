@@ -191,6 +191,7 @@ func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
 	if cfg.JoinSoftware == nil {
 		cfg.JoinSoftware = r.join
 	}
+	cfg.FS = o.fs().FS
 	r.group(o, cfg.JoinSoftware)
 	set, err := counter.New(r.specs, cfg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 	"perfevent/internal/ratio"
 	"perfevent/internal/setup"
@@ -37,7 +38,7 @@ type machine struct {
 func plan(t *testing.T, fixture string) *machine {
 	t.Helper()
 	root := "../pmu/testdata/" + fixture
-	fs := &pmu.FS{Sys: root + "/sys", Proc: root + "/proc", Tracing: []string{root + "/tracing"}}
+	fs := &pmu.FS{FS: hostfs.FS{Sys: root + "/sys", Proc: root + "/proc"}, Tracing: []string{root + "/tracing"}}
 	m, err := setup.ReadMachine(fs)
 	if err != nil {
 		t.Fatal(err)

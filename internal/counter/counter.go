@@ -98,6 +98,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/logging"
 	"perfevent/internal/perf"
 )
@@ -226,6 +227,9 @@ type Config struct {
 	// PERF_TYPE_TRACEPOINT and the msr PMU's type, as sysfs names it.
 	// Empty keeps every other PMU's events on their own descriptors.
 	JoinSoftware []uint32
+	// FS is where the advice on a refused open reads perf_event_paranoid;
+	// the zero value is this machine's.
+	FS hostfs.FS
 }
 
 // slot is one (event, CPU).
@@ -291,6 +295,7 @@ func (st state) stopped() bool { return st == closed || st == released }
 
 // Set is every configured event on every one of its CPUs.
 type Set struct {
+	fs           hostfs.FS // Config.FS
 	opener       Opener
 	log          logging.Logger
 	onReadFail   func()
@@ -323,6 +328,7 @@ type Set struct {
 // served, like the C agent's events whose CPU option matched nothing.
 func New(specs []Spec, cfg Config) (*Set, error) {
 	s := &Set{
+		fs:         cfg.FS,
 		opener:     cfg.Opener,
 		log:        cfg.Log,
 		onReadFail: cfg.ReadFailed,
@@ -525,7 +531,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 		}
 		src, err := s.opener.Open(ev.name, attr, sl.cpu, leader)
 		if err != nil {
-			o.errs[r.ev][r.k] = NewOpenError(ev.name, sl.cpu, err)
+			o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, sl.cpu, err)
 			return nil
 		}
 		o.srcs[r.ev][r.k] = src
@@ -582,7 +588,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 				ev := &s.events[r.ev]
 				o.srcs[r.ev][r.k].Close() // its error adds nothing to err
 				o.srcs[r.ev][r.k] = nil
-				o.errs[r.ev][r.k] = NewOpenError(ev.name, s.groups[g].cpu,
+				o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, s.groups[g].cpu,
 					fmt.Errorf("enabling the group of software events on cpu%d: %w", s.groups[g].cpu, err))
 			}
 			o.groups[g] = nil

@@ -8,6 +8,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmu"
 	"perfevent/internal/ratio"
@@ -30,7 +31,7 @@ type fixtureRig struct {
 func newFixtureRig(t *testing.T, machine, conf string) *fixtureRig {
 	t.Helper()
 	root := "../pmu/testdata/" + machine
-	fs := &pmu.FS{Sys: root + "/sys", Proc: root + "/proc", Tracing: []string{root + "/tracing"}}
+	fs := &pmu.FS{FS: hostfs.FS{Sys: root + "/sys", Proc: root + "/proc"}, Tracing: []string{root + "/tracing"}}
 	m, err := setup.ReadMachine(fs)
 	if err != nil {
 		t.Fatal(err)

@@ -115,12 +115,8 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 		return Machine{}, err
 	}
 	m := Machine{PMU: fs, Topology: config.Topology{Online: online}, Sockets: map[int]int{}}
-	root := fs.Sys
-	if root == "" {
-		root = "/sys"
-	}
 	for _, cpu := range online {
-		data, err := os.ReadFile(filepath.Join(root, "devices/system/cpu", "cpu"+strconv.Itoa(cpu), "topology/physical_package_id"))
+		data, err := os.ReadFile(filepath.Join(fs.CPUDir(cpu), "topology/physical_package_id"))
 		if err != nil {
 			continue
 		}
@@ -130,7 +126,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 	}
 	// Nodes sort numerically (node10 after node9), as the C agent's
 	// versionsort does, so node_rr walks them in order.
-	dirs, _ := filepath.Glob(filepath.Join(root, "devices/system/node/node[0-9]*"))
+	dirs, _ := filepath.Glob(filepath.Join(fs.NodesDir(), "node[0-9]*"))
 	sort.Slice(dirs, func(i, j int) bool {
 		if len(dirs[i]) != len(dirs[j]) {
 			return len(dirs[i]) < len(dirs[j])

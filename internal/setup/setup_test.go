@@ -8,6 +8,7 @@ import (
 
 	"perfevent/internal/config"
 	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 )
 
@@ -16,7 +17,7 @@ import (
 func fixture(t *testing.T, name string) Machine {
 	t.Helper()
 	root := "../pmu/testdata/" + name
-	fs := &pmu.FS{Sys: root + "/sys", Proc: root + "/proc", Tracing: []string{root + "/tracing"}}
+	fs := &pmu.FS{FS: hostfs.FS{Sys: root + "/sys", Proc: root + "/proc"}, Tracing: []string{root + "/tracing"}}
 	m, err := ReadMachine(fs)
 	if err != nil {
 		t.Fatal(err)
