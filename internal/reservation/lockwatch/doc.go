@@ -4,9 +4,10 @@
 // millisecond for 100 ms after someone opens the file, every 4 ms while
 // someone else has it open without a lock (10 ms once that has lasted
 // 10 s without an open or a change), every millisecond while a holder
-// that locks without opening is about, every 100 ms while a reservation is
-// held or the hints cannot be trusted, and once a minute while nobody else
-// has the file open, calling back on every change of the reservation.
+// that locks without opening is about and for the first 10 s of a
+// reservation, every 100 ms while a reservation is held longer or the
+// hints cannot be trusted, and once a minute while nobody else has the
+// file open, calling back on every change of the reservation.
 //
 // The schedule of checks is a function of what the Watcher knows after a
 // check and of the time (next, in schedule.go); the Watcher's loop reads the
@@ -46,8 +47,12 @@
 // the Watcher checks every millisecond while anybody else has the file
 // open, reserved or not (every 10 ms once 10 s pass without an open or a
 // change), and forgets it when the count of users is back to 0. Its first
-// lock after its open is seen at OpenPoll, and an unlock that comes before
-// the Watcher has learnt about it waits for Poll.
+// lock after its open is seen at OpenPoll. Its first unlock may come
+// before the Watcher has learnt about it, when its lock followed its open
+// as perfalloc's does; so every reservation is checked every millisecond
+// for its first 10 s, and only then at Poll (the reservations so checked
+// are drawn from the bucket of silent changes). An unlock through a kept
+// descriptor after that waits for Poll until the Watcher has seen one.
 //
 // # How the Watcher waits
 //
@@ -58,13 +63,18 @@
 // the events, checks and calls back; the runtime's timers would round the
 // 250 µs up to a millisecond and hand
 // each wake-up from the poller's thread to another, and on a busy machine
-// every hand-off is a wait for a CPU. The thread asks the scheduler for a
-// 100 µs slice (sched_setattr's sched_runtime, honoured by EEVDF since
-// Linux 6.12, no privilege needed), so that when it wakes it may preempt
-// a busy process of the same priority instead of waiting for that
-// process's slice to run out; its share of the CPU stays the same. The
-// callback, which disables or closes the agent's counters, runs on that
-// thread with the same slice. While nobody has the file open the thread sleeps for IdlePoll at a time: no
+// every hand-off is a wait for a CPU. The thread is real-time
+// (SCHED_FIFO at the lowest priority) when the agent may make it one, as
+// root at start-up: on a busy machine its wait for a CPU, not the
+// schedule, was most of a reaction, and a real-time thread preempts every
+// ordinary one when it wakes. Its CPU is bounded by what follows (what a
+// user can make it do), and the kernel keeps 5 % of each CPU for ordinary
+// threads. Without the privilege it asks for a 100 µs slice instead
+// (sched_setattr's sched_runtime, honoured by EEVDF since Linux 6.12), so
+// that when it wakes it may preempt a busy process of the same priority
+// instead of waiting for that process's slice to run out. The callback,
+// which disables or closes the agent's counters, runs on that thread. While
+// nobody has the file open the thread sleeps for IdlePoll at a time: no
 // other wake-up.
 //
 // The Watcher learns "nobody" from the kernel: a write lease (F_SETLEASE)

@@ -85,6 +85,15 @@ const (
 	silentRefill = 25
 )
 
+// Before the Watcher has seen a holder lock or unlock without a hint, a
+// holder that keeps the file open and unlocks through it would be seen at
+// Poll: its lock came right after its open, as perfalloc's does. So every
+// new reservation is checked every silentPoll for its first silentQuiet,
+// which sees such an unlock at once; perfalloc's own end is a close, a
+// hint, either way. Each such reservation draws a change from the bucket
+// of silent changes, so a loop of reservations costs no more than a
+// silent holder does.
+
 // Naming the holders reads /proc/locks, which any user can make expensive.
 // A reservation is named when it starts and when hints say that its
 // holders may have changed, but a naming waits until namingPace times the
@@ -195,6 +204,7 @@ type state struct {
 	openAt           time.Time // the last open hint
 	dense            bool      // a dense check is left in its bucket
 	silent           bool      // a holder that locks without opening is about, and a change is left in its bucket
+	fresh            bool      // the reservation drew a change from that bucket when it started
 	followUp         bool      // the check followed an open hint and found no lock
 	nameStale        bool      // the holders are to be named again
 	naming           bool      // a naming is under way
@@ -229,6 +239,8 @@ func (o *Options) poll(s state, now time.Time) time.Duration {
 	switch {
 	case s.reserved && s.silent:
 		return o.silentPace(s, now)
+	case s.reserved && s.fresh && !quiet(s, now, silentQuiet):
+		return min(o.Poll, silentPoll)
 	case s.reserved:
 		// Over when the holders unlock, which perfalloc does by closing
 		// the file (a hint).

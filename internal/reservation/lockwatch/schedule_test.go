@@ -49,6 +49,9 @@ func TestNext(t *testing.T) {
 		{"follow-up, bucket empty", with(open, func(s *state) { s.openAt, s.followUp, s.dense = t0, true, false }), DefaultOpenPoll},
 		{"reserved", with(open, func(s *state) { s.reserved = true }), DefaultPoll},
 		{"reserved, follow-up asked", with(open, func(s *state) { s.reserved, s.followUp = true, true }), DefaultPoll},
+		{"a new reservation", with(open, func(s *state) { s.reserved, s.fresh, s.since = true, true, t0.Add(-time.Second) }), silentPoll},
+		{"a reservation held for 10 s", with(open, func(s *state) { s.reserved, s.fresh, s.since = true, true, t0.Add(-silentQuiet-time.Millisecond) }), DefaultPoll},
+		{"free, fresh left over", with(open, func(s *state) { s.fresh = true }), DefaultOpenPoll},
 		{"reserved by a silent holder", with(open, func(s *state) { s.reserved, s.silent = true, true }), silentPoll},
 		{"reserved by a silent holder, quiet for 10 s", with(open, func(s *state) { s.reserved, s.silent, s.since = true, true, long }), openQuietPoll},
 		{"free, a silent holder about", with(open, func(s *state) { s.silent = true }), silentPoll},
@@ -216,15 +219,23 @@ func TestScheduleWalk(t *testing.T) {
 	}{
 		{"perfalloc: open, lock, close", 0, []event{
 			{0, "idle", 0, nil, DefaultIdlePoll},
-			{time.Second, "open, lock", hintOpen, both(users(1), lock(100)), DefaultPoll},
-			{2 * time.Second, "close", hintClose, both(users(0), lock()), DefaultIdlePoll},
+			{time.Second, "open, lock", hintOpen, both(users(1), lock(100)), silentPoll},
+			{2 * time.Second, "held", 0, nil, silentPoll},
+			{time.Second + silentQuiet + time.Millisecond, "held for 10 s", 0, nil, DefaultPoll},
+			{time.Minute, "close", hintClose, both(users(0), lock()), DefaultIdlePoll},
+		}},
+		{"a holder that keeps its descriptor, before it is known to", 0, []event{
+			{0, "open, lock", hintOpen, both(users(1), lock(100)), silentPoll},
+			{50 * time.Millisecond, "unlock, no close: seen at once", 0, lock(), densePoll},
+			{time.Second, "lock again: now known silent", 0, lock(100), silentPoll},
+			{time.Second + silentQuiet + time.Millisecond, "held for 10 s", 0, nil, openQuietPoll},
 		}},
 		{"an open whose lock comes late", 0, []event{
 			{0, "open", hintOpen, users(1), openFollowUp},
 			{openFollowUp, "follow-up", 0, nil, densePoll},
 			{50 * time.Millisecond, "a dense check", 0, nil, densePoll},
 			// Named once more when the open's dense checks end.
-			{60 * time.Millisecond, "the lock", 0, lock(100), denseFor - 60*time.Millisecond},
+			{60 * time.Millisecond, "the lock", 0, lock(100), silentPoll},
 			{5 * time.Second, "close", hintClose, both(users(0), lock()), DefaultIdlePoll},
 		}},
 		{"open elsewhere, no lock, then quiet", 1, []event{
@@ -253,7 +264,7 @@ func TestScheduleWalk(t *testing.T) {
 			}, DefaultIdlePoll}, // a probe found nobody
 		}},
 		{"the lease is refused", 0, []event{
-			{0, "open, lock", hintOpen, both(users(1), lock(100), func(f *fakeLock, w *Watcher) { w.users.denied = true }), DefaultPoll},
+			{0, "open, lock", hintOpen, both(users(1), lock(100), func(f *fakeLock, w *Watcher) { w.users.denied = true }), silentPoll},
 			{time.Second, "close", hintClose, both(users(0), lock()), unsurePoll},
 		}},
 		{"a close of an open never counted", 0, []event{
@@ -337,8 +348,8 @@ func TestScheduleHintsDrawFromTheBucket(t *testing.T) {
 	}
 }
 
-// perfalloc's lock follows its open: not silent, and while it is held the
-// watcher waits for the close at Poll.
+// perfalloc's lock follows its open: not silent, and once it has been held
+// for silentQuiet the watcher waits for the close at Poll.
 func TestScheduleAnnouncedHolder(t *testing.T) {
 	f, w := schedWatcher(t, 0)
 	f.lock(100)
@@ -347,15 +358,19 @@ func TestScheduleAnnouncedHolder(t *testing.T) {
 	if !w.reserved() || w.silent {
 		t.Fatalf("lock right after an open: reserved %v, silent %v; want reserved, not silent", w.reserved(), w.silent)
 	}
-	if got != DefaultPoll {
-		t.Fatalf("reserved by perfalloc: next check in %v, want %v", got, DefaultPoll)
+	if got != silentPoll {
+		t.Fatalf("reserved by perfalloc: next check in %v, want %v", got, silentPoll)
+	}
+	now := t0.Add(silentQuiet + time.Millisecond)
+	if got := w.opts.next(w.state(now), now).Sub(now); got != DefaultPoll {
+		t.Fatalf("reserved by perfalloc for %v: next check in %v, want %v", silentQuiet, got, DefaultPoll)
 	}
 	// Not silent either when the lock is seen by a dense check, up to
 	// denseFor after the open.
 	f.lock()
 	stepAt(w, t0.Add(densePoll), hintClose)
 	f.lock(100)
-	now := t0.Add(denseFor / 2)
+	now = t0.Add(denseFor / 2)
 	w.next = now
 	stepAt(w, now, 0)
 	if !w.reserved() || w.silent {
@@ -434,7 +449,8 @@ func TestScheduleNamesALateSecondHolder(t *testing.T) {
 // nothing until much later.
 func TestScheduleNamesAgainAfterALateLock(t *testing.T) {
 	f, w := schedWatcher(t, 2)
-	w.opts.Poll = time.Hour // only the naming's own schedule can name 101
+	w.opts.Poll = time.Hour           // only the naming's own schedule can name 101
+	w.changes.AllowN(t0, silentBurst) // nor the checks of a new reservation
 	var got []Status
 	w.fn = func(st Status) { got = append(got, st) }
 

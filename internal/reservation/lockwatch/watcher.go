@@ -68,6 +68,7 @@ type Watcher struct {
 	nameAfter  time.Time     // no /proc/locks before this
 	nameStale  bool          // the holders may have changed since they were named
 	silent     bool          // a reservation came or went without a hint (see silentPoll)
+	fresh      bool          // the reservation drew from changes when it started
 	procLocks  string        // /proc/locks, or what a test puts there
 
 	// A naming under way (see namingPace) runs startNaming's goroutine,
@@ -78,6 +79,7 @@ type Watcher struct {
 	closing     atomic.Bool // Close, not a naming, wrote to wake
 	namers      sync.WaitGroup
 
+	tid       atomic.Int32 // the watcher's thread, for tests
 	pace      atomic.Int64 // the interval chosen after the last check, ns, for tests
 	checks    atomic.Int64 // F_GETLK checks made, for tests
 	procReads atomic.Int64 // reads of /proc/locks, for tests
@@ -250,6 +252,7 @@ func (w *Watcher) state(now time.Time) state {
 		openAt:    w.openAt,
 		dense:     w.dense.TokensAt(now) >= 1,
 		silent:    w.silent && w.changes.TokensAt(now) >= 1,
+		fresh:     w.fresh,
 		nameStale: w.nameStale,
 		naming:    w.naming,
 		nameAfter: w.nameAfter,
@@ -276,9 +279,10 @@ func (w *Watcher) schedule(now time.Time, followUp bool) {
 func (w *Watcher) run() {
 	defer close(w.done)
 	runtime.LockOSThread()
-	if !setSlice(watcherSlice) {
+	if !setScheduling() {
 		defer runtime.UnlockOSThread()
-	} // else the thread ends with the goroutine, and its slice with it
+	} // else the thread ends with the goroutine, and its policy with it
+	w.tid.Store(int32(unix.Gettid()))
 	var buf []byte
 	if w.note != nil {
 		buf = make([]byte, inotify.BufSize)
@@ -370,6 +374,9 @@ func (w *Watcher) step(now time.Time) {
 			w.changes.AllowN(now, 1)
 		}
 		w.silent = true
+	}
+	if changed {
+		w.fresh = w.note != nil && !w.silent && w.reserved() && w.changes.AllowN(now, 1)
 	}
 	w.lastCheck = now
 	w.schedule(now, kinds&hintOpen != 0)
@@ -497,13 +504,12 @@ func (w *Watcher) report(now time.Time, st, cur reservation.Status) {
 	w.mu.Lock()
 	w.current = st
 	w.mu.Unlock()
-	// The callback keeps the short slice. Giving it the default one
+	// The callback keeps the thread's policy. Giving it the default one
 	// costs a sched_setattr that re-places the thread in its run queue,
 	// and on a busy machine that let other processes run first: 7.7-20 ms
 	// before the callback started, in 3 of 1500 callbacks. The callback
-	// is short now (an ioctl per group leader for the counters that hold
-	// no PMU counter); where it reopens hardware counters, the short
-	// slice cuts its CPU share into smaller pieces but does not shrink it.
+	// is short (an ioctl per group leader for the counters that hold no
+	// PMU counter, and the agent paces the reopens of the others).
 	w.fn(st)
 }
 

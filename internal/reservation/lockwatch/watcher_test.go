@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"perfevent/internal/reservation"
+	"perfevent/internal/testwait"
 )
 
 // A failure deadline, not a timing assertion: reaction times are measured
@@ -124,4 +128,46 @@ func TestWatcherRecreatesDeletedFile(t *testing.T) {
 		w.Close()
 		lf.Close()
 	}
+}
+
+// The watcher's thread is real-time when the process may make it one
+// (root), and asks for a short slice otherwise.
+func TestWatcherThreadScheduling(t *testing.T) {
+	for _, rt := range []bool{true, false} {
+		func() {
+			defer func(old bool) { realtime = old }(realtime)
+			realtime = rt
+			_, w, _ := newTestWatcher(t, Options{})
+			if !testwait.Until(patience, func() bool { return w.tid.Load() != 0 }) {
+				t.Fatal("the watcher's thread never started")
+			}
+			attr, err := unix.SchedGetAttr(int(w.tid.Load()), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			wantFIFO := rt && mayBeRealtime()
+			if got := attr.Policy == unix.SCHED_FIFO; got != wantFIFO {
+				t.Errorf("real-time asked %v, euid %d: policy %d, want SCHED_FIFO %v", rt, unix.Geteuid(), attr.Policy, wantFIFO)
+			}
+			if attr.Flags&unix.SCHED_FLAG_RESET_ON_FORK == 0 {
+				t.Errorf("real-time asked %v: children would inherit the policy (flags %#x)", rt, attr.Flags)
+			}
+			if !wantFIFO && attr.Runtime != uint64(watcherSlice) {
+				t.Errorf("real-time asked %v: slice %v, want %v", rt, time.Duration(attr.Runtime), watcherSlice)
+			}
+		}()
+	}
+}
+
+// mayBeRealtime says whether a thread of this process may make itself
+// SCHED_FIFO, trying on a thread that ends with its goroutine.
+func mayBeRealtime() bool {
+	ok := make(chan bool)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread goes
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}
+		ok <- unix.SchedSetAttr(0, &attr, 0) == nil
+	}()
+	return <-ok
 }
