@@ -233,34 +233,42 @@ func (o *Options) next(s state, now time.Time) time.Time {
 // poll is the interval of next without the naming of holders and the
 // follow-up of an open.
 func (o *Options) poll(s state, now time.Time) time.Duration {
+	iv, _ := o.pace(s, now)
+	return iv
+}
+
+// pace is poll's interval, and whether it is the silent pace, which the
+// bucket of silent changes bounds (the checks at that pace draw nothing
+// from the bucket of dense checks, which is for hints).
+func (o *Options) pace(s state, now time.Time) (iv time.Duration, silent bool) {
 	if !s.notify {
-		return o.Poll
+		return o.Poll, false
 	}
 	switch {
 	case s.reserved && s.silent:
-		return o.silentPace(s, now)
+		return o.silentPace(s, now), true
 	case s.reserved && s.fresh && !quiet(s, now, silentQuiet):
-		return min(o.Poll, silentPoll)
+		return min(o.Poll, silentPoll), true
 	case s.reserved:
 		// Over when the holders unlock, which perfalloc does by closing
 		// the file (a hint).
-		return o.Poll
+		return o.Poll, false
 	case s.known && s.others == 0 && s.confirmed && s.healthy:
 		// Whoever opened the file has closed it again: the next lock
 		// needs an open first, which wakes the notifier.
-		return o.IdlePoll
+		return o.IdlePoll, false
 	case s.known && s.others == 0:
-		return o.unsure()
+		return o.unsure(), false
 	case now.Sub(s.openAt) < denseFor:
-		return o.gap(s)
+		return o.gap(s), false
 	case s.silent:
-		return o.silentPace(s, now)
+		return o.silentPace(s, now), true
 	case !s.known:
-		return o.Poll
+		return o.Poll, false
 	case quiet(s, now, openQuiet):
-		return max(o.OpenPoll, min(o.Poll, openQuietPoll))
+		return max(o.OpenPoll, min(o.Poll, openQuietPoll)), false
 	}
-	return o.OpenPoll
+	return o.OpenPoll, false
 }
 
 // quiet says whether d has passed without an open or a change of the

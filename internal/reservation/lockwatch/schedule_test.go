@@ -539,3 +539,24 @@ func TestScheduleUnlockWhileNaming(t *testing.T) {
 		t.Errorf("%d reads of /proc/locks, want 1", w.procReads.Load())
 	}
 }
+
+// Checks at the silent pace are bounded by the bucket of silent changes,
+// not the one of dense checks: a holder that keeps its reservation for a
+// while must not leave the hints of the next perfalloc without dense
+// checks.
+func TestScheduleSilentPaceLeavesTheDenseBucket(t *testing.T) {
+	f, w := schedWatcher(t, 1)
+	f.lock(100)
+	w.next = t0
+	stepAt(w, t0, hintOpen) // perfalloc's open and lock: a new reservation
+	now := t0.Add(denseFor)
+	for end := now.Add(time.Second); now.Before(end); now = w.next {
+		stepAt(w, now, 0)
+	}
+	if got := w.pace.Load(); time.Duration(got) != silentPoll {
+		t.Fatalf("a reservation of a second: next check in %v, want %v", time.Duration(got), silentPoll)
+	}
+	if left := w.dense.TokensAt(now); left < denseBurst-denseRefill {
+		t.Errorf("a second of checks at the silent pace left %.0f dense checks of %d", left, denseBurst)
+	}
+}

@@ -364,7 +364,9 @@ func (w *Watcher) step(now time.Time) {
 	}
 	kinds, w.unseen = w.unseen, 0
 	if now.Sub(w.lastCheck) < w.opts.OpenPoll {
-		w.dense.AllowN(now, 1) // a dense check, if the bucket has one
+		if _, silent := w.opts.pace(w.state(now), now); !silent {
+			w.dense.AllowN(now, 1) // a dense check, if the bucket has one
+		}
 	}
 	changed := w.check(now)
 	if changed && kinds == 0 && now.Sub(w.openAt) >= denseFor && w.note != nil {
