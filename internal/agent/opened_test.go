@@ -1,18 +1,16 @@
 package agent
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/config"
+	"perfevent/internal/config/configtest"
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/cpulist"
@@ -190,47 +188,12 @@ func TestCheckShowsLibpfm4(t *testing.T) {
 	}
 }
 
-// corpus returns the config fuzz corpus and the config fixtures, by name.
-func corpus(t *testing.T) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	seeds, _ := filepath.Glob("../config/testdata/fuzz/FuzzParse/*")
-	for _, path := range seeds {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// "go test fuzz v1", then []byte("...") for the one argument.
-		_, arg, _ := bytes.Cut(data, []byte("\n"))
-		arg = bytes.TrimSpace(arg)
-		quoted, ok := bytes.CutPrefix(arg, []byte("[]byte("))
-		src, err := strconv.Unquote(string(bytes.TrimSuffix(quoted, []byte(")"))))
-		if !ok || err != nil {
-			t.Fatalf("%s: not a []byte corpus entry: %v", path, err)
-		}
-		out[path] = []byte(src)
-	}
-	confs, _ := filepath.Glob("../config/testdata/*.conf")
-	confs = append(confs, "../../perfevent.conf")
-	for _, path := range confs {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[path] = data
-	}
-	if len(out) < 10 {
-		t.Fatalf("only %d inputs", len(out))
-	}
-	return out
-}
-
 // What --check accepts (the plan and what opened, as it reports them)
 // must be exactly what the agent's table serves: a name the plan keeps
 // but the table refuses used to leave the agent serving nothing at all.
 func TestCheckAndTableAgreeOnTheCorpus(t *testing.T) {
 	machines := map[string]setup.Machine{"vm": machineOf(t, "vm"), "skylake": machineOf(t, "skylake")}
-	for path, src := range corpus(t) {
+	for path, src := range configtest.Corpus(t) {
 		for mname, m := range machines {
 			for _, compat := range []bool{false, true} {
 				f, perr := config.Parse(filepath.Base(path), src)

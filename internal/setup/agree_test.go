@@ -1,55 +1,17 @@
 package setup
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"perfevent/internal/config"
+	"perfevent/internal/config/configtest"
 )
-
-// corpus returns the config fuzz corpus and the config fixtures, by name.
-func corpus(t *testing.T) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	seeds, _ := filepath.Glob("../config/testdata/fuzz/FuzzParse/*")
-	for _, path := range seeds {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// "go test fuzz v1", then []byte("...") for the one argument.
-		_, arg, _ := bytes.Cut(data, []byte("\n"))
-		arg = bytes.TrimSpace(arg)
-		quoted, ok := bytes.CutPrefix(arg, []byte("[]byte("))
-		src, err := strconv.Unquote(string(bytes.TrimSuffix(quoted, []byte(")"))))
-		if !ok || err != nil {
-			t.Fatalf("%s: not a []byte corpus entry: %v", path, err)
-		}
-		out[path] = []byte(src)
-	}
-	confs, _ := filepath.Glob("../config/testdata/*.conf")
-	confs = append(confs, "../../perfevent.conf")
-	for _, path := range confs {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[path] = data
-	}
-	if len(out) < 10 {
-		t.Fatalf("only %d inputs", len(out))
-	}
-	return out
-}
 
 // Names the PMNS cannot carry are refused line by line, and the rest is served.
 func TestNamesThatCannotBeServedAreRefusedBySection(t *testing.T) {
-	src := corpus(t)["../config/testdata/fuzz/FuzzParse/names"]
+	src := configtest.Corpus(t)["../config/testdata/fuzz/FuzzParse/names"]
 	f, perr := config.Parse("names.conf", src)
 	p := Make(f, perr, fixture(t, "vm"), false)
 	text := notes(p)
