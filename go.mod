@@ -6,3 +6,5 @@ require (
 	golang.org/x/sys v0.50.0
 	golang.org/x/time v0.16.0
 )
+
+require github.com/cilium/ebpf v0.22.0
