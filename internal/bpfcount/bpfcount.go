@@ -284,6 +284,30 @@ func (c *Counter) Counted() int {
 // testRunOnCPU is BPF_F_TEST_RUN_ON_CPU.
 const testRunOnCPU = 1
 
+// runOnCPU runs the program prog on cpu, through BPF_PROG_TEST_RUN with
+// BPF_F_TEST_RUN_ON_CPU (an IPI when cpu is another). It is made directly:
+// the library's Program.Run first loads a program of its own to detect
+// the command, which needs CAP_BPF, and the agent runs this as its user
+// with CAP_PERFMON alone.
+func runOnCPU(prog, cpu int) error {
+	attr := struct {
+		progFD, retval, dataSizeIn, dataSizeOut uint32
+		dataIn, dataOut                         uint64
+		repeat, duration, ctxSizeIn, ctxSizeOut uint32
+		ctxIn, ctxOut                           uint64
+		flags, cpu, batchSize                   uint32
+		_                                       uint32
+	}{progFD: uint32(prog), flags: testRunOnCPU, cpu: uint32(cpu)}
+	_, _, errno := unix.Syscall(unix.SYS_BPF, bpfProgTestRun, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// bpfProgTestRun is the bpf(2) command BPF_PROG_TEST_RUN.
+const bpfProgTestRun = 10
+
 // Sync charges what each attached CPU counted since its last cgroup
 // switch to the cgroup running there now, so that a Read after it is
 // current: the fetch program runs on each CPU (an IPI to the others).
@@ -292,7 +316,7 @@ func (c *Counter) Sync() error {
 	defer c.mu.Unlock()
 	var errs []error
 	for cpu := range c.switches {
-		if _, err := c.onFetch.Run(&ebpf.RunOptions{Flags: testRunOnCPU, CPU: uint32(cpu)}); err != nil {
+		if err := runOnCPU(c.onFetch.FD(), cpu); err != nil {
 			errs = append(errs, fmt.Errorf("cpu%d: %w", cpu, err))
 		}
 	}

@@ -12,6 +12,10 @@
 // BPF_PROG_TEST_RUN, so that the cgroup running there now is charged what
 // it has counted since it was switched in.
 //
+// Unlike a perf cgroup counter, which the kernel switches when a task
+// moves to another cgroup, the program sees only switches between tasks:
+// the slice in progress when a task moves is charged to its new cgroup.
+//
 // The program is assembled here (program.go), with its loops over events
 // and cgroup levels unrolled, so that nothing but Go builds it. It needs
 // cgroup v2 (the ancestors' ids are of the default hierarchy) and Linux
