@@ -144,6 +144,44 @@ func Load(o Options) (*Counter, error) {
 // Events is the number of events.
 func (c *Counter) Events() int { return len(c.events) }
 
+// Counts says whether c counts events, in that order: a reload that
+// configures other events needs another Counter, which only root can load.
+func (c *Counter) Counts(events []unix.PerfEventAttr) bool {
+	if len(events) != len(c.events) {
+		return false
+	}
+	for i, e := range events {
+		e.Size = perf.AttrSize
+		e.Read_format = perf.ReadFormat
+		e.Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
+		if e != c.events[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Room is the number of cgroups that may be counted at once.
+func (c *Counter) Room() int { return c.slots.max }
+
+// AttachOnly makes cpus the CPUs counted: those attached and not listed
+// are detached, those listed and not attached are attached. It returns
+// the first error and attaches what it can.
+func (c *Counter) AttachOnly(cpus []int) error {
+	for _, cpu := range c.Attached() {
+		if !slices.Contains(cpus, cpu) {
+			c.Detach(cpu)
+		}
+	}
+	var first error
+	for _, cpu := range cpus {
+		if err := c.Attach(cpu); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // CPUs is the number of possible CPUs, the length of a Read's per-event
 // list.
 func (c *Counter) CPUs() int { return c.nCPU }
@@ -242,13 +280,16 @@ func (c *Counter) Attached() []int {
 }
 
 // Add starts charging the cgroup whose id (its directory's inode on the
-// cgroup2 file system) is id, from zero, and returns its slot for Read.
+// cgroup2 file system) is id, and returns its slot for Read. A cgroup
+// new to the Counter starts from zero; one added already (by the Tracker
+// of the previous generation) keeps its slot and sums until each Add has
+// had its Remove, so a reader counts from the sums as it first reads them.
 func (c *Counter) Add(id uint64) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	slot, fresh, err := c.slots.add(id)
-	if err != nil {
-		return 0, err
+	slot, added, fresh, err := c.slots.add(id)
+	if err != nil || !added {
+		return slot, err
 	}
 	if !fresh {
 		n := len(c.events)
@@ -261,12 +302,17 @@ func (c *Counter) Add(id uint64) (int, error) {
 	return slot, nil
 }
 
-// Remove stops charging the cgroup id and frees its slot.
+// Remove undoes one Add of id; after the last the cgroup is no longer
+// charged and its slot is free.
 func (c *Counter) Remove(id uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.slots.remove(id); !ok {
+	_, gone, ok := c.slots.remove(id)
+	if !ok {
 		return fmt.Errorf("bpfcount: cgroup id %d is not counted", id)
+	}
+	if !gone {
+		return nil
 	}
 	if err := c.slotMap.Delete(id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("bpfcount: cgroup id %d out of the map: %w", id, err)

@@ -1,0 +1,139 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/bpfcount"
+	"perfevent/internal/cgroup/cgrouptest"
+	"perfevent/internal/testwait"
+)
+
+// loadBPF loads a bpfcount.Counter for testEvents attached to every
+// online CPU, or skips naming what is missing.
+func loadBPF(tb testing.TB, cgroups int) *bpfcount.Counter {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("needs root, to load BPF programs (CAP_BPF)")
+	}
+	attrs := make([]unix.PerfEventAttr, len(testEvents))
+	for i, e := range testEvents {
+		attrs[i] = e.Attr
+	}
+	c, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: cgroups})
+	if err != nil {
+		tb.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	if err := c.AttachOnly(onlineCPUs(tb)); err != nil {
+		tb.Skipf("needs the cgroup-switches software event (Linux 5.13): %v", err)
+	}
+	return c
+}
+
+// TestKernelBPFCountsAsPerf counts the same cgroups, a busy loop's, its
+// parent and an idle one, with a perf Tracker and a BPF one side by side:
+// the values agree, the parent is charged its child, and the BPF Tracker
+// holds no descriptor per cgroup.
+func TestKernelBPFCountsAsPerf(t *testing.T) {
+	h := kernelHierarchy(t)
+	c := loadBPF(t, 16)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-test-bpf-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	mkdirs(t, base, "busy", "idle")
+	t.Cleanup(func() { removeTree(t, base) })
+	pid := cgrouptest.Busy(t, filepath.Join(base, "busy"))
+	name := "/" + filepath.Base(base)
+	start := func(bpf *bpfcount.Counter) *Tracker {
+		tr := New(Options{Hierarchy: h, Patterns: []string{name, name + "/*"}, Events: testEvents,
+			CPUs: onlineCPUs(t), BPF: bpf, Rescan: time.Hour, NoNotify: true})
+		tr.Start()
+		t.Cleanup(tr.Stop)
+		return tr
+	}
+	perfT, bpfT := start(nil), start(c)
+	if n, fds := bpfT.Stats(); n != 3 || fds != c.FDs() {
+		t.Fatalf("BPF: %d cgroups on %d descriptors, want 3 on the counter's %d", n, fds, c.FDs())
+	}
+	need := []bool{true, true}
+	read := func() (p, b map[string]uint64) {
+		perfT.Read(need)
+		bpfT.Read(need)
+		return clocks(perfT), clocks(bpfT)
+	}
+	p0, b0 := read()
+	c0 := cgrouptest.OnCPU(t, pid)
+	time.Sleep(500 * time.Millisecond) // an interval to count over
+	p1, b1 := read()
+	ran := float64(cgrouptest.OnCPU(t, pid) - c0)
+	d := func(m1, m0 map[string]uint64, n string) float64 { return float64(m1[n] - m0[n]) }
+	busy, parent, idle := name+"/busy", name, name+"/idle"
+	t.Logf("loop %.4g ns; perf busy %.4g parent %.4g; BPF busy %.4g parent %.4g idle %.4g", ran,
+		d(p1, p0, busy), d(p1, p0, parent), d(b1, b0, busy), d(b1, b0, parent), d(b1, b0, idle))
+	if pb, bb := d(p1, p0, busy), d(b1, b0, busy); bb < 0.9*pb || bb > 1.1*pb {
+		t.Errorf("busy cgroup: cpu-clock grew %.4g ns in BPF mode and %.4g ns in perf mode, want within 10%%", bb, pb)
+	}
+	if bp, bb := d(b1, b0, parent), d(b1, b0, busy); bp < bb {
+		t.Errorf("parent: cpu-clock grew %.4g ns in BPF mode, less than its busy child's %.4g", bp, bb)
+	}
+	if bi := d(b1, b0, idle); bi != 0 {
+		t.Errorf("idle cgroup: cpu-clock grew %.4g ns in BPF mode, want 0", bi)
+	}
+}
+
+// TestKernelBPFChurnKeepsDescriptors makes and removes 200 cgroups under a
+// BPF Tracker: the process's descriptors are as many after as before, and
+// every cgroup was counted while it lived.
+func TestKernelBPFChurnKeepsDescriptors(t *testing.T) {
+	h := kernelHierarchy(t)
+	c := loadBPF(t, 64)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-test-bpfchurn-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	t.Cleanup(func() { removeTree(t, base) })
+	name := "/" + filepath.Base(base)
+	tr := New(Options{Hierarchy: h, Patterns: []string{name + "/*"}, Events: testEvents,
+		CPUs: onlineCPUs(t), BPF: c, Rescan: time.Hour, NoNotify: true})
+	tr.Start()
+	defer tr.Stop()
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	for round := range 4 {
+		for i := range 50 {
+			mkdirs(t, base, fmt.Sprintf("c%d-%d", round, i))
+		}
+		tr.rescan()
+		if n := tr.Counted(); n != 50 {
+			t.Fatalf("round %d: %d cgroups counted, want 50", round, n)
+		}
+		if got := fds(); got != before {
+			t.Errorf("round %d: %d descriptors open with 50 cgroups counted, %d with none", round, got, before)
+		}
+		for i := range 50 {
+			if err := os.Remove(filepath.Join(base, fmt.Sprintf("c%d-%d", round, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr.rescan()
+		if !testwait.Until(testwait.Settle, func() bool { return tr.Counted() == 0 && c.Counted() == 0 }) {
+			t.Fatalf("round %d: %d cgroups still counted (%d in the map) after all were removed", round, tr.Counted(), c.Counted())
+		}
+	}
+	if got := fds(); got != before {
+		t.Errorf("%d descriptors open after 200 cgroups came and went, %d before", got, before)
+	}
+}
