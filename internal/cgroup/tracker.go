@@ -71,9 +71,9 @@ type member struct {
 	// made again under the same path is another cgroup, with another id,
 	// which the counters of the first never see. Holding dir keeps the
 	// inode from being reused meanwhile on any file system.
-	ino  uint64
-	dir  *os.File     // kept open: Reopen after perfalloc needs it; nil with BPF
-	set  *counter.Set // one spec per Options.Events, in order; nil with BPF
+	ino uint64
+	dir *os.File     // kept open: Reopen after perfalloc needs it; nil with BPF
+	set *counter.Set // one spec per Options.Events, in order; nil with BPF
 	// With BPF: the cgroup's slot, the slot's sums as last read (per
 	// event, per Options.CPUs), and what they added up to, scaled, since
 	// the member was opened.
@@ -81,9 +81,9 @@ type member struct {
 	slot int
 	last []bpfcount.Reading
 	acc  []uint64
-	base []uint64     // per event: what the instance had served before set
-	vals []uint64     // per event: base + the sum over CPUs as of the last Read
-	duty []float64    // per event: the mean dutycycle over its CPUs
+	base []uint64  // per event: what the instance had served before set
+	vals []uint64  // per event: base + the sum over CPUs as of the last Read
+	duty []float64 // per event: the mean dutycycle over its CPUs
 	fds  int
 }
 
