@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"perfevent/internal/cgroup"
+)
+
+// fetchString fetches a string metric without instances.
+func (h *tester) fetchString(t *testing.T, name string) string {
+	t.Helper()
+	id, err := h.c.PMID(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.c.Fetch(id)
+	if err != nil || r.Sets[0].Err() != nil || len(r.Sets[0].Values) != 1 {
+		t.Fatalf("fetching %s: %v, %+v", name, err, r)
+	}
+	return r.Sets[0].Values[0].String()
+}
+
+// startCounting starts the agent with cgroups.conf counting cpu-clock in
+// every cgroup of hierarchy h, with the line counting.
+func startCounting(t *testing.T, h cgroup.Hierarchy, counting string) *tester {
+	t.Helper()
+	return startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) {
+		conf := "cgroup /\nevent cpu-clock\n" + counting
+		if err := os.WriteFile(filepath.Join(filepath.Dir(a.o.Config), "cgroups.conf"), []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a.locate = func() (cgroup.Hierarchy, error) { return h, nil }
+	})
+}
+
+// Where BPF cannot count (here a cgroup v1 hierarchy, whose ancestors the
+// program cannot look up), perf does: at Warning when cgroups.conf asks
+// for bpf, and perfevent.cgroup.counting says why.
+func TestCountingFallsBackToPerf(t *testing.T) {
+	v1 := cgroup.Hierarchy{Mount: t.TempDir(), Version: 1}
+	const why = "perf: the cgroup v1 perf_event hierarchy at "
+	for _, c := range []struct{ line, want, warning string }{
+		{"counting bpf\n", why, "asks for counting bpf, but the cgroup v1 perf_event hierarchy at "},
+		{"", why, ""},
+		{"counting auto\n", why, ""},
+		{"counting perf\n", "perf", ""},
+	} {
+		h := startCounting(t, v1, c.line)
+		if got := h.fetchString(t, "perfevent.cgroup.counting"); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%q: perfevent.cgroup.counting = %q, want %q...", c.line, got, c.want)
+		}
+		log := h.log.String()
+		if c.warning != "" {
+			h.waitLog(t, c.warning)
+		} else if strings.Contains(log, "asks for counting") {
+			t.Errorf("%q: a warning about the counting asked for:\n%s", c.line, log)
+		}
+		if !strings.Contains(log, "with perf cgroup counters, one per cgroup, event and CPU") {
+			t.Errorf("%q: the log does not say how the cgroups are counted:\n%s", c.line, log)
+		}
+	}
+}
+
+// On cgroup v2, as root, the agent counts with BPF by default.
+func TestCountingBPFByDefault(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to load BPF programs (CAP_BPF)")
+	}
+	h, err := cgroup.LocateSystem()
+	if err != nil || h.Version != 2 {
+		t.Skipf("needs perf_event on a cgroup v2 hierarchy: %v %v", h, err)
+	}
+	a := startCounting(t, h, "")
+	got := a.fetchString(t, "perfevent.cgroup.counting")
+	if strings.HasPrefix(got, "perf: ") {
+		t.Skipf("needs BPF counting on this kernel: %s", got)
+	}
+	if got != "bpf" {
+		t.Fatalf("perfevent.cgroup.counting = %q, want bpf", got)
+	}
+	a.waitLog(t, "with a BPF program at each cgroup switch")
+}
