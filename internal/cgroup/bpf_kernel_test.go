@@ -17,12 +17,16 @@ import (
 // loadBPF loads a bpfcount.Counter for testEvents attached to every
 // online CPU, or skips naming what is missing.
 func loadBPF(tb testing.TB, cgroups int) *bpfcount.Counter {
+	return loadBPFOf(tb, cgroups, testEvents)
+}
+
+func loadBPFOf(tb testing.TB, cgroups int, events []Event) *bpfcount.Counter {
 	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Skip("needs root, to load BPF programs (CAP_BPF)")
 	}
-	attrs := make([]unix.PerfEventAttr, len(testEvents))
-	for i, e := range testEvents {
+	attrs := make([]unix.PerfEventAttr, len(events))
+	for i, e := range events {
 		attrs[i] = e.Attr
 	}
 	c, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: cgroups})
