@@ -24,6 +24,12 @@ const Levels = 32
 // its 512-byte stack.
 const MaxEvents = 16
 
+// MaxSums bounds the kernel memory of the sums, cgroups × events ×
+// possible CPUs × 24 bytes: Load makes room for fewer cgroups than asked
+// rather than take more (1,024 cgroups of 2 events on 768 CPUs take 36
+// MiB).
+const MaxSums = 64 << 20
+
 // cgroupSwitches is PERF_COUNT_SW_CGROUP_SWITCHES (Linux 5.13): a software
 // event that counts each switch between tasks of different cgroups on a
 // CPU, counted before the switch, while the outgoing task is current.
@@ -40,7 +46,8 @@ type Options struct {
 	// Read_format are set by Load; the rest (type, config, exclude bits)
 	// is the caller's.
 	Events []unix.PerfEventAttr
-	// Cgroups is how many cgroups may be counted at once.
+	// Cgroups is how many cgroups may be counted at once, within
+	// MaxSums (see Room).
 	Cgroups int
 }
 
@@ -90,6 +97,7 @@ func Load(o Options) (*Counter, error) {
 		return nil, fmt.Errorf("bpfcount: possible CPUs: %w", err)
 	}
 	n := len(o.Events)
+	o.Cgroups = roomFor(n, o.Cgroups, nCPU)
 	c := &Counter{events: slices.Clone(o.Events), nCPU: nCPU, slots: newSlots(o.Cgroups), switches: map[int]int{}}
 	for i := range c.events {
 		c.events[i].Size = perf.AttrSize
@@ -161,7 +169,21 @@ func (c *Counter) Counts(events []unix.PerfEventAttr) bool {
 	return true
 }
 
-// Room is the number of cgroups that may be counted at once.
+// RoomFor is the Room a Counter of nEvents loaded for cgroups would have.
+func RoomFor(nEvents, cgroups int) int {
+	nCPU, err := ebpf.PossibleCPU()
+	if err != nil {
+		return cgroups
+	}
+	return roomFor(nEvents, cgroups, nCPU)
+}
+
+func roomFor(nEvents, cgroups, nCPU int) int {
+	return max(1, min(cgroups, MaxSums/(nEvents*nCPU*readingSize)))
+}
+
+// Room is the number of cgroups that may be counted at once: as many as
+// Load was asked for, within MaxSums.
 func (c *Counter) Room() int { return c.slots.max }
 
 // AttachOnly makes cpus the CPUs counted: those attached and not listed

@@ -108,3 +108,21 @@ func TestProgramStack(t *testing.T) {
 		t.Fatalf("%d helper calls and %d exits, want %d and 1", calls, exits, want)
 	}
 }
+
+func TestRoomStaysWithinMaxSums(t *testing.T) {
+	for _, c := range []struct{ events, cgroups, cpus, want int }{
+		{2, 1024, 2, 1024},
+		{2, 1024, 768, 1024},
+		{2, 4096, 768, MaxSums / (2 * 768 * readingSize)},
+		{16, 4096, 8192, MaxSums / (16 * 8192 * readingSize)},
+		{16, 4096, 1 << 18, 1}, // never none
+	} {
+		got := roomFor(c.events, c.cgroups, c.cpus)
+		if got != c.want {
+			t.Errorf("%d events, %d cgroups, %d CPUs: room for %d, want %d", c.events, c.cgroups, c.cpus, got, c.want)
+		}
+		if got > 1 && got*c.events*c.cpus*readingSize > MaxSums {
+			t.Errorf("%d events, %d cgroups, %d CPUs: room for %d takes more than %d bytes", c.events, c.cgroups, c.cpus, got, MaxSums)
+		}
+	}
+}

@@ -137,7 +137,7 @@ func New(o Options) *Tracker {
 	if o.BPF != nil {
 		if room := o.BPF.Room(); room < o.Max {
 			o.Max = room
-			capWhy = "the room for cgroups of the BPF map loaded at start-up"
+			capWhy = fmt.Sprintf("the room for cgroups of the BPF map loaded at start-up, within %d MiB of sums", bpfcount.MaxSums>>20)
 		}
 	} else if per := len(o.Events) * len(o.CPUs); per > 0 && o.Descriptors/per < o.Max {
 		o.Max = o.Descriptors / per
