@@ -624,6 +624,10 @@ func (t *Tracker) open(path string, prev *member) *member {
 		// needs holding, and the descriptors stay as they are.
 		dir.Close()
 		dir = nil
+		if d := len(components(path)); d >= bpfcount.Levels {
+			t.openFailed(path, fmt.Errorf("it is %d levels below the root, and the BPF program looks %d deep", d, bpfcount.Levels-1))
+			return nil
+		}
 		if slot, err = t.o.BPF.Add(st.Ino); err != nil {
 			t.openFailed(path, err)
 			return nil
