@@ -199,9 +199,10 @@ func TestKernelChargesTheRunningCgroup(t *testing.T) {
 		}
 		return s
 	}
-	// The median of several intervals: on a loaded VM one interval in a
-	// few can be off by tens of ms (a vCPU held up by the host while an
-	// IPI waits for it), however the cgroup is counted.
+	// The median of several intervals: the first may be off by tens of
+	// ms on a loaded VM, as the loop's shell moved itself into the cgroup
+	// while it ran, and the program charges the slice in progress at a
+	// move to the new cgroup.
 	const intervals = 5
 	var child, parent, idle []float64
 	prev := take()

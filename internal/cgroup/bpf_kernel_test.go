@@ -2,8 +2,10 @@ package cgroup
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,7 +55,7 @@ func TestKernelBPFCountsAsPerf(t *testing.T) {
 	}
 	mkdirs(t, base, "busy", "idle")
 	t.Cleanup(func() { removeTree(t, base) })
-	pid := cgrouptest.Busy(t, filepath.Join(base, "busy"))
+	cgrouptest.Busy(t, filepath.Join(base, "busy"))
 	name := "/" + filepath.Base(base)
 	start := func(bpf *bpfcount.Counter) *Tracker {
 		tr := New(Options{Hierarchy: h, Patterns: []string{name, name + "/*"}, Events: testEvents,
@@ -72,23 +74,33 @@ func TestKernelBPFCountsAsPerf(t *testing.T) {
 		bpfT.Read(need)
 		return clocks(perfT), clocks(bpfT)
 	}
-	p0, b0 := read()
-	c0 := cgrouptest.OnCPU(t, pid)
-	time.Sleep(500 * time.Millisecond) // an interval to count over
-	p1, b1 := read()
-	ran := float64(cgrouptest.OnCPU(t, pid) - c0)
-	d := func(m1, m0 map[string]uint64, n string) float64 { return float64(m1[n] - m0[n]) }
 	busy, parent, idle := name+"/busy", name, name+"/idle"
-	t.Logf("loop %.4g ns; perf busy %.4g parent %.4g; BPF busy %.4g parent %.4g idle %.4g", ran,
-		d(p1, p0, busy), d(p1, p0, parent), d(b1, b0, busy), d(b1, b0, parent), d(b1, b0, idle))
-	if pb, bb := d(p1, p0, busy), d(b1, b0, busy); bb < 0.9*pb || bb > 1.1*pb {
-		t.Errorf("busy cgroup: cpu-clock grew %.4g ns in BPF mode and %.4g ns in perf mode, want within 10%%", bb, pb)
+	// The median of a few intervals: the first may be off by tens of ms
+	// on a loaded VM, as the loop's shell moved itself into the cgroup
+	// while it ran, and BPF charges the slice in progress at a move to
+	// the new cgroup (perf switches its counters at the move).
+	const intervals = 5
+	var offs []float64
+	p0, b0 := read()
+	for range intervals {
+		time.Sleep(200 * time.Millisecond) // an interval to count over
+		p1, b1 := read()
+		d := func(m1, m0 map[string]uint64, n string) float64 { return float64(m1[n] - m0[n]) }
+		t.Logf("perf busy %.4g parent %.4g; BPF busy %.4g parent %.4g idle %.4g",
+			d(p1, p0, busy), d(p1, p0, parent), d(b1, b0, busy), d(b1, b0, parent), d(b1, b0, idle))
+		pb, bb := d(p1, p0, busy), d(b1, b0, busy)
+		offs = append(offs, math.Abs(bb-pb)/max(pb, 1))
+		if bp := d(b1, b0, parent); bp < bb {
+			t.Errorf("parent: cpu-clock grew %.4g ns in BPF mode, less than its busy child's %.4g", bp, bb)
+		}
+		if bi := d(b1, b0, idle); bi != 0 {
+			t.Errorf("idle cgroup: cpu-clock grew %.4g ns in BPF mode, want 0", bi)
+		}
+		p0, b0 = p1, b1
 	}
-	if bp, bb := d(b1, b0, parent), d(b1, b0, busy); bp < bb {
-		t.Errorf("parent: cpu-clock grew %.4g ns in BPF mode, less than its busy child's %.4g", bp, bb)
-	}
-	if bi := d(b1, b0, idle); bi != 0 {
-		t.Errorf("idle cgroup: cpu-clock grew %.4g ns in BPF mode, want 0", bi)
+	slices.Sort(offs)
+	if m := offs[len(offs)/2]; m > 0.05 {
+		t.Errorf("busy cgroup: cpu-clock in BPF mode is %.1f%% off perf mode's (the median of %d intervals), want within 5%%", 100*m, intervals)
 	}
 }
 
