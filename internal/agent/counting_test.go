@@ -82,4 +82,50 @@ func TestCountingBPFByDefault(t *testing.T) {
 		t.Fatalf("perfevent.cgroup.counting = %q, want bpf", got)
 	}
 	a.waitLog(t, "with a BPF program at each cgroup switch")
+
+	// A reload keeps the program loaded at start-up, as an agent that
+	// dropped root must: the same Counter, still counting.
+	loaded := a.a.bpf
+	a.a.RequestReload()
+	a.waitLog(t, "reload done")
+	if a.a.bpf != loaded || a.a.gen.Load().bpf != loaded {
+		t.Errorf("a reload loaded another BPF program")
+	}
+	if got := a.fetchString(t, "perfevent.cgroup.counting"); got != "bpf" {
+		t.Errorf("perfevent.cgroup.counting = %q after a reload, want bpf", got)
+	}
+}
+
+// --check says how the cgroups would be counted: as cgroups.conf forces
+// it, or with BPF where it loads (it loads the program, and lets go).
+func TestCheckSaysHowCgroupsCount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to open system-wide counters and load BPF programs")
+	}
+	if h, err := cgroup.LocateSystem(); err != nil || h.Version != 2 {
+		t.Skipf("needs perf_event on a cgroup v2 hierarchy: %v %v", h, err)
+	}
+	for _, c := range []struct{ line, want string }{
+		{"counting perf\n", `cgroups: counted with perf cgroup counters, as cgroups.conf asks (perfevent.cgroup.counting "perf")`},
+		{"", `cgroups: counted with BPF, on a constant number of descriptors (perfevent.cgroup.counting "bpf")`},
+	} {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "perfevent.conf")
+		if err := os.WriteFile(conf, []byte("[perf]\ncpu-clock\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroups.conf"), []byte("cgroup /\nevent cpu-clock\n"+c.line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if _, err := Check(Options{Config: conf, NoCatalog: true}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if c.line == "" && strings.Contains(out.String(), `(perfevent.cgroup.counting "perf: ...")`) {
+			t.Skipf("needs BPF counting on this kernel:\n%s", out.String())
+		}
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("%q: --check lacks %q:\n%s", c.line, c.want, out.String())
+		}
+	}
 }
