@@ -179,12 +179,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
+	// The one description of where the machine's sysfs and procfs are,
+	// from the environment, for every mode.
+	o.FS = pmu.Default()
 	switch {
 	case o.version:
 		fmt.Fprintf(stdout, "%s version %s\n", prog, version)
 		return 0
 	case o.listEvents:
-		return listEvents(pmu.Default(), o.listPMU, o.listMatch, !o.noProbe, stdout, stderr)
+		return listEvents(o.FS, o.listPMU, o.listMatch, !o.noProbe, stdout, stderr)
 	case o.check:
 		problems, err := agent.Check(o.Options, stdout)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"perfevent/internal/bpfcount"
 	"perfevent/internal/cgroup"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmda"
 	"perfevent/internal/setup"
@@ -33,12 +34,12 @@ type cgroupPlan struct {
 	missing bool
 }
 
-// planCgroups reads cgroups.conf and finds its events among the plan's
-// counters. An event that perfevent.conf does not serve is Info, not a
+// planCgroups reads cgroups.conf and finds its events among the counters
+// served. An event that perfevent.conf does not serve is Info, not a
 // Problem: the shipped cgroups.conf names cpu-clock and context-switches,
 // and a perfevent.conf taken over from the C agent, or one for a machine
 // without them, is not wrong for lacking them.
-func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
+func planCgroups(config string, read cgroupConf, served []setup.Counter) cgroupPlan {
 	name := cgroupsConf(config)
 	cfg, missing, errs := read.cfg, read.missing, read.errs
 	p := cgroupPlan{cfg: cfg, missing: missing, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
@@ -49,12 +50,12 @@ func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
 		return p
 	}
 	for _, ev := range cfg.Events {
-		i := slices.IndexFunc(plan.Counters, func(c setup.Counter) bool { return c.Event.Name == ev })
+		i := slices.IndexFunc(served, func(c setup.Counter) bool { return c.Event.Name == ev })
 		if i < 0 {
 			p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("%s: event %q is not a counter served from %s (configure it there to count it per cgroup); not counted per cgroup", name, ev, config)})
 			continue
 		}
-		c := plan.Counters[i]
+		c := served[i]
 		p.spec.Events = append(p.spec.Events, metrics.CgroupEvent{Event: len(p.events), Metric: c.Metric,
 			About: fmt.Sprintf("Configured in %s as %q, which %s defines at %s: %s.", name, ev, config, c.Pos, c.Event.Source)})
 		p.events = append(p.events, cgroup.Event{Name: ev, Attr: c.Event.Attr})
@@ -73,11 +74,11 @@ func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
 
 // hierarchyNote is --check's word on where the cgroups would be counted:
 // a Problem when nowhere, as the agent then logs a Warning.
-func hierarchyNote(p cgroupPlan) []setup.Note {
+func hierarchyNote(fs hostfs.FS, p cgroupPlan) []setup.Note {
 	if len(p.events) == 0 {
 		return nil
 	}
-	h, err := cgroup.LocateSystem()
+	h, err := cgroup.LocateOn(fs)
 	if err != nil {
 		return []setup.Note{{Severity: setup.Problem, Text: "cgroups: " + whyNoHierarchy(err) + "; nothing would be counted per cgroup"}}
 	}
@@ -105,13 +106,13 @@ func countingNote(p cgroupPlan, h cgroup.Hierarchy) setup.Note {
 }
 
 // startCgroups starts counting per cgroup what cgroups.conf asks for,
-// with the events of the plan, and returns the tracker (nil if nothing is
+// with the counters served, and returns the tracker (nil if nothing is
 // counted), what the table needs to serve it and words for the summary of
 // r (the numbers of cgroups and descriptors change as cgroups come and
 // go: in the plan, every reload would seem a change). read is
 // cgroups.conf as the build read it, outside the agent's lock.
-func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgroup.Tracker, *metrics.Cgroups, string, *bpfcount.Counter) {
-	p := planCgroups(a.o.Config, read, plan)
+func (a *Agent) startCgroups(served []setup.Counter, read cgroupConf, r *report) (*cgroup.Tracker, *metrics.Cgroups, string, *bpfcount.Counter) {
+	p := planCgroups(a.o.Config, read, served)
 	if p.missing {
 		r.infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
 	}
@@ -135,10 +136,6 @@ func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgr
 	}
 	bpf, counting := a.cgroupCounting(cfg, h, events, cpus, r)
 	spec.Counting = func() string { return counting }
-	debugf := func(string, ...any) {}
-	if a.o.Debug {
-		debugf = a.log.Infof
-	}
 	t := cgroup.New(cgroup.Options{
 		Hierarchy:   h,
 		Patterns:    cfg.Patterns,
@@ -148,8 +145,7 @@ func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgr
 		CPUs:        cpus,
 		BPF:         bpf,
 		IDs:         a.cgroupIDs,
-		Infof:       a.log.Infof,
-		Debugf:      debugf,
+		Log:         a.log,
 		Changed: func(in []cgroup.Instance) {
 			list := make([]pmda.Instance, len(in))
 			for i, c := range in {

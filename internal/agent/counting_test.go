@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"perfevent/internal/cgroup"
+	"perfevent/internal/hostfs"
 )
 
 // fetchString fetches a string metric without instances.
@@ -69,7 +70,7 @@ func TestCountingBPFByDefault(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to load BPF programs (CAP_BPF)")
 	}
-	h, err := cgroup.LocateSystem()
+	h, err := cgroup.LocateOn(hostfs.FS{})
 	if err != nil || h.Version != 2 {
 		t.Skipf("needs perf_event on a cgroup v2 hierarchy: %v %v", h, err)
 	}
@@ -102,7 +103,7 @@ func TestCheckSaysHowCgroupsCount(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to open system-wide counters and load BPF programs")
 	}
-	if h, err := cgroup.LocateSystem(); err != nil || h.Version != 2 {
+	if h, err := cgroup.LocateOn(hostfs.FS{}); err != nil || h.Version != 2 {
 		t.Skipf("needs perf_event on a cgroup v2 hierarchy: %v %v", h, err)
 	}
 	for _, c := range []struct{ line, want string }{

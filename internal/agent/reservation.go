@@ -15,7 +15,7 @@ import (
 // openLock opens (or creates) the lock file and prepares the directory of
 // the state file for the user the agent will run as.
 func (a *Agent) openLock(uid, gid int) error {
-	lf, err := reservation.OpenAccess(a.o.LockFile, a.o.LockAccess)
+	lf, err := reservation.OpenIn(a.fs.FS, a.o.LockFile, a.o.LockAccess)
 	if err != nil {
 		return err
 	}

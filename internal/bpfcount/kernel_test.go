@@ -15,7 +15,7 @@ import (
 
 	"perfevent/internal/bpfcount"
 	"perfevent/internal/cgroup/cgrouptest"
-	"perfevent/internal/cpuhotplug"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 	"perfevent/internal/testneed"
 )
@@ -57,7 +57,7 @@ func load(tb testing.TB, cgroups int, events ...unix.PerfEventAttr) *bpfcount.Co
 
 func attachAll(tb testing.TB, c *bpfcount.Counter) []int {
 	tb.Helper()
-	cpus, err := cpuhotplug.Online(cpuhotplug.DefaultPath)
+	cpus, err := (hostfs.FS{}).OnlineCPUs()
 	if err != nil {
 		tb.Fatal(err)
 	}

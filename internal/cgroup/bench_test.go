@@ -13,8 +13,8 @@ import (
 	"perfevent/internal/bpfcount"
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
-	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/emulator"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 )
 
@@ -335,7 +335,7 @@ func kernelHierarchy(tb testing.TB) Hierarchy {
 // online ones, whatever CPUs this test may run on (taskset) and however
 // many there are.
 func onlineCPUs(tb testing.TB) []int {
-	cpus, err := cpuhotplug.Online(cpuhotplug.DefaultPath)
+	cpus, err := (hostfs.FS{}).OnlineCPUs()
 	if err != nil {
 		tb.Fatal(err)
 	}

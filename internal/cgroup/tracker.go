@@ -15,6 +15,7 @@ import (
 
 	"perfevent/internal/bpfcount"
 	"perfevent/internal/counter"
+	"perfevent/internal/logging"
 )
 
 // Event is one event counted in every cgroup: a configured event's name
@@ -49,8 +50,9 @@ type Options struct {
 	Rescan time.Duration
 	// NoNotify rescans on the interval alone, without inotify.
 	NoNotify bool
-	// Infof and Debugf log; nil discards.
-	Infof, Debugf func(format string, args ...any)
+	// Log is told, at Info, what is not counted and why, and at Debug each
+	// cgroup counted, closed or failing; nil discards.
+	Log logging.Logger
 	// BPF, if set, counts through its program instead of a counter.Set
 	// per cgroup: a cgroup costs a slot in its map and no descriptor. It
 	// is the agent's and outlives the Tracker, which adds and removes its
@@ -149,13 +151,7 @@ func New(o Options) *Tracker {
 	if o.Opener == nil {
 		o.Opener = func(dir *os.File) counter.Opener { return counter.CgroupOpener{Dir: int(dir.Fd())} }
 	}
-	nop := func(string, ...any) {}
-	if o.Infof == nil {
-		o.Infof = nop
-	}
-	if o.Debugf == nil {
-		o.Debugf = nop
-	}
+	o.Log = logging.Or(o.Log)
 	return &Tracker{
 		o:       o,
 		notify:  -1,
@@ -188,7 +184,7 @@ func (t *Tracker) infof(format string, args ...any) {
 		format += fmt.Sprintf(" (%d more lines about cgroups were not logged in the last %v)", t.hushed, logEvery)
 		t.hushed = 0
 	}
-	t.o.Infof(format, args...)
+	t.o.Log.Infof(format, args...)
 }
 
 // How often a Tracker rescans on its own. With inotify the rescan is a
@@ -221,10 +217,10 @@ func (t *Tracker) Start() {
 			if t.o.Rescan <= 0 {
 				t.o.Rescan = RescanPolled
 			}
-			t.o.Infof("cgroups: inotify: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
+			t.o.Log.Infof("cgroups: inotify: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
 		} else if p, err := pipe(); err != nil {
 			unix.Close(fd)
-			t.o.Infof("cgroups: pipe: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
+			t.o.Log.Infof("cgroups: pipe: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
 		} else {
 			t.notify, t.stopR, t.stopW = fd, p[0], p[1]
 		}
@@ -457,9 +453,9 @@ func (t *Tracker) scanTree(busy bool) {
 	t.mu.Unlock()
 	for i, m := range removed {
 		if replaced[m] {
-			t.o.Debugf("cgroups: %s was removed and made again; its instance continues on the new cgroup", m.path)
+			t.o.Log.Debugf("cgroups: %s was removed and made again; its instance continues on the new cgroup", m.path)
 		} else {
-			t.o.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
+			t.o.Log.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
 		}
 		t.o.IDs.release(m.path, last[i])
 	}
@@ -637,7 +633,7 @@ func (t *Tracker) open(path string, prev *member) *member {
 	}
 	delete(t.quiet, path)
 	n := len(t.o.Events)
-	t.o.Debugf("cgroups: counting %s on %d descriptors", path, fds)
+	t.o.Log.Debugf("cgroups: counting %s on %d descriptors", path, fds)
 	id, last := t.o.IDs.acquire(path)
 	if prev != nil {
 		t.mu.Lock()
@@ -672,7 +668,7 @@ func (t *Tracker) openSet(path string, dir *os.File) (*counter.Set, int) {
 	for i, e := range t.o.Events {
 		specs[i] = counter.Spec{Name: e.Name, Attr: e.Attr, CPUs: t.o.CPUs}
 	}
-	set, err := counter.New(specs, counter.Config{Opener: t.o.Opener(dir), Logf: t.o.Debugf, CountFirstRead: true})
+	set, err := counter.New(specs, counter.Config{Opener: t.o.Opener(dir), Log: logging.AsDebug(t.o.Log), CountFirstRead: true})
 	if err != nil {
 		dir.Close()
 		t.openFailed(path, err)
@@ -721,13 +717,13 @@ func (t *Tracker) sync() {
 		return
 	}
 	if err := t.o.BPF.Sync(); err != nil {
-		t.o.Debugf("cgroups: %v", err)
+		t.o.Log.Debugf("cgroups: %v", err)
 	}
 }
 
 func (t *Tracker) openFailed(path string, err error) {
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
-		t.o.Debugf("cgroups: %s vanished while being opened: %v", path, err)
+		t.o.Log.Debugf("cgroups: %s vanished while being opened: %v", path, err)
 		return
 	}
 	if !t.quiet[path] {
@@ -828,7 +824,7 @@ func (t *Tracker) Resume() (reopen bool) {
 		}
 		res, err := m.set.Resume()
 		if err != nil {
-			t.o.Debugf("cgroups: %s: %v", m.path, err)
+			t.o.Log.Debugf("cgroups: %s: %v", m.path, err)
 		}
 		reopen = reopen || res.Reopen > 0
 	}

@@ -37,9 +37,9 @@ type CPUInfo struct {
 // ARMCore is one kind of ARM core.
 type ARMCore struct{ Implementer, Part int }
 
-// CPUInfo reads <Proc>/cpuinfo up to the end of the first processor.
+// CPUInfo reads the FS's CPUInfoFile up to the end of the first processor.
 func (fs *FS) CPUInfo() (CPUInfo, error) {
-	path := fs.procPath("cpuinfo")
+	path := fs.CPUInfoFile()
 	f, err := os.Open(path)
 	if err != nil {
 		return CPUInfo{}, err
@@ -191,7 +191,7 @@ func (fs *FS) hasCorePMU() bool {
 		if !core {
 			continue
 		}
-		if st, err := os.Stat(fs.sysPath("bus", "event_source", "devices", n, "events")); err == nil && st.IsDir() {
+		if st, err := os.Stat(filepath.Join(fs.PMUDir(n), "events")); err == nil && st.IsDir() {
 			return true
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/hostfs"
 )
 
 // LockMode is the mode of a lock file the agent creates. World-readable so
@@ -64,6 +66,7 @@ func (a Access) String() string {
 type LockFile struct {
 	path   string
 	access Access
+	locks  string // /proc/locks, which names the holders
 
 	mu  sync.Mutex
 	fd  int // -1 once closed
@@ -78,7 +81,10 @@ func Open(path string) (*LockFile, error) { return OpenAccess(path, Access{}) }
 
 // OpenAccess is Open with the mode and group of a, which decide who may
 // reserve the counters; they are set through the descriptor, never by path.
-func OpenAccess(path string, a Access) (*LockFile, error) {
+func OpenAccess(path string, a Access) (*LockFile, error) { return OpenIn(hostfs.FS{}, path, a) }
+
+// OpenIn is OpenAccess naming holders from the locks file of fs's procfs.
+func OpenIn(fs hostfs.FS, path string, a Access) (*LockFile, error) {
 	if err := a.Check(); err != nil {
 		return nil, err
 	}
@@ -86,7 +92,7 @@ func OpenAccess(path string, a Access) (*LockFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &LockFile{path: path, access: a, fd: fd, dev: st.Dev, ino: st.Ino}, nil
+	return &LockFile{path: path, access: a, locks: fs.LocksFile(), fd: fd, dev: st.Dev, ino: st.Ino}, nil
 }
 
 // openLockFile opens or creates path for the agent and vets what it got.
@@ -262,7 +268,7 @@ func (l *LockFile) Check() (Status, error) {
 	if lk.Type == unix.F_UNLCK {
 		return Status{}, nil
 	}
-	holders, err := lockHolders(procLocksPath, l.dev, l.ino)
+	holders, err := lockHolders(l.locks, l.dev, l.ino)
 	if err != nil || len(holders) == 0 {
 		// /proc/locks unreadable, or device numbers that do not match (btrfs
 		// subvolumes report another st_dev): F_GETLK names one holder, which

@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/hostfs"
 	"perfevent/internal/testneed"
 )
 
@@ -177,6 +179,32 @@ func TestCheckAcrossProcesses(t *testing.T) {
 	b.cmd.Wait()
 	if st, _ := lf.Check(); st.Reserved {
 		t.Fatalf("after SIGKILL: %+v", st)
+	}
+}
+
+// OpenIn names holders from the procfs it is given: here one whose locks
+// file names pid 1 for the lock file (F_GETLK, which the agent falls back
+// on, would name the real holder), then one without a locks file.
+func TestOpenInReadsItsProcfs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	host := hostfs.FS{Proc: t.TempDir()}
+	lf, err := OpenIn(host, path, Access{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	h := startHolder(t, path, false)
+	dev, ino := lf.identity()
+	line := fmt.Sprintf("1: POSIX  ADVISORY  READ 1 %02x:%02x:%d 0 0\n", unix.Major(dev), unix.Minor(dev), ino)
+	if err := os.WriteFile(host.LocksFile(), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := lf.Check(); err != nil || !st.Reserved || !slices.Equal(st.Holders, []int{1}) {
+		t.Errorf("with %s naming pid 1: %+v %v", host.LocksFile(), st, err)
+	}
+	os.Remove(host.LocksFile())
+	if st, err := lf.Check(); err != nil || !st.Reserved || !slices.Equal(st.Holders, []int{h.pid()}) {
+		t.Errorf("without %s: %+v %v, want F_GETLK's holder %d", host.LocksFile(), st, err, h.pid())
 	}
 }
 

@@ -13,9 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procLocksPath is a variable so that tests can point it at a fixture.
-var procLocksPath = "/proc/locks"
-
 // ProcLock is one line of /proc/locks, e.g.
 //
 //	1: POSIX  ADVISORY  READ 4242 fe:00:754976 0 0

@@ -246,8 +246,7 @@ func TestScheduleUnlockWhileNaming(t *testing.T) {
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defer func(old string) { procLocksPath = old }(procLocksPath)
-	procLocksPath = fifo
+	w.lf.locks = fifo
 	h := startHolder(t, path, false)
 	dev, ino := w.lf.identity()
 	line := fmt.Sprintf("1: POSIX  ADVISORY  READ %d %02x:%02x:%d 0 0\n", h.pid(), unix.Major(dev), unix.Minor(dev), ino)

@@ -863,7 +863,7 @@ func (w *Watcher) readHolders(n naming) naming {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start, cpu := time.Now(), threadCPUTime()
-	n.holders, n.err = lockHolders(procLocksPath, n.dev, n.ino)
+	n.holders, n.err = lockHolders(w.lf.locks, n.dev, n.ino)
 	n.took = time.Since(start)
 	// The budget is for what the read costs, not for the time the thread
 	// waited: most of a read's wall time is the kernel waiting for an RCU
