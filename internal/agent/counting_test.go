@@ -8,6 +8,7 @@ import (
 
 	"perfevent/internal/cgroup"
 	"perfevent/internal/hostfs"
+	"perfevent/internal/testexec"
 )
 
 // fetchString fetches a string metric without instances.
@@ -129,4 +130,22 @@ func TestCheckSaysHowCgroupsCount(t *testing.T) {
 			t.Errorf("%q: --check lacks %q:\n%s", c.line, c.want, out.String())
 		}
 	}
+}
+
+// Without CAP_BPF (here an ordinary user: root runs the test as nobody)
+// the agent counts with perf on cgroup v2 too, and says why: at Warning
+// when cgroups.conf asks for bpf.
+func TestCountingWithoutCapBPF(t *testing.T) {
+	if !testexec.Rerunning(t) && os.Geteuid() == 0 {
+		testexec.RerunAs(t, 65534, 65534)
+		return
+	}
+	v2 := cgroup.Hierarchy{Mount: t.TempDir(), Version: 2}
+	h := startCounting(t, v2, "counting bpf\n")
+	const why = "perf: loading a BPF program needs CAP_BPF"
+	if got := h.fetchString(t, "perfevent.cgroup.counting"); !strings.HasPrefix(got, why) {
+		t.Errorf("perfevent.cgroup.counting = %q, want %q...", got, why)
+	}
+	h.waitLog(t, "Warning: cgroups: ")
+	h.waitLog(t, "asks for counting bpf, but loading a BPF program needs CAP_BPF")
 }
