@@ -20,6 +20,7 @@ import (
 	"perfevent/internal/pmu"
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/lockwatch"
 	"perfevent/internal/setup"
 )
 
@@ -154,7 +155,7 @@ type Agent struct {
 	// otherwise than the C agent (once per agent life).
 	toldDisagree bool
 	lock         *reservation.LockFile
-	watcher      *reservation.Watcher
+	watcher      *lockwatch.Watcher
 	cpus         *cpuhotplug.Watcher // CPUs going offline and coming back
 	hier         *hierarchyWatch     // the hierarchy that owns perf_event
 	// locate finds that hierarchy in tests; nil is this machine's.

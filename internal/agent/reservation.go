@@ -10,6 +10,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/lockwatch"
 )
 
 // openLock opens (or creates) the lock file and prepares the directory of
@@ -59,10 +60,10 @@ func (a *Agent) watchLock() error {
 			a.published.Store(st)
 		}
 	}
-	w, err := reservation.Watch(lf, reservation.Options{
+	w, err := lockwatch.Watch(lf, lockwatch.Options{
 		Poll:     a.o.Poll,
 		NoNotify: a.o.NoInotify,
-		Logf:     func(format string, args ...any) { a.log.Warningf(format, args...) },
+		Log:      a.log,
 	}, a.reservationChanged)
 	if err != nil {
 		return err

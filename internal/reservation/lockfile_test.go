@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/hostfs"
+	"perfevent/internal/reservation/reservationtest"
 	"perfevent/internal/testneed"
 )
 
@@ -175,8 +176,8 @@ func TestCheckAcrossProcesses(t *testing.T) {
 	}
 
 	// SIGKILL: the kernel drops the lock with the process.
-	b.cmd.Process.Kill()
-	b.cmd.Wait()
+	b.Cmd.Process.Kill()
+	b.Cmd.Wait()
 	if st, _ := lf.Check(); st.Reserved {
 		t.Fatalf("after SIGKILL: %+v", st)
 	}
@@ -194,7 +195,7 @@ func TestOpenInReadsItsProcfs(t *testing.T) {
 	}
 	defer lf.Close()
 	h := startHolder(t, path, false)
-	dev, ino := lf.identity()
+	dev, ino := lf.Identity()
 	line := fmt.Sprintf("1: POSIX  ADVISORY  READ 1 %02x:%02x:%d 0 0\n", unix.Major(dev), unix.Minor(dev), ino)
 	if err := os.WriteFile(host.LocksFile(), []byte(line), 0o644); err != nil {
 		t.Fatal(err)
@@ -287,5 +288,71 @@ func TestOpenAccessGroup(t *testing.T) {
 		if _, err := OpenAccess(filepath.Join(t.TempDir(), "perflock"), bad); err == nil {
 			t.Errorf("OpenAccess %v: no error", bad)
 		}
+	}
+}
+
+func TestLockFileAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	alone := func() bool {
+		t.Helper()
+		ok, err := lf.Alone()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !alone() {
+		t.Error("only our own descriptor: not alone")
+	}
+	h := reservationtest.Start(t, path, "open")
+	if alone() {
+		t.Error("a helper has the file open read-only: alone")
+	}
+	h.Release(t)
+	if !alone() {
+		t.Error("helper gone: not alone")
+	}
+	// A descriptor of our own process counts too; O_PATH ones cannot lock
+	// and do not.
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alone() {
+		t.Error("an O_PATH descriptor: not alone")
+	}
+	unix.Close(fd)
+	fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone() {
+		t.Error("a second descriptor: alone")
+	}
+	unix.Close(fd)
+}
+
+func TestConflict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if locked, pid, err := lf.Conflict(); locked || err != nil {
+		t.Fatalf("no holder: locked %v (pid %d), %v", locked, pid, err)
+	}
+	h := startHolder(t, path, false)
+	if locked, pid, err := lf.Conflict(); !locked || pid != h.pid() || err != nil {
+		t.Fatalf("held by %d: locked %v, pid %d, %v", h.pid(), locked, pid, err)
+	}
+	h.release(t)
+	if locked, _, err := lf.Conflict(); locked || err != nil {
+		t.Fatalf("released: locked %v, %v", locked, err)
 	}
 }

@@ -135,6 +135,14 @@ func HoldersOf(locks []ProcLock, dev, ino uint64) []int {
 // one of them.
 const procLocksLimit = 256 << 10
 
+// ProcLocks is where the kernel lists the file locks.
+const ProcLocks = "/proc/locks"
+
+// LockHolders names the processes that hold byte 0 of the file with the
+// given device and inode, from the first 256 KiB of the /proc/locks at path
+// (normally [ProcLocks]).
+func LockHolders(path string, dev, ino uint64) ([]int, error) { return lockHolders(path, dev, ino) }
+
 // lockHolders names the processes that hold byte 0 of the file with the
 // given device and inode, from the first procLocksLimit bytes of the
 // /proc/locks at path. Only lines about that file are parsed.
