@@ -232,7 +232,7 @@ func (a *Agent) bpfCounter(h cgroup.Hierarchy, events []cgroup.Event, cpus []int
 	}
 	if err := c.AttachOnly(cpus); err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, fmt.Sprintf("the kernel has no cgroup-switches event (Linux 5.13): %v", err)
+			return nil, fmt.Sprintf("the program cannot run at each cgroup switch (the cgroup-switches event is Linux 5.13's, and kernel.perf_event_max_sample_rate must allow sampling): %v", err)
 		}
 		return nil, err.Error()
 	}
