@@ -153,3 +153,57 @@ func TestKernelBPFChurnKeepsDescriptors(t *testing.T) {
 		t.Errorf("%d descriptors open after 200 cgroups came and went, %d before", got, before)
 	}
 }
+
+// TestKernelBPFThroughPerfalloc: perfalloc's release detaches the BPF
+// counter's CPUs, so that the PMU is free, and the values freeze; Resume
+// asks for Reopen, which attaches them again, and the values count on.
+func TestKernelBPFThroughPerfalloc(t *testing.T) {
+	h := kernelHierarchy(t)
+	c := loadBPF(t, 8)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-test-bpfpa-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	mkdirs(t, base, "busy")
+	t.Cleanup(func() { removeTree(t, base) })
+	pid := cgrouptest.Busy(t, filepath.Join(base, "busy"))
+	cpus := onlineCPUs(t)
+	tr := New(Options{Hierarchy: h, Patterns: []string{"/" + filepath.Base(base) + "/*"}, Events: testEvents,
+		CPUs: cpus, BPF: c, Rescan: time.Hour, NoNotify: true})
+	tr.Start()
+	defer tr.Stop()
+	name := "/" + filepath.Base(base) + "/busy"
+	need := []bool{true, false}
+	value := func() uint64 { tr.Read(need); return clocks(tr)[name] }
+	ran := func(ns uint64) {
+		t.Helper()
+		from := cgrouptest.OnCPU(t, pid)
+		if !testwait.Until(testwait.Settle, func() bool { return cgrouptest.OnCPU(t, pid) > from+ns }) {
+			t.Fatalf("the loop did not run %d ns", ns)
+		}
+	}
+	ran(1e7)
+	if v := value(); v == 0 {
+		t.Fatal("the busy cgroup counted nothing before perfalloc")
+	}
+
+	tr.Close()
+	if got := c.Attached(); len(got) != 0 {
+		t.Errorf("CPUs %v still attached under perfalloc, want none", got)
+	}
+	frozen := value()
+	ran(5e7)
+	if v := value(); v != frozen {
+		t.Errorf("cpu-clock went from %d to %d under perfalloc, want it frozen", frozen, v)
+	}
+	if !tr.Resume() {
+		t.Fatal("Resume asks for no Reopen, though the CPUs are detached")
+	}
+	tr.Reopen()
+	if got := c.Attached(); !slices.Equal(got, cpus) {
+		t.Errorf("CPUs %v attached after perfalloc, want %v", got, cpus)
+	}
+	if !testwait.Until(testwait.Settle, func() bool { return value() > frozen+1e7 }) {
+		t.Errorf("cpu-clock stayed at %d after perfalloc", value())
+	}
+}
