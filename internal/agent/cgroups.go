@@ -231,6 +231,10 @@ func (a *Agent) bpfCounter(h cgroup.Hierarchy, events []cgroup.Event, cpus []int
 		}
 	}
 	if err := c.AttachOnly(cpus); err != nil {
+		// No CPU runs the program for nobody: the generation counts
+		// with perf, and the one before it, if it counted with c, has
+		// its last fetches frozen.
+		c.AttachOnly(nil)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
 			return nil, fmt.Sprintf("the program cannot run at each cgroup switch (the cgroup-switches event is Linux 5.13's, and kernel.perf_event_max_sample_rate must allow sampling): %v", err)
 		}
