@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"perfevent/internal/bpfcount"
 	"perfevent/internal/cgroup"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpuhotplug"
@@ -89,6 +90,9 @@ type generation struct {
 	// cgMode is perfevent.cgroup.mode as built, "" when cgroups.conf asks
 	// for nothing; the hierarchy watch compares it with the machine's.
 	cgMode string
+	// bpf is the BPF counter cg counts through (the agent's, or one it
+	// replaced since); nil when cg counts with perf cgroup counters.
+	bpf *bpfcount.Counter
 }
 
 // Agent is the running perfevent agent. It is the pmda.Fetcher: each fetch
@@ -159,6 +163,9 @@ type Agent struct {
 	// cgroupIDs numbers cgroup instances for the agent's life, across
 	// reloads, so that an id never changes hands.
 	cgroupIDs *cgroup.IDs
+	// bpf counts per cgroup with a BPF program, loaded at start-up and
+	// kept across generations (see bpfCounter); nil when none is.
+	bpf *bpfcount.Counter
 }
 
 // New returns an agent that has done nothing yet; Start starts it.
@@ -246,6 +253,15 @@ func (a *Agent) close() {
 	a.stopReservation()
 	if a.files != nil {
 		a.files.Close()
+	}
+	if g := a.gen.Load(); g != nil {
+		g.stopCgroups()
+		if g.bpf != nil && g.bpf != a.bpf {
+			g.bpf.Close()
+		}
+	}
+	if a.bpf != nil {
+		a.bpf.Close()
 	}
 }
 
@@ -367,7 +383,7 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 	for _, line := range c.sum.FailureLines() {
 		a.told[line] = true
 	}
-	cg, cgSpec, cgSays := a.startCgroups(c.opened.counters, c.cgroups, r)
+	cg, cgSpec, cgSays, bpf := a.startCgroups(c.opened.counters, c.cgroups, r)
 	cKeys, cExtra := cLayout(c, opener)
 	clusters.Prefer(cKeys)
 	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations(), cExtra...)
@@ -395,7 +411,7 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 	if len(c.opened.counters) == 0 {
 		r.warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", Program)
 	}
-	return &generation{plan: c.plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec)}, nil
+	return &generation{plan: c.plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec), bpf: bpf}, nil
 }
 
 // empty is a generation with no counters.
@@ -549,6 +565,7 @@ func (a *Agent) rebuild() bool {
 		a.log.Warningf("closing the previous counters: %v", err)
 	}
 	old.stopCgroups()
+	a.retireBPF(old, g)
 	a.updateState(nil)
 	a.logReport(g.report, old.report, "reload done: the new configuration is served")
 	return true

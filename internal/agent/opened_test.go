@@ -200,7 +200,7 @@ func TestCheckAndTableAgreeOnTheCorpus(t *testing.T) {
 				p := setup.Make(f, perr, m, compat)
 				o, set := openWith(t, p, m, countertest.New())
 
-				want := []string{"perfevent.active", "perfevent.cgroup.counted", "perfevent.cgroup.mode", "perfevent.derived.active", "perfevent.version"} // the agent's own
+				want := []string{"perfevent.active", "perfevent.cgroup.counted", "perfevent.cgroup.counting", "perfevent.cgroup.mode", "perfevent.derived.active", "perfevent.version"} // the agent's own
 				spec := metrics.Spec{Version: "test", Set: set, Clusters: metrics.NewClusters()}
 				for _, c := range o.counters {
 					ev, _ := set.Lookup(c.Event.Name)

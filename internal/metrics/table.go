@@ -42,6 +42,15 @@ point, such as /sys/fs/cgroup or /sys/fs/cgroup/perf_event). "unavailable:
 REASON" when there is none to count on, for example while perf_event is
 bound to a cgroup v1 hierarchy that is not mounted; "off: REASON" when
 cgroups.conf asks for nothing.`
+	oneLineCgroupCounting = "How the per-cgroup events are counted"
+	helpCgroupCounting    = `How perfevent.cgroup.* is counted. "bpf": each event is opened once per
+CPU, and a BPF program run at every switch between cgroups charges what
+it counted to the cgroup switched out and its ancestors, so that the
+descriptors do not grow with the cgroups. "perf": one perf counter per
+cgroup, event and CPU, bound to the cgroup (PERF_FLAG_PID_CGROUP), within
+the descriptor budget of cgroups.conf; "perf: REASON" says why BPF is not
+used where cgroups.conf asks for it or leaves the choice to the agent
+("counting auto", the default). "off: REASON" as for perfevent.cgroup.mode.`
 )
 
 // Counter describes one served event for the table.
@@ -98,8 +107,11 @@ type CMetric struct {
 // and .dutycycle, whose one instance domain follows the counted cgroups.
 type Cgroups struct {
 	// Mode is perfevent.cgroup.mode's value (see its help); nil serves
-	// "off". It is asked at each fetch.
-	Mode      func() string
+	// "off". It is asked at each fetch, as Counting is.
+	Mode func() string
+	// Counting is perfevent.cgroup.counting's value; nil serves Mode's
+	// when that is "off: ...", "perf" otherwise.
+	Counting  func() string
 	Events    []CgroupEvent
 	Reader    CgroupReader
 	Instances *pmda.Instances // the live members; see CgroupInstance
@@ -174,6 +186,12 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 3), Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
 				OneLine: oneLineCgroupMode,
 				Help:    helpCgroupMode,
+			},
+			{
+				Name:    "perfevent.cgroup.counting",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 4), Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
+				OneLine: oneLineCgroupCounting,
+				Help:    helpCgroupCounting,
 			},
 			{
 				Name:    "perfevent.derived.active",
@@ -285,7 +303,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		src.ratios = append(src.ratios, c)
 	}
 	if cg := spec.Cgroups; cg != nil {
-		src.cgMode = cg.Mode
+		src.cgMode, src.cgCounting = cg.Mode, cg.Counting
 	}
 	src.addC(&ts, spec)
 	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
