@@ -42,6 +42,15 @@ point, such as /sys/fs/cgroup or /sys/fs/cgroup/perf_event). "unavailable:
 REASON" when there is none to count on, for example while perf_event is
 bound to a cgroup v1 hierarchy that is not mounted; "off: REASON" when
 cgroups.conf asks for nothing.`
+	oneLineCgroupCounting = "How the per-cgroup events are counted"
+	helpCgroupCounting    = `How perfevent.cgroup.* is counted. "bpf": each event is opened once per
+CPU, and a BPF program run at every switch between cgroups charges what
+it counted to the cgroup switched out and its ancestors, so that the
+descriptors do not grow with the cgroups. "perf": one perf counter per
+cgroup, event and CPU, bound to the cgroup (PERF_FLAG_PID_CGROUP), within
+the descriptor budget of cgroups.conf; "perf: REASON" says why BPF is not
+used where cgroups.conf asks for it or leaves the choice to the agent
+("counting auto", the default). "off: REASON" as for perfevent.cgroup.mode.`
 )
 
 // Counter describes one served event for the table.
@@ -98,8 +107,11 @@ type CMetric struct {
 // and .dutycycle, whose one instance domain follows the counted cgroups.
 type Cgroups struct {
 	// Mode is perfevent.cgroup.mode's value (see its help); nil serves
-	// "off". It is asked at each fetch.
-	Mode      func() string
+	// "off". It is asked at each fetch, as Counting is.
+	Mode func() string
+	// Counting is perfevent.cgroup.counting's value; nil serves Mode's
+	// when that is "off: ...", "perf" otherwise.
+	Counting  func() string
 	Events    []CgroupEvent
 	Reader    CgroupReader
 	Instances *pmda.Instances // the live members; see CgroupInstance
@@ -174,6 +186,12 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 3), Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
 				OneLine: oneLineCgroupMode,
 				Help:    helpCgroupMode,
+			},
+			{
+				Name:    "perfevent.cgroup.counting",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 4), Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
+				OneLine: oneLineCgroupCounting,
+				Help:    helpCgroupCounting,
 			},
 			{
 				Name:    "perfevent.derived.active",
@@ -253,6 +271,17 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		}
 		operands := fmt.Sprintf("The operands are perfevent.ratio.numerator.%s and perfevent.ratio.denominator.%s: "+
 			"the value is %g × Δnumerator / Δdenominator over the interval.", c.Name, c.Name, c.Scale)
+		allOperands := fmt.Sprintf("The operands are perfevent.ratio.all.numerator.%s and perfevent.ratio.all.denominator.%s.", c.Name, c.Name)
+		if c.Compound != nil {
+			// A product of ratios has no one numerator: its events are
+			// counters of their own, from which a client computes it.
+			help = fmt.Sprintf("Computed by the agent from the increases of %s, counted in perf groups per CPU "+
+				"where the PMU allows, over the interval since the same client context's previous fetch of "+
+				"this metric. %s An interval in which the denominator did not move has no value.", strings.Join(events, ", "), firstFetch)
+			operands = fmt.Sprintf("The value is %s over the increases; each event is a cumulative counter of "+
+				"its own under perfevent.hwcounters, from which a client computes it over any interval.", formula)
+			allOperands = "Its operands are the per-instance events' counters, summed."
+		}
 		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs, spec.Sockets))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
@@ -264,17 +293,17 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			Name:    "perfevent.ratio.all." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
 			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs") + ", since this client's previous fetch",
-			Help: wrap(c.About) + "\n\n" + wrap(fmt.Sprintf("The whole machine's value of perfevent.ratio.%s: the increases of "+
-				"its numerator summed over the instances, divided by %s, over the same interval. %s "+
-				"The operands are perfevent.ratio.all.numerator.%s and perfevent.ratio.all.denominator.%s.",
-				c.Name, allDen(den, c.Elapsed()), firstFetch, c.Name, c.Name)),
+			Help: wrap(c.About) + "\n\n" + wrap(fmt.Sprintf("The whole machine's value of perfevent.ratio.%s: %s, over the same interval. %s %s",
+				c.Name, allWhat(c, den), firstFetch, allOperands)),
 		})
-		ts.Metrics = append(ts.Metrics, operandMetrics(c, cluster, indom, strings.Join(events, " + "), den)...)
+		if c.Compound == nil {
+			ts.Metrics = append(ts.Metrics, operandMetrics(c, cluster, indom, strings.Join(events, " + "), den)...)
+		}
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
 	}
 	if cg := spec.Cgroups; cg != nil {
-		src.cgMode = cg.Mode
+		src.cgMode, src.cgCounting = cg.Mode, cg.Counting
 	}
 	src.addC(&ts, spec)
 	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
@@ -384,6 +413,14 @@ func wrap(text string) string {
 		n += len([]rune(w))
 	}
 	return b.String()
+}
+
+// allWhat says how the whole machine's value is computed.
+func allWhat(c ratio.Chosen, den string) string {
+	if c.Compound != nil {
+		return "the formula over the increases of each event summed over the instances"
+	}
+	return "the increases of its numerator summed over the instances, divided by " + allDen(den, c.Elapsed())
 }
 
 // allDen says what the whole machine's value divides by.

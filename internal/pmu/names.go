@@ -37,13 +37,13 @@ type CPUInfo struct {
 // ARMCore is one kind of ARM core.
 type ARMCore struct{ Implementer, Part int }
 
-// CPUInfo reads <Proc>/cpuinfo up to the end of the first processor,
+// CPUInfo reads the FS's CPUInfoFile up to the end of the first processor,
 // once: detection, the vendor lists and the privilege levels all ask, and
 // on a large machine the kernel makes the file afresh for every read.
 // The result is shared: callers must not modify its Flags.
 func (fs *FS) CPUInfo() (CPUInfo, error) {
 	fs.cpuOnce.Do(func() {
-		path := fs.procPath("cpuinfo")
+		path := fs.CPUInfoFile()
 		f, err := os.Open(path)
 		if err != nil {
 			fs.cpuErr = err
@@ -200,7 +200,7 @@ func (fs *FS) hasCorePMU() bool {
 		if !core {
 			continue
 		}
-		if st, err := os.Stat(fs.sysPath("bus", "event_source", "devices", n, "events")); err == nil && st.IsDir() {
+		if st, err := os.Stat(filepath.Join(fs.PMUDir(n), "events")); err == nil && st.IsDir() {
 			return true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"perfevent/internal/hostfs"
 )
 
 // skylakeCoreEvents are raw core events of the skylake tree (libpfm4's
@@ -56,7 +58,7 @@ func copyTree(t *testing.T, fixture string) *FS {
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	return &FS{Sys: filepath.Join(dst, "sys"), Proc: filepath.Join(dst, "proc"), Tracing: []string{filepath.Join(dst, "tracing")}}
+	return &FS{FS: hostfs.FS{Sys: filepath.Join(dst, "sys"), Proc: filepath.Join(dst, "proc")}, Tracing: []string{filepath.Join(dst, "tracing")}}
 }
 
 // TestPassSeesAChangedSysfs: a pass reads each PMU once, and the next pass
