@@ -5,12 +5,12 @@ machines: the fixtures of internal/pmu/testdata.
 The script moves itself into a private mount namespace, then, fixture by
 fixture, bind-mounts the fixture's sys/ over /sys and its proc/cpuinfo
 over /proc/cpuinfo there, so that both agents, and libpfm4 inside the C
-one, read that machine's PMUs, CPUs and CPU model; the machine's own
-mounts are never touched. Each start runs the agent in pipe mode, as
-pmcd does: it starts up and sends its CREDS PDU (the end of start-up
-here); then its stdin is closed, and it reads EOF and exits. Per start it records the time from
-fork to that first byte, the CPU time of the whole run (wait4's
-rusage: start-up and exit) and its peak RSS then (VmHWM).
+one, read that machine's PMUs and CPUs; the machine's own mounts are
+never touched. Each start runs the agent in pipe mode, as pmcd does: it
+starts up and sends its CREDS PDU (the end of start-up here); then its
+stdin is closed, and it reads EOF and exits. Per start it records the
+time from fork to that first byte, the CPU time of the whole run
+(wait4's rusage: start-up and exit) and its peak RSS then (VmHWM).
 
 What a fixture cannot give: the kernel below is this machine's. A fixture
 lists more CPUs than this machine has, and every open on a CPU it lacks
