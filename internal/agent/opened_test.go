@@ -263,3 +263,49 @@ func TestBuildLeavesThePlan(t *testing.T) {
 		t.Errorf("the record: %d notes, derived %v, %d ratio notes", len(c.opened.notes), c.opened.derived, len(c.ratioNotes))
 	}
 }
+
+// countingOpener counts the opens of each event it passes on.
+type countingOpener struct {
+	counter.Opener
+	opens map[string]int
+}
+
+func (o *countingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader counter.Source) (counter.Source, error) {
+	o.opens[event]++
+	return o.Opener.Open(event, attr, cpu, leader)
+}
+
+// The C agent's numbering asks whether each of its events opens: one the
+// agent planned on those CPUs and could open on none is answered from
+// that failure, not opened again on every CPU.
+func TestCLayoutReusesFailedOpens(t *testing.T) {
+	dir := confDir(t)
+	o := &Options{Config: filepath.Join(dir, "perfevent.conf"), CLayout: filepath.Join(dir, "perfevent.conf"),
+		FS: fixtureFS("skylake", filepath.Join(dir, "none"))}
+	files := holdFiles(o)
+	defer files.Close()
+	r, err := ready(o, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := countertest.New()
+	fake.FailOpen("page-faults", countertest.AnyCPU, unix.ENOENT)
+	opener := &countingOpener{Opener: fake, opens: map[string]int{}}
+	c, err := r.open(o, counter.Config{Opener: opener})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.set.Close()
+	before := opener.opens["page-faults"]
+	if before == 0 {
+		t.Fatal("page-faults was never opened")
+	}
+	keys, extra := cLayout(c, opener)
+	if n := opener.opens["page-faults"] - before; n != 0 {
+		t.Errorf("the C layout opened page-faults %d more times", n)
+	}
+	// The C agent leaves out what it cannot open, and numbers the rest.
+	if !slices.Equal(keys, []string{"hwcounters.cpu_clock"}) || len(extra) != 0 {
+		t.Errorf("the C layout's keys %q, extra %+v; want hwcounters.cpu_clock alone", keys, extra)
+	}
+}

@@ -280,9 +280,27 @@ func cLayout(c *counted, opener counter.Opener) (keys []string, extra []metrics.
 		}
 		return -1
 	}
+	// failed is whether c planned the same event on at least cpus and
+	// opened it on none: the C agent's open would fail as c's did, and a
+	// trial open would only pay for that again (an open per CPU).
+	failed := func(ev *pmu.Event, cpus []int) bool {
+		for _, pc := range c.plan.Counters {
+			a, b := pc.Event.Attr, ev.Attr
+			if a.Type != b.Type || a.Config != b.Config || a.Ext1 != b.Ext1 || a.Ext2 != b.Ext2 || !covers(pc.CPUs, cpus) {
+				continue
+			}
+			if i, ok := c.set.Lookup(pc.Event.Name); !ok || len(c.set.CPUs(i)) == 0 {
+				return true
+			}
+		}
+		return false
+	}
 	opens := func(ev *pmu.Event, cpus []int) bool {
 		if same(ev) >= 0 {
 			return true
+		}
+		if failed(ev, cpus) {
+			return false
 		}
 		set, err := counter.New([]counter.Spec{{Name: ev.Name, Attr: ev.Attr, CPUs: cpus}}, counter.Config{Opener: opener})
 		if err != nil {
@@ -380,3 +398,13 @@ func unknownOperands(rd *ratioDefs, plan *setup.Plan, fs *pmu.FS) []typo {
 
 // typo is an operand of a user's ratio that names no event.
 type typo struct{ ratio, text string }
+
+// covers is whether every CPU of want is in have.
+func covers(have, want []int) bool {
+	for _, cpu := range want {
+		if !slices.Contains(have, cpu) {
+			return false
+		}
+	}
+	return true
+}
