@@ -41,8 +41,9 @@ type ref struct {
 type Source struct {
 	set     *counter.Set
 	version string
-	refs    []ref   // by cluster
-	skipped []error // metrics Build could not number
+	refs    []ref        // by cluster
+	skipped []error      // metrics Build could not number
+	cpus    cpuInstances // while Build runs
 	cgroups CgroupReader
 	cgNeed  []bool // per cgroup event: asked for by this fetch
 	resv    ReservationReader

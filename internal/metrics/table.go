@@ -3,6 +3,7 @@ package metrics
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -151,7 +152,8 @@ func CgroupInstance(id int32, path string) pmda.Instance {
 // instance's id is its CPU number: "cpu3" is instance 3 even when CPU 2 is
 // offline, so values line up with kernel.percpu.* and with labels.
 func Build(spec Spec) (*pmda.Table, *Source, error) {
-	src := &Source{set: spec.Set, version: spec.Version, clock: spec.Clock}
+	src := &Source{set: spec.Set, version: spec.Version, clock: spec.Clock, cpus: cpuInstances{}}
+	defer func() { src.cpus = nil }()
 	if src.clock == nil {
 		src.clock = monotonic
 	}
@@ -213,7 +215,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event), nil))
+		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, spec.Set.CPUs(c.Event), nil))
 		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
 			fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
 			fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About))...)
@@ -227,7 +229,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.DerivedCPUs(d.Derived), nil))
+		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, spec.Set.DerivedCPUs(d.Derived), nil))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.derived." + d.Metric + ".value",
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
@@ -282,7 +284,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 				"its own under perfevent.hwcounters, from which a client computes it over any interval.", formula)
 			allOperands = "Its operands are the per-instance events' counters, summed."
 		}
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs, spec.Sockets))
+		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, c.CPUs, spec.Sockets))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
@@ -465,9 +467,31 @@ func (s *Source) Skipped() []error { return s.skipped }
 // says which socket it is. The per-instance "cpu" label is the CPU number, which the
 // C agent gets wrong (it gives the index) whenever a CPU is offline.
 func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
+	return cpuInstances{}.inDom(indom, cpus, sockets)
+}
+
+// cpuInstances are the instance lists of a table's per-CPU domains, one
+// list per distinct CPU list (and socket labelling), which every domain
+// with those CPUs shares: the C agent's layout gives each counter a domain
+// of its own, and on a machine of hundreds of CPUs the lists would
+// otherwise be most of the table (pmda indexes a shared list once).
+type cpuInstances map[string][]pmda.Instance
+
+func (c cpuInstances) inDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 	d := pmda.InDom{
 		InDom:  indom,
 		Labels: pmda.Labels{"device_type": "cpu", "indom_name": "per cpu"},
+	}
+	key := make([]byte, 0, 4*len(cpus)+1)
+	if sockets != nil {
+		key = append(key, 's')
+	}
+	for _, cpu := range cpus {
+		key = strconv.AppendInt(append(key, ','), int64(cpu), 10)
+	}
+	if in, ok := c[string(key)]; ok {
+		d.Instances = in
+		return d
 	}
 	for _, cpu := range cpus {
 		labels := pmda.Labels{"cpu": cpu}
@@ -476,6 +500,7 @@ func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 		}
 		d.Instances = append(d.Instances, pmda.Instance{ID: int32(cpu), Name: InstanceName(cpu), Labels: labels})
 	}
+	c[string(key)] = d.Instances
 	return d
 }
 
@@ -535,7 +560,7 @@ func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
 		if c.Event >= 0 {
 			cpus = spec.Set.CPUs(c.Event)
 		}
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, cpus, nil))
+		ts.InDoms = append(ts.InDoms, s.cpus.inDom(indom, cpus, nil))
 		about := "A name of PCP's C agent for this event, served so that switching agents keeps its PMID; it has no values here, as under the C agent, because the configuration does not count the event."
 		if c.Event >= 0 {
 			about = fmt.Sprintf("A name of PCP's C agent for this event, served so that switching agents keeps its PMID; the values are those of %s.", spec.Set.Name(c.Event))
