@@ -172,7 +172,7 @@ func TestKernelChargesTheRunningCgroup(t *testing.T) {
 	base := mkdirs(t, "A", "A/child", "B")
 	slots := map[string]int{}
 	for _, n := range []string{"A", "A/child", "B"} {
-		s, err := c.Add(id(t, filepath.Join(base, n)))
+		s, err := c.Add(id(t, filepath.Join(base, n)), filepath.Join(base, n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestKernelDescriptorsStayConstant(t *testing.T) {
 			t.Fatal(err)
 		}
 		cid := id(t, dir)
-		if _, err := c.Add(cid); err != nil {
+		if _, err := c.Add(cid, dir); err != nil {
 			t.Fatal(err)
 		}
 		if i%50 == 0 {

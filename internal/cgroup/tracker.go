@@ -624,7 +624,7 @@ func (t *Tracker) open(path string, prev *member) *member {
 			t.openFailed(path, fmt.Errorf("it is %d levels below the root, and the BPF program looks %d deep", d, bpfcount.Levels-1))
 			return nil
 		}
-		if slot, err = t.o.BPF.Add(st.Ino); err != nil {
+		if slot, err = t.o.BPF.Add(st.Ino, path); err != nil {
 			t.openFailed(path, err)
 			return nil
 		}
