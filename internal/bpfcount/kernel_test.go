@@ -18,6 +18,7 @@ import (
 	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 	"perfevent/internal/testneed"
+	"perfevent/internal/testwait"
 )
 
 var (
@@ -318,5 +319,64 @@ func TestKernelDescriptorsStayConstant(t *testing.T) {
 	}
 	if n := c.Counted(); n != 0 {
 		t.Errorf("%d cgroups counted after all were removed", n)
+	}
+}
+
+// TestKernelDeepCgroupLeavesItsSums counts a cgroup 12 levels below the
+// test's own and the test's: a busy loop in the deep one is charged to
+// both (the program looks deeper than a few levels), and when the deep
+// one is removed its sums stay in the test's cgroup, whose value does
+// not go back, and the loop is charged to it from then on.
+func TestKernelDeepCgroupLeavesItsSums(t *testing.T) {
+	c := load(t, 8, taskClock)
+	var names []string
+	p := ""
+	for i := range 12 {
+		p = filepath.Join(p, fmt.Sprintf("d%d", i))
+		names = append(names, p)
+	}
+	base := mkdirs(t, names...)
+	deep := filepath.Join(base, p)
+	top, err := c.Add(id(t, base), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deepID := id(t, deep)
+	low, err := c.Add(deepID, deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attachAll(t, c)
+	pid := cgrouptest.Busy(t, deep)
+	charged := func(slot int, over uint64) bool {
+		return testwait.Until(testwait.Settle, func() bool {
+			if err := c.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			return sum(t, c, slot, 0).Value > over
+		})
+	}
+	from := onCPU(t, pid)
+	if !testwait.Until(testwait.Settle, func() bool { return onCPU(t, pid) > from+uint64(50*time.Millisecond) }) {
+		t.Fatal("the loop did not run 50 ms")
+	}
+	if !charged(low, uint64(20*time.Millisecond)) {
+		t.Fatalf("a cgroup %d levels below the test's was charged %d ns of task-clock while a loop ran in it", len(names), sum(t, c, low, 0).Value)
+	}
+	if err := c.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	before, lowBefore := sum(t, c, top, 0).Value, sum(t, c, low, 0).Value
+	if before < lowBefore {
+		t.Errorf("the test's cgroup counted %d ns of task-clock, less than the %d of its busy descendant", before, lowBefore)
+	}
+	if err := c.Remove(deepID); err != nil {
+		t.Fatal(err)
+	}
+	if after := sum(t, c, top, 0).Value; after < before {
+		t.Errorf("the test's cgroup counted %d ns of task-clock after its counted descendant went, %d before", after, before)
+	}
+	if !charged(top, before+uint64(20*time.Millisecond)) {
+		t.Errorf("the test's cgroup was not charged the loop left in its uncounted descendant: %d ns of task-clock, %d before", sum(t, c, top, 0).Value, before)
 	}
 }
