@@ -426,6 +426,16 @@ func (c *Counter) Read(slot, ev, cpu int) Reading {
 	return c.tree.sum(c.sums, slot, ev, cpu)
 }
 
+// ReadCPUs is Read of slot's event ev on each of cpus, into out (as long
+// as cpus), under one lock.
+func (c *Counter) ReadCPUs(slot, ev int, cpus []int, out []Reading) {
+	c.treeMu.RLock()
+	defer c.treeMu.RUnlock()
+	for i, cpu := range cpus {
+		out[i] = c.tree.sum(c.sums, slot, ev, cpu)
+	}
+}
+
 // FDs is the number of descriptors held: the maps, the programs and one
 // cgroup-switches event per attached CPU, however many cgroups are
 // counted.
