@@ -479,6 +479,7 @@ func TestFlappingReservationIsPaced(t *testing.T) {
 	told := strings.Count(added, "counters released for perfalloc")
 	most := 3 + int(took/(100*time.Millisecond)) + 1
 	t.Logf("%d lock cycles in %v, %d release lines", cycles, took.Round(time.Millisecond), told)
+	t.Logf("%d lock cycles in %v, %d release lines", cycles, took.Round(time.Millisecond), told)
 	if told == 0 || told > most {
 		t.Errorf("%d lock cycles in %v gave %d release lines; want some, and at most %d (3 at once, then one per 100 ms)", cycles, took.Round(time.Millisecond), told, most)
 	}
@@ -515,17 +516,17 @@ func TestFIFOConfigNeitherHangsNorOutlivesThePipe(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // as pmcd might, before its CREDS
 	start := time.Now()
 	in.Close()
+	// A bound for a failure, not a timing assertion: on a busy machine
+	// the agent may wait for a CPU long after it saw the pipe close.
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Errorf("exit: %v", err)
 		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("the agent took %v to exit after the pipe closed", d)
-		}
-	case <-time.After(5 * time.Second):
+		t.Logf("the agent exited %v after the pipe closed", time.Since(start).Round(time.Millisecond))
+	case <-time.After(testwait.Settle):
 		cmd.Process.Kill()
-		t.Fatal("the agent still runs 5 s after pmcd closed its pipe")
+		t.Fatalf("the agent still runs %v after pmcd closed its pipe", testwait.Settle)
 	}
 	data, _ := os.ReadFile(log)
 	if want := fifo + " is a FIFO, not a regular file"; !strings.Contains(string(data), want) {
