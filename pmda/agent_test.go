@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -202,11 +203,15 @@ func (h *pmcd) reserve(t *testing.T) (*reservation.State, func()) {
 	}
 	unlock := func() { f.Close() } // closing drops the lock
 	t.Cleanup(unlock)
-	st, err := reservation.WaitState(t.Context(), reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
+	// Bounded, so that a release the state file never shows fails this
+	// test, not the whole package at go test's timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Settle)
+	defer cancel()
+	st, err := reservation.WaitState(ctx, reservation.StatePath(h.lock), 10*time.Millisecond, func(s *reservation.State) bool {
 		return s.Counters == reservation.CountersReleased && s.HeldBy(os.Getpid())
 	})
 	if err != nil {
-		t.Fatalf("the state file never showed the release: %v", err)
+		t.Fatalf("the state file did not show the release within %v: %v; last read %+v", testwait.Settle, err, st)
 	}
 	return st, unlock
 }
