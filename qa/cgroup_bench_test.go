@@ -133,11 +133,8 @@ func BenchmarkLabCgroupTax(b *testing.B) {
 			l = StartLab(b, a)
 			defer l.stop()
 			if row.mode != "" {
-				if strings.Contains(readLog(l), fmt.Sprintf("unknown keyword %q", keyword)) {
-					if row.mode != "perf" {
-						return 0, 0, 0, 0, "", fmt.Sprintf("this agent's cgroups.conf has no %q keyword, so no %s mode", keyword, row.mode)
-					}
-					// Perf events are then the only mode, which the row measures.
+				if why := modeUnknown(b, l, keyword, row.mode); why != "" {
+					return 0, 0, 0, 0, "", why
 				}
 				prefix := "/" + top + "/"
 				waitFor(b, Settle, fmt.Sprintf("%d cgroups counted, the ping-pong's among them", row.n), func() bool {
@@ -152,9 +149,11 @@ func BenchmarkLabCgroupTax(b *testing.B) {
 					_, bb := vals[prefix+"pp-b"]
 					return got == row.n && a && bb
 				})
-				out := l.Run(b, "pminfo", "-h", l.HostSpec(), "-f", "perfevent.cgroup.mode")
-				if m := regexp.MustCompile(`value "([^"]*)"`).FindStringSubmatch(out); m != nil {
-					mode = m[1]
+				if mode = countingOf(b, l); mode == "" {
+					out := l.Run(b, "pminfo", "-h", l.HostSpec(), "-f", "perfevent.cgroup.mode")
+					if m := regexp.MustCompile(`value "([^"]*)"`).FindStringSubmatch(out); m != nil {
+						mode = m[1]
+					}
 				}
 			}
 		}
@@ -235,7 +234,7 @@ func BenchmarkLabCgroupTax(b *testing.B) {
 
 	fmt.Printf("\nper-cgroup counting's tax on a ping-pong across two cgroups on CPU %d at nice %d: %d rounds, the least of %d runs of %d round trips each\n", cpu, nice, rounds, runs, trips)
 	fmt.Printf("(wall: the round trip's time; CPU: what both processes used for it, which other processes' load blurs less)\n")
-	fmt.Printf("%-48s %-24s %-22s %-24s %-22s %-16s %-9s %s\n", "row", "wall ns (min-max)", "to no agent", "CPU ns (min-max)", "to no agent", "load", "other_cpu", "perfevent.cgroup.mode")
+	fmt.Printf("%-48s %-24s %-22s %-24s %-22s %-16s %-9s %s\n", "row", "wall ns (min-max)", "to no agent", "CPU ns (min-max)", "to no agent", "load", "other_cpu", "perfevent.cgroup.counting, else .mode")
 	byKey := map[string]*taxRow{}
 	for _, row := range rows {
 		byKey[row.key] = row
@@ -284,7 +283,9 @@ func BenchmarkLabCgroupTax(b *testing.B) {
 // later, for BENCH_CGROUP_CHURN_SECONDS (30): the agent's CPU (utime +
 // stime, % of a core) before and during the churn, its RSS before, during
 // and after, perfalloc's confirmation (--verbose) every two seconds of it,
-// and the agent's log lines about cgroups meanwhile.
+// and the agent's log lines about cgroups meanwhile. It does so once per
+// mode of BENCH_CGROUP_CHURN_MODES (perf,bpf), set by cgroups.conf's
+// BENCH_CGROUP_KEYWORD line; a mode the agent does not know prints n/a.
 //
 //	go test ./qa -run '^$' -bench LabCgroupChurn -benchtime 1x
 func BenchmarkLabCgroupChurn(b *testing.B) {
@@ -292,13 +293,37 @@ func BenchmarkLabCgroupChurn(b *testing.B) {
 	h := v2Hierarchy(b)
 	rate := envInt("BENCH_CGROUP_CHURN_RATE", 1000)
 	window := time.Duration(envInt("BENCH_CGROUP_CHURN_SECONDS", 30)) * time.Second
+	keyword := envString("BENCH_CGROUP_KEYWORD", "counting")
 	node := newK8sNode(b, h, fmt.Sprintf("perfevent-bench-churn-%d", os.Getpid()))
 	node.grow(b, k8sPods)
 	shipped, err := os.ReadFile("../cgroups.conf")
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := StartLab(b, Agent{Go: true, Config: taxConf, Cgroups: string(shipped)})
+	modes := strings.Split(envString("BENCH_CGROUP_CHURN_MODES", "perf,bpf"), ",")
+	var summary []string
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, mode := range modes {
+			summary = append(summary, churnMode(b, node, withKeyword(string(shipped), keyword, mode), keyword, mode, rate, window)...)
+		}
+	}
+	b.StopTimer()
+	fmt.Println("\nsummary:")
+	for _, line := range summary {
+		fmt.Println(line)
+	}
+}
+
+// churnMode is BenchmarkLabCgroupChurn in one counting mode: it prints
+// what it measured and returns the summary lines.
+func churnMode(b *testing.B, node *k8sNode, conf, keyword, mode string, rate int, window time.Duration) []string {
+	l := StartLab(b, Agent{Go: true, Config: taxConf, Cgroups: conf})
+	defer l.stop()
+	if why := modeUnknown(b, l, keyword, mode); why != "" {
+		fmt.Printf("\nper-cgroup counting under churn, %s mode: n/a: %s\n", mode, why)
+		return []string{fmt.Sprintf("cgroup_churn_%s n/a (%s)", mode, why)}
+	}
 	const metric = "perfevent.cgroup.cpu_clock.value"
 	waitFor(b, Settle, "the node's pods and containers as instances", func() bool {
 		vals := cgroupValues(b, l, metric)
@@ -333,68 +358,107 @@ func BenchmarkLabCgroupChurn(b *testing.B) {
 	time.Sleep(5 * time.Second) // the window measured, not a wait for a condition
 	idle := float64(procCPU(b, pid)-idle0) / float64(time.Since(idleStart))
 
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		lines := logCount(l, "cgroups:")
-		logBefore := len(readLog(l))
-		rss0, cpu0 := procRSS(b, pid), procCPU(b, pid)
-		var mu sync.Mutex
-		var churning []float64
-		rssMax, tick := rss0, 0
-		start := time.Now()
-		made := churnCgroups(node.dir(node.base+"/kubepods-besteffort.slice"), rate, 100*time.Millisecond, window, func() {
-			rss := procRSS(b, pid)
-			mu.Lock()
-			rssMax = max(rssMax, rss)
-			tick++
-			even := tick%2 == 0
-			mu.Unlock()
-			if even {
-				if ms, ok := confirm(); ok {
-					mu.Lock()
-					churning = append(churning, ms)
-					mu.Unlock()
-				}
-			}
-		})
-		wall := time.Since(start)
-		used := procCPU(b, pid) - cpu0
-		rss1 := procRSS(b, pid)
-		time.Sleep(5 * time.Second) // what the agent keeps once the churn is over, not a wait for a condition
-		rss2 := procRSS(b, pid)
-		churnLog := readLog(l)[logBefore:]
-		n := logCount(l, "cgroups:") - lines
-
+	lines := logCount(l, "cgroups:")
+	logBefore := len(readLog(l))
+	rss0, cpu0 := procRSS(b, pid), procCPU(b, pid)
+	var mu sync.Mutex
+	var churning []float64
+	rssMax, tick := rss0, 0
+	start := time.Now()
+	made := churnCgroups(node.dir(node.base+"/kubepods-besteffort.slice"), rate, 100*time.Millisecond, window, func() {
+		rss := procRSS(b, pid)
 		mu.Lock()
-		cpuPct := 100 * used.Seconds() / wall.Seconds()
-		fmt.Printf("\nper-cgroup counting under churn: the shipped cgroups.conf, %d pods with a container each, %d cgroups counted, 2 events × %d CPUs each\n",
-			k8sPods, counted, len(onlineCPUs(b)))
-		fmt.Printf("churn: %d cgroups made and removed in %v (%.0f a second), each living 0.1 s; load %.1f\n", made, wall.Round(time.Millisecond), float64(made)/wall.Seconds(), loadAvg(b))
-		fmt.Printf("agent CPU: %.2f %% of a core during the churn (%.2f %% before it)\n", cpuPct, 100*idle)
-		fmt.Printf("agent RSS: %d KiB before, at most %d during, %d at the end, %d 5 s after\n", rss0, rssMax, rss1, rss2)
-		fmt.Printf("perfalloc's confirmation, ms: before the churn %s; during it %s\n", msList(quiet), msList(churning))
-		fmt.Printf("the agent's own releases for perfalloc, as it logs them (all its counters, per-CPU and per-cgroup): before the churn %s; during it %s\n",
-			strings.Join(releases(readLog(l)[:logBefore]), " "), strings.Join(releases(churnLog), " "))
-		fmt.Printf("log lines about cgroups during the churn: %d\n", n)
-		for _, line := range strings.Split(churnLog, "\n") {
-			if strings.Contains(line, "cgroups:") {
-				fmt.Printf("    %.200s\n", line)
+		rssMax = max(rssMax, rss)
+		tick++
+		even := tick%2 == 0
+		mu.Unlock()
+		if even {
+			if ms, ok := confirm(); ok {
+				mu.Lock()
+				churning = append(churning, ms)
+				mu.Unlock()
 			}
 		}
-		fmt.Println("\nsummary:")
-		fmt.Printf("cgroup_churn_rate_per_s value=%.0f seconds=%.0f\n", float64(made)/wall.Seconds(), wall.Seconds())
-		fmt.Printf("cgroup_churn_cpu_pct value=%.2f idle=%.2f target<=5 %s\n", cpuPct, 100*idle, verdict([]float64{cpuPct}, 5))
-		fmt.Printf("cgroup_churn_rss_kb before=%d max=%d end=%d after=%d\n", rss0, rssMax, rss1, rss2)
-		if len(churning) > 0 {
-			fmt.Printf("cgroup_churn_perfalloc_ms median=%.1f max=%.1f n=%d target<50 %s\n", median(churning), slices.Max(churning), len(churning), verdict(churning, 50))
-		} else {
-			fmt.Printf("cgroup_churn_perfalloc_ms none confirmed during the churn MISS\n")
-		}
-		fmt.Printf("cgroup_churn_log_lines value=%d\n", n)
-		b.ReportMetric(cpuPct, "cpu%")
-		b.ReportMetric(float64(rss1), "rss-KiB")
-		mu.Unlock()
+	})
+	wall := time.Since(start)
+	used := procCPU(b, pid) - cpu0
+	rss1 := procRSS(b, pid)
+	time.Sleep(5 * time.Second) // what the agent keeps once the churn is over, not a wait for a condition
+	rss2 := procRSS(b, pid)
+	churnLog := readLog(l)[logBefore:]
+	n := logCount(l, "cgroups:") - lines
+
+	mu.Lock()
+	defer mu.Unlock()
+	cpuPct := 100 * used.Seconds() / wall.Seconds()
+	says := ""
+	if c := countingOf(b, l); c != "" {
+		says = fmt.Sprintf(" (perfevent.cgroup.counting %q)", c)
 	}
+	fmt.Printf("\nper-cgroup counting under churn, %s mode%s: the shipped cgroups.conf, %d pods with a container each, %d cgroups counted, 2 events × %d CPUs each\n",
+		mode, says, k8sPods, counted, len(onlineCPUs(b)))
+	fmt.Printf("churn: %d cgroups made and removed in %v (%.0f a second), each living 0.1 s; load %.1f\n", made, wall.Round(time.Millisecond), float64(made)/wall.Seconds(), loadAvg(b))
+	fmt.Printf("agent CPU: %.2f %% of a core during the churn (%.2f %% before it)\n", cpuPct, 100*idle)
+	fmt.Printf("agent RSS: %d KiB before, at most %d during, %d at the end, %d 5 s after\n", rss0, rssMax, rss1, rss2)
+	fmt.Printf("perfalloc's confirmation, ms: before the churn %s; during it %s\n", msList(quiet), msList(churning))
+	fmt.Printf("the agent's own releases for perfalloc, as it logs them (all its counters, per-CPU and per-cgroup): before the churn %s; during it %s\n",
+		strings.Join(releases(readLog(l)[:logBefore]), " "), strings.Join(releases(churnLog), " "))
+	fmt.Printf("log lines about cgroups during the churn: %d\n", n)
+	for _, line := range strings.Split(churnLog, "\n") {
+		if strings.Contains(line, "cgroups:") {
+			fmt.Printf("    %.200s\n", line)
+		}
+	}
+	out := []string{
+		fmt.Sprintf("cgroup_churn_%s_rate_per_s value=%.0f seconds=%.0f", mode, float64(made)/wall.Seconds(), wall.Seconds()),
+		fmt.Sprintf("cgroup_churn_%s_cpu_pct value=%.2f idle=%.2f target<=5 %s", mode, cpuPct, 100*idle, verdict([]float64{cpuPct}, 5)),
+		fmt.Sprintf("cgroup_churn_%s_rss_kb before=%d max=%d end=%d after=%d", mode, rss0, rssMax, rss1, rss2),
+	}
+	if len(churning) > 0 {
+		out = append(out, fmt.Sprintf("cgroup_churn_%s_perfalloc_ms median=%.1f max=%.1f n=%d target<50 %s", mode, median(churning), slices.Max(churning), len(churning), verdict(churning, 50)))
+	} else {
+		out = append(out, fmt.Sprintf("cgroup_churn_%s_perfalloc_ms none confirmed during the churn MISS", mode))
+	}
+	out = append(out, fmt.Sprintf("cgroup_churn_%s_log_lines value=%d", mode, n))
+	b.ReportMetric(cpuPct, "cpu%-"+mode)
+	b.ReportMetric(float64(rss1), "rss-KiB-"+mode)
+	return out
+}
+
+// withKeyword is cgroups.conf's text conf with its keyword line (such as
+// "counting auto") set to mode, or the line added.
+func withKeyword(conf, keyword, mode string) string {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(keyword) + `\s.*$`)
+	if re.MatchString(conf) {
+		return re.ReplaceAllString(conf, keyword+" "+mode)
+	}
+	return conf + "\n" + keyword + " " + mode + "\n"
+}
+
+// modeUnknown says why the lab's agent cannot count in mode, or "": its
+// cgroups.conf has no such keyword (the perf mode, perf cgroup counters,
+// is then the only one), or perfevent.cgroup.counting names another.
+func modeUnknown(tb testing.TB, l *Lab, keyword, mode string) string {
+	if strings.Contains(readLog(l), fmt.Sprintf("unknown keyword %q", keyword)) {
+		if mode == "perf" {
+			return ""
+		}
+		return fmt.Sprintf("this agent's cgroups.conf has no %q keyword, so no %s mode", keyword, mode)
+	}
+	if c := countingOf(tb, l); c != "" && c != mode && !strings.HasPrefix(c, mode+":") {
+		return fmt.Sprintf("asked for %q, perfevent.cgroup.counting says %q", keyword+" "+mode, c)
+	}
+	return ""
+}
+
+// countingOf is perfevent.cgroup.counting's value, "" if the agent
+// serves no such metric.
+func countingOf(tb testing.TB, l *Lab) string {
+	r := l.RunErr(tb, "pminfo", "-h", l.HostSpec(), "-f", "perfevent.cgroup.counting")
+	if m := regexp.MustCompile(`value "([^"]*)"`).FindStringSubmatch(r.Stdout); r.Err == nil && m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // releases are the times the agent's log gives its releases for perfalloc.
