@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkConfirmation runs "perfalloc true" against a fake agent built on
-// internal/reservation and reports the "released ... after X ms" that
+// internal/reservation/lockwatch and reports the "released ... after X ms" that
 // perfalloc prints: from the lock taken to the agent's report read.
 func BenchmarkConfirmation(b *testing.B) {
 	lock := lockFile(b)

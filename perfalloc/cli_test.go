@@ -22,6 +22,7 @@ import (
 	"perfevent/internal/emulator"
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/lockwatch"
 	"perfevent/internal/reservation/reservationtest"
 	"perfevent/internal/testexec"
 	"perfevent/internal/testneed"
@@ -408,7 +409,7 @@ func fakeAgent(t testing.TB, lock string, watch bool) *reservation.StateFile {
 	if !watch {
 		return sf
 	}
-	w, err := reservation.Watch(lf, reservation.Options{}, func(st reservation.Status) {
+	w, err := lockwatch.Watch(lf, lockwatch.Options{}, func(st reservation.Status) {
 		sf.Update(func(s *reservation.State) {
 			s.Counters, s.Events[0].State = reservation.CountersOpen, reservation.EventCounting
 			if st.Reserved {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 	"perfevent/internal/testneed"
 
@@ -91,7 +92,7 @@ func TestListEventsLeavesTracepointsUnprobedUnfiltered(t *testing.T) {
 // fixtureFS is one of package pmu's machine trees.
 func fixtureFS(name string) *pmu.FS {
 	root := filepath.Join("..", "internal", "pmu", "testdata", name)
-	return &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(root, "tracing")}}
+	return &pmu.FS{FS: hostfs.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc")}, Tracing: []string{filepath.Join(root, "tracing")}}
 }
 
 func listOn(fixture, pmuName, pattern string) (string, string, int) {

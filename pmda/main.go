@@ -19,6 +19,7 @@ import (
 	"perfevent/internal/pmu"
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/lockwatch"
 )
 
 const (
@@ -89,7 +90,7 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	o.DefaultPMIDs = filepath.Join(pcp.Get("PCP_VAR_DIR"), "config", "perfevent", "pmids")
 	fs.StringVar(&o.PMIDs, "pmids", o.DefaultPMIDs, "the `file` where metric names keep their PMIDs across restarts")
 	fs.StringVar(&o.CLayout, "c-layout", filepath.Join(pcp.Get("PCP_PMDAS_DIR"), "perfevent", "perfevent.conf"), "PCP's C agent's configuration `file`: the names it would serve here keep its PMIDs (none when it does not exist)")
-	fs.DurationVar(&o.Poll, "poll", reservation.DefaultPoll, "how often to check the lock file even without an inotify hint")
+	fs.DurationVar(&o.Poll, "poll", lockwatch.DefaultPoll, "how often to check the lock file even without an inotify hint")
 	fs.BoolVar(&o.NoInotify, "no-inotify", false, "check the lock file by polling only")
 	fs.BoolVar(&o.CCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")
 	fs.BoolVar(&o.NoCatalog, "no-catalog", false, "serve only the configured events and ratios.conf's own ratios: no ratio of the metric catalog, none of its events opened")
@@ -179,12 +180,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
+	// The one description of where the machine's sysfs and procfs are,
+	// from the environment, for every mode.
+	o.FS = pmu.Default()
 	switch {
 	case o.version:
 		fmt.Fprintf(stdout, "%s version %s\n", prog, version)
 		return 0
 	case o.listEvents:
-		return listEvents(pmu.Default(), o.listPMU, o.listMatch, !o.noProbe, stdout, stderr)
+		return listEvents(o.FS, o.listPMU, o.listMatch, !o.noProbe, stdout, stderr)
 	case o.check:
 		problems, err := agent.Check(o.Options, stdout)
 		if err != nil {

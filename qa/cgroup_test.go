@@ -41,7 +41,9 @@ func TestLabCgroups(t *testing.T) {
 
 	loop := cgrouptest.Busy(t, busy) // after mkCgroup: its cleanup runs first
 
-	l := StartLab(t, Agent{Go: true, Config: VMConfig, Cgroups: "cgroup /" + prefix + "*\nevent cpu-clock\nevent context-switches\nmax 8\n"})
+	// Perf cgroup counters, whose descriptors this test follows;
+	// TestLabCgroupsBPF counts with BPF.
+	l := StartLab(t, Agent{Go: true, Config: VMConfig, Cgroups: "cgroup /" + prefix + "*\nevent cpu-clock\nevent context-switches\nmax 8\ncounting perf\n"})
 	needClient(t, l, "pminfo")
 	cpus := len(onlineCPUs(t))
 	t.Cleanup(func() {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"perfevent/internal/config"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pfm/pfmgolden"
 	"perfevent/internal/pmu"
 	"perfevent/internal/setup"
@@ -49,7 +50,7 @@ func TestOracleFixtures(t *testing.T) {
 	for _, fx := range []string{"snbep", "haswell", "skylake", "icelake-sp", "zen2", "zen3", "zen4", "alderlake", "zen5", "sapphirerapids", "graniterapids"} {
 		t.Run(fx, func(t *testing.T) {
 			root := filepath.Join(repoRoot(), "internal", "pmu", "testdata", fx)
-			fs := &pmu.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc"), Tracing: []string{filepath.Join(root, "tracing")}}
+			fs := &pmu.FS{FS: hostfs.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc")}, Tracing: []string{filepath.Join(root, "tracing")}}
 			cpu, err := fs.CPUInfo()
 			if err != nil {
 				t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"perfevent/internal/cpuhotplug"
+	"perfevent/internal/hostfs"
 )
 
 // Both agents come up under a lab pmcd, answer through -h and through
@@ -78,7 +78,7 @@ func TestLab(t *testing.T) {
 // onlineCPUs lists the CPUs the kernel has online.
 func onlineCPUs(t testing.TB) []int {
 	t.Helper()
-	cpus, err := cpuhotplug.Online(cpuhotplug.DefaultPath)
+	cpus, err := (hostfs.FS{}).OnlineCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}

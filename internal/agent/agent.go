@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"perfevent/internal/bpfcount"
 	"perfevent/internal/cgroup"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpuhotplug"
@@ -19,6 +20,7 @@ import (
 	"perfevent/internal/pmu"
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/lockwatch"
 	"perfevent/internal/setup"
 )
 
@@ -64,8 +66,8 @@ type Options struct {
 	// NewOpener, if set, gives each generation's counter opener (tests:
 	// countertest); nil opens the kernel's counters.
 	NewOpener func() counter.Opener
-	// Hotplug tunes the watch on the online CPUs (tests: a fixture's
-	// file, a fast poll); zero watches the FS's list.
+	// Hotplug tunes the watch on the online CPUs (tests: a fast poll);
+	// it watches the online list of FS, whatever its own FS says.
 	Hotplug cpuhotplug.Options
 }
 
@@ -88,6 +90,9 @@ type generation struct {
 	// cgMode is perfevent.cgroup.mode as built, "" when cgroups.conf asks
 	// for nothing; the hierarchy watch compares it with the machine's.
 	cgMode string
+	// bpf is the BPF counter cg counts through (the agent's, or one it
+	// replaced since); nil when cg counts with perf cgroup counters.
+	bpf *bpfcount.Counter
 }
 
 // Agent is the running perfevent agent. It is the pmda.Fetcher: each fetch
@@ -150,7 +155,7 @@ type Agent struct {
 	// otherwise than the C agent (once per agent life).
 	toldDisagree bool
 	lock         *reservation.LockFile
-	watcher      *reservation.Watcher
+	watcher      *lockwatch.Watcher
 	cpus         *cpuhotplug.Watcher // CPUs going offline and coming back
 	hier         *hierarchyWatch     // the hierarchy that owns perf_event
 	// locate finds that hierarchy in tests; nil is this machine's.
@@ -158,6 +163,9 @@ type Agent struct {
 	// cgroupIDs numbers cgroup instances for the agent's life, across
 	// reloads, so that an id never changes hands.
 	cgroupIDs *cgroup.IDs
+	// bpf counts per cgroup with a BPF program, loaded at start-up and
+	// kept across generations (see bpfCounter); nil when none is.
+	bpf *bpfcount.Counter
 }
 
 // New returns an agent that has done nothing yet; Start starts it.
@@ -165,10 +173,13 @@ func New(o Options) *Agent {
 	a := &Agent{o: o, log: o.Log, now: time.Now, sleep: time.Sleep, cgroupIDs: cgroup.NewIDs(), told: map[string]bool{},
 		reloadReq: make(chan struct{}, 1), quit: make(chan struct{}), reloaderDone: make(chan struct{}),
 		reloadBound: reloadBound}
-	a.holds = newHolds(o.MaxHold)
 	a.fs = a.o.fs()
+	a.holds = newHolds(o.MaxHold, a.fs.FS)
 	a.reopens = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
 	a.cycleLog = rate.NewLimiter(rate.Every(minReopen), reopenBurst)
+	if o.Log != nil {
+		o.Log.SetDebug(o.Debug)
+	}
 	return a
 }
 
@@ -242,6 +253,15 @@ func (a *Agent) close() {
 	a.stopReservation()
 	if a.files != nil {
 		a.files.Close()
+	}
+	if g := a.gen.Load(); g != nil {
+		g.stopCgroups()
+		if g.bpf != nil && g.bpf != a.bpf {
+			g.bpf.Close()
+		}
+	}
+	if a.bpf != nil {
+		a.bpf.Close()
 	}
 }
 
@@ -351,19 +371,19 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 	}
 	c, err := rd.open(&a.o, counter.Config{
 		Opener:         opener,
-		Logf:           func(format string, args ...any) { a.log.Warningf(format, args...) },
+		Log:            a.log,
 		ReadFailed:     a.checkCPUs,
 		CountFirstRead: seamless,
 	})
 	if err != nil {
 		return failed(err)
 	}
-	plan, set := c.plan, c.set
+	set := c.set
 	// The plan's notes report these failures; a reopen repeats only new ones.
 	for _, line := range c.sum.FailureLines() {
 		a.told[line] = true
 	}
-	cg, cgSpec, cgSays := a.startCgroups(plan, c.cgroups, r)
+	cg, cgSpec, cgSays, bpf := a.startCgroups(c.opened.counters, c.cgroups, r)
 	cKeys, cExtra := cLayout(c, opener)
 	clusters.Prefer(cKeys)
 	table, src, err := buildTable(&a.o, c, clusters, cgSpec, a.reservations(), cExtra...)
@@ -384,14 +404,14 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 		a.toldDisagree = true
 		a.log.Warningf("%s", disagreement(a.o.PMIDs, a.o.CLayout, d))
 	}
-	for _, n := range plan.Notes {
+	for _, n := range c.notes() {
 		r.note(n)
 	}
-	r.summary = fmt.Sprintf("%d counters on %d descriptors and %d derived metrics%s", len(plan.Counters), c.sum.FDs, len(c.derived), cgSays)
-	if len(plan.Counters) == 0 {
+	r.summary = fmt.Sprintf("%d counters on %d descriptors and %d derived metrics%s", len(c.opened.counters), c.sum.FDs, len(c.opened.derived), cgSays)
+	if len(c.opened.counters) == 0 {
 		r.warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", Program)
 	}
-	return &generation{plan: plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec)}, nil
+	return &generation{plan: c.plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec), bpf: bpf}, nil
 }
 
 // empty is a generation with no counters.
@@ -493,9 +513,7 @@ func (a *Agent) reloader() {
 // opens the new generation and swaps it in under a.mu; it says whether the
 // new configuration is served. The caller holds a.buildMu.
 func (a *Agent) rebuild() bool {
-	if a.o.Debug {
-		a.log.Infof("reloading %s", a.o.Config)
-	}
+	a.log.Debugf("reloading %s", a.o.Config)
 	type result struct {
 		r   *read
 		err error
@@ -547,6 +565,7 @@ func (a *Agent) rebuild() bool {
 		a.log.Warningf("closing the previous counters: %v", err)
 	}
 	old.stopCgroups()
+	a.retireBPF(old, g)
 	a.updateState(nil)
 	a.logReport(g.report, old.report, "reload done: the new configuration is served")
 	return true

@@ -13,6 +13,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/cpuhotplug"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmda"
 	"perfevent/internal/pmda/pmcdtest"
 	"perfevent/internal/pmu"
@@ -137,10 +138,10 @@ func newAgentOn(t testing.TB, fixture, online, conf string, before func(*Agent))
 		PMIDs:     filepath.Join(dir, "pmids"),
 		LockFile:  h.lock,
 		Poll:      10 * time.Millisecond,
-		FS:        &pmu.FS{Sys: sys, Proc: filepath.Join("..", "pmu", "testdata", fixture, "proc"), Tracing: []string{filepath.Join(dir, "no-tracing")}},
+		FS:        &pmu.FS{FS: hostfs.FS{Sys: sys, CPUInfo: filepath.Join("..", "pmu", "testdata", fixture, "proc", "cpuinfo")}, Tracing: []string{filepath.Join(dir, "no-tracing")}},
 		Log:       pmda.NewLogger(h.log, Program),
 		NewOpener: h.fake.open,
-		Hotplug:   cpuhotplug.Options{Path: h.online, Poll: 10 * time.Millisecond, NoUevent: true},
+		Hotplug:   cpuhotplug.Options{Poll: 10 * time.Millisecond, NoUevent: true},
 		// These tests count the counters of their own configuration;
 		// the catalog's are TestCheckShowsTheCatalog's.
 		NoCatalog: true,

@@ -6,7 +6,11 @@ import (
 	"path/filepath"
 	"slices"
 
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/bpfcount"
 	"perfevent/internal/cgroup"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmda"
 	"perfevent/internal/setup"
@@ -30,12 +34,12 @@ type cgroupPlan struct {
 	missing bool
 }
 
-// planCgroups reads cgroups.conf and finds its events among the plan's
-// counters. An event that perfevent.conf does not serve is Info, not a
+// planCgroups reads cgroups.conf and finds its events among the counters
+// served. An event that perfevent.conf does not serve is Info, not a
 // Problem: the shipped cgroups.conf names cpu-clock and context-switches,
 // and a perfevent.conf taken over from the C agent, or one for a machine
 // without them, is not wrong for lacking them.
-func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
+func planCgroups(config string, read cgroupConf, served []setup.Counter) cgroupPlan {
 	name := cgroupsConf(config)
 	cfg, missing, errs := read.cfg, read.missing, read.errs
 	p := cgroupPlan{cfg: cfg, missing: missing, spec: &metrics.Cgroups{Instances: pmda.NewInstances()}}
@@ -46,12 +50,12 @@ func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
 		return p
 	}
 	for _, ev := range cfg.Events {
-		i := slices.IndexFunc(plan.Counters, func(c setup.Counter) bool { return c.Event.Name == ev })
+		i := slices.IndexFunc(served, func(c setup.Counter) bool { return c.Event.Name == ev })
 		if i < 0 {
 			p.notes = append(p.notes, setup.Note{Text: fmt.Sprintf("%s: event %q is not a counter served from %s (configure it there to count it per cgroup); not counted per cgroup", name, ev, config)})
 			continue
 		}
-		c := plan.Counters[i]
+		c := served[i]
 		p.spec.Events = append(p.spec.Events, metrics.CgroupEvent{Event: len(p.events), Metric: c.Metric,
 			About: fmt.Sprintf("Configured in %s as %q, which %s defines at %s: %s.", name, ev, config, c.Pos, c.Event.Source)})
 		p.events = append(p.events, cgroup.Event{Name: ev, Attr: c.Event.Attr})
@@ -70,25 +74,45 @@ func planCgroups(config string, read cgroupConf, plan *setup.Plan) cgroupPlan {
 
 // hierarchyNote is --check's word on where the cgroups would be counted:
 // a Problem when nowhere, as the agent then logs a Warning.
-func hierarchyNote(p cgroupPlan) []setup.Note {
+func hierarchyNote(fs hostfs.FS, p cgroupPlan) []setup.Note {
 	if len(p.events) == 0 {
 		return nil
 	}
-	h, err := cgroup.LocateSystem()
+	h, err := cgroup.LocateOn(fs)
 	if err != nil {
 		return []setup.Note{{Severity: setup.Problem, Text: "cgroups: " + whyNoHierarchy(err) + "; nothing would be counted per cgroup"}}
 	}
-	return []setup.Note{{Text: fmt.Sprintf("cgroups: counted in the %s (perfevent.cgroup.mode %q)", h, cgroup.Mode(h, nil))}}
+	notes := []setup.Note{{Text: fmt.Sprintf("cgroups: counted in the %s (perfevent.cgroup.mode %q)", h, cgroup.Mode(h, nil))}}
+	return append(notes, countingNote(p, h))
+}
+
+// countingNote is --check's word on how the cgroups would be counted: it
+// loads the BPF program and attaches it as the agent would, and lets go.
+func countingNote(p cgroupPlan, h cgroup.Hierarchy) setup.Note {
+	if p.cfg.Counting == cgroup.CountingPerf {
+		return setup.Note{Text: "cgroups: counted with perf cgroup counters, as cgroups.conf asks (perfevent.cgroup.counting \"perf\")"}
+	}
+	var a Agent
+	c, why := a.bpfCounter(h, p.events, p.cpus, p.cfg.Max)
+	if c != nil {
+		c.Close()
+		return setup.Note{Text: "cgroups: counted with BPF, on a constant number of descriptors (perfevent.cgroup.counting \"bpf\")"}
+	}
+	n := setup.Note{Text: fmt.Sprintf("cgroups: counted with perf cgroup counters: %s (perfevent.cgroup.counting \"perf: ...\")", why)}
+	if p.cfg.Counting == cgroup.CountingBPF {
+		n.Severity = setup.Problem
+	}
+	return n
 }
 
 // startCgroups starts counting per cgroup what cgroups.conf asks for,
-// with the events of the plan, and returns the tracker (nil if nothing is
+// with the counters served, and returns the tracker (nil if nothing is
 // counted), what the table needs to serve it and words for the summary of
 // r (the numbers of cgroups and descriptors change as cgroups come and
 // go: in the plan, every reload would seem a change). read is
 // cgroups.conf as the build read it, outside the agent's lock.
-func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgroup.Tracker, *metrics.Cgroups, string) {
-	p := planCgroups(a.o.Config, read, plan)
+func (a *Agent) startCgroups(served []setup.Counter, read cgroupConf, r *report) (*cgroup.Tracker, *metrics.Cgroups, string, *bpfcount.Counter) {
+	p := planCgroups(a.o.Config, read, served)
 	if p.missing {
 		r.infof("cgroups: no %s, so nothing is counted per cgroup (the shipped one counts cpu-clock and context-switches per cgroup)", cgroupsConf(a.o.Config))
 	}
@@ -100,7 +124,7 @@ func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgr
 		if p.missing {
 			mode = "off: no " + cgroupsConf(a.o.Config)
 		}
-		return nil, &metrics.Cgroups{Mode: func() string { return mode }}, ""
+		return nil, &metrics.Cgroups{Mode: func() string { return mode }}, "", nil
 	}
 	spec, cfg, events, cpus := p.spec, p.cfg, p.events, p.cpus
 	h, err := a.hierarchy()
@@ -108,12 +132,10 @@ func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgr
 	spec.Mode = func() string { return mode }
 	if err != nil {
 		r.warningf("cgroups: %s; nothing is counted per cgroup (perfevent.cgroup.mode says so), everything else is", whyNoHierarchy(err))
-		return nil, &metrics.Cgroups{Mode: spec.Mode}, ""
+		return nil, &metrics.Cgroups{Mode: spec.Mode}, "", nil
 	}
-	debugf := func(string, ...any) {}
-	if a.o.Debug {
-		debugf = a.log.Infof
-	}
+	bpf, counting := a.cgroupCounting(cfg, h, events, cpus, r)
+	spec.Counting = func() string { return counting }
 	t := cgroup.New(cgroup.Options{
 		Hierarchy:   h,
 		Patterns:    cfg.Patterns,
@@ -121,9 +143,9 @@ func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgr
 		Descriptors: cfg.Descriptors,
 		Events:      events,
 		CPUs:        cpus,
+		BPF:         bpf,
 		IDs:         a.cgroupIDs,
-		Infof:       a.log.Infof,
-		Debugf:      debugf,
+		Log:         a.log,
 		Changed: func(in []cgroup.Instance) {
 			list := make([]pmda.Instance, len(in))
 			for i, c := range in {
@@ -140,11 +162,98 @@ func (a *Agent) startCgroups(plan *setup.Plan, read cgroupConf, r *report) (*cgr
 	spec.Reader = t
 	t.Start()
 	n, fds := t.Stats()
-	r.infof("cgroups: counting per cgroup in the %s", h)
+	r.infof("cgroups: counting per cgroup in the %s, with %s (perfevent.cgroup.counting %q)", h, countingWords(bpf), counting)
 	if n == 0 {
 		r.warningf("cgroups: no cgroup of the %s is counted: none matches %v, or every open failed (see above)", h, cfg.Patterns)
 	}
-	return t, spec, fmt.Sprintf(", and %d events in %d cgroups on %d descriptors", len(events), n, fds)
+	return t, spec, fmt.Sprintf(", and %d events in %d cgroups on %d descriptors", len(events), n, fds), bpf
+}
+
+func countingWords(bpf *bpfcount.Counter) string {
+	if bpf != nil {
+		return "a BPF program at each cgroup switch, on a constant number of descriptors"
+	}
+	return "perf cgroup counters, one per cgroup, event and CPU"
+}
+
+// cgroupCounting chooses how a generation counts per cgroup, as
+// cgroups.conf's "counting" asks: with perf cgroup counters, or with the
+// agent's bpfcount.Counter, which it returns, and perfevent.cgroup.counting.
+// Where BPF cannot count, perf does, and the report says why: at Warning
+// when cgroups.conf asked for BPF.
+func (a *Agent) cgroupCounting(cfg cgroup.Config, h cgroup.Hierarchy, events []cgroup.Event, cpus []int, r *report) (*bpfcount.Counter, string) {
+	if cfg.Counting == cgroup.CountingPerf {
+		return nil, cgroup.CountingPerf
+	}
+	c, why := a.bpfCounter(h, events, cpus, cfg.Max)
+	if c != nil {
+		return c, cgroup.CountingBPF
+	}
+	if cfg.Counting == cgroup.CountingBPF {
+		r.warningf("cgroups: %s asks for counting bpf, but %s; counting with perf cgroup counters instead", cgroupsConf(a.o.Config), why)
+	}
+	return nil, "perf: " + why
+}
+
+// bpfCounter is the agent's bpfcount.Counter for events, attached to
+// cpus, or nil and why there is none. It is loaded once, at start-up,
+// while the agent is root: after the privilege drop CAP_PERFMON still
+// lets it add cgroups to the map, run the program and attach it to new
+// events, but not load another. So a reload keeps the Counter, and one
+// that changes the events can count them with BPF only if the agent runs
+// as root.
+func (a *Agent) bpfCounter(h cgroup.Hierarchy, events []cgroup.Event, cpus []int, room int) (*bpfcount.Counter, string) {
+	if h.Version != 2 {
+		return nil, fmt.Sprintf("the %s is not cgroup v2, whose ancestors' ids the program looks up", h)
+	}
+	if len(events) > bpfcount.MaxEvents {
+		return nil, fmt.Sprintf("%d events per cgroup, more than the %d the program reads", len(events), bpfcount.MaxEvents)
+	}
+	attrs := make([]unix.PerfEventAttr, len(events))
+	for i, e := range events {
+		attrs[i] = e.Attr
+	}
+	c := a.bpf
+	if c == nil || !c.Counts(attrs) || c.Room() < bpfcount.RoomFor(len(attrs), room) {
+		nc, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: room})
+		switch {
+		case err == nil:
+			c, a.bpf = nc, nc // the previous one closes with its generation
+		case c != nil && c.Counts(attrs):
+			// Room for fewer cgroups than max asks: the Tracker counts
+			// as many as there is room for, and says so.
+		case a.bpf != nil && errors.Is(err, unix.EPERM):
+			return nil, fmt.Sprintf("the events changed since start-up, and loading the BPF program for them needs CAP_BPF, which the agent gave up after start-up (restart it): %v", err)
+		case errors.Is(err, unix.EPERM):
+			return nil, fmt.Sprintf("loading a BPF program needs CAP_BPF (the agent is root until start-up ends), and no lockdown: %v", err)
+		default:
+			return nil, err.Error()
+		}
+	}
+	if err := c.AttachOnly(cpus); err != nil {
+		// No CPU runs the program for nobody: the generation counts
+		// with perf, and the one before it, if it counted with c, has
+		// its last fetches frozen.
+		c.AttachOnly(nil)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
+			return nil, fmt.Sprintf("the program cannot run at each cgroup switch (the cgroup-switches event is Linux 5.13's, and kernel.perf_event_max_sample_rate must allow sampling): %v", err)
+		}
+		return nil, err.Error()
+	}
+	return c, ""
+}
+
+// retireBPF lets go of what old's generation held of BPF counting, now
+// that a generation that does not share it replaces it.
+func (a *Agent) retireBPF(old, g *generation) {
+	if old == nil || old.bpf == nil || old.bpf == g.bpf {
+		return
+	}
+	if old.bpf != a.bpf {
+		old.bpf.Close() // a reload as root loaded another
+	} else {
+		old.bpf.AttachOnly(nil) // kept, idle, for a reload that counts with it again
+	}
 }
 
 // whyNoHierarchy says why per-cgroup counting cannot start, and what to
@@ -186,6 +295,8 @@ func (g *generation) carryCgroups(old *generation) {
 	}
 }
 
+// stopCgroups stops g's Tracker; the BPF counter it used is the agent's
+// (retireBPF).
 func (g *generation) stopCgroups() {
 	if g.cg != nil {
 		g.cg.Stop()

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"perfevent/internal/catalog"
-	"perfevent/internal/conffile"
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
@@ -30,26 +29,27 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 		return 0, err
 	}
 	plan := c.plan
+	notes := c.notes()
 	// The table too, with the PMIDs of a fresh map (the real one is the
 	// agent's): whatever it refuses, the agent would not serve.
 	_, src, err := buildTable(&o, c, metrics.NewClusters(), nil, nil)
 	c.set.Close()
 	if err != nil {
-		plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: "the metric table: " + err.Error()})
+		notes = append(notes, setup.Note{Severity: setup.Problem, Text: "the metric table: " + err.Error()})
 	} else {
 		for _, e := range src.Skipped() {
-			plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error() + "; not served"})
+			notes = append(notes, setup.Note{Severity: setup.Problem, Text: e.Error() + "; not served"})
 		}
 	}
 
 	if !o.NoCatalog {
-		plan.Notes = append(plan.Notes, catalogNotes(c.family)...)
+		notes = append(notes, catalogNotes(c.family)...)
 	}
-	plan.Notes = append(plan.Notes, cNotes(&o, plan.Config)...)
-	cg := planCgroups(o.Config, c.cgroups, plan)
-	plan.Notes = append(plan.Notes, cg.notes...)
-	plan.Notes = append(plan.Notes, hierarchyNote(cg)...)
-	for _, n := range sortedNotes(plan.Notes) {
+	notes = append(notes, cNotes(&o, plan.Config, c.src)...)
+	cg := planCgroups(o.Config, c.cgroups, c.opened.counters)
+	notes = append(notes, cg.notes...)
+	notes = append(notes, hierarchyNote(o.fs().FS, cg)...)
+	for _, n := range sortedNotes(notes) {
 		mark := "  "
 		if n.Severity == setup.Problem {
 			mark = "! "
@@ -64,9 +64,11 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 		lines += len(f.DynamicEvents())
 		sections = len(f.DerivedSections())
 	}
-	warnings := 0
-	for _, n := range plan.Notes {
-		if n.Severity != setup.Problem && strings.HasPrefix(n.Text, "warning: ") {
+	warnings, problems := 0, 0
+	for _, n := range notes {
+		if n.Severity == setup.Problem {
+			problems++
+		} else if strings.HasPrefix(n.Text, "warning: ") {
 			warnings++
 		}
 	}
@@ -75,12 +77,12 @@ func Check(o Options, w io.Writer) (problems int, err error) {
 	// if everything were served either.
 	skipped := fmt.Sprintf("%d of %s skipped", max(lines-c.sum.Served, 0), plural(lines, "event line"))
 	if sections > 0 {
-		skipped += fmt.Sprintf(", %d of %s", max(sections-len(c.derived), 0), plural(sections, "derived section"))
+		skipped += fmt.Sprintf(", %d of %s", max(sections-len(c.opened.derived), 0), plural(sections, "derived section"))
 	}
 	fmt.Fprintf(w, "\n%s: %s served on %s, %s; %s, %s, %s\n", o.Config,
-		plural(c.sum.Served, "event"), plural(c.sum.FDs, "counter"), plural(len(c.derived), "derived metric"),
-		plural(plan.Problems(), "problem"), skipped, plural(warnings, "warning"))
-	return plan.Problems(), nil
+		plural(c.sum.Served, "event"), plural(c.sum.FDs, "counter"), plural(len(c.opened.derived), "derived metric"),
+		plural(problems, "problem"), skipped, plural(warnings, "warning"))
+	return problems, nil
 }
 
 // sortedNotes orders notes by line, keeping the order of notes about the
@@ -100,14 +102,11 @@ func sortedNotes(notes []setup.Note) []setup.Note {
 
 // cNotes are --check's notes about what the C agent would make of the file:
 // with --c-compatible, problems; without, only the warning about a file
-// with no events, which neither agent can count anything from.
-func cNotes(o *Options, f *config.File) []setup.Note {
+// with no events, which neither agent can count anything from. src is what
+// f was parsed from.
+func cNotes(o *Options, f *config.File, src []byte) []setup.Note {
 	if f == nil {
 		return nil
-	}
-	src, err := conffile.Read(o.Config)
-	if err != nil {
-		return []setup.Note{{Severity: setup.Problem, Text: err.Error()}}
 	}
 	names, _ := o.fs().PMUNames()
 	present := func(name string) bool { return name == "software" || slices.Contains(names, name) }

@@ -14,7 +14,10 @@
 //
 // Plan→Spec (count, buildTable) is shared with Check, which is
 // pmdaperfevent --check: what the configuration means on this machine,
-// line by line.
+// line by line. The plan is setup's and is never changed; what opening it
+// gave (which counters count where, why others do not, the derived metrics
+// that allows) is the supervisor's own record (opened), and the log and
+// --check print the plan's notes, then the record's.
 //
 // The command (package main in pmda/) keeps the flags, the log and the
 // signal loop; internal/pmda is the PMDA framework the Agent serves

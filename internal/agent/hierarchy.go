@@ -45,18 +45,20 @@ func followedMode(cg *metrics.Cgroups) string {
 // wake-ups would take the mount event that this poll waits for (the
 // kernel reports a mount to the first poll after it only).
 type hierarchyWatch struct {
-	info int    // /proc/self/mountinfo
+	info int // mountinfo, at path
+	path string
 	stop [2]int // a pipe: closing stop[1] ends the watch
 	done chan struct{}
 }
 
 func (a *Agent) watchHierarchy() {
-	info, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	path := a.fs.MountinfoFile()
+	info, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		a.log.Warningf("cgroups: /proc/self/mountinfo: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
+		a.log.Warningf("cgroups: %s: %v; a change of the cgroup hierarchy is noticed only at a reload", path, err)
 		return
 	}
-	w := &hierarchyWatch{info: info, done: make(chan struct{})}
+	w := &hierarchyWatch{info: info, path: path, done: make(chan struct{})}
 	if err := unix.Pipe2(w.stop[:], unix.O_CLOEXEC); err != nil {
 		unix.Close(info)
 		a.log.Warningf("cgroups: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
@@ -75,15 +77,13 @@ func (w *hierarchyWatch) run(a *Agent) {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		_, err := unix.Poll(fds, int(hierarchyEvery/time.Millisecond))
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			a.log.Warningf("cgroups: polling /proc/self/mountinfo: %v; a change of the cgroup hierarchy is noticed only at a reload", err)
+			a.log.Warningf("cgroups: polling %s: %v; a change of the cgroup hierarchy is noticed only at a reload", w.path, err)
 			return
 		}
 		if fds[1].Revents != 0 {
 			return
 		}
-		if a.o.Debug {
-			a.log.Infof("cgroups: looking at the hierarchy again (mountinfo poll %#x)", fds[0].Revents)
-		}
+		a.log.Debugf("cgroups: looking at the hierarchy again (mountinfo poll %#x)", fds[0].Revents)
 		a.checkHierarchy()
 		if fds[0].Revents != 0 {
 			// A machine starting containers mounts many times a second:
@@ -112,9 +112,7 @@ func (a *Agent) checkHierarchy() {
 		return
 	}
 	mode := cgroup.Mode(a.hierarchy())
-	if a.o.Debug {
-		a.log.Infof("cgroups: perfevent.cgroup.mode would be %q", mode)
-	}
+	a.log.Debugf("cgroups: perfevent.cgroup.mode would be %q", mode)
 	if mode == g.cgMode {
 		return
 	}
@@ -127,5 +125,5 @@ func (a *Agent) hierarchy() (cgroup.Hierarchy, error) {
 	if a.locate != nil {
 		return a.locate()
 	}
-	return cgroup.LocateSystem()
+	return cgroup.LocateOn(a.fs.FS)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"perfevent/internal/hostfs"
 	"perfevent/internal/metrics"
 	"perfevent/internal/pmda"
 	"perfevent/internal/reservation"
@@ -22,11 +23,11 @@ type holds struct {
 	mu        sync.Mutex
 	r         metrics.Reservation // its Holders are its own
 	instances *pmda.Instances     // the holders' instance domain
-	proc      string              // /proc, where holders are looked up
+	fs        hostfs.FS           // its procfs is where holders are looked up
 }
 
-func newHolds(maxHold time.Duration) *holds {
-	return &holds{instances: pmda.NewInstances(), r: metrics.Reservation{MaxHold: maxHold}, proc: "/proc"}
+func newHolds(maxHold time.Duration, fs hostfs.FS) *holds {
+	return &holds{instances: pmda.NewInstances(), r: metrics.Reservation{MaxHold: maxHold}, fs: fs}
 }
 
 // Reservation implements metrics.ReservationReader.
@@ -108,7 +109,7 @@ func (h *holds) who() string {
 // already keeps uid -1 and the command "?".
 func (h *holds) lookup(pid int, now time.Time) metrics.Holder {
 	hd := metrics.Holder{PID: pid, UID: -1, Command: "?", Since: now}
-	dir := h.proc + "/" + strconv.Itoa(pid)
+	dir := h.fs.ProcPath(strconv.Itoa(pid))
 	if b, err := os.ReadFile(dir + "/comm"); err == nil {
 		if c := strings.TrimSpace(string(b)); c != "" {
 			hd.Command = c

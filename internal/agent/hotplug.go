@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/cpulist"
@@ -16,20 +15,15 @@ import (
 // came back gets counters and instances again. Values continue
 // (counter.Set.Carry) on every CPU that stayed.
 func (a *Agent) watchCPUs(opts cpuhotplug.Options) {
-	if opts.Path == "" {
-		opts.Path = filepath.Join(a.fs.Sys, "devices", "system", "cpu", "online")
-		if a.fs.Sys == "" {
-			opts.Path = cpuhotplug.DefaultPath
-		}
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(format string, args ...any) { a.log.Warningf(format, args...) }
+	opts.FS = a.fs.FS
+	if opts.Log == nil {
+		opts.Log = a.log
 	}
 	online := a.gen.Load().plan.Online
 	if online == nil {
 		// No plan was made (the configuration could not be read): a
 		// change now is not a reason to try again, a SIGHUP is.
-		online, _ = cpuhotplug.Online(opts.Path)
+		online, _ = a.fs.OnlineCPUs()
 	}
 	a.cpus = cpuhotplug.Watch(online, opts, a.cpusChanged)
 }

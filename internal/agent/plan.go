@@ -21,9 +21,11 @@ import (
 	"perfevent/internal/setup"
 )
 
-// counted is what count made of the configuration.
+// counted is what count made of the configuration: the plan as ready
+// made it, untouched, and beside it what opening it gave.
 type counted struct {
 	plan    *setup.Plan      // what each line means here, with its notes
+	src     []byte           // readied.src
 	cLayout *setup.CPrepared // readied.cLayout
 	family  *catalog.Family  // the metric catalog's part for this machine
 	// unusable are the catalog's ratios whose events were not opened,
@@ -31,9 +33,24 @@ type counted struct {
 	unusable []string
 	set      *counter.Set    // the plan's counters, opened
 	sum      counter.Summary // what opening them gave
-	derived  []setup.Derived // the derived metrics the open counters allow
+	opened   *opened         // which counters and derived metrics that serves, and why
 	ratios   ratioDefs       // ratios.conf's, the catalog's and the built-in ratios
 	cgroups  cgroupConf      // cgroups.conf, read with the rest
+	// chosen are the ratios served, ratioNotes what choosing them said.
+	chosen     []ratio.Chosen
+	ratioNotes []setup.Note
+}
+
+// notes are what the build has to say of the configuration, in the order
+// the log gives them: the plan's (each line, the catalog's operands), the
+// ratios' grouping, what opened, then the ratios'.
+func (c *counted) notes() []setup.Note {
+	notes := slices.Clone(c.plan.Notes)
+	for _, line := range c.ratios.apart {
+		notes = append(notes, setup.Note{Severity: setup.Info, Text: "catalog: " + line})
+	}
+	notes = append(notes, c.opened.notes...)
+	return append(notes, c.ratioNotes...)
 }
 
 // ratioDefs are ratio.DefsHeldWith's results, read once per build: the
@@ -46,6 +63,9 @@ type ratioDefs struct {
 	off     []string // the catalog's the file turned off
 	errs    []error
 	typos   []typo // the user's operands that name no event
+	// apart are ratio.GroupFit's lines: the ratios whose operands could
+	// not share a group.
+	apart []string
 }
 
 // confFiles are the configuration files, each held from start-up
@@ -76,6 +96,7 @@ func (c *confFiles) Close() {
 // part that runs outside the agent's lock, under a time bound.
 type readied struct {
 	plan     *setup.Plan
+	src      []byte           // perfevent.conf as read for the plan
 	cLayout  *setup.CPrepared // the C agent's configuration read on this machine; nil: none
 	family   *catalog.Family  // the metric catalog's part for this machine
 	unusable []string         // the catalog's ratios whose events were not opened
@@ -105,18 +126,21 @@ func count(o *Options, files *confFiles, cfg counter.Config) (*counted, error) {
 }
 
 // ready reads the configuration files and plans them (count's first half).
+// Each file is read once: what a build needs of one again (--check's
+// comparison with the C agent's parser) comes from what ready read.
 func ready(o *Options, files *confFiles) (*readied, error) {
-	f, perr := config.ParseHeld(files.config)
-	if f == nil && perr != nil {
-		return nil, perr
+	src, err := files.config.Read()
+	if err != nil {
+		return nil, err
 	}
+	f, perr := config.Parse(files.config.Path(), src)
 	fs := o.fs()
 	defer fs.Pass()() // each PMU's sysfs directory is read once per pass (pmu.FS.Pass)
 	m, err := setup.ReadMachine(fs)
 	if err != nil {
 		return nil, fmt.Errorf("reading the CPU topology: %w", err)
 	}
-	r := &readied{plan: setup.Make(f, perr, m, o.Compat)}
+	r := &readied{plan: setup.Make(f, perr, m, o.Compat), src: src}
 	if o.CLayout != "" {
 		// In this pass: the events it shares with the plan are read once.
 		if cf, _ := config.ParseFile(o.CLayout); cf != nil {
@@ -132,7 +156,7 @@ func ready(o *Options, files *confFiles) (*readied, error) {
 	rd.path = files.ratios.Path()
 	rd.catalog = len(fromCatalog)
 	rd.defs, rd.user, rd.off, rd.errs = ratio.DefsHeldWith(files.ratios, fromCatalog)
-	r.unusable = catalog.Open(r.plan, rd.defs[rd.user:rd.user+rd.catalog-len(rd.off)])
+	r.plan, r.unusable = catalog.Open(r.plan, rd.defs[rd.user:rd.user+rd.catalog-len(rd.off)])
 	r.specs = r.plan.Specs()
 	// Tracepoints and x86's msr events live in the kernel's software
 	// context, so they are read inside each CPU's software group.
@@ -140,8 +164,18 @@ func ready(o *Options, files *confFiles) (*readied, error) {
 	if p, err := fs.PMU("msr"); err == nil {
 		r.join = append(r.join, p.Type)
 	}
+	rd.typos = unknownOperands(rd, r.plan, fs)
+	c := &r.cgroups
+	c.cfg, c.missing, c.errs = cgroup.ReadHeld(files.cgroups)
+	return r, nil
+}
+
+// group puts the ratios' operands into perf groups within the family's
+// counters, with the events that join the software group (join, as the
+// counters are opened with) taking none.
+func (r *readied) group(o *Options, join []uint32) {
 	soft := func(sp counter.Spec) bool {
-		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(r.join, sp.Attr.Type)
+		return sp.Attr.Type == unix.PERF_TYPE_SOFTWARE || slices.Contains(join, sp.Attr.Type)
 	}
 	// Without the catalog, ratios group as the configuration says, with
 	// no bound: a group too big for the PMU is then split by counter.
@@ -149,13 +183,7 @@ func ready(o *Options, files *confFiles) (*readied, error) {
 	if !o.NoCatalog {
 		fit = r.family.Fit(soft)
 	}
-	for _, line := range ratio.GroupFit(r.specs, rd.defs, fit) {
-		r.plan.Notes = append(r.plan.Notes, setup.Note{Severity: setup.Info, Text: "catalog: " + line})
-	}
-	rd.typos = unknownOperands(rd, r.plan, fs)
-	c := &r.cgroups
-	c.cfg, c.missing, c.errs = cgroup.ReadHeld(files.cgroups)
-	return r, nil
+	r.ratios.apart = ratio.GroupFit(r.specs, r.ratios.defs, fit)
 }
 
 // open opens the counters of a plan (count's second half).
@@ -163,6 +191,8 @@ func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
 	if cfg.JoinSoftware == nil {
 		cfg.JoinSoftware = r.join
 	}
+	cfg.FS = o.fs().FS
+	r.group(o, cfg.JoinSoftware)
 	set, err := counter.New(r.specs, cfg)
 	if err != nil {
 		return nil, err
@@ -171,17 +201,20 @@ func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.plan.Opened(set, sum)
+	c := &counted{plan: r.plan, src: r.src, cLayout: r.cLayout, family: r.family, unusable: r.unusable, set: set, sum: sum, ratios: r.ratios, cgroups: r.cgroups}
+	c.opened = recordOpen(r.plan, set, sum)
 	fs := o.fs()
 	defer fs.Pass()()
-	return &counted{plan: r.plan, cLayout: r.cLayout, family: r.family, unusable: r.unusable, set: set, sum: sum, derived: r.plan.AddDerived(set, fs), ratios: r.ratios, cgroups: r.cgroups}, nil
+	c.opened.derive(r.plan, set, fs)
+	c.chosen, c.ratioNotes = chooseRatios(c)
+	return c, nil
 }
 
 // buildTable is the table that serves what the plan kept: the last step
 // that --check and the agent share.
 func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups, resv *metrics.Reservations, cExtra ...metrics.CMetric) (*pmda.Table, *metrics.Source, error) {
 	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, Sockets: c.plan.Sockets, Reservations: resv, C: cExtra}
-	for _, pc := range c.plan.Counters {
+	for _, pc := range c.opened.counters {
 		ev, _ := c.set.Lookup(pc.Event.Name)
 		about := fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source)
 		if pc.For != "" {
@@ -189,14 +222,14 @@ func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *met
 		}
 		spec.Counters = append(spec.Counters, metrics.Counter{Event: ev, Metric: pc.Metric, About: about})
 	}
-	for i, d := range c.derived {
+	for i, d := range c.opened.derived {
 		spec.Derived = append(spec.Derived, metrics.Derived{
 			Derived: i,
 			Metric:  d.Metric,
 			About:   fmt.Sprintf("Defined by %s at %s.", d.Section.Header(), d.Section.Pos),
 		})
 	}
-	spec.Ratios = chooseRatios(c)
+	spec.Ratios = c.chosen
 	return metrics.Build(spec)
 }
 
@@ -205,25 +238,25 @@ func ratiosPath(o *Options) string { return filepath.Join(filepath.Dir(o.Config)
 
 // chooseRatios are the ratios served (ratio.ChooseFrom), with notes for
 // the log and --check.
-func chooseRatios(c *counted) []ratio.Chosen {
+func chooseRatios(c *counted) (chosen []ratio.Chosen, notes []setup.Note) {
 	rd := &c.ratios
 	quiet := func(name string) bool { return slices.Contains(c.unusable, name) }
 	chosen, info := ratio.ChooseFrom(rd.path, rd.defs, rd.user, rd.catalog, rd.off, quiet, c.set, c.plan.Scale)
 	for _, e := range rd.errs {
-		c.plan.Notes = append(c.plan.Notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
+		notes = append(notes, setup.Note{Severity: setup.Problem, Text: e.Error()})
 	}
 	typos := rd.typos
 	for _, t := range typos {
-		c.plan.Notes = append(c.plan.Notes, setup.Note{Severity: setup.Problem, Text: t.text})
+		notes = append(notes, setup.Note{Severity: setup.Problem, Text: t.text})
 	}
 	for _, line := range info {
 		// The problem above says why, better.
 		if slices.ContainsFunc(typos, func(t typo) bool { return strings.HasPrefix(line, fmt.Sprintf("ratio %q not served:", t.ratio)) }) {
 			continue
 		}
-		c.plan.Notes = append(c.plan.Notes, setup.Note{Severity: setup.Info, Text: line})
+		notes = append(notes, setup.Note{Severity: setup.Info, Text: line})
 	}
-	return chosen
+	return chosen, notes
 }
 
 // cLayout is how PCP's C agent would number the metrics of its own
@@ -237,7 +270,7 @@ func cLayout(c *counted, opener counter.Opener) (keys []string, extra []metrics.
 		return nil, nil
 	}
 	same := func(ev *pmu.Event) int {
-		for _, pc := range c.plan.Counters {
+		for _, pc := range c.opened.counters {
 			a, b := pc.Event.Attr, ev.Attr
 			if a.Type == b.Type && a.Config == b.Config && a.Ext1 == b.Ext1 && a.Ext2 == b.Ext2 {
 				if i, ok := c.set.Lookup(pc.Event.Name); ok && len(c.set.CPUs(i)) > 0 {
@@ -247,9 +280,27 @@ func cLayout(c *counted, opener counter.Opener) (keys []string, extra []metrics.
 		}
 		return -1
 	}
+	// failed is whether c planned the same event on at least cpus and
+	// opened it on none: the C agent's open would fail as c's did, and a
+	// trial open would only pay for that again (an open per CPU).
+	failed := func(ev *pmu.Event, cpus []int) bool {
+		for _, pc := range c.plan.Counters {
+			a, b := pc.Event.Attr, ev.Attr
+			if a.Type != b.Type || a.Config != b.Config || a.Ext1 != b.Ext1 || a.Ext2 != b.Ext2 || !covers(pc.CPUs, cpus) {
+				continue
+			}
+			if i, ok := c.set.Lookup(pc.Event.Name); !ok || len(c.set.CPUs(i)) == 0 {
+				return true
+			}
+		}
+		return false
+	}
 	opens := func(ev *pmu.Event, cpus []int) bool {
 		if same(ev) >= 0 {
 			return true
+		}
+		if failed(ev, cpus) {
+			return false
 		}
 		set, err := counter.New([]counter.Spec{{Name: ev.Name, Attr: ev.Attr, CPUs: cpus}}, counter.Config{Opener: opener})
 		if err != nil {
@@ -263,10 +314,10 @@ func cLayout(c *counted, opener counter.Opener) (keys []string, extra []metrics.
 	}
 	slots := c.cLayout.Slots(opens)
 	served := map[string]bool{}
-	for _, pc := range c.plan.Counters {
+	for _, pc := range c.opened.counters {
 		served["hwcounters."+pc.Metric] = true
 	}
-	for _, d := range c.derived {
+	for _, d := range c.opened.derived {
 		served["derived."+d.Metric] = true
 	}
 	for _, s := range slots {
@@ -347,3 +398,13 @@ func unknownOperands(rd *ratioDefs, plan *setup.Plan, fs *pmu.FS) []typo {
 
 // typo is an operand of a user's ratio that names no event.
 type typo struct{ ratio, text string }
+
+// covers is whether every CPU of want is in have.
+func covers(have, want []int) bool {
+	for _, cpu := range want {
+		if !slices.Contains(have, cpu) {
+			return false
+		}
+	}
+	return true
+}

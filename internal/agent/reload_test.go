@@ -128,7 +128,7 @@ func TestReloadFailureKeepsServing(t *testing.T) {
 // does not wait for it.
 func TestStuckReloadBlocksNothing(t *testing.T) {
 	const bound = 300 * time.Millisecond
-	h := startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) { a.reloadBound = bound; a.o.Debug = true })
+	h := startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) { a.reloadBound = bound; a.log.SetDebug(true) })
 	node := filepath.Join(h.dir, "sys", "devices", "system", "node", "node0")
 	if err := os.MkdirAll(node, 0o755); err != nil {
 		t.Fatal(err)

@@ -10,12 +10,13 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/metrics"
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/lockwatch"
 )
 
 // openLock opens (or creates) the lock file and prepares the directory of
 // the state file for the user the agent will run as.
 func (a *Agent) openLock(uid, gid int) error {
-	lf, err := reservation.OpenAccess(a.o.LockFile, a.o.LockAccess)
+	lf, err := reservation.OpenIn(a.fs.FS, a.o.LockFile, a.o.LockAccess)
 	if err != nil {
 		return err
 	}
@@ -59,10 +60,10 @@ func (a *Agent) watchLock() error {
 			a.published.Store(st)
 		}
 	}
-	w, err := reservation.Watch(lf, reservation.Options{
+	w, err := lockwatch.Watch(lf, lockwatch.Options{
 		Poll:     a.o.Poll,
 		NoNotify: a.o.NoInotify,
-		Logf:     func(format string, args ...any) { a.log.Warningf(format, args...) },
+		Log:      a.log,
 	}, a.reservationChanged)
 	if err != nil {
 		return err

@@ -5,16 +5,19 @@
 //
 // The agent serves a family's ratios out of the box: it opens their
 // operands even when perfevent.conf does not list them (internal/setup,
-// Plan.AddOperands), groups them within the family's counters
+// Plan.WithOperands), groups them within the family's counters
 // (ratio.GroupFit with Family.Fit) and serves them as perfevent.ratio.*;
 // ratios.conf turns groups off and on (ratio.DefsWith).
 //
-// Every formula here is linear in its operands over one denominator event
-// (or wall-clock time), since that is what a ratio is (ratio.Def): Σ wᵢ ×
-// Δeventᵢ / Δden × scale. A vendor's metric that is a product or a
-// quotient of ratios cannot be served that way; the catalog lists it in
-// Family.Unserved with the reason, so that --check and perfevent.conf(5)
-// say so rather than serve an approximation under the vendor's name.
+// Most formulas here are linear in their operands over one denominator
+// event (or wall-clock time), which is what a ratio is (ratio.Def): Σ wᵢ ×
+// Δeventᵢ / Δden × scale. A vendor's metric that is a product of ratios
+// (Arm's retiring, Intel's level-2 Branch_Mispredicts and Memory_Bound)
+// is a compound ratio (ratio.Compound): the vendor's formula put over one
+// denominator, each factor's operands counted in a perf group of their
+// own. A metric the catalog does not serve is in Family.Unserved with the
+// reason, so that --check and perfevent.conf(5) say so rather than serve
+// an approximation under the vendor's name.
 //
 // To add an event that a newer libpfm4 or the kernel names: write the
 // family's operand as "name|fallback", the name first; the first

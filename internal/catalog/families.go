@@ -9,8 +9,10 @@ import (
 )
 
 // Sources, cited by each metric. Intel's perfmon files are BSD-3-licensed;
-// the formulas below are transcribed from them by hand (linear forms,
-// with the SMT-off variant of each: a thread's own clocks), not generated.
+// the formulas below are transcribed from them by hand (linear forms, or
+// compound ones over one denominator, with the SMT-off variant of each: a
+// thread's own clocks), and a test evaluates each against Intel's own
+// formula, which package intelmetrics has generated from the same files.
 const (
 	srcSKX = "Intel perfmon SKX/metrics/skylakex_metrics.json (TMA 5.01), "
 	srcICX = "Intel perfmon ICX/metrics/icelakex_metrics.json (TMA 5.2), "
@@ -41,6 +43,21 @@ const (
 
 func def(group, name string, unit ratio.Unit, num []string, w []float64, den string, scale float64, about, source string) ratio.Def {
 	return ratio.Def{Name: name, Group: group, Num: num, Weights: w, Den: den, Scale: scale, Unit: unit, About: about, Source: source}
+}
+
+// compound is a catalog ratio that the vendor defines as a product of
+// ratios (plus a ratio), put over one denominator: see ratio.Compound.
+func compound(group, name string, c ratio.Compound, about, source string) ratio.Def {
+	d := ratio.NewCompound(name, c, 1)
+	d.Group, d.About, d.Source = group, about, source
+	return d
+}
+
+// term, one and prod spell a compound ratio's parts.
+func term(w float64, op string) ratio.Term { return ratio.Term{W: w, Op: op} }
+func one(op string) ratio.Linear           { return ratio.Linear{term(1, op)} }
+func prod(c float64, factors ...ratio.Linear) ratio.Product {
+	return ratio.Product{C: c, Factors: factors}
 }
 
 // ipc over the given events: each family names the events that leave its
@@ -165,10 +182,47 @@ func skylakeTopDown(pfx, source string) []ratio.Def {
 		return def(TopDownL2, "topdown_"+name, ratio.Pure, num, w, thread, scale,
 			"TopDown level 2: the share of pipeline slots "+what+".", source+formula)
 	}
+	const (
+		cyc = "cycles|UNHALTED_CORE_CYCLES"
+		// Spelled apart from the MPKI group's copy, which with
+		// MACHINE_CLEARS would need 5 of the 4 counters.
+		brMisp   = "::BR_MISP_RETIRED:ALL_BRANCHES"
+		clears   = "MACHINE_CLEARS:COUNT"
+		memAny   = "CYCLE_ACTIVITY:STALLS_MEM_ANY"
+		onStores = "EXE_ACTIVITY:BOUND_ON_STORES"
+		stalls   = "CYCLE_ACTIVITY:STALLS_TOTAL"
+		ports1   = "EXE_ACTIVITY:1_PORTS_UTIL"
+		ports2   = "EXE_ACTIVITY:2_PORTS_UTIL"
+	)
+	badSpec := ratio.Linear{term(1, issued), term(-1, retSlots), term(4, recovery)}
+	backend := ratio.Linear{term(4, cyc), term(-1, idq), term(-1, issued), term(-4, recovery)}
 	return []ratio.Def{
 		td("frontend_bound", "the front end left without a micro-op", []string{idq}, nil, "Frontend_Bound"),
 		td("bad_speculation", "spent on micro-ops that never retired, and on recovering from mispredictions",
 			[]string{issued, retSlots, recovery}, []float64{1, -1, 4}, "Bad_Speculation"),
+		// Bad_Speculation × the mispredicts' share of the clears; each
+		// factor in a group of its own.
+		compound(TopDownL2, "topdown_branch_mispredicts", ratio.Compound{
+			Num:    []ratio.Product{prod(1, one(pfx+brMisp), badSpec)},
+			Den:    []ratio.Product{prod(4, ratio.Linear{term(1, pfx+brMisp), term(1, clears)}, one(cyc))},
+			Groups: [][]string{{pfx + brMisp, clears}, {cyc, issued, retSlots, recovery}},
+		}, "TopDown level 2: the share of pipeline slots lost to mispredicted branches: bad speculation × the mispredictions' share of mispredictions and machine clears.",
+			source+"Branch_Mispredicts = BR_MISP_RETIRED.ALL_BRANCHES / (BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) × Bad_Speculation"),
+		// Backend_Bound × the memory's share of the stalled cycles, whose
+		// denominator holds Retiring × EXE_ACTIVITY.2_PORTS_UTIL: over
+		// one denominator, (a + b) × backend / (4 × cycles × (c + d + b)
+		// + retire slots × 2 ports). Four of its events are a group, the
+		// level-1 ones theirs; the fifth is counted alone.
+		compound(TopDownL2, "topdown_memory_bound", ratio.Compound{
+			Num: []ratio.Product{prod(1, ratio.Linear{term(1, memAny), term(1, onStores)}, backend)},
+			Den: []ratio.Product{
+				prod(4, one(cyc), ratio.Linear{term(1, stalls), term(1, ports1), term(1, onStores)}),
+				prod(1, one(retSlots), one(ports2)),
+			},
+			Groups: [][]string{{memAny, onStores, stalls, ports1}, {cyc, idq, issued, recovery, retSlots}},
+		}, "TopDown level 2: the share of pipeline slots stalled on the memory subsystem: back-end bound × the share of the stalled cycles spent waiting for memory (loads and stores).",
+			source+"Memory_Bound = (CYCLE_ACTIVITY.STALLS_MEM_ANY + EXE_ACTIVITY.BOUND_ON_STORES) / (CYCLE_ACTIVITY.STALLS_TOTAL + "+
+				"(EXE_ACTIVITY.1_PORTS_UTIL + Retiring × EXE_ACTIVITY.2_PORTS_UTIL) + EXE_ACTIVITY.BOUND_ON_STORES) × Backend_Bound"),
 		td("retiring", "that retired a micro-op", []string{retSlots}, nil, "Retiring"),
 		td("backend_bound", "stalled for back-end resources (1 − the other three)",
 			[]string{"cycles|UNHALTED_CORE_CYCLES", idq, issued, recovery}, []float64{4, -1, -1, -4}, "Backend_Bound"),
@@ -191,6 +245,14 @@ func iceLakeTopDown(source string) []ratio.Def {
 		drop  = "INT_MISC:UOP_DROPPING"
 		clear = "INT_MISC:CLEARS_COUNT"
 		cyc0  = "IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE"
+
+		brMisp   = "BR_MISP_RETIRED:ALL_BRANCHES"
+		clears   = "MACHINE_CLEARS:COUNT"
+		memAny   = "CYCLE_ACTIVITY:STALLS_MEM_ANY"
+		onStores = "EXE_ACTIVITY:BOUND_ON_STORES"
+		stalls   = "CYCLE_ACTIVITY:STALLS_TOTAL"
+		ports1   = "EXE_ACTIVITY:1_PORTS_UTIL"
+		ports2   = "EXE_ACTIVITY:2_PORTS_UTIL"
 	)
 	td := func(group, name, what string, num []string, w []float64, formula string) ratio.Def {
 		return def(group, "topdown_"+name, ratio.Pure, num, w, slots, 1,
@@ -204,6 +266,27 @@ func iceLakeTopDown(source string) []ratio.Def {
 		td(TopDown, "backend_bound", "stalled for back-end resources", []string{be, clear}, []float64{1, 5}, "Backend_Bound"),
 		td(TopDownL2, "fetch_latency", "lost to front-end latency", []string{cyc0, drop}, []float64{5, -1}, "Fetch_Latency"),
 		td(TopDownL2, "fetch_bandwidth", "lost to front-end bandwidth", []string{fe, cyc0}, []float64{1, -5}, "Fetch_Bandwidth"),
+		// Bad_Speculation × the mispredicts' share of the clears.
+		compound(TopDownL2, "topdown_branch_mispredicts", ratio.Compound{
+			Num: []ratio.Product{prod(1, one(brMisp),
+				ratio.Linear{term(1, slots), term(-1, fe), term(1, drop), term(-1, be), term(-5, clear), term(-1, ret)})},
+			Den:    []ratio.Product{prod(1, ratio.Linear{term(1, brMisp), term(1, clears)}, one(slots))},
+			Groups: [][]string{{brMisp, clears}, {slots, fe, drop, be, clear, ret}},
+		}, "TopDown level 2: the share of pipeline slots lost to mispredicted branches: bad speculation × the mispredictions' share of mispredictions and machine clears.",
+			source+"Branch_Mispredicts = BR_MISP_RETIRED.ALL_BRANCHES / (BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) × Bad_Speculation"),
+		// Backend_Bound × the memory's share of the stalled cycles, whose
+		// denominator holds Retiring × EXE_ACTIVITY.2_PORTS_UTIL: over
+		// one denominator, (a + b) × (be + 5 × clears) / (slots × (c + d
+		// + b) + retiring × 2 ports), all in level 1's group.
+		compound(TopDownL2, "topdown_memory_bound", ratio.Compound{
+			Num: []ratio.Product{prod(1, ratio.Linear{term(1, memAny), term(1, onStores)}, ratio.Linear{term(1, be), term(5, clear)})},
+			Den: []ratio.Product{
+				prod(1, one(slots), ratio.Linear{term(1, stalls), term(1, ports1), term(1, onStores)}),
+				prod(1, one(ret), one(ports2)),
+			},
+		}, "TopDown level 2: the share of pipeline slots stalled on the memory subsystem: back-end bound × the share of the stalled cycles spent waiting for memory (loads and stores).",
+			source+"Memory_Bound = (CYCLE_ACTIVITY.STALLS_MEM_ANY + EXE_ACTIVITY.BOUND_ON_STORES) / (CYCLE_ACTIVITY.STALLS_TOTAL + "+
+				"(EXE_ACTIVITY.1_PORTS_UTIL + Retiring × EXE_ACTIVITY.2_PORTS_UTIL) + EXE_ACTIVITY.BOUND_ON_STORES) × Backend_Bound"),
 	}
 }
 
@@ -269,10 +352,6 @@ func skylakeSP() *Family {
 			imcBandwidth(srcSKX+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
 			energy(), x86Frequency(), intelMPKI(srcSKX),
 		),
-		Unserved: []Unserved{
-			{"topdown_branch_mispredicts", TopDownL2, "Branch_Mispredicts = BR_MISP_RETIRED / (BR_MISP_RETIRED + MACHINE_CLEARS) × Bad_Speculation", srcSKX + "Branch_Mispredicts", "a product of two ratios, not one linear ratio"},
-			{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcSKX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
-		},
 	}
 }
 
@@ -287,9 +366,6 @@ func iceLakeSP() *Family {
 			imcBandwidth(srcICX+"memory_bandwidth_read, memory_bandwidth_write (UNC_M_CAS_COUNT × 64 bytes / duration)"),
 			energy(), x86Frequency(), intelMPKI(srcICX),
 		),
-		Unserved: []Unserved{
-			{"topdown_memory_bound", TopDownL2, "Memory_Bound = (STALLS_MEM_ANY + BOUND_ON_STORES) / (…) × Backend_Bound", srcICX + "Memory_Bound", "a product of two ratios, not one linear ratio"},
-		},
 	}
 }
 
@@ -350,7 +426,12 @@ func zenFamily(name, pmu string, td *zenTopDown) *Family {
 		Metrics: []ratio.Def{ipc("RETIRED_INSTRUCTIONS", "CYCLES_NOT_IN_HALT", "AMD PPR, Core::X86::Pmc::Core PMCx0C0 retired instructions over PMCx076 cycles not in halt")},
 	}
 	if td != nil {
-		const slots = "cycles|CYCLES_NOT_IN_HALT" // × the dispatch slots a cycle, the scale below
+		// The dispatch slots are the cycles × the slots a cycle (the scale
+		// below), spelled with the PMU so that they are an event of their
+		// own: with no fixed counters, the configuration's cycles and
+		// instructions (cpi) joining these five would need 7 counters,
+		// and ipc's CYCLES_NOT_IN_HALT with its MPKI 9.
+		slots := pmu + "::CYCLES_NOT_IN_HALT"
 		share := func(name, what string, num []string, w []float64) ratio.Def {
 			return def(TopDown, "topdown_"+name, ratio.Pure, num, w, slots, 1/float64(td.slots),
 				fmt.Sprintf("TopDown level 1 (AMD's pipeline utilization): the share of dispatch slots (%d a cycle) %s.", td.slots, what), td.source)
@@ -397,14 +478,14 @@ func neoverseN1() *Family {
 					"Instructions retired per instruction speculatively executed: retiring = not_stalled × this, bad_speculation = not_stalled × (1 − this).",
 					srcArm+"INST_RETIRED / INST_SPEC, the other factor of retiring and bad_speculation"),
 			},
+			armSplit("INST_RETIRED", "INST_SPEC", ratio.Linear{term(1, cycles), term(-1, "STALL_FRONTEND"), term(-1, "STALL_BACKEND")}, 1, nil, [2]string{
+				srcArm + "retiring = INST_RETIRED / INST_SPEC × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)",
+				srcArm + "bad_speculation = (1 − INST_RETIRED / INST_SPEC) × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)",
+			}),
 			[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
 			mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArm+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
 		),
 		Unserved: []Unserved{
-			{"topdown_retiring", TopDown, "INST_RETIRED / INST_SPEC × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)", srcArm + "retiring",
-				"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
-			{"topdown_bad_speculation", TopDown, "(1 − INST_RETIRED / INST_SPEC) × (1 − (STALL_FRONTEND + STALL_BACKEND) / CPU_CYCLES)", srcArm + "bad_speculation",
-				"a product of two ratios; served as its factors (1 − topdown_retired_share) × topdown_not_stalled"},
 			{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse N1 systems in general"},
 		},
 	}
@@ -414,15 +495,29 @@ func neoverseN1() *Family {
 // slots dispatch slots a cycle: the stalled slots of each end, less the
 // slots Arm's method charges to bad speculation (fe and be, events with
 // their weights in slots, none for an end without a correction). Arm's
-// retiring and bad speculation are products of two ratios, served as
-// their factors as on Neoverse N1: the share of slots not stalled and the
-// share of speculated operations retired.
-func armSlots(slots int, fe, be []string, feW, beW []float64, source string, formulas [4]string) []ratio.Def {
+// retiring and bad speculation are products of two ratios (armSplit),
+// served with their factors as on Neoverse N1: the share of slots not
+// stalled and the share of speculated operations retired.
+func armSlots(slots int, fe, be []string, feW, beW []float64, source string, formulas [6]string) []ratio.Def {
 	n := float64(slots)
 	td := func(name, about string, num []string, w []float64, den string, scale float64, formula string) ratio.Def {
 		return def(TopDown, "topdown_"+name, ratio.Pure, num, w, den, scale, about, source+formula)
 	}
-	return []ratio.Def{
+	// Bad speculation's own slots: those the corrections took from each
+	// end, per event.
+	charged := map[string]float64{}
+	var chargedEvs []string
+	for i, ev := range append(slices.Clone(fe), be...) {
+		if !slices.Contains(chargedEvs, ev) {
+			chargedEvs = append(chargedEvs, ev)
+		}
+		charged[ev] -= append(slices.Clone(feW), beW...)[i]
+	}
+	var extra []ratio.Product
+	for _, ev := range chargedEvs {
+		extra = append(extra, prod(charged[ev], one(ev)))
+	}
+	return append([]ratio.Def{
 		td("frontend_bound", fmt.Sprintf("TopDown level 1: the share of slots (%d a cycle) the front end left empty, less those charged to bad speculation.", slots),
 			append([]string{"STALL_SLOT_FRONTEND"}, fe...), append([]float64{1}, feW...), cycles, 1/n, formulas[0]),
 		td("backend_bound", fmt.Sprintf("TopDown level 1: the share of slots (%d a cycle) the back end could not accept, less those charged to bad speculation.", slots),
@@ -431,6 +526,42 @@ func armSlots(slots int, fe, be []string, feW, beW []float64, source string, for
 			[]string{cycles, "STALL_SLOT"}, []float64{n, -1}, cycles, 1/n, formulas[2]),
 		td("retired_share", "Operations retired per operation speculatively executed: retiring = not_stalled × this.",
 			[]string{"OP_RETIRED"}, nil, "OP_SPEC", 1, formulas[3]),
+	}, armSplit("OP_RETIRED", "OP_SPEC", ratio.Linear{term(n, cycles), term(-1, "STALL_SLOT")}, n, extra,
+		[2]string{source + formulas[4], source + formulas[5]})...)
+}
+
+// armSplit are Arm's retiring and bad speculation: the share of slots
+// not stalled (notStalled / (n × cycles)) split by the share of the
+// speculated operations retired (retired / spec), bad speculation plus
+// the slots charged to it (extra, each a count of slots over n × cycles).
+// Over one denominator, n × spec × cycles; the two factors count in
+// groups of their own, as topdown_retired_share and topdown_not_stalled.
+func armSplit(retired, spec string, notStalled ratio.Linear, n float64, extra []ratio.Product, sources [2]string) []ratio.Def {
+	slotsOps := []string{cycles}
+	for _, t := range notStalled {
+		if !slices.Contains(slotsOps, t.Op) {
+			slotsOps = append(slotsOps, t.Op)
+		}
+	}
+	groups := [][]string{{retired, spec}, slotsOps}
+	badOps := slices.Clone(slotsOps)
+	for i, p := range extra {
+		ev := p.Factors[0][0].Op
+		extra[i].Factors = append(extra[i].Factors, one(spec))
+		if !slices.Contains(badOps, ev) {
+			badOps = append(badOps, ev)
+		}
+	}
+	den := []ratio.Product{prod(n, one(spec), one(cycles))}
+	return []ratio.Def{
+		compound(TopDown, "topdown_retiring", ratio.Compound{
+			Num: []ratio.Product{prod(1, one(retired), notStalled)}, Den: den, Groups: groups,
+		}, "TopDown level 1: the share of slots that retired an operation: the slots not stalled × the share of the speculated operations retired.", sources[0]),
+		compound(TopDown, "topdown_bad_speculation", ratio.Compound{
+			Num:    append([]ratio.Product{prod(1, ratio.Linear{term(1, spec), term(-1, retired)}, notStalled)}, extra...),
+			Den:    den,
+			Groups: [][]string{{retired, spec}, badOps},
+		}, "TopDown level 1: the share of slots spent on operations that never retired, and on recovering from mispredictions: the slots not stalled × the share of the speculated operations not retired, plus the slots charged to bad speculation.", sources[1]),
 	}
 }
 
@@ -442,20 +573,18 @@ func neoverseV2() *Family {
 		Name: "Arm Neoverse V2", PMUs: []string{"arm_v2"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
 		Metrics: concat(
 			[]ratio.Def{ipc(instructions, cycles, srcArmV2+"ipc = INST_RETIRED / CPU_CYCLES")},
-			armSlots(8, []string{"BR_MIS_PRED"}, []string{"BR_MIS_PRED"}, []float64{-8}, []float64{-24}, srcArmV2, [4]string{
+			armSlots(8, []string{"BR_MIS_PRED"}, []string{"BR_MIS_PRED"}, []float64{-8}, []float64{-24}, srcArmV2, [6]string{
 				"frontend_bound = STALL_SLOT_FRONTEND / (CPU_CYCLES × 8) − BR_MIS_PRED / CPU_CYCLES",
 				"backend_bound = STALL_SLOT_BACKEND / (CPU_CYCLES × 8) − BR_MIS_PRED × 3 / CPU_CYCLES",
 				"1 − STALL_SLOT / (CPU_CYCLES × 8), the factor of retiring and bad_speculation",
 				"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation",
+				"retiring = OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (CPU_CYCLES × 8))",
+				"bad_speculation = (1 − OP_RETIRED / OP_SPEC) × (1 − STALL_SLOT / (CPU_CYCLES × 8)) + BR_MIS_PRED × 4 / CPU_CYCLES",
 			}),
 			[]ratio.Def{cyclesFrequency(cycles, "Arm ARM, CPU_CYCLES (does not count while in WFI/WFE); cycles per second of cpu-clock")},
 			mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV2+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
 		),
 		Unserved: []Unserved{
-			{"topdown_retiring", TopDown, "OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (CPU_CYCLES × 8))", srcArmV2 + "retiring",
-				"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
-			{"topdown_bad_speculation", TopDown, "(1 − OP_RETIRED / OP_SPEC) × (1 − STALL_SLOT / (CPU_CYCLES × 8)) + BR_MIS_PRED × 4 / CPU_CYCLES", srcArmV2 + "bad_speculation",
-				"a product of two ratios plus a third"},
 			{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V2 systems in general"},
 		},
 	}
@@ -470,11 +599,13 @@ func neoverseV3() *Family {
 		Name: "Arm Neoverse V3", PMUs: []string{"arm_v3"}, Counters: 6, Fixed: []string{"cycles", "CPU_CYCLES", "cpu_cycles"},
 		Metrics: concat(
 			[]ratio.Def{ipc(instructions, cycles, srcArmV3+"ipc = INST_RETIRED / CPU_CYCLES")},
-			armSlots(10, []string{"STALL_FRONTEND_FLUSH"}, nil, []float64{-10}, nil, srcArmV3, [4]string{
+			armSlots(10, []string{"STALL_FRONTEND_FLUSH"}, nil, []float64{-10}, nil, srcArmV3, [6]string{
 				"frontend_bound = STALL_SLOT_FRONTEND / (10 × CPU_CYCLES) − STALL_FRONTEND_FLUSH / CPU_CYCLES",
 				"backend_bound = STALL_SLOT_BACKEND / (10 × CPU_CYCLES)",
 				"1 − STALL_SLOT / (10 × CPU_CYCLES), the factor of retiring and bad_speculation",
 				"OP_RETIRED / OP_SPEC, the other factor of retiring and bad_speculation",
+				"retiring = OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (10 × CPU_CYCLES)), the rest of the slots",
+				"bad_speculation = (1 − STALL_SLOT / (10 × CPU_CYCLES)) × (1 − OP_RETIRED / OP_SPEC) + STALL_FRONTEND_FLUSH / CPU_CYCLES",
 			}),
 			[]ratio.Def{
 				def(TopDownL2, "topdown_frontend_core_bound", ratio.Pure, []string{"STALL_FRONTEND_CPUBOUND"}, nil, "STALL_FRONTEND", 1,
@@ -490,10 +621,6 @@ func neoverseV3() *Family {
 			mpki("INST_RETIRED", "L1D_CACHE_REFILL", "LL_CACHE_MISS_RD", "BR_MIS_PRED_RETIRED", srcArmV3+"l1d_cache_mpki, ll_cache_read_mpki, branch_mpki"),
 		),
 		Unserved: []Unserved{
-			{"topdown_retiring", TopDown, "OP_RETIRED / OP_SPEC × (1 − STALL_SLOT / (10 × CPU_CYCLES)), the rest of the slots", srcArmV3 + "retiring",
-				"a product of two ratios; served as its factors topdown_retired_share × topdown_not_stalled"},
-			{"topdown_bad_speculation", TopDown, "(1 − STALL_SLOT / (10 × CPU_CYCLES)) × (1 − OP_RETIRED / OP_SPEC) + STALL_FRONTEND_FLUSH / CPU_CYCLES", srcArmV3 + "bad_speculation",
-				"a product of two ratios plus a third"},
 			{"energy_*, mem_*_bandwidth", Energy, "", "", "the kernel offers no power PMU and no memory-controller PMU on Neoverse V3 systems in general"},
 		},
 	}

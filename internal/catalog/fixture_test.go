@@ -13,6 +13,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 	"perfevent/internal/ratio"
 	"perfevent/internal/setup"
@@ -29,12 +30,15 @@ type machine struct {
 	set    *counter.Set
 	chosen map[string]ratio.Chosen
 	apart  []string
+
+	// failures are the opens the fake refused.
+	failures []*counter.OpenError
 }
 
 func plan(t *testing.T, fixture string) *machine {
 	t.Helper()
 	root := "../pmu/testdata/" + fixture
-	fs := &pmu.FS{Sys: root + "/sys", Proc: root + "/proc", Tracing: []string{root + "/tracing"}}
+	fs := &pmu.FS{FS: hostfs.FS{Sys: root + "/sys", Proc: root + "/proc"}, Tracing: []string{root + "/tracing"}}
 	m, err := setup.ReadMachine(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +54,7 @@ func plan(t *testing.T, fixture string) *machine {
 	if user != 0 || len(off) != 0 || len(errs) != 0 {
 		t.Fatalf("DefsWith: %d user ratios, off %v, errors %v", user, off, errs)
 	}
-	catalog.Open(p, fam.Metrics)
+	p, _ = catalog.Open(p, fam.Metrics)
 	specs := p.Specs()
 	var msr uint32 = 1 << 31
 	if pm, err := fs.PMU("msr"); err == nil {
@@ -69,9 +73,8 @@ func plan(t *testing.T, fixture string) *machine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Opened(set, sum)
 	chosen, _ := ratio.Select(defs, set, p.Scale)
-	out := &machine{family: fam, plan: p, specs: specs, set: set, chosen: map[string]ratio.Chosen{}, apart: apart}
+	out := &machine{family: fam, plan: p, specs: specs, set: set, failures: sum.Failures, chosen: map[string]ratio.Chosen{}, apart: apart}
 	for _, c := range chosen {
 		out.chosen[c.Name] = c
 	}
@@ -114,7 +117,7 @@ func TestServedPerFamily(t *testing.T) {
 	mpki3 := []string{"l1d_mpki", "llc_mpki", "branch_mpki"}
 	bw := []string{"mem_bandwidth", "mem_read_bandwidth", "mem_write_bandwidth"}
 	l1 := []string{"topdown_frontend_bound", "topdown_bad_speculation", "topdown_retiring", "topdown_backend_bound"}
-	l2 := []string{"topdown_fetch_latency", "topdown_fetch_bandwidth"}
+	l2 := []string{"topdown_fetch_latency", "topdown_fetch_bandwidth", "topdown_branch_mispredicts", "topdown_memory_bound"}
 	cat := func(parts ...[]string) []string {
 		var all []string
 		for _, p := range parts {
@@ -130,6 +133,7 @@ func TestServedPerFamily(t *testing.T) {
 		{"skylake", "Intel Skylake-SP / Cascade Lake", cat([]string{"ipc", "energy_dram_watts"}, x86, mpki3, bw, l1, l2), []string{
 			"topdown_backend_bound = (4 × cycles - IDQ_UOPS_NOT_DELIVERED:CORE - UOPS_ISSUED:ANY - 4 × INT_MISC:RECOVERY_CYCLES) / cycles × 0.25",
 			"topdown_fetch_bandwidth = (skx::IDQ_UOPS_NOT_DELIVERED:CORE - 4 × IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE) / CPU_CLK_UNHALTED:THREAD_P × 0.25",
+			"topdown_branch_mispredicts = skx::BR_MISP_RETIRED:ALL_BRANCHES × (UOPS_ISSUED:ANY - UOPS_RETIRED:RETIRE_SLOTS + 4 × INT_MISC:RECOVERY_CYCLES) / (4 × (skx::BR_MISP_RETIRED:ALL_BRANCHES + MACHINE_CLEARS:COUNT) × cycles)",
 			"mem_read_bandwidth = 64 × uncore_imc_0.cas_count_read / duration_time × 1e+09",
 			"energy_dram_watts = 2.3283064365386963e-10 × power.energy-ram / duration_time × 1e+09",
 			"frequency_relative = msr.aperf / msr.mperf",
@@ -144,11 +148,12 @@ func TestServedPerFamily(t *testing.T) {
 			"energy_package_watts = 2.3283064365386963e-10 × power.energy-pkg / duration_time × 1e+09",
 		}},
 		{"zen4", "AMD Zen 4", cat([]string{"ipc", "l1d_mpki", "branch_mpki", "topdown_smt_contention"}, x86, bw, l1), []string{
-			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x7/ - RETIRED_OPS) / cycles × 0.16666666666666666",
+			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x7/ - RETIRED_OPS) / amd64_fam19h_zen4::CYCLES_NOT_IN_HALT × 0.16666666666666666",
 			"mem_write_bandwidth = 64 × amd_umc_0/event=0xa,rdwrmask=0x2/ / duration_time × 1e+09",
 		}},
-		{"graviton2", "Arm Neoverse N1", cat([]string{"ipc", "frequency_average_hz", "topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled", "topdown_retired_share"}, mpki3), []string{
+		{"graviton2", "Arm Neoverse N1", cat([]string{"ipc", "frequency_average_hz", "topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled", "topdown_retired_share", "topdown_retiring", "topdown_bad_speculation"}, mpki3), []string{
 			"topdown_frontend_bound = STALL_FRONTEND / cycles",
+			"topdown_retiring = INST_RETIRED × (cycles - STALL_FRONTEND - STALL_BACKEND) / (INST_SPEC × cycles)",
 			"topdown_not_stalled = (cycles - STALL_FRONTEND - STALL_BACKEND) / cycles",
 			"llc_mpki = LL_CACHE_MISS_RD / INST_RETIRED × 1000",
 			"frequency_average_hz = cycles / cpu-clock × 1e+09",
@@ -171,14 +176,16 @@ func TestServedPerFamily(t *testing.T) {
 		// Zen 5 dispatches 8 ops a cycle, Zen 4 6; its PMCx0AA has no
 		// loop-buffer source.
 		{"zen5", "AMD Zen 5", cat([]string{"ipc", "l1d_mpki", "branch_mpki", "topdown_smt_contention"}, x86, bw, l1), []string{
-			"topdown_frontend_bound = cpu/event=0x1a0,umask=0x1/ / cycles × 0.125",
-			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x3/ - RETIRED_OPS) / cycles × 0.125",
-			"topdown_retiring = RETIRED_OPS / cycles × 0.125",
+			"topdown_frontend_bound = cpu/event=0x1a0,umask=0x1/ / amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT × 0.125",
+			"topdown_bad_speculation = (cpu/event=0xaa,umask=0x3/ - RETIRED_OPS) / amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT × 0.125",
+			"topdown_retiring = RETIRED_OPS / amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT × 0.125",
 			"ipc = RETIRED_INSTRUCTIONS / CYCLES_NOT_IN_HALT",
 			"mem_read_bandwidth = 64 × amd_umc_0/event=0xa,rdwrmask=0x1/ / duration_time × 1e+09",
 			"energy_package_watts = 2.3283064365386963e-10 × power.energy-pkg / duration_time × 1e+09",
 		}},
-		{"neoverse-v2", "Arm Neoverse V2", cat([]string{"ipc", "frequency_average_hz", "topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled", "topdown_retired_share"}, mpki3), []string{
+		{"neoverse-v2", "Arm Neoverse V2", cat([]string{"ipc", "frequency_average_hz", "topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled", "topdown_retired_share",
+			"topdown_retiring", "topdown_bad_speculation"}, mpki3), []string{
+			"topdown_bad_speculation = ((OP_SPEC - OP_RETIRED) × (8 × cycles - STALL_SLOT) + 32 × BR_MIS_PRED × OP_SPEC) / (8 × OP_SPEC × cycles)",
 			"topdown_frontend_bound = (STALL_SLOT_FRONTEND - 8 × BR_MIS_PRED) / cycles × 0.125",
 			"topdown_backend_bound = (STALL_SLOT_BACKEND - 24 × BR_MIS_PRED) / cycles × 0.125",
 			"topdown_not_stalled = (8 × cycles - STALL_SLOT) / cycles × 0.125",
@@ -188,6 +195,7 @@ func TestServedPerFamily(t *testing.T) {
 		// 10 slots a cycle; Arm's level 2 is the split of each end's
 		// stalled cycles.
 		{"neoverse-v3", "Arm Neoverse V3", cat([]string{"ipc", "frequency_average_hz", "topdown_frontend_bound", "topdown_backend_bound", "topdown_not_stalled", "topdown_retired_share",
+			"topdown_retiring", "topdown_bad_speculation",
 			"topdown_frontend_core_bound", "topdown_frontend_mem_bound", "topdown_backend_core_bound", "topdown_backend_mem_bound"}, mpki3), []string{
 			"topdown_frontend_bound = (STALL_SLOT_FRONTEND - 10 × STALL_FRONTEND_FLUSH) / cycles × 0.1",
 			"topdown_backend_bound = STALL_SLOT_BACKEND / cycles × 0.1",
@@ -223,6 +231,11 @@ func TestServedPerFamily(t *testing.T) {
 				t.Errorf("%s: %s", tc.fixture, n)
 			}
 		}
+		for _, f := range m.failures {
+			if f.Kind != counter.Unsupported {
+				t.Errorf("%s: %v", tc.fixture, f)
+			}
+		}
 	}
 }
 
@@ -232,16 +245,23 @@ func TestServedPerFamily(t *testing.T) {
 func TestGroupsFitTheCounters(t *testing.T) {
 	for _, tc := range []struct{ fixture, l1 string }{
 		{"skylake", "cycles instructions IDQ_UOPS_NOT_DELIVERED:CORE UOPS_ISSUED:ANY UOPS_RETIRED:RETIRE_SLOTS INT_MISC:RECOVERY_CYCLES"},
-		{"icelake-sp", "cpu.slots cpu.topdown-fe-bound INT_MISC:UOP_DROPPING cpu.topdown-be-bound INT_MISC:CLEARS_COUNT cpu.topdown-retiring IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE"},
-		{"zen4", "cycles cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x7/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
+		{"icelake-sp", "cpu.slots cpu.topdown-fe-bound INT_MISC:UOP_DROPPING cpu.topdown-be-bound INT_MISC:CLEARS_COUNT cpu.topdown-retiring IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE " +
+			"CYCLE_ACTIVITY:STALLS_TOTAL EXE_ACTIVITY:1_PORTS_UTIL EXE_ACTIVITY:BOUND_ON_STORES EXE_ACTIVITY:2_PORTS_UTIL CYCLE_ACTIVITY:STALLS_MEM_ANY"},
+		{"zen4", "amd64_fam19h_zen4::CYCLES_NOT_IN_HALT cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x7/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
 		{"graviton2", "cycles instructions cpu-clock STALL_FRONTEND STALL_BACKEND"},
-		{"zen5", "cycles cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x3/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
+		{"zen5", "amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT cpu/event=0x1a0,umask=0x1/ cpu/event=0xaa,umask=0x3/ RETIRED_OPS cpu/event=0x1a0,umask=0x1e/ cpu/event=0x1a0,umask=0x60/"},
 		{"neoverse-v2", "cycles instructions cpu-clock STALL_SLOT_FRONTEND BR_MIS_PRED STALL_SLOT_BACKEND STALL_SLOT"},
 		{"neoverse-v3", "cycles instructions cpu-clock STALL_SLOT_FRONTEND STALL_FRONTEND_FLUSH STALL_SLOT_BACKEND STALL_SLOT"},
 		{"graniterapids", "cpu.slots cpu.topdown-fe-bound INT_MISC:UOP_DROPPING cpu.topdown-be-bound cpu.topdown-retiring"},
 		{"zen3", ""}, {"power9", ""},
 	} {
 		m := plan(t, tc.fixture)
+		// The shipped configuration's branch_miss_ratio and the
+		// catalog's branch_mpki share branch-misses on POWER9, whose
+		// family names no fixed counter: five events, one counted apart.
+		if len(m.apart) > 0 && tc.fixture != "power9" {
+			t.Errorf("%s: ratios counted apart: %q", tc.fixture, m.apart)
+		}
 		fit := m.family.Fit(nil)
 		by := map[string][]counter.Spec{}
 		for _, sp := range m.specs {
@@ -281,6 +301,17 @@ func (m *machine) value(t *testing.T, name string, counts map[string]float64, el
 	if !ok {
 		t.Fatalf("%s is not served", name)
 	}
+	if c.Compound != nil {
+		x := make([]float64, len(c.Num))
+		for j, ev := range c.NumEv {
+			x[c.Term[j]] += c.NumW[j] * counts[m.set.Name(ev)]
+		}
+		v, ok := c.OfTerms(x)
+		if !ok {
+			t.Fatalf("%s: no value", name)
+		}
+		return v
+	}
 	var num float64
 	for j, ev := range c.NumEv {
 		num += c.NumW[j] * counts[m.set.Name(ev)]
@@ -315,9 +346,15 @@ func TestFormulasByHand(t *testing.T) {
 			"uncore_imc_0.cas_count_read": 1e6, "uncore_imc_0.cas_count_write": 5e5,
 			"power.energy-pkg": 50 << 32, "power.energy-ram": 4 << 32,
 			"msr.aperf": 3e9, "msr.mperf": 2e9, "msr.tsc": 4e9, "cpu-clock": 1e9,
+			// Level 2: 300 of 400 clears mispredicts; 300 + 100 memory
+			// stall cycles of 450 + 200 + 100 + retiring 0.5 × 100 = 800.
+			"skx::BR_MISP_RETIRED:ALL_BRANCHES": 300, "MACHINE_CLEARS:COUNT": 100,
+			"CYCLE_ACTIVITY:STALLS_MEM_ANY": 300, "EXE_ACTIVITY:BOUND_ON_STORES": 100, "CYCLE_ACTIVITY:STALLS_TOTAL": 450,
+			"EXE_ACTIVITY:1_PORTS_UTIL": 200, "EXE_ACTIVITY:2_PORTS_UTIL": 100,
 		}, 2e9, want{
 			"topdown_frontend_bound": 0.2, "topdown_bad_speculation": 0.2, "topdown_retiring": 0.5, "topdown_backend_bound": 0.1,
 			"topdown_fetch_latency": 0.1, "topdown_fetch_bandwidth": 0.1,
+			"topdown_branch_mispredicts": 0.75 * 0.2, "topdown_memory_bound": 0.5 * 0.1,
 			"l1d_mpki": 20, "llc_mpki": 1, "branch_mpki": 5,
 			"mem_read_bandwidth": 32e6, "mem_write_bandwidth": 16e6, "mem_bandwidth": 48e6, // 64 B a CAS over 2 s
 			"energy_package_watts": 25, "energy_dram_watts": 2, // 2^32 counts a joule, over 2 s
@@ -329,13 +366,19 @@ func TestFormulasByHand(t *testing.T) {
 		{"icelake-sp", map[string]float64{
 			"cpu.slots": 10000, "cpu.topdown-fe-bound": 2000, "cpu.topdown-be-bound": 3000, "cpu.topdown-retiring": 4000,
 			"INT_MISC:UOP_DROPPING": 100, "INT_MISC:CLEARS_COUNT": 40, "IDQ_UOPS_NOT_DELIVERED:CYCLES_0_UOPS_DELIV_CORE": 300,
+			// Level 2: 600 of 900 clears mispredicts; 400 + 100 memory
+			// stall cycles of 500 + 200 + 100 + retiring 0.4 × 500 = 1000.
+			"BR_MISP_RETIRED:ALL_BRANCHES": 600, "MACHINE_CLEARS:COUNT": 300,
+			"CYCLE_ACTIVITY:STALLS_MEM_ANY": 400, "EXE_ACTIVITY:BOUND_ON_STORES": 100, "CYCLE_ACTIVITY:STALLS_TOTAL": 500,
+			"EXE_ACTIVITY:1_PORTS_UTIL": 200, "EXE_ACTIVITY:2_PORTS_UTIL": 500,
 		}, 1e9, want{
 			"topdown_frontend_bound": 0.19, "topdown_backend_bound": 0.32, "topdown_retiring": 0.4, "topdown_bad_speculation": 0.09,
 			"topdown_fetch_latency": 0.14, "topdown_fetch_bandwidth": 0.05,
+			"topdown_branch_mispredicts": 0.06, "topdown_memory_bound": 0.16,
 		}},
 		// Zen 4: 1000 cycles are 6000 dispatch slots.
 		{"zen4", map[string]float64{
-			"cycles": 1000, "cpu/event=0x1a0,umask=0x1/": 1200, "cpu/event=0xaa,umask=0x7/": 3300, "RETIRED_OPS": 3000,
+			"amd64_fam19h_zen4::CYCLES_NOT_IN_HALT": 1000, "cpu/event=0x1a0,umask=0x1/": 1200, "cpu/event=0xaa,umask=0x7/": 3300, "RETIRED_OPS": 3000,
 			"cpu/event=0x1a0,umask=0x1e/": 1200, "cpu/event=0x1a0,umask=0x60/": 300,
 			"amd_umc_0/event=0xa,rdwrmask=0x1/": 1e6, "RETIRED_INSTRUCTIONS": 2000, "CYCLES_NOT_IN_HALT": 1000,
 		}, 1e9, want{
@@ -349,6 +392,7 @@ func TestFormulasByHand(t *testing.T) {
 			"L1D_CACHE_REFILL": 9, "LL_CACHE_MISS_RD": 0.9, "BR_MIS_PRED_RETIRED": 4.5, "cpu-clock": 5e8,
 		}, 1e9, want{
 			"ipc": 1.5, "topdown_frontend_bound": 0.2, "topdown_backend_bound": 0.3, "topdown_not_stalled": 0.5, "topdown_retired_share": 0.9,
+			"topdown_retiring": 0.45, "topdown_bad_speculation": 0.05,
 			"l1d_mpki": 10, "llc_mpki": 1, "branch_mpki": 5, "frequency_average_hz": 2000,
 		}},
 		// Sapphire Rapids: 10000 slots; level 2 in slots as the kernel
@@ -376,7 +420,7 @@ func TestFormulasByHand(t *testing.T) {
 		}},
 		// Zen 5: 1000 cycles are 8000 dispatch slots (Zen 4's 6000).
 		{"zen5", map[string]float64{
-			"cycles": 1000, "cpu/event=0x1a0,umask=0x1/": 1600, "cpu/event=0xaa,umask=0x3/": 4400, "RETIRED_OPS": 4000,
+			"amd64_fam1ah_zen5::CYCLES_NOT_IN_HALT": 1000, "cpu/event=0x1a0,umask=0x1/": 1600, "cpu/event=0xaa,umask=0x3/": 4400, "RETIRED_OPS": 4000,
 			"cpu/event=0x1a0,umask=0x1e/": 1600, "cpu/event=0x1a0,umask=0x60/": 400,
 			"amd_umc_0/event=0xa,rdwrmask=0x1/": 1e6, "amd_umc_0/event=0xa,rdwrmask=0x2/": 5e5,
 			"RETIRED_INSTRUCTIONS": 3000, "CYCLES_NOT_IN_HALT": 1000, "RETIRED_BRANCH_INSTRUCTIONS_MISPREDICTED": 6, "L1-dcache-load-misses": 30,
@@ -397,6 +441,7 @@ func TestFormulasByHand(t *testing.T) {
 			"OP_RETIRED": 900, "OP_SPEC": 1000, "INST_RETIRED": 2000, "L1D_CACHE_REFILL": 20, "LL_CACHE_MISS_RD": 2, "BR_MIS_PRED_RETIRED": 8, "cpu-clock": 5e8,
 		}, 1e9, want{
 			"ipc": 2.5, "topdown_frontend_bound": 0.2, "topdown_backend_bound": 0.3, "topdown_not_stalled": 0.3, "topdown_retired_share": 0.9,
+			"topdown_retiring": 0.27, "topdown_bad_speculation": 0.23,
 			"l1d_mpki": 10, "llc_mpki": 1, "branch_mpki": 4, "frequency_average_hz": 2000,
 		}},
 		// Neoverse V3: 1000 cycles are 10000 slots; 2500 stalled in front,
@@ -411,6 +456,7 @@ func TestFormulasByHand(t *testing.T) {
 			"INST_RETIRED": 2000, "L1D_CACHE_REFILL": 20, "LL_CACHE_MISS_RD": 2, "BR_MIS_PRED_RETIRED": 8, "cpu-clock": 5e8,
 		}, 1e9, want{
 			"ipc": 3, "topdown_frontend_bound": 0.2, "topdown_backend_bound": 0.3, "topdown_not_stalled": 0.45, "topdown_retired_share": 0.8,
+			"topdown_retiring": 0.36, "topdown_bad_speculation": 0.14,
 			"topdown_frontend_core_bound": 0.25, "topdown_frontend_mem_bound": 0.75, "topdown_backend_core_bound": 0.25, "topdown_backend_mem_bound": 0.75,
 			"l1d_mpki": 10, "llc_mpki": 1, "branch_mpki": 4, "frequency_average_hz": 2000,
 		}},

@@ -8,19 +8,20 @@ import (
 	"perfevent/internal/setup"
 )
 
-// Open adds to plan the events of the ratios of defs every operand of
+// Open is plan with the events of the ratios of defs every operand of
 // which is usable here (setup.Plan.Usable), each event once; a ratio with
 // an operand that is not gets an Info note and none of its events, so a
 // machine never counts events for a ratio it cannot serve. It returns the
-// names of those ratios.
-func Open(plan *setup.Plan, defs []ratio.Def) (unusable []string) {
+// names of those ratios too; plan is left as it was.
+func Open(plan *setup.Plan, defs []ratio.Def) (_ *setup.Plan, unusable []string) {
 	var ops []setup.Operand
+	var notes []setup.Note
 	at := map[string]int{}
 	for _, d := range defs {
 		usable := true
 		for _, term := range Operands(d) {
 			if ok, why := plan.Usable(term); !ok {
-				plan.Notes = append(plan.Notes, setup.Note{Severity: setup.Info,
+				notes = append(notes, setup.Note{Severity: setup.Info,
 					Text: fmt.Sprintf("catalog %s: perfevent.ratio.%s: its operand %s is not usable here: %s; none of its events opened", d.Group, d.Name, term, why)})
 				usable = false
 				break
@@ -42,6 +43,5 @@ func Open(plan *setup.Plan, defs []ratio.Def) (unusable []string) {
 			}
 		}
 	}
-	plan.AddOperands(ops)
-	return unusable
+	return plan.WithOperands(ops, notes...), unusable
 }

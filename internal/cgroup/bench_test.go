@@ -10,10 +10,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/bpfcount"
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
-	"perfevent/internal/cpuhotplug"
 	"perfevent/internal/emulator"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 )
 
@@ -257,8 +258,10 @@ func BenchmarkChurnFake(b *testing.B) {
 }
 
 // BenchmarkReadKernel is one fetch of 64 real cgroups × 4 software events
-// on every online CPU of this machine. It needs root and a cgroup v2 hierarchy;
-// the cgroups are made under it and removed afterwards.
+// on every online CPU of this machine, counted with perf cgroup counters
+// and with BPF (where it loads), and a cgroup coming and going. It needs
+// root and a cgroup v2 hierarchy; the cgroups are made under it and
+// removed afterwards.
 func BenchmarkReadKernel(b *testing.B) {
 	h := kernelHierarchy(b)
 	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-bench-%d", os.Getpid()))
@@ -271,28 +274,37 @@ func BenchmarkReadKernel(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	tr := New(Options{
-		Hierarchy: h,
-		Patterns:  []string{"/" + filepath.Base(base) + "/*"},
-		Events:    benchEvents,
-		CPUs:      onlineCPUs(b),
-		Rescan:    time.Hour,
-		NoNotify:  true,
-	})
-	tr.Start()
-	defer tr.Stop()
-	n, fds := tr.Stats()
-	if n != 64 {
-		b.Skipf("%d of 64 cgroups opened (needs CAP_PERFMON or root)", n)
+	for _, mode := range []string{CountingPerf, CountingBPF} {
+		b.Run(mode, func(b *testing.B) {
+			var bpf *bpfcount.Counter
+			if mode == CountingBPF {
+				bpf = loadBPFOf(b, 128, benchEvents)
+			}
+			tr := New(Options{
+				Hierarchy: h,
+				Patterns:  []string{"/" + filepath.Base(base) + "/*"},
+				Events:    benchEvents,
+				CPUs:      onlineCPUs(b),
+				BPF:       bpf,
+				Rescan:    time.Hour,
+				NoNotify:  true,
+			})
+			tr.Start()
+			defer tr.Stop()
+			n, fds := tr.Stats()
+			if n != 64 {
+				b.Skipf("%d of 64 cgroups opened (needs CAP_PERFMON or root)", n)
+			}
+			b.Run("cgroups=64/events=4", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					tr.Read(all4)
+				}
+				b.ReportMetric(float64(fds), "fds")
+			})
+			b.Run("churn", func(b *testing.B) { churn(b, tr, base) })
+		})
 	}
-	b.Run("cgroups=64/events=4", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			tr.Read(all4)
-		}
-		b.ReportMetric(float64(fds), "fds")
-	})
-	b.Run("churn", func(b *testing.B) { churn(b, tr, base) })
 }
 
 // churn makes a cgroup appear in dir and go again, a rescan each time.
@@ -323,7 +335,7 @@ func kernelHierarchy(tb testing.TB) Hierarchy {
 // online ones, whatever CPUs this test may run on (taskset) and however
 // many there are.
 func onlineCPUs(tb testing.TB) []int {
-	cpus, err := cpuhotplug.Online(cpuhotplug.DefaultPath)
+	cpus, err := (hostfs.FS{}).OnlineCPUs()
 	if err != nil {
 		tb.Fatal(err)
 	}

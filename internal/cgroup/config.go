@@ -34,7 +34,18 @@ type Config struct {
 	Max      int      // the most cgroups counted at once
 	// Descriptors bounds the counter descriptors: cgroups × events × CPUs.
 	Descriptors int
+	// Counting is how the cgroups are counted: CountingAuto (BPF where
+	// the kernel and the agent's privileges allow, perf otherwise),
+	// CountingBPF or CountingPerf.
+	Counting string
 }
+
+// The values of "counting" in cgroups.conf.
+const (
+	CountingAuto = "auto"
+	CountingBPF  = "bpf"
+	CountingPerf = "perf"
+)
 
 // ReadConfig reads and parses the file at name. A missing file is not an
 // error: it counts nothing, and missing is true. (The shipped cgroups.conf
@@ -54,10 +65,10 @@ func ReadHeld(f *conffile.File) (cfg Config, missing bool, errs []error) {
 
 func parseRead(name string, data []byte, err error) (cfg Config, missing bool, errs []error) {
 	if errors.Is(err, fs.ErrNotExist) {
-		return Config{Max: DefaultMax, Descriptors: DefaultDescriptors}, true, nil
+		return Config{Max: DefaultMax, Descriptors: DefaultDescriptors, Counting: CountingAuto}, true, nil
 	}
 	if err != nil {
-		return Config{Max: DefaultMax, Descriptors: DefaultDescriptors}, false, []error{err}
+		return Config{Max: DefaultMax, Descriptors: DefaultDescriptors, Counting: CountingAuto}, false, []error{err}
 	}
 	cfg, errs = ParseConfig(name, data)
 	return cfg, false, errs
@@ -70,12 +81,14 @@ func parseRead(name string, data []byte, err error) (cfg Config, missing bool, e
 //	event NAME       count the configured event NAME in each of them
 //	max N            count at most N cgroups (default 1024)
 //	descriptors N    open at most N counter descriptors (default 16384)
+//	counting MODE    count with bpf, perf, or auto (the default: bpf
+//	                 where it can, perf otherwise)
 //
 // Patterns are in priority order: under the caps a cgroup matching an
 // earlier pattern is counted before one matching only a later one.
 // A bad line is reported as name:line: reason and skipped; the rest is used.
 func ParseConfig(name string, data []byte) (Config, []error) {
-	cfg := Config{Max: DefaultMax, Descriptors: DefaultDescriptors}
+	cfg := Config{Max: DefaultMax, Descriptors: DefaultDescriptors, Counting: CountingAuto}
 	seenEvent := map[string]bool{}
 	errs := conffile.Lines(name, data, func(_ int, text string) error {
 		if i := strings.IndexByte(text, '#'); i >= 0 {
@@ -86,7 +99,7 @@ func ParseConfig(name string, data []byte) (Config, []error) {
 			return nil
 		}
 		if len(f) != 2 {
-			return fmt.Errorf("want \"cgroup PATTERN\", \"event NAME\", \"max N\" or \"descriptors N\", got %q", strings.TrimSpace(text))
+			return fmt.Errorf("want \"cgroup PATTERN\", \"event NAME\", \"max N\", \"descriptors N\" or \"counting MODE\", got %q", strings.TrimSpace(text))
 		}
 		switch f[0] {
 		case "cgroup":
@@ -112,8 +125,15 @@ func ParseConfig(name string, data []byte) (Config, []error) {
 				return fmt.Errorf("descriptors %q is not a number from 1 to %d", f[1], maxDescriptors)
 			}
 			cfg.Descriptors = n
+		case "counting":
+			switch f[1] {
+			case CountingAuto, CountingBPF, CountingPerf:
+				cfg.Counting = f[1]
+			default:
+				return fmt.Errorf("counting %q is not bpf, perf or auto", f[1])
+			}
 		default:
-			return fmt.Errorf("unknown keyword %q (want cgroup, event, max or descriptors)", f[0])
+			return fmt.Errorf("unknown keyword %q (want cgroup, event, max, descriptors or counting)", f[0])
 		}
 		return nil
 	})

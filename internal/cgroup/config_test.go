@@ -43,12 +43,15 @@ event cpu-clock
 event context-switches
 max 16
 descriptors 2000
+counting perf
 cgroup system.slice
 event cpu-clock
 max 0
 bogus x
 cgroup /a/[
 descriptors lots
+counting ebpf
+counting
 `
 	cfg, errs := ParseConfig("cgroups.conf", []byte(conf))
 	want := Config{
@@ -56,17 +59,20 @@ descriptors lots
 		Events:      []string{"cpu-clock", "context-switches"},
 		Max:         16,
 		Descriptors: 2000,
+		Counting:    CountingPerf,
 	}
-	if !slices.Equal(cfg.Patterns, want.Patterns) || !slices.Equal(cfg.Events, want.Events) || cfg.Max != want.Max || cfg.Descriptors != want.Descriptors {
+	if !slices.Equal(cfg.Patterns, want.Patterns) || !slices.Equal(cfg.Events, want.Events) || cfg.Max != want.Max || cfg.Descriptors != want.Descriptors || cfg.Counting != want.Counting {
 		t.Errorf("ParseConfig = %+v, want %+v", cfg, want)
 	}
 	wantErrs := []string{
-		"cgroups.conf:8: pattern \"system.slice\": must start with /",
-		"cgroups.conf:9: event \"cpu-clock\" is listed twice",
-		"cgroups.conf:10: max \"0\" is not a number from 1 to 4096",
-		"cgroups.conf:11: unknown keyword \"bogus\"",
-		"cgroups.conf:12: pattern \"/a/[\": syntax error in pattern",
-		"cgroups.conf:13: descriptors \"lots\" is not a number from 1 to 1048576",
+		"cgroups.conf:9: pattern \"system.slice\": must start with /",
+		"cgroups.conf:10: event \"cpu-clock\" is listed twice",
+		"cgroups.conf:11: max \"0\" is not a number from 1 to 4096",
+		"cgroups.conf:12: unknown keyword \"bogus\" (want cgroup, event, max, descriptors or counting)",
+		"cgroups.conf:13: pattern \"/a/[\": syntax error in pattern",
+		"cgroups.conf:14: descriptors \"lots\" is not a number from 1 to 1048576",
+		"cgroups.conf:15: counting \"ebpf\" is not bpf, perf or auto",
+		"cgroups.conf:16: want \"cgroup PATTERN\", \"event NAME\", \"max N\", \"descriptors N\" or \"counting MODE\"",
 	}
 	if len(errs) != len(wantErrs) {
 		t.Fatalf("errors %q, want %d", errs, len(wantErrs))
@@ -75,6 +81,13 @@ descriptors lots
 		if !strings.HasPrefix(e.Error(), wantErrs[i]) {
 			t.Errorf("error %d = %q, want it to start with %q", i, e, wantErrs[i])
 		}
+	}
+}
+
+func TestParseConfigCountsAutoByDefault(t *testing.T) {
+	cfg, errs := ParseConfig("cgroups.conf", []byte("cgroup /\nevent cpu-clock\n"))
+	if len(errs) != 0 || cfg.Counting != CountingAuto {
+		t.Errorf("counting %q, errors %v; want %q and none", cfg.Counting, errs, CountingAuto)
 	}
 }
 

@@ -51,4 +51,11 @@
 // Descriptors are cgroups × events × CPUs. Software events of a cgroup are
 // grouped per CPU by internal/counter, so a fetch makes one read() per
 // cgroup per CPU for them; other events take one read() each.
+//
+// With Options.BPF (internal/bpfcount) the descriptors are events × CPUs
+// and one cgroup-switches event per CPU, whatever the cgroups: a cgroup is
+// a slot in a BPF map, its directory is not held, and a fetch runs the
+// program once per CPU and reads the sums from memory. The values mean
+// the same: per cgroup, summed over CPUs, scaled per CPU by
+// enabled/running, never going back.
 package cgroup

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"perfevent/internal/hostfs"
 )
 
 // Controller is one line of /proc/cgroups.
@@ -60,41 +62,27 @@ type Mount struct {
 }
 
 // ParseMounts returns the cgroup and cgroup2 mounts of mountinfo's text,
-// in its order. Lines that are not mounts of either are skipped, as are
-// lines too short to be mountinfo's: the file is the kernel's.
+// in its order (hostfs.ParseMountinfo: lines of another shape are
+// skipped).
 func ParseMounts(mountinfo []byte) ([]Mount, error) {
+	all, err := hostfs.ParseMountinfo("mountinfo", mountinfo)
 	var out []Mount
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		// id parent major:minor root mount-point options [optional...] - fstype source super-options
-		line := sc.Text()
-		sep := strings.Index(line, " - ")
-		if sep < 0 {
-			continue
-		}
-		pre, post := strings.Fields(line[:sep]), strings.Fields(line[sep+3:])
-		if len(pre) < 5 || len(post) < 1 {
-			continue
-		}
-		m := Mount{Point: unescape(pre[4])}
-		switch post[0] {
+	for _, mi := range all {
+		m := Mount{Point: mi.Point}
+		switch mi.FSType {
 		case "cgroup2":
 			m.Version = 2
 		case "cgroup":
 			m.Version = 1
-			if len(post) >= 3 {
-				m.Controllers = strings.Split(post[2], ",")
+			if mi.SuperOptions != "" {
+				m.Controllers = strings.Split(mi.SuperOptions, ",")
 			}
 		default:
 			continue
 		}
 		out = append(out, m)
 	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("reading mountinfo: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // Unavailable says why no hierarchy can count per cgroup. Its text is
@@ -156,13 +144,13 @@ func Locate(controllers, mountinfo []byte) (Hierarchy, error) {
 	return Hierarchy{Mount: v2[0], Version: 2}, nil
 }
 
-// LocateSystem is Locate on this machine's files.
-func LocateSystem() (Hierarchy, error) {
-	info, err := os.ReadFile("/proc/self/mountinfo")
+// LocateOn is Locate on the files of fs.
+func LocateOn(fs hostfs.FS) (Hierarchy, error) {
+	info, err := os.ReadFile(fs.MountinfoFile())
 	if err != nil {
 		return Hierarchy{}, err
 	}
-	controllers, err := os.ReadFile("/proc/cgroups")
+	controllers, err := os.ReadFile(fs.CgroupsFile())
 	if err != nil {
 		controllers = nil // mountinfo alone still finds a mounted hierarchy
 	}

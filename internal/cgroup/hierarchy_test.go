@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"perfevent/internal/hostfs"
 )
 
 func fixture(t *testing.T, name string) []byte {
@@ -84,6 +86,28 @@ func TestParseControllers(t *testing.T) {
 		if _, err := ParseControllers("/proc/cgroups", []byte(c.text)); err == nil || err.Error() != c.err {
 			t.Errorf("%q: error %v, want %s", c.text, err, c.err)
 		}
+	}
+}
+
+// LocateOn reads mountinfo and /proc/cgroups below the FS's procfs.
+func TestLocateOn(t *testing.T) {
+	proc := t.TempDir()
+	fs := hostfs.FS{Proc: proc}
+	if _, err := LocateOn(fs); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("no mountinfo: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(fs.MountinfoFile()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(fs.MountinfoFile(), fixture(t, "ubuntu2004.mountinfo"), 0o644)
+	bound := strings.Replace(string(fixture(t, "ubuntu2004.cgroups")), "perf_event\t3\t1\t1", "perf_event\t3\t1\t0", 1)
+	os.WriteFile(fs.CgroupsFile(), []byte(bound), 0o644)
+	if got := Mode(LocateOn(fs)); !strings.HasPrefix(got, "unavailable: the perf_event cgroup controller is disabled") {
+		t.Errorf("with %s disabling perf_event: %q", fs.CgroupsFile(), got)
+	}
+	os.Remove(fs.CgroupsFile())
+	if got := Mode(LocateOn(fs)); got != "v1 /sys/fs/cgroup/perf_event" {
+		t.Errorf("mountinfo alone: %q", got)
 	}
 }
 

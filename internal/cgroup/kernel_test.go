@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"perfevent/internal/bpfcount"
 	"perfevent/internal/cgroup/cgrouptest"
 	"perfevent/internal/testwait"
 )
@@ -85,8 +86,18 @@ func clocks(tr *Tracker) map[string]uint64 {
 // the new cgroup is counted (the dead one's counters would stay still),
 // under the same instance, continuing from the old value; then that a
 // Tracker replacing this one (a reload) continues the values too.
+// In BPF mode the two Trackers share the agent's one bpfcount.Counter.
 func TestKernelRecreatedCgroup(t *testing.T) {
+	t.Run("perf", func(t *testing.T) { testRecreated(t, false) })
+	t.Run("bpf", func(t *testing.T) { testRecreated(t, true) })
+}
+
+func testRecreated(t *testing.T, withBPF bool) {
 	h := kernelHierarchy(t)
+	var bpf *bpfcount.Counter
+	if withBPF {
+		bpf = loadBPF(t, 8)
+	}
 	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-test-re-%d", os.Getpid()))
 	if err := os.Mkdir(base, 0o755); err != nil {
 		t.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
@@ -102,7 +113,7 @@ func TestKernelRecreatedCgroup(t *testing.T) {
 	name := "/" + filepath.Base(base) + "/svc"
 	start := func() *Tracker {
 		tr := New(Options{Hierarchy: h, Patterns: []string{"/" + filepath.Base(base) + "/*"}, Events: testEvents,
-			CPUs: onlineCPUs(t), IDs: ids, Rescan: time.Hour, NoNotify: true})
+			CPUs: onlineCPUs(t), IDs: ids, BPF: bpf, Rescan: time.Hour, NoNotify: true})
 		t.Cleanup(tr.Stop)
 		tr.Start()
 		return tr

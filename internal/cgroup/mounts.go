@@ -3,7 +3,6 @@ package cgroup
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Hierarchy is where per-cgroup counters are bound.
@@ -33,34 +32,4 @@ func FindHierarchy(mountinfo []byte) (Hierarchy, error) {
 		return Hierarchy{}, ErrNoHierarchy
 	}
 	return h, err
-}
-
-// unescape undoes mountinfo's octal escapes of space, tab, newline and
-// backslash (\040 and so on).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1:i+4]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if s[i] < '0' || s[i] > '7' {
-			return false
-		}
-	}
-	return true
 }

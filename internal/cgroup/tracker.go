@@ -13,7 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
 
+	"perfevent/internal/bpfcount"
 	"perfevent/internal/counter"
+	"perfevent/internal/logging"
 )
 
 // Event is one event counted in every cgroup: a configured event's name
@@ -48,8 +50,15 @@ type Options struct {
 	Rescan time.Duration
 	// NoNotify rescans on the interval alone, without inotify.
 	NoNotify bool
-	// Infof and Debugf log; nil discards.
-	Infof, Debugf func(format string, args ...any)
+	// Log is told, at Info, what is not counted and why, and at Debug each
+	// cgroup counted, closed or failing; nil discards.
+	Log logging.Logger
+	// BPF, if set, counts through its program instead of a counter.Set
+	// per cgroup: a cgroup costs a slot in its map and no descriptor. It
+	// is the agent's and outlives the Tracker, which adds and removes its
+	// cgroups, and detaches its CPUs for perfalloc and attaches them
+	// again after (the agent attaches them first).
+	BPF *bpfcount.Counter
 	// Changed, if set, is told the instances after each change of the
 	// counted set. It is called from the Tracker's goroutines (or from
 	// Start), never while a fetch holds the Tracker.
@@ -64,12 +73,19 @@ type member struct {
 	// made again under the same path is another cgroup, with another id,
 	// which the counters of the first never see. Holding dir keeps the
 	// inode from being reused meanwhile on any file system.
-	ino  uint64
-	dir  *os.File     // kept open: Reopen after perfalloc needs it
-	set  *counter.Set // one spec per Options.Events, in order
-	base []uint64     // per event: what the instance had served before set
-	vals []uint64     // per event: base + the sum over CPUs as of the last Read
-	duty []float64    // per event: the mean dutycycle over its CPUs
+	ino uint64
+	dir *os.File     // kept open: Reopen after perfalloc needs it; nil with BPF
+	set *counter.Set // one spec per Options.Events, in order; nil with BPF
+	// With BPF: the cgroup's slot, the slot's sums as last read (per
+	// event, per Options.CPUs), and what they added up to, scaled, since
+	// the member was opened.
+	bpf  *bpfcount.Counter
+	slot int
+	last []bpfcount.Reading
+	acc  []uint64
+	base []uint64  // per event: what the instance had served before set
+	vals []uint64  // per event: base + the sum over CPUs as of the last Read
+	duty []float64 // per event: the mean dutycycle over its CPUs
 	fds  int
 }
 
@@ -120,7 +136,12 @@ func New(o Options) *Tracker {
 		o.Descriptors = DefaultDescriptors
 	}
 	capWhy := "max in cgroups.conf"
-	if per := len(o.Events) * len(o.CPUs); per > 0 && o.Descriptors/per < o.Max {
+	if o.BPF != nil {
+		if room := o.BPF.Room(); room < o.Max {
+			o.Max = room
+			capWhy = fmt.Sprintf("the room for cgroups of the BPF map loaded at start-up, within %d MiB of sums", bpfcount.MaxSums>>20)
+		}
+	} else if per := len(o.Events) * len(o.CPUs); per > 0 && o.Descriptors/per < o.Max {
 		o.Max = o.Descriptors / per
 		capWhy = fmt.Sprintf("descriptors %d in cgroups.conf for %d events × %d CPUs a cgroup", o.Descriptors, len(o.Events), len(o.CPUs))
 	}
@@ -130,13 +151,7 @@ func New(o Options) *Tracker {
 	if o.Opener == nil {
 		o.Opener = func(dir *os.File) counter.Opener { return counter.CgroupOpener{Dir: int(dir.Fd())} }
 	}
-	nop := func(string, ...any) {}
-	if o.Infof == nil {
-		o.Infof = nop
-	}
-	if o.Debugf == nil {
-		o.Debugf = nop
-	}
+	o.Log = logging.Or(o.Log)
 	return &Tracker{
 		o:       o,
 		notify:  -1,
@@ -169,7 +184,7 @@ func (t *Tracker) infof(format string, args ...any) {
 		format += fmt.Sprintf(" (%d more lines about cgroups were not logged in the last %v)", t.hushed, logEvery)
 		t.hushed = 0
 	}
-	t.o.Infof(format, args...)
+	t.o.Log.Infof(format, args...)
 }
 
 // How often a Tracker rescans on its own. With inotify the rescan is a
@@ -202,10 +217,10 @@ func (t *Tracker) Start() {
 			if t.o.Rescan <= 0 {
 				t.o.Rescan = RescanPolled
 			}
-			t.o.Infof("cgroups: inotify: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
+			t.o.Log.Infof("cgroups: inotify: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
 		} else if p, err := pipe(); err != nil {
 			unix.Close(fd)
-			t.o.Infof("cgroups: pipe: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
+			t.o.Log.Infof("cgroups: pipe: %v; new cgroups are found by the rescan every %v", err, t.o.Rescan)
 		} else {
 			t.notify, t.stopR, t.stopW = fd, p[0], p[1]
 		}
@@ -438,9 +453,9 @@ func (t *Tracker) scanTree(busy bool) {
 	t.mu.Unlock()
 	for i, m := range removed {
 		if replaced[m] {
-			t.o.Debugf("cgroups: %s was removed and made again; its instance continues on the new cgroup", m.path)
+			t.o.Log.Debugf("cgroups: %s was removed and made again; its instance continues on the new cgroup", m.path)
 		} else {
-			t.o.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
+			t.o.Log.Debugf("cgroups: %s is gone or no longer matches; closing its %d descriptors", m.path, m.fds)
 		}
 		t.o.IDs.release(m.path, last[i])
 	}
@@ -468,6 +483,14 @@ func (t *Tracker) recreated(m *member, ino uint64) bool {
 // held.
 func (t *Tracker) readValues(m *member) map[valueKey]uint64 {
 	out := t.values(m)
+	if m.bpf != nil {
+		for ev, e := range t.o.Events {
+			t.advance(m, ev)
+			k := valueKey{e.Name, e.Attr}
+			out[k] = max(out[k], m.base[ev]+m.acc[ev])
+		}
+		return out
+	}
 	f := m.set.Begin()
 	defer f.End()
 	for ev := range t.o.Events {
@@ -504,6 +527,7 @@ func (t *Tracker) Carry(old *Tracker) {
 		return
 	}
 	prev := map[string]map[valueKey]uint64{}
+	old.sync()
 	old.mu.Lock()
 	for _, m := range old.members {
 		prev[m.path] = old.readValues(m)
@@ -588,15 +612,67 @@ func (t *Tracker) open(path string, prev *member) *member {
 		t.openFailed(path, err)
 		return nil
 	}
+	var set *counter.Set
+	var fds int
+	slot := -1
+	if t.o.BPF != nil {
+		// A cgroup2 id is never reused while the system runs: nothing
+		// needs holding, and the descriptors stay as they are.
+		dir.Close()
+		dir = nil
+		if d := len(components(path)); d >= bpfcount.Levels {
+			t.openFailed(path, fmt.Errorf("it is %d levels below the root, and the BPF program looks %d deep", d, bpfcount.Levels-1))
+			return nil
+		}
+		if slot, err = t.o.BPF.Add(st.Ino); err != nil {
+			t.openFailed(path, err)
+			return nil
+		}
+	} else if set, fds = t.openSet(path, dir); set == nil {
+		return nil
+	}
+	delete(t.quiet, path)
+	n := len(t.o.Events)
+	t.o.Log.Debugf("cgroups: counting %s on %d descriptors", path, fds)
+	id, last := t.o.IDs.acquire(path)
+	if prev != nil {
+		t.mu.Lock()
+		for k, v := range t.values(prev) {
+			last[k] = max(last[k], v)
+		}
+		t.mu.Unlock()
+	}
+	m := &member{id: id, path: path, ino: st.Ino, dir: dir, set: set, base: make([]uint64, n), vals: make([]uint64, n), duty: make([]float64, n), fds: fds}
+	if slot >= 0 {
+		m.bpf, m.slot = t.o.BPF, slot
+		m.last = make([]bpfcount.Reading, n*len(t.o.CPUs))
+		m.acc = make([]uint64, n)
+		// The slot may hold what another generation's member counted:
+		// this one counts from here.
+		for ev := range n {
+			for i, cpu := range t.o.CPUs {
+				m.last[ev*len(t.o.CPUs)+i] = m.bpf.Read(slot, ev, cpu)
+			}
+		}
+	}
+	for i, e := range t.o.Events {
+		m.base[i] = last[valueKey{e.Name, e.Attr}]
+		m.vals[i] = m.base[i]
+	}
+	return m
+}
+
+// openSet opens the perf counters of the cgroup whose directory is dir.
+func (t *Tracker) openSet(path string, dir *os.File) (*counter.Set, int) {
 	specs := make([]counter.Spec, len(t.o.Events))
 	for i, e := range t.o.Events {
 		specs[i] = counter.Spec{Name: e.Name, Attr: e.Attr, CPUs: t.o.CPUs}
 	}
-	set, err := counter.New(specs, counter.Config{Opener: t.o.Opener(dir), Logf: t.o.Debugf, CountFirstRead: true})
+	set, err := counter.New(specs, counter.Config{Opener: t.o.Opener(dir), Log: logging.AsDebug(t.o.Log), CountFirstRead: true})
 	if err != nil {
 		dir.Close()
 		t.openFailed(path, err)
-		return nil
+		return nil, 0
 	}
 	sum, err := set.Open()
 	if err == nil && sum.FDs == 0 && len(sum.Failures) > 0 {
@@ -606,30 +682,48 @@ func (t *Tracker) open(path string, prev *member) *member {
 		set.Close()
 		dir.Close()
 		t.openFailed(path, err)
-		return nil
+		return nil, 0
 	}
-	delete(t.quiet, path)
-	n := len(t.o.Events)
-	t.o.Debugf("cgroups: counting %s on %d descriptors", path, sum.FDs)
-	id, last := t.o.IDs.acquire(path)
-	if prev != nil {
-		t.mu.Lock()
-		for k, v := range t.values(prev) {
-			last[k] = max(last[k], v)
+	return set, sum.FDs
+}
+
+// advance adds to m what its slot counted of event ev since the last
+// look, each CPU's increase scaled by its enabled/running as
+// internal/counter scales a multiplexed counter, and returns the mean
+// dutycycle over the CPUs; t.mu held.
+func (t *Tracker) advance(m *member, ev int) (duty float64) {
+	nc := len(t.o.CPUs)
+	for i, cpu := range t.o.CPUs {
+		r := m.bpf.Read(m.slot, ev, cpu)
+		l := &m.last[ev*nc+i]
+		if r.Value >= l.Value && r.Enabled >= l.Enabled && r.Running >= l.Running {
+			m.acc[ev] += counter.Scale(r.Value-l.Value, r.Enabled-l.Enabled, r.Running-l.Running)
 		}
-		t.mu.Unlock()
+		*l = r
+		if r.Enabled > 0 {
+			duty += float64(r.Running) / float64(r.Enabled)
+		}
 	}
-	m := &member{id: id, path: path, ino: st.Ino, dir: dir, set: set, base: make([]uint64, n), vals: make([]uint64, n), duty: make([]float64, n), fds: sum.FDs}
-	for i, e := range t.o.Events {
-		m.base[i] = last[valueKey{e.Name, e.Attr}]
-		m.vals[i] = m.base[i]
+	if nc > 0 {
+		duty /= float64(nc)
 	}
-	return m
+	return duty
+}
+
+// sync has the BPF program charge what each CPU's running cgroup has
+// counted so far, before a read.
+func (t *Tracker) sync() {
+	if t.o.BPF == nil {
+		return
+	}
+	if err := t.o.BPF.Sync(); err != nil {
+		t.o.Log.Debugf("cgroups: %v", err)
+	}
 }
 
 func (t *Tracker) openFailed(path string, err error) {
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
-		t.o.Debugf("cgroups: %s vanished while being opened: %v", path, err)
+		t.o.Log.Debugf("cgroups: %s vanished while being opened: %v", path, err)
 		return
 	}
 	if !t.quiet[path] {
@@ -639,8 +733,15 @@ func (t *Tracker) openFailed(path string, err error) {
 }
 
 func (m *member) close() {
-	m.set.Close()
-	m.dir.Close()
+	if m.set != nil {
+		m.set.Close()
+	}
+	if m.dir != nil {
+		m.dir.Close()
+	}
+	if m.bpf != nil {
+		m.bpf.Remove(m.ino)
+	}
 }
 
 // Instances lists the counted cgroups by id.
@@ -662,6 +763,9 @@ func (t *Tracker) Stats() (cgroups, fds int) {
 	if t.reserved {
 		return len(t.members), 0
 	}
+	if t.o.BPF != nil {
+		return len(t.members), t.o.BPF.FDs()
+	}
 	for _, m := range t.members {
 		fds += m.fds
 	}
@@ -680,8 +784,18 @@ func (t *Tracker) Close() {
 	t.reserved = true
 	members := slices.Clone(t.members)
 	t.mu.Unlock()
+	if t.o.BPF != nil {
+		// The events may hold PMU counters, and perfalloc wants them
+		// all: what the cgroups counted up to now is charged first.
+		t.sync()
+		for _, cpu := range t.o.CPUs {
+			t.o.BPF.Detach(cpu)
+		}
+	}
 	for _, m := range members {
-		m.set.Release()
+		if m.set != nil {
+			m.set.Release()
+		}
 	}
 	// Not under opMu: the rescan that holds a count closes after it.
 	t.opMu.Unlock()
@@ -703,10 +817,14 @@ func (t *Tracker) Resume() (reopen bool) {
 	t.mu.Lock()
 	members := slices.Clone(t.members)
 	t.mu.Unlock()
+	reopen = t.o.BPF != nil // Reopen attaches the CPUs again
 	for _, m := range members {
+		if m.set == nil {
+			continue
+		}
 		res, err := m.set.Resume()
 		if err != nil {
-			t.o.Debugf("cgroups: %s: %v", m.path, err)
+			t.o.Log.Debugf("cgroups: %s: %v", m.path, err)
 		}
 		reopen = reopen || res.Reopen > 0
 	}
@@ -728,9 +846,17 @@ func (t *Tracker) Reopen() {
 	t.reserved = false
 	members := slices.Clone(t.members)
 	t.mu.Unlock()
+	if t.o.BPF != nil {
+		if err := t.o.BPF.AttachOnly(t.o.CPUs); err != nil {
+			t.infof("cgroups: after perfalloc: %v", err)
+		}
+	}
 	fds := make([]int, len(members))
 	for i, m := range members {
 		fds[i] = m.fds
+		if m.set == nil {
+			continue
+		}
 		if sum, err := m.set.Reopen(); err == nil {
 			fds[i] = sum.FDs
 		}
@@ -783,10 +909,23 @@ func (t *Tracker) Stop() {
 // until the next Read. It allocates nothing. Call it from one goroutine
 // (the fetch's).
 func (t *Tracker) Read(need []bool) {
+	t.sync()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.snap = t.snap[:0]
 	for _, m := range t.members {
+		if m.bpf != nil {
+			for ev, n := range need {
+				if n {
+					m.duty[ev] = t.advance(m, ev)
+					m.vals[ev] = m.base[ev] + m.acc[ev]
+				}
+			}
+			if len(t.snap) < cap(t.snap) {
+				t.snap = append(t.snap, m)
+			}
+			continue
+		}
 		f := m.set.Begin()
 		for ev, n := range need {
 			if n {

@@ -14,6 +14,8 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/logging"
+	"perfevent/internal/testlog"
 	"perfevent/internal/testwait"
 )
 
@@ -67,13 +69,21 @@ func paths(in []Instance) []string {
 	return out
 }
 
+// infoLines keeps a Tracker's Info lines in logs, as the agent's log
+// has them without -D.
+type infoLines struct {
+	logging.Logger
+	mu   sync.Mutex
+	logs *[]string
+}
+
+func (l *infoLines) Infof(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	*l.logs = append(*l.logs, strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
 func newTestTracker(t *testing.T, root string, max int, f *fakes, logs *[]string) *Tracker {
-	var mu sync.Mutex
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		*logs = append(*logs, strings.TrimSpace(fmt.Sprintf(format, args...)))
-	}
 	tr := New(Options{
 		Hierarchy: Hierarchy{Mount: root, Version: 2},
 		Patterns:  []string{"/*", "/*/*"},
@@ -83,7 +93,7 @@ func newTestTracker(t *testing.T, root string, max int, f *fakes, logs *[]string
 		Opener:    f.opener,
 		Rescan:    time.Hour, // the tests call rescan themselves
 		NoNotify:  true,
-		Infof:     logf,
+		Log:       &infoLines{Logger: logging.Discard, logs: logs},
 	})
 	t.Cleanup(tr.Stop)
 	return tr
@@ -173,6 +183,34 @@ func TestTrackerFollowsTheTree(t *testing.T) {
 	}
 	if len(changes) != 3 {
 		t.Errorf("%d changes reported, want 3 (start, swap, return)", len(changes))
+	}
+}
+
+// A Tracker's routine news, each cgroup counted or closed, is Debug; what
+// is not counted is Info. /b, left out by the cap, is counted once /a goes.
+// Its counters' problems are routine among many cgroups: Debug too.
+func TestTrackerLogLevels(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a", "b")
+	f := &fakes{by: map[string]*countertest.Opener{}}
+	var logs []string
+	tr := newTestTracker(t, root, 1, f, &logs)
+	var rec testlog.Recorder
+	tr.o.Log = &rec
+	tr.Start()
+	os.Remove(filepath.Join(root, "a"))
+	tr.rescan()
+	f.get("b").FailRead("cpu-clock", 2, unix.EIO)
+	tr.Read([]bool{true, true})
+	want := []string{
+		"Info: cgroups: 1 matching cgroups not counted, the cap of 1 cgroups (max in cgroups.conf) being taken by cgroups of the same or earlier patterns: [/b]",
+		"Debug: cgroups: counting /a on 6 descriptors",
+		"Debug: cgroups: counting /b on 6 descriptors",
+		"Debug: cgroups: /a is gone or no longer matches; closing its 6 descriptors",
+		`Debug: reading the group "cpu-clock", "context-switches" on cpu2 failed, keeping their last values: input/output error`,
+	}
+	if got := rec.Lines(); !slices.Equal(got, want) {
+		t.Errorf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -323,7 +323,7 @@ func TestTrackerDescriptorBudget(t *testing.T) {
 	var logs []string
 	tr := newTestTracker(t, root, 10, f, &logs)
 	tr = New(Options{Hierarchy: tr.o.Hierarchy, Patterns: tr.o.Patterns, Max: 10, Descriptors: 13, Events: testEvents,
-		CPUs: []int{0, 1, 2}, Opener: f.opener, Rescan: time.Hour, NoNotify: true, Infof: tr.o.Infof})
+		CPUs: []int{0, 1, 2}, Opener: f.opener, Rescan: time.Hour, NoNotify: true, Log: tr.o.Log})
 	t.Cleanup(tr.Stop)
 	tr.Start()
 	if n, fds := tr.Stats(); n != 2 || fds != 12 {

@@ -7,6 +7,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/logging"
 )
 
 // A Set built to replace another (a reload, a CPU that went offline or
@@ -76,7 +77,7 @@ func TestReadFailedIsToldOnce(t *testing.T) {
 	calls := 0
 	s, err := counter.New([]counter.Spec{sw("a", 0, 0, 1), hw("b", 0, 0, 1)}, counter.Config{
 		Opener:     fake,
-		Logf:       func(string, ...any) {},
+		Log:        logging.Discard,
 		ReadFailed: func() { calls++ },
 	})
 	if err != nil {

@@ -83,8 +83,8 @@
 // serialises them) and then Set.mu only briefly to swap descriptors in or
 // out; the slow part, the perf_event_open and close system calls, happens
 // outside Set.mu, so a fetch waits at most for a swap. Lock order: opMu, then
-// mu. Nothing in this package calls out while holding mu except the Logf
-// hook, which must not call back into the Set.
+// mu. Nothing in this package calls out while holding mu except the Log
+// and ReadFailed hooks, which must not call back into the Set.
 package counter
 
 import (
@@ -98,6 +98,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
+	"perfevent/internal/logging"
 	"perfevent/internal/perf"
 )
 
@@ -203,10 +205,11 @@ func (s *Set) grouped(attr *unix.PerfEventAttr) bool {
 type Config struct {
 	// Opener defaults to KernelOpener.
 	Opener Opener
-	// Logf, if set, is told when reading a descriptor starts failing and
-	// when it recovers: once per transition, not once per fetch. It is called
-	// with Set.mu held and must not call back into the Set.
-	Logf func(format string, args ...any)
+	// Log, if set, is told at Warning when reading a descriptor starts
+	// failing and when it recovers: once per transition, not once per
+	// fetch. It is called with Set.mu held and must not call back into the
+	// Set.
+	Log logging.Logger
 	// CountFirstRead makes the first read after Open count in Active like
 	// any other. Without it that read reports 0, as the C agent's first
 	// fetch at start-up and after a reservation does; a Set that takes
@@ -215,7 +218,7 @@ type Config struct {
 	// Reopen after Close reports 0 either way.
 	CountFirstRead bool
 	// ReadFailed, if set, is called when reading a descriptor starts
-	// failing, as Logf is; the agent then checks whether a CPU went
+	// failing, as Log is; the agent then checks whether a CPU went
 	// offline. Called with Set.mu held: it must not block.
 	ReadFailed func()
 	// JoinSoftware lists the PMU types, besides PERF_TYPE_SOFTWARE, whose
@@ -224,6 +227,9 @@ type Config struct {
 	// PERF_TYPE_TRACEPOINT and the msr PMU's type, as sysfs names it.
 	// Empty keeps every other PMU's events on their own descriptors.
 	JoinSoftware []uint32
+	// FS is where the advice on a refused open reads perf_event_paranoid;
+	// the zero value is this machine's.
+	FS hostfs.FS
 }
 
 // slot is one (event, CPU).
@@ -289,8 +295,9 @@ func (st state) stopped() bool { return st == closed || st == released }
 
 // Set is every configured event on every one of its CPUs.
 type Set struct {
+	fs           hostfs.FS // Config.FS
 	opener       Opener
-	logf         func(format string, args ...any)
+	log          logging.Logger
 	onReadFail   func()
 	byName       map[string]int
 	joinSoftware []uint32 // Config.JoinSoftware
@@ -321,8 +328,9 @@ type Set struct {
 // served, like the C agent's events whose CPU option matched nothing.
 func New(specs []Spec, cfg Config) (*Set, error) {
 	s := &Set{
+		fs:         cfg.FS,
 		opener:     cfg.Opener,
-		logf:       cfg.Logf,
+		log:        cfg.Log,
 		onReadFail: cfg.ReadFailed,
 		counted:    cfg.CountFirstRead,
 		byName:     make(map[string]int, len(specs)),
@@ -523,7 +531,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 		}
 		src, err := s.opener.Open(ev.name, attr, sl.cpu, leader)
 		if err != nil {
-			o.errs[r.ev][r.k] = NewOpenError(ev.name, sl.cpu, err)
+			o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, sl.cpu, err)
 			return nil
 		}
 		o.srcs[r.ev][r.k] = src
@@ -552,11 +560,11 @@ func (s *Set) openAll(onlyServed bool) opened {
 				// openSolo clears the slot's error when it opens, so
 				// the reason the join failed is kept for the log.
 				s.openSolo(&o, r, onlyServed)
-				if o.srcs[r.ev][r.k] != nil && s.logf != nil {
+				if o.srcs[r.ev][r.k] != nil && s.log != nil {
 					if s.groups[g].name != "" {
-						s.logf("%q does not fit in the group %s on cpu%d (%v); it is counted on its own, so its ratios mix intervals", s.events[r.ev].name, s.groups[g].name, s.groups[g].cpu, joinErr.Errno)
+						s.log.Warningf("%q does not fit in the group %s on cpu%d (%v); it is counted on its own, so its ratios mix intervals", s.events[r.ev].name, s.groups[g].name, s.groups[g].cpu, joinErr.Errno)
 					} else {
-						s.logf("%q cannot join the software events' group on cpu%d (%v); it is read on its own", s.events[r.ev].name, s.groups[g].cpu, joinErr.Err)
+						s.log.Warningf("%q cannot join the software events' group on cpu%d (%v); it is read on its own", s.events[r.ev].name, s.groups[g].cpu, joinErr.Err)
 					}
 				}
 				continue
@@ -580,7 +588,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 				ev := &s.events[r.ev]
 				o.srcs[r.ev][r.k].Close() // its error adds nothing to err
 				o.srcs[r.ev][r.k] = nil
-				o.errs[r.ev][r.k] = NewOpenError(ev.name, s.groups[g].cpu,
+				o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, s.groups[g].cpu,
 					fmt.Errorf("enabling the group of software events on cpu%d: %w", s.groups[g].cpu, err))
 			}
 			o.groups[g] = nil
@@ -721,7 +729,7 @@ func (s *Set) Close() error {
 
 // Reopen brings the counters back after a Close or a Release: it enables
 // what Release kept (Resume, whose failures, each handled by a reopen, go
-// to Config.Logf) and opens every served instance that has no
+// to Config.Log) and opens every served instance that has no
 // descriptor, as after a Resume that left some to reopen. Each value
 // continues from where it froze; the counts made while closed are lost, as
 // with the C agent. A CPU that fails to reopen keeps its frozen value and
@@ -737,9 +745,9 @@ func (s *Set) Reopen() (Summary, error) {
 	case unopened:
 		return Summary{}, errors.New("counter: Reopen before Open")
 	case released:
-		if _, errs := s.resume(); s.logf != nil {
+		if _, errs := s.resume(); s.log != nil {
 			for _, err := range errs {
-				s.logf("%v", err)
+				s.log.Warningf("%v", err)
 			}
 		}
 	}
@@ -926,8 +934,8 @@ func (s *Set) readSlot(ev *event, sl *slot) {
 		s.readFailed(sl, err)
 		return
 	}
-	if sl.readErr != nil && s.logf != nil {
-		s.logf("reading %q on cpu%d works again", ev.name, sl.cpu)
+	if sl.readErr != nil && s.log != nil {
+		s.log.Warningf("reading %q on cpu%d works again", ev.name, sl.cpu)
 	}
 	s.readOK(sl, c)
 }
@@ -954,8 +962,8 @@ func (s *Set) readGroup(g *group) {
 		return
 	}
 	if g.readErr != nil {
-		if s.logf != nil {
-			s.logf("reading %s on cpu%d works again", s.memberNames(g), g.cpu)
+		if s.log != nil {
+			s.log.Warningf("reading %s on cpu%d works again", s.memberNames(g), g.cpu)
 		}
 		g.readErr = nil
 	}
@@ -969,8 +977,8 @@ func (s *Set) readGroup(g *group) {
 
 // tellReadFailed reports a read that started failing.
 func (s *Set) tellReadFailed(format string, args ...any) {
-	if s.logf != nil {
-		s.logf(format, args...)
+	if s.log != nil {
+		s.log.Warningf(format, args...)
 	}
 	if s.onReadFail != nil {
 		s.onReadFail()

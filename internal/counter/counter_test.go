@@ -12,6 +12,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/perf"
+	"perfevent/internal/testlog"
 )
 
 func sw(name string, config uint64, cpus ...int) counter.Spec {
@@ -185,10 +186,10 @@ func TestRawCountWrapsAndAccumulatorWraps(t *testing.T) {
 
 func TestFailedReadKeepsValueAndLogsOnce(t *testing.T) {
 	fake := countertest.New()
-	var logs []string
+	var rec testlog.Recorder
 	s, err := counter.New([]counter.Spec{sw("ev", 3, 0, 1)}, counter.Config{
 		Opener: fake,
-		Logf:   func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) },
+		Log:    &rec,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +209,8 @@ func TestFailedReadKeepsValueAndLogsOnce(t *testing.T) {
 			t.Errorf("active %d, want 1 (cpu1's read fails)", active)
 		}
 	}
-	if len(logs) != 1 || !strings.Contains(logs[0], `"ev" on cpu1`) || !strings.Contains(logs[0], "input/output error") {
-		t.Errorf("logs %q, want one line naming ev, cpu1 and EIO", logs)
+	if logs := rec.Lines(); len(logs) != 1 || !strings.HasPrefix(logs[0], "Warning: ") || !strings.Contains(logs[0], `"ev" on cpu1`) || !strings.Contains(logs[0], "input/output error") {
+		t.Errorf("logs %q, want one warning naming ev, cpu1 and EIO", logs)
 	}
 	if st := s.Status(0); !errors.Is(st[1].ReadErr, unix.EIO) || st[0].ReadErr != nil {
 		t.Errorf("status %+v, want cpu1 ReadErr EIO", st)
@@ -220,7 +221,7 @@ func TestFailedReadKeepsValueAndLogsOnce(t *testing.T) {
 	if vals[0][1] != 15 || active != 2 {
 		t.Errorf("after recovery values %v active %d, want cpu1=15 and 2", vals[0], active)
 	}
-	if len(logs) != 2 || !strings.Contains(logs[1], "works again") {
+	if logs := rec.Lines(); len(logs) != 2 || logs[1] != `Warning: reading "ev" on cpu1 works again` {
 		t.Errorf("logs %q, want a recovery line", logs)
 	}
 }

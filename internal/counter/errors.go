@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/hostfs"
 )
 
 // Kind says why perf_event_open refused an event on a CPU, in terms of what
@@ -76,15 +78,15 @@ type OpenError struct {
 }
 
 // NewOpenError classifies err and writes the advice. The advice reads the
-// current perf_event_paranoid setting or RLIMIT_NOFILE when they matter, so
-// it says what is true at the time of the failure.
-func NewOpenError(event string, cpu int, err error) *OpenError {
+// current perf_event_paranoid setting (in fs's procfs) or RLIMIT_NOFILE
+// when they matter, so it says what is true at the time of the failure.
+func NewOpenError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
 	e := &OpenError{Event: event, CPU: cpu, Kind: Classify(err), Err: err}
 	errors.As(err, &e.Errno)
 	switch e.Kind {
 	case Permission:
 		e.Advice = fmt.Sprintf("permission denied: kernel.perf_event_paranoid is %s (see %s); run as root or grant CAP_PERFMON",
-			paranoidLevel(), paranoidPath)
+			paranoidLevel(fs.ParanoidFile()), fs.ParanoidFile())
 	case Unsupported:
 		e.Advice = "not supported on this machine (e.g. a VM without a hardware PMU)"
 	case CPUOffline:
@@ -118,15 +120,12 @@ func (e *OpenError) Error() string {
 
 func (e *OpenError) Unwrap() error { return e.Err }
 
-// paranoidPath and getFileLimit are variables so that the advice can be
-// tested without changing the machine.
-var (
-	paranoidPath = "/proc/sys/kernel/perf_event_paranoid"
-	getFileLimit = fileLimit
-)
+// getFileLimit is a variable so that the advice can be tested without
+// changing the process's limits.
+var getFileLimit = fileLimit
 
-func paranoidLevel() string {
-	b, err := os.ReadFile(paranoidPath)
+func paranoidLevel(path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "unreadable"
 	}

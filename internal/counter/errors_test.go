@@ -8,18 +8,22 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/hostfs"
 )
 
 func TestOpenErrorClassification(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "perf_event_paranoid")
+	fs := hostfs.FS{Proc: t.TempDir()}
+	p := fs.ParanoidFile()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, []byte("3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	oldPath, oldLimit := paranoidPath, getFileLimit
-	paranoidPath = p
+	oldLimit := getFileLimit
 	getFileLimit = func() (uint64, uint64, error) { return 1024, 524288, nil }
-	t.Cleanup(func() { paranoidPath, getFileLimit = oldPath, oldLimit })
+	t.Cleanup(func() { getFileLimit = oldLimit })
 
 	wrapped := fmt.Errorf("opening: %w", unix.EBUSY)
 	for _, tc := range []struct {
@@ -40,7 +44,7 @@ func TestOpenErrorClassification(t *testing.T) {
 		{unix.E2BIG, Other, unix.E2BIG, "argument list too long"},
 		{errors.New("fake trouble"), Other, 0, "fake trouble"},
 	} {
-		e := NewOpenError("ev", 7, tc.err)
+		e := NewOpenError(fs, "ev", 7, tc.err)
 		if e.Kind != tc.kind || e.Errno != tc.errno || e.Advice != tc.advice || e.Event != "ev" || e.CPU != 7 {
 			t.Errorf("NewOpenError(%v) = kind %v errno %v advice %q, want %v %v %q", tc.err, e.Kind, e.Errno, e.Advice, tc.kind, tc.errno, tc.advice)
 		}
@@ -49,17 +53,17 @@ func TestOpenErrorClassification(t *testing.T) {
 		}
 	}
 
-	e := NewOpenError("cycles", 1, unix.ENOENT)
+	e := NewOpenError(fs, "cycles", 1, unix.ENOENT)
 	if got, want := e.Error(), `perf_event_open failed on cpu1 for "cycles": not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)`; got != want {
 		t.Errorf("Error() = %q\nwant      %q", got, want)
 	}
 
-	paranoidPath = filepath.Join(dir, "missing")
-	if got := NewOpenError("ev", 0, unix.EACCES).Advice; got != "permission denied: kernel.perf_event_paranoid is unreadable (see "+paranoidPath+"); run as root or grant CAP_PERFMON" {
+	os.Remove(p)
+	if got := NewOpenError(fs, "ev", 0, unix.EACCES).Advice; got != "permission denied: kernel.perf_event_paranoid is unreadable (see "+p+"); run as root or grant CAP_PERFMON" {
 		t.Errorf("advice without the sysctl: %q", got)
 	}
 	getFileLimit = func() (uint64, uint64, error) { return 0, 0, errors.New("no limits here") }
-	if got := NewOpenError("ev", 0, unix.EMFILE).Advice; got != "descriptor limit reached (RLIMIT_NOFILE unknown: no limits here)" {
+	if got := NewOpenError(fs, "ev", 0, unix.EMFILE).Advice; got != "descriptor limit reached (RLIMIT_NOFILE unknown: no limits here)" {
 		t.Errorf("advice without getrlimit: %q", got)
 	}
 }

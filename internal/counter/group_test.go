@@ -12,6 +12,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/perf"
+	"perfevent/internal/testlog"
 )
 
 // abc is three software events on cpu0 and cpu1: one group per CPU.
@@ -102,10 +103,10 @@ func TestGroupMemberOpenFailure(t *testing.T) {
 func TestGroupLeaderOpenFailure(t *testing.T) {
 	fake := countertest.New()
 	fake.FailOpen("a", 0, unix.ENOENT)
-	var logs []string
+	var rec testlog.Recorder
 	s, err := counter.New(abc(), counter.Config{
 		Opener: fake,
-		Logf:   func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) },
+		Log:    &rec,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestGroupLeaderOpenFailure(t *testing.T) {
 			t.Errorf("with cpu0's group failing: b %v, active %d; want 7 kept and 3", vals[0], active)
 		}
 	}
-	if len(logs) != 1 || !strings.Contains(logs[0], `the group "b", "c" on cpu0 failed`) || !strings.Contains(logs[0], "input/output error") {
+	if logs := rec.Texts(); len(logs) != 1 || !strings.Contains(logs[0], `the group "b", "c" on cpu0 failed`) || !strings.Contains(logs[0], "input/output error") {
 		t.Errorf("logs %q, want one line naming the group, cpu0 and EIO", logs)
 	}
 	for _, ev := range []int{1, 2} {
@@ -150,7 +151,7 @@ func TestGroupLeaderOpenFailure(t *testing.T) {
 	if vals, active = fetch(s, 1); vals[0][0] != 8 || active != 5 {
 		t.Errorf("after recovery b %v active %d, want 8 and 5", vals[0], active)
 	}
-	if len(logs) != 2 || logs[1] != `reading "b", "c" on cpu0 works again` {
+	if logs := rec.Lines(); len(logs) != 2 || logs[1] != `Warning: reading "b", "c" on cpu0 works again` {
 		t.Errorf("logs %q, want a recovery line", logs)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/perf"
+	"perfevent/internal/testlog"
 )
 
 // msrType stands for the msr PMU's dynamic type in the fake's tests; each
@@ -26,10 +27,6 @@ func msr(name string, config uint64, cpus ...int) counter.Spec {
 func msrSpecs() []counter.Spec {
 	return []counter.Spec{msr("msr/tsc", 0, 0, 1), sw("a", 0, 0, 1), sw("b", 1, 0, 1)}
 }
-
-type logged struct{ lines []string }
-
-func (l *logged) logf(f string, a ...any) { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
 
 func newMSRSet(t *testing.T, fake *countertest.Opener, cfg counter.Config) *counter.Set {
 	t.Helper()
@@ -129,8 +126,8 @@ func TestJoinRefused(t *testing.T) { forJoiners(t, testJoinRefused) }
 func testJoinRefused(t *testing.T, j joiner) {
 	fake := countertest.New()
 	fake.FailJoin(j.name, 1, unix.EINVAL)
-	var l logged
-	s := newJoinSet(t, fake, j, counter.Config{Logf: l.logf})
+	var l testlog.Recorder
+	s := newJoinSet(t, fake, j, counter.Config{Log: &l})
 	wantGroup(t, fake, j.name, 0, "a", "b", j.name)
 	wantGroup(t, fake, "a", 1, "a", "b")
 	if a, _ := fake.Attr(j.name, 1); a.Read_format != perf.ReadFormat {
@@ -142,8 +139,8 @@ func testJoinRefused(t *testing.T, j joiner) {
 	if st := s.Status(0)[1]; st.OpenErr != nil || !st.Open {
 		t.Errorf("%s on cpu1: %+v, want open with no error", j.name, st)
 	}
-	if len(l.lines) != 1 || !strings.Contains(l.lines[0], fmt.Sprintf("%q cannot join the software events' group on cpu1", j.name)) || !strings.Contains(l.lines[0], "invalid argument") {
-		t.Errorf("logs %q, want one line naming %s, cpu1 and EINVAL", j.name, l.lines)
+	if len(l.Texts()) != 1 || !strings.Contains(l.Texts()[0], fmt.Sprintf("%q cannot join the software events' group on cpu1", j.name)) || !strings.Contains(l.Texts()[0], "invalid argument") {
+		t.Errorf("logs %q, want one line naming %s, cpu1 and EINVAL", j.name, l.Texts())
 	}
 	fake.Add("a", 1, 1, 100, 100)
 	fake.Add(j.name, 1, 30, 100, 25)
@@ -191,8 +188,8 @@ func TestJoinedGroupReadFails(t *testing.T) { forJoiners(t, testJoinedGroupReadF
 func testJoinedGroupReadFails(t *testing.T, j joiner) {
 	fake := countertest.New()
 	told := 0
-	var l logged
-	s := newJoinSet(t, fake, j, counter.Config{Logf: l.logf, ReadFailed: func() { told++ }})
+	var l testlog.Recorder
+	s := newJoinSet(t, fake, j, counter.Config{Log: &l, ReadFailed: func() { told++ }})
 	fake.AddAll(10, 10, 10)
 	fetch(s, 0, 1, 2)
 	fake.AddAll(10, 10, 10)
@@ -216,8 +213,8 @@ func testJoinedGroupReadFails(t *testing.T, j joiner) {
 			t.Errorf("%s on cpu1: ReadErr %v, want none", s.Name(ev), st.ReadErr)
 		}
 	}
-	if told != 1 || len(l.lines) != 1 || !strings.Contains(l.lines[0], fmt.Sprintf("the group \"a\", \"b\", %q on cpu0 failed", j.name)) {
-		t.Errorf("ReadFailed told %d times, logs %q; want once, naming the whole group", told, l.lines)
+	if told != 1 || len(l.Texts()) != 1 || !strings.Contains(l.Texts()[0], fmt.Sprintf("the group \"a\", \"b\", %q on cpu0 failed", j.name)) {
+		t.Errorf("ReadFailed told %d times, logs %q; want once, naming the whole group", told, l.Texts())
 	}
 	fake.FailRead("a", 0, nil)
 	vals, active = fetch(s, 0)
@@ -250,14 +247,14 @@ func TestMSRGroupCarry(t *testing.T) {
 // group of software events alone is left as it is.
 func TestMSRGroupNeverRuns(t *testing.T) {
 	fake := countertest.New()
-	var l logged
-	s := newMSRSet(t, fake, counter.Config{Logf: l.logf})
+	var l testlog.Recorder
+	s := newMSRSet(t, fake, counter.Config{Log: &l})
 	fake.Add("a", 0, 0, 2e9, 0) // cpu0's group never ran
 	fake.Add("a", 1, 5, 2e9, 2e9)
 	fetch(s, 0, 1, 2)
 	s.WaitSplit()
-	if len(l.lines) != 1 || !strings.Contains(l.lines[0], `the software events' group "a", "b", "msr/tsc" on cpu0 has not run in 2.0s`) {
-		t.Errorf("logs %q, want one line about cpu0's group", l.lines)
+	if len(l.Texts()) != 1 || !strings.Contains(l.Texts()[0], `the software events' group "a", "b", "msr/tsc" on cpu0 has not run in 2.0s`) {
+		t.Errorf("logs %q, want one line about cpu0's group", l.Texts())
 	}
 	for _, ev := range []string{"a", "b", "msr/tsc"} {
 		if g := fake.Group(ev, 0); g != nil {
@@ -274,7 +271,7 @@ func TestMSRGroupNeverRuns(t *testing.T) {
 	}
 
 	plain := countertest.New()
-	ps, err := counter.New(abc(), counter.Config{Opener: plain, Logf: l.logf, JoinSoftware: []uint32{}})
+	ps, err := counter.New(abc(), counter.Config{Opener: plain, Log: &l, JoinSoftware: []uint32{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 //     holds the counters it needs). The fetch only notes it; once it ends,
 //     a goroutine closes the group and opens its members on their own.
 //
-// Both are logged through Config.Logf, once. A split group stays split
+// Both are logged through Config.Log, once. A split group stays split
 // across reservations (Reopen opens its members on their own again); a new
 // Set, after a reload, tries the group again.
 
@@ -57,7 +57,7 @@ func (s *Set) openSolo(o *opened, r ref, onlyServed bool) {
 	src, err := s.opener.Open(ev.name, &a, sl.cpu, nil)
 	if err != nil {
 		o.srcs[r.ev][r.k], o.solo[r.ev][r.k] = nil, false
-		o.errs[r.ev][r.k] = NewOpenError(ev.name, sl.cpu, err)
+		o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, sl.cpu, err)
 		return
 	}
 	o.srcs[r.ev][r.k], o.errs[r.ev][r.k], o.solo[r.ev][r.k] = src, nil, true
@@ -69,15 +69,15 @@ func (s *Set) starve(g *group, enabled uint64) {
 	g.starved = true
 	s.splitDue = true
 	switch {
-	case s.logf == nil:
+	case s.log == nil:
 	case g.name != "":
-		s.logf("the group %s of %s on cpu%d has not run in %.1fs enabled (the PMU lacks the counters it needs together); its members will be counted on their own",
+		s.log.Warningf("the group %s of %s on cpu%d has not run in %.1fs enabled (the PMU lacks the counters it needs together); its members will be counted on their own",
 			g.name, s.memberNames(g), g.cpu, float64(enabled)/1e9)
 	default:
 		// Software, msr and tracepoint events always schedule; a
 		// kernel that treats the last two otherwise must not cost the
 		// software events.
-		s.logf("the software events' group %s on cpu%d has not run in %.1fs enabled; its members will be read on their own",
+		s.log.Warningf("the software events' group %s on cpu%d has not run in %.1fs enabled; its members will be read on their own",
 			s.memberNames(g), g.cpu, float64(enabled)/1e9)
 	}
 }

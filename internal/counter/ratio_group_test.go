@@ -3,7 +3,6 @@ package counter_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/perf"
+	"perfevent/internal/testlog"
 )
 
 // ipcSpecs are instructions and cycles in one named group on cpu0 and
@@ -23,10 +23,10 @@ func ipcSpecs() []counter.Spec {
 }
 
 // logSet opens specs over fake, collecting what the Set logs.
-func logSet(t *testing.T, fake *countertest.Opener, specs ...counter.Spec) (*counter.Set, *logLines) {
+func logSet(t *testing.T, fake *countertest.Opener, specs ...counter.Spec) (*counter.Set, *testlog.Recorder) {
 	t.Helper()
-	var l logLines
-	s, err := counter.New(specs, counter.Config{Opener: fake, Logf: l.add})
+	var l testlog.Recorder
+	s, err := counter.New(specs, counter.Config{Opener: fake, Log: &l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,23 +45,6 @@ func reserve(t *testing.T, s *counter.Set) {
 	if _, err := s.Reopen(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) add(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
 }
 
 // A named group of hardware events is one perf group per CPU, and one

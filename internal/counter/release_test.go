@@ -2,7 +2,6 @@ package counter_test
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/perf"
+	"perfevent/internal/testlog"
 )
 
 // A reservation disables the software group of each CPU, one ioctl per
@@ -236,14 +236,12 @@ func TestReleaseKeepsMsrInTheSoftwareGroup(t *testing.T) {
 	}
 }
 
-// Reopen after a Release tells Config.Logf of a descriptor it had to
+// Reopen after a Release tells Config.Log of a descriptor it had to
 // reopen rather than enable (it vanished), and reopens it.
 func TestReopenAfterReleaseLogsAFailedEnable(t *testing.T) {
 	fake := countertest.New()
-	var logs []string
-	s, err := counter.New([]counter.Spec{sw("a", 0, 0)}, counter.Config{Opener: fake, Logf: func(format string, args ...any) {
-		logs = append(logs, fmt.Sprintf(format, args...))
-	}})
+	var rec testlog.Recorder
+	s, err := counter.New([]counter.Spec{sw("a", 0, 0)}, counter.Config{Opener: fake, Log: &rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,8 +251,8 @@ func TestReopenAfterReleaseLogsAFailedEnable(t *testing.T) {
 	if sum, err := s.Reopen(); err != nil || sum.FDs != 1 || fake.Opens() != 2 {
 		t.Errorf("Reopen = %+v, %v, %d opens; want a reopened", sum, err, fake.Opens())
 	}
-	want := `counter: enabling "a" on cpu0 after the reservation failed, so it is reopened instead: bad file descriptor`
-	if len(logs) != 1 || logs[0] != want {
+	want := `Warning: counter: enabling "a" on cpu0 after the reservation failed, so it is reopened instead: bad file descriptor`
+	if logs := rec.Lines(); len(logs) != 1 || logs[0] != want {
 		t.Errorf("logged %q, want [%q]", logs, want)
 	}
 }

@@ -28,17 +28,14 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
+	"perfevent/internal/logging"
 )
-
-// DefaultPath is the kernel's list of online CPUs.
-const DefaultPath = "/sys/devices/system/cpu/online"
 
 // DefaultPoll is how often the online list is read without uevents.
 const DefaultPoll = 15 * time.Second
@@ -52,25 +49,12 @@ const settle = 50 * time.Millisecond
 
 // Options configure a Watcher; the zero value watches the real system.
 type Options struct {
-	Path     string        // the online list; DefaultPath if empty
+	FS       hostfs.FS     // whose OnlineFile is watched
 	Poll     time.Duration // DefaultPoll if zero, and then UeventPoll while uevents work
 	NoUevent bool          // poll and Check only
-	// Logf is told, once each, why uevents cannot be used and when the
-	// online list cannot be read.
-	Logf func(format string, args ...any)
-}
-
-// Online reads a CPU list file such as DefaultPath.
-func Online(path string) ([]int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	cpus, err := cpulist.Parse(strings.TrimSpace(string(b)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return cpus, nil
+	// Log is told at Warning, once each, why uevents cannot be used and
+	// when the online list cannot be read; nil discards.
+	Log logging.Logger
 }
 
 // Watcher calls its callback, from a goroutine of its own and one call at
@@ -93,16 +77,11 @@ type Watcher struct {
 // were planned from: a change that happened before Watch is reported at
 // the first check, which Watch makes at once.
 func Watch(initial []int, opts Options, changed func(online []int)) *Watcher {
-	if opts.Path == "" {
-		opts.Path = DefaultPath
-	}
 	quiet := opts.Poll
 	if opts.Poll <= 0 {
 		opts.Poll, quiet = DefaultPoll, UeventPoll
 	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
-	}
+	opts.Log = logging.Or(opts.Log)
 	w := &Watcher{
 		opts:    opts,
 		changed: changed,
@@ -115,7 +94,7 @@ func Watch(initial []int, opts Options, changed func(online []int)) *Watcher {
 	if !opts.NoUevent {
 		sock, err := openUevents()
 		if err != nil {
-			opts.Logf("CPU hotplug: no kernel uevents (%v); checking %s every %v", err, opts.Path, opts.Poll)
+			opts.Log.Warningf("CPU hotplug: no kernel uevents (%v); checking %s every %v", err, opts.FS.OnlineFile(), opts.Poll)
 		} else {
 			w.sock = sock
 			w.wg.Add(1)
@@ -176,11 +155,11 @@ func (w *Watcher) loop() {
 }
 
 func (w *Watcher) look() {
-	cpus, err := Online(w.opts.Path)
+	cpus, err := w.opts.FS.OnlineCPUs()
 	if err != nil {
 		if msg := err.Error(); msg != w.readErr {
 			w.readErr = msg
-			w.opts.Logf("CPU hotplug: %v; keeping the CPUs as they were", err)
+			w.opts.Log.Warningf("CPU hotplug: %v; keeping the CPUs as they were", err)
 		}
 		return
 	}
@@ -230,7 +209,7 @@ func (w *Watcher) listen() {
 			// Uevents were lost: one of them may have been ours.
 			w.Check()
 		default:
-			w.opts.Logf("CPU hotplug: reading uevents: %v; checking %s every %v", err, w.opts.Path, w.opts.Poll)
+			w.opts.Log.Warningf("CPU hotplug: reading uevents: %v; checking %s every %v", err, w.opts.FS.OnlineFile(), w.opts.Poll)
 			close(w.lost)
 			return
 		}

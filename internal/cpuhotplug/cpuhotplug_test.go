@@ -1,7 +1,6 @@
 package cpuhotplug
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,22 +8,29 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"perfevent/internal/hostfs"
+	"perfevent/internal/testlog"
 )
 
-// fakeOnline is a stand-in for /sys/devices/system/cpu/online.
-func fakeOnline(t *testing.T, list string) string {
+// fakeOnline is a sysfs with only the list of online CPUs, and its path.
+func fakeOnline(t *testing.T, list string) (hostfs.FS, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "online")
+	fs := hostfs.FS{Sys: t.TempDir()}
+	path := fs.OnlineFile()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, []byte(list+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return fs, path
 }
 
 type recorder struct {
 	mu    sync.Mutex
 	calls [][]int
-	logs  []string
+	log   testlog.Recorder
 	c     chan struct{}
 }
 
@@ -35,12 +41,6 @@ func (r *recorder) changed(cpus []int) {
 	r.calls = append(r.calls, cpus)
 	r.mu.Unlock()
 	r.c <- struct{}{}
-}
-
-func (r *recorder) logf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.logs = append(r.logs, fmt.Sprintf(format, args...))
 }
 
 func (r *recorder) wait(t *testing.T, want []int) {
@@ -67,9 +67,9 @@ func (r *recorder) quiet(t *testing.T, d time.Duration) {
 }
 
 func TestCheckReportsChangesOnly(t *testing.T) {
-	path := fakeOnline(t, "0-3")
+	fs, path := fakeOnline(t, "0-3")
 	r := newRecorder()
-	w := Watch([]int{0, 1, 2, 3}, Options{Path: path, Poll: time.Hour, NoUevent: true, Logf: r.logf}, r.changed)
+	w := Watch([]int{0, 1, 2, 3}, Options{FS: fs, Poll: time.Hour, NoUevent: true, Log: &r.log}, r.changed)
 	defer w.Close()
 	r.quiet(t, 3*settle) // the first check finds what the caller planned from
 
@@ -87,18 +87,18 @@ func TestCheckReportsChangesOnly(t *testing.T) {
 // A change before Watch (between planning the counters and watching) is
 // reported by the first check.
 func TestChangeBeforeWatch(t *testing.T) {
-	path := fakeOnline(t, "0-1")
+	fs, _ := fakeOnline(t, "0-1")
 	r := newRecorder()
-	w := Watch([]int{0}, Options{Path: path, Poll: time.Hour, NoUevent: true}, r.changed)
+	w := Watch([]int{0}, Options{FS: fs, Poll: time.Hour, NoUevent: true}, r.changed)
 	defer w.Close()
 	r.wait(t, []int{0, 1})
 }
 
 // Without uevents (or when one is lost) the poll finds the change.
 func TestPollFindsTheChange(t *testing.T) {
-	path := fakeOnline(t, "0-1")
+	fs, path := fakeOnline(t, "0-1")
 	r := newRecorder()
-	w := Watch([]int{0, 1}, Options{Path: path, Poll: 20 * time.Millisecond, NoUevent: true}, r.changed)
+	w := Watch([]int{0, 1}, Options{FS: fs, Poll: 20 * time.Millisecond, NoUevent: true}, r.changed)
 	defer w.Close()
 	os.WriteFile(path, []byte("0\n"), 0o644)
 	r.wait(t, []int{0})
@@ -106,27 +106,27 @@ func TestPollFindsTheChange(t *testing.T) {
 
 // An unreadable or garbled list is logged once and changes nothing.
 func TestBadListIsLoggedOnce(t *testing.T) {
-	path := fakeOnline(t, "0-1")
+	fs, path := fakeOnline(t, "0-1")
 	r := newRecorder()
-	w := Watch([]int{0, 1}, Options{Path: path, Poll: 10 * time.Millisecond, NoUevent: true, Logf: r.logf}, r.changed)
+	w := Watch([]int{0, 1}, Options{FS: fs, Poll: 10 * time.Millisecond, NoUevent: true, Log: &r.log}, r.changed)
 	os.WriteFile(path, []byte("0-x\n"), 0o644)
 	r.quiet(t, 200*time.Millisecond)
 	w.Close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.logs) != 1 || !strings.HasPrefix(r.logs[0], "CPU hotplug: "+path+": ") || !strings.HasSuffix(r.logs[0], "; keeping the CPUs as they were") {
-		t.Errorf("log %q; want one line naming %s", r.logs, path)
+	if logs := r.log.Lines(); len(logs) != 1 || !strings.HasPrefix(logs[0], "Warning: CPU hotplug: "+path+": ") || !strings.HasSuffix(logs[0], "; keeping the CPUs as they were") {
+		t.Errorf("log %q; want one warning naming %s", logs, path)
 	}
 }
 
 // Close stops the callbacks, and a real uevent socket (which any user may
 // open) is closed with it.
 func TestCloseWithUevents(t *testing.T) {
-	path := fakeOnline(t, "0")
+	fs, path := fakeOnline(t, "0")
 	r := newRecorder()
-	w := Watch([]int{0}, Options{Path: path, Poll: time.Hour, Logf: r.logf}, r.changed)
+	w := Watch([]int{0}, Options{FS: fs, Poll: time.Hour, Log: &r.log}, r.changed)
 	if w.sock == nil {
-		t.Logf("no uevent socket here: %v", r.logs)
+		t.Logf("no uevent socket here: %v", r.log.Lines())
 	}
 	done := make(chan struct{})
 	go func() { w.Close(); close(done) }()
@@ -163,12 +163,12 @@ func TestIsCPUEvent(t *testing.T) {
 // While uevents work the poll is only a safety net; without them it is how
 // a change is found.
 func TestDefaultPoll(t *testing.T) {
-	path := fakeOnline(t, "0")
+	fs, _ := fakeOnline(t, "0")
 	r := newRecorder()
-	w := Watch([]int{0}, Options{Path: path, Logf: r.logf}, r.changed)
+	w := Watch([]int{0}, Options{FS: fs, Log: &r.log}, r.changed)
 	defer w.Close()
 	if w.sock == nil {
-		t.Skipf("needs a uevent socket: %v", r.logs)
+		t.Skipf("needs a uevent socket: %v", r.log.Lines())
 	}
 	if w.quiet != UeventPoll || w.opts.Poll != DefaultPoll {
 		t.Errorf("poll %v with uevents, %v without; want %v and %v", w.quiet, w.opts.Poll, UeventPoll, DefaultPoll)

@@ -64,6 +64,7 @@ func TestCgroupMetrics(t *testing.T) {
 		"perfevent.cgroup.cpu_clock.value":            "127.2050.0",
 		"perfevent.cgroup.context_switches.dutycycle": "127.2051.1",
 		"perfevent.cgroup.mode":                       "127.0.3",
+		"perfevent.cgroup.counting":                   "127.0.4",
 	} {
 		if id, err := table.PMID(name); err != nil || id.String() != want {
 			t.Errorf("%s = %v, %v; want %s", name, id, err, want)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"perfevent/internal/counter"
@@ -40,15 +41,17 @@ type ref struct {
 type Source struct {
 	set     *counter.Set
 	version string
-	refs    []ref   // by cluster
-	skipped []error // metrics Build could not number
+	refs    []ref        // by cluster
+	skipped []error      // metrics Build could not number
+	cpus    cpuInstances // while Build runs
 	cgroups CgroupReader
 	cgNeed  []bool // per cgroup event: asked for by this fetch
 	resv    ReservationReader
 	// The reservation as this fetch saw it, when it asked for it.
-	resvSnap Reservation
-	resvNow  time.Time
-	cgMode   func() string
+	resvSnap   Reservation
+	resvNow    time.Time
+	cgMode     func() string
+	cgCounting func() string
 
 	// The snapshot of the current fetch. gen stamps what this fetch marked,
 	// so nothing needs clearing between fetches.
@@ -336,6 +339,21 @@ func (s *Source) readCgroups() {
 	clear(s.cgNeed)
 }
 
+// counting is perfevent.cgroup.counting's value.
+func (s *Source) counting() string {
+	if s.cgCounting != nil {
+		return s.cgCounting()
+	}
+	mode := "off: no per-cgroup events (cgroups.conf)"
+	if s.cgMode != nil {
+		mode = s.cgMode()
+	}
+	if strings.HasPrefix(mode, "off: ") {
+		return mode
+	}
+	return "perf"
+}
+
 // Values implements pmda.Fetcher.
 func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 	pmid := m.Desc.PMID
@@ -353,6 +371,8 @@ func (s *Source) Values(m *pmda.Metric, w *pmda.ValueWriter) error {
 				mode = s.cgMode()
 			}
 			w.String(pdu.InNull, mode)
+		case 4:
+			w.String(pdu.InNull, s.counting())
 		default:
 			n := 0
 			if s.cgroups != nil {

@@ -83,8 +83,18 @@ func newSource(t testing.TB) (*countertest.Opener, *counter.Set, *pmda.Table, *S
 		// Two events over wall-clock time, so that the fetch path of
 		// sums and of duration_time is in TestFetchMakesNoGarbage too.
 		{Name: "both_per_second", Num: []string{"page-faults", "cpu-*"}, Den: ratio.Elapsed, Scale: 1e9, Unit: ratio.PerSecond},
+		// A product of two ratios plus a third, put over one denominator,
+		// so that the compound fetch path is in TestFetchMakesNoGarbage:
+		// faults per µs × the share of the two counts, plus faults per µs.
+		ratio.NewCompound("faults_compound", ratio.Compound{
+			Num: []ratio.Product{
+				{C: 1, Factors: []ratio.Linear{{{W: 1, Op: "page-faults"}}, {{W: 1, Op: "page-faults"}}}},
+				{C: 1, Factors: []ratio.Linear{{{W: 1, Op: "page-faults"}}, {{W: 1, Op: "cpu-clock"}, {W: 1, Op: "page-faults"}}}},
+			},
+			Den: []ratio.Product{{C: 1, Factors: []ratio.Linear{{{W: 1, Op: "cpu-clock"}}, {{W: 1, Op: "cpu-clock"}, {W: 1, Op: "page-faults"}}}}},
+		}, 1e3),
 	}, set, nil)
-	if len(ratios) != 2 || why[0] != "" || why[1] == "" || why[2] != "" {
+	if len(ratios) != 3 || why[0] != "" || why[1] == "" || why[2] != "" || why[3] != "" {
 		t.Fatalf("ratios chosen %+v; not chosen: %q", ratios, why)
 	}
 	clusters, _ := LoadClusters(filepath.Join(t.TempDir(), "pmids"))
@@ -605,5 +615,46 @@ func TestCMetrics(t *testing.T) {
 	}
 	if len(got[2]) != 0 || len(got[3]) != 0 {
 		t.Errorf("names without a counter: %v, %v; want no values and no error", got[2], got[3])
+	}
+}
+
+// A compound ratio (a product of ratios plus a third, over one
+// denominator) is served per CPU and for the whole machine over each
+// client's interval, the first fetch from the agent's own: the formula
+// over each CPU's increases, and over the increases summed. It has no
+// numerator or denominator of its own: its events are their counters.
+func TestCompoundRatio(t *testing.T) {
+	r := newRig(t)
+	const name, all = "perfevent.ratio.faults_compound", "perfevent.ratio.all.faults_compound"
+	f := func(pf, cc float64) float64 { return 1e3 * (pf*pf + pf*(cc+pf)) / (cc * (cc + pf)) }
+	clock := fakeClock(r.src, 1e9)
+	r.fake.Add("page-faults", 0, 10, 1, 1)
+	r.fake.Add("cpu-clock", 0, 1e6, 1, 1)
+	clock.step(0.5e9)
+	first := r.fetch(name, all)
+	if want := f(10, 1e6); !same(first[0], map[int32]float64{0: want}) || !same(first[1], map[int32]float64{pdu.InNull: want}) {
+		t.Errorf("first fetch gave %v; want %v on cpu0 and for all", first, want)
+	}
+	// cpu2 multiplexed at half duty: both its counts scaled ×2.
+	r.fake.Add("page-faults", 0, 30, 1, 1)
+	r.fake.Add("cpu-clock", 0, 10e6, 1, 1)
+	r.fake.Add("page-faults", 2, 5, 10, 5)
+	r.fake.Add("cpu-clock", 2, 1e6, 10, 5)
+	clock.step(0.5e9)
+	got := r.fetch(name, all)
+	if want := map[int32]float64{0: f(30, 10e6), 2: f(10, 2e6)}; !same(got[0], want) {
+		t.Errorf("second fetch: %v; want %v", got[0], want)
+	}
+	if want := f(40, 12e6); !same(got[1], map[int32]float64{pdu.InNull: want}) {
+		t.Errorf("all: %v; want the formula over the sums, %v", got[1], want)
+	}
+	for _, op := range []string{"perfevent.ratio.numerator.faults_compound", "perfevent.ratio.all.denominator.faults_compound"} {
+		if _, err := r.table.PMID(op); err == nil {
+			t.Errorf("%s is served: a compound ratio has no one numerator or denominator", op)
+		}
+	}
+	m, _ := r.table.Metric(mustPMID(t, r.table, name))
+	if !strings.Contains(m.OneLine, "(page-faults × page-faults + page-faults × (cpu-clock + page-faults)) / (cpu-clock × (cpu-clock + page-faults)) × 1000") {
+		t.Errorf("one-line help %q lacks the formula", m.OneLine)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmu"
 	"perfevent/internal/ratio"
@@ -30,7 +31,7 @@ type fixtureRig struct {
 func newFixtureRig(t *testing.T, machine, conf string) *fixtureRig {
 	t.Helper()
 	root := "../pmu/testdata/" + machine
-	fs := &pmu.FS{Sys: root + "/sys", Proc: root + "/proc", Tracing: []string{root + "/tracing"}}
+	fs := &pmu.FS{FS: hostfs.FS{Sys: root + "/sys", Proc: root + "/proc"}, Tracing: []string{root + "/tracing"}}
 	m, err := setup.ReadMachine(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -47,16 +48,17 @@ func newFixtureRig(t *testing.T, machine, conf string) *fixtureRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := set.Open()
-	if err != nil {
+	if _, err := set.Open(); err != nil {
 		t.Fatal(err)
 	}
-	plan.Opened(set, sum)
 	chosen, _ := ratio.Select(ratio.Builtin, set, plan.Scale)
 	r := &fixtureRig{plan: plan}
 	var counters []Counter
 	for _, c := range plan.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
+		if len(set.CPUs(ev)) == 0 {
+			continue // as the agent serves only what opened
+		}
 		counters = append(counters, Counter{Event: ev, Metric: c.Metric})
 	}
 	table, src, err := Build(Spec{Version: "test", Set: set, Clusters: NewClusters(), Counters: counters, Ratios: chosen, Sockets: plan.Sockets, Clock: func() uint64 { return r.now }})

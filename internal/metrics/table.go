@@ -3,6 +3,7 @@ package metrics
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,15 @@ point, such as /sys/fs/cgroup or /sys/fs/cgroup/perf_event). "unavailable:
 REASON" when there is none to count on, for example while perf_event is
 bound to a cgroup v1 hierarchy that is not mounted; "off: REASON" when
 cgroups.conf asks for nothing.`
+	oneLineCgroupCounting = "How the per-cgroup events are counted"
+	helpCgroupCounting    = `How perfevent.cgroup.* is counted. "bpf": each event is opened once per
+CPU, and a BPF program run at every switch between cgroups charges what
+it counted to the cgroup switched out and its ancestors, so that the
+descriptors do not grow with the cgroups. "perf": one perf counter per
+cgroup, event and CPU, bound to the cgroup (PERF_FLAG_PID_CGROUP), within
+the descriptor budget of cgroups.conf; "perf: REASON" says why BPF is not
+used where cgroups.conf asks for it or leaves the choice to the agent
+("counting auto", the default). "off: REASON" as for perfevent.cgroup.mode.`
 )
 
 // Counter describes one served event for the table.
@@ -98,8 +108,11 @@ type CMetric struct {
 // and .dutycycle, whose one instance domain follows the counted cgroups.
 type Cgroups struct {
 	// Mode is perfevent.cgroup.mode's value (see its help); nil serves
-	// "off". It is asked at each fetch.
-	Mode      func() string
+	// "off". It is asked at each fetch, as Counting is.
+	Mode func() string
+	// Counting is perfevent.cgroup.counting's value; nil serves Mode's
+	// when that is "off: ...", "perf" otherwise.
+	Counting  func() string
 	Events    []CgroupEvent
 	Reader    CgroupReader
 	Instances *pmda.Instances // the live members; see CgroupInstance
@@ -139,7 +152,8 @@ func CgroupInstance(id int32, path string) pmda.Instance {
 // instance's id is its CPU number: "cpu3" is instance 3 even when CPU 2 is
 // offline, so values line up with kernel.percpu.* and with labels.
 func Build(spec Spec) (*pmda.Table, *Source, error) {
-	src := &Source{set: spec.Set, version: spec.Version, clock: spec.Clock}
+	src := &Source{set: spec.Set, version: spec.Version, clock: spec.Clock, cpus: cpuInstances{}}
+	defer func() { src.cpus = nil }()
 	if src.clock == nil {
 		src.clock = monotonic
 	}
@@ -176,6 +190,12 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 				Help:    helpCgroupMode,
 			},
 			{
+				Name:    "perfevent.cgroup.counting",
+				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterStatic, 4), Type: pdu.ValueString, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
+				OneLine: oneLineCgroupCounting,
+				Help:    helpCgroupCounting,
+			},
+			{
 				Name:    "perfevent.derived.active",
 				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, ClusterDerived, 0), Type: pdu.ValueInt32, InDom: pdu.InDomNull, Sem: pdu.SemDiscrete, Units: pdu.UnitsNone},
 				OneLine: oneLineDerivedActive,
@@ -195,7 +215,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.CPUs(c.Event), nil))
+		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, spec.Set.CPUs(c.Event), nil))
 		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
 			fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
 			fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About))...)
@@ -209,7 +229,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, spec.Set.DerivedCPUs(d.Derived), nil))
+		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, spec.Set.DerivedCPUs(d.Derived), nil))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.derived." + d.Metric + ".value",
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
@@ -253,7 +273,18 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		}
 		operands := fmt.Sprintf("The operands are perfevent.ratio.numerator.%s and perfevent.ratio.denominator.%s: "+
 			"the value is %g × Δnumerator / Δdenominator over the interval.", c.Name, c.Name, c.Scale)
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, c.CPUs, spec.Sockets))
+		allOperands := fmt.Sprintf("The operands are perfevent.ratio.all.numerator.%s and perfevent.ratio.all.denominator.%s.", c.Name, c.Name)
+		if c.Compound != nil {
+			// A product of ratios has no one numerator: its events are
+			// counters of their own, from which a client computes it.
+			help = fmt.Sprintf("Computed by the agent from the increases of %s, counted in perf groups per CPU "+
+				"where the PMU allows, over the interval since the same client context's previous fetch of "+
+				"this metric. %s An interval in which the denominator did not move has no value.", strings.Join(events, ", "), firstFetch)
+			operands = fmt.Sprintf("The value is %s over the increases; each event is a cumulative counter of "+
+				"its own under perfevent.hwcounters, from which a client computes it over any interval.", formula)
+			allOperands = "Its operands are the per-instance events' counters, summed."
+		}
+		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, c.CPUs, spec.Sockets))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
 			Name:    "perfevent.ratio." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
@@ -264,17 +295,17 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			Name:    "perfevent.ratio.all." + c.Name,
 			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
 			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs") + ", since this client's previous fetch",
-			Help: wrap(c.About) + "\n\n" + wrap(fmt.Sprintf("The whole machine's value of perfevent.ratio.%s: the increases of "+
-				"its numerator summed over the instances, divided by %s, over the same interval. %s "+
-				"The operands are perfevent.ratio.all.numerator.%s and perfevent.ratio.all.denominator.%s.",
-				c.Name, allDen(den, c.Elapsed()), firstFetch, c.Name, c.Name)),
+			Help: wrap(c.About) + "\n\n" + wrap(fmt.Sprintf("The whole machine's value of perfevent.ratio.%s: %s, over the same interval. %s %s",
+				c.Name, allWhat(c, den), firstFetch, allOperands)),
 		})
-		ts.Metrics = append(ts.Metrics, operandMetrics(c, cluster, indom, strings.Join(events, " + "), den)...)
+		if c.Compound == nil {
+			ts.Metrics = append(ts.Metrics, operandMetrics(c, cluster, indom, strings.Join(events, " + "), den)...)
+		}
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
 	}
 	if cg := spec.Cgroups; cg != nil {
-		src.cgMode = cg.Mode
+		src.cgMode, src.cgCounting = cg.Mode, cg.Counting
 	}
 	src.addC(&ts, spec)
 	if cg := spec.Cgroups; cg != nil && len(cg.Events) > 0 {
@@ -386,6 +417,14 @@ func wrap(text string) string {
 	return b.String()
 }
 
+// allWhat says how the whole machine's value is computed.
+func allWhat(c ratio.Chosen, den string) string {
+	if c.Compound != nil {
+		return "the formula over the increases of each event summed over the instances"
+	}
+	return "the increases of its numerator summed over the instances, divided by " + allDen(den, c.Elapsed())
+}
+
 // allDen says what the whole machine's value divides by.
 func allDen(den string, elapsed bool) string {
 	if elapsed {
@@ -428,9 +467,31 @@ func (s *Source) Skipped() []error { return s.skipped }
 // says which socket it is. The per-instance "cpu" label is the CPU number, which the
 // C agent gets wrong (it gives the index) whenever a CPU is offline.
 func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
+	return cpuInstances{}.inDom(indom, cpus, sockets)
+}
+
+// cpuInstances are the instance lists of a table's per-CPU domains, one
+// list per distinct CPU list (and socket labelling), which every domain
+// with those CPUs shares: the C agent's layout gives each counter a domain
+// of its own, and on a machine of hundreds of CPUs the lists would
+// otherwise be most of the table (pmda indexes a shared list once).
+type cpuInstances map[string][]pmda.Instance
+
+func (c cpuInstances) inDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 	d := pmda.InDom{
 		InDom:  indom,
 		Labels: pmda.Labels{"device_type": "cpu", "indom_name": "per cpu"},
+	}
+	key := make([]byte, 0, 4*len(cpus)+1)
+	if sockets != nil {
+		key = append(key, 's')
+	}
+	for _, cpu := range cpus {
+		key = strconv.AppendInt(append(key, ','), int64(cpu), 10)
+	}
+	if in, ok := c[string(key)]; ok {
+		d.Instances = in
+		return d
 	}
 	for _, cpu := range cpus {
 		labels := pmda.Labels{"cpu": cpu}
@@ -439,6 +500,7 @@ func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 		}
 		d.Instances = append(d.Instances, pmda.Instance{ID: int32(cpu), Name: InstanceName(cpu), Labels: labels})
 	}
+	c[string(key)] = d.Instances
 	return d
 }
 
@@ -498,7 +560,7 @@ func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
 		if c.Event >= 0 {
 			cpus = spec.Set.CPUs(c.Event)
 		}
-		ts.InDoms = append(ts.InDoms, cpuInDom(indom, cpus, nil))
+		ts.InDoms = append(ts.InDoms, s.cpus.inDom(indom, cpus, nil))
 		about := "A name of PCP's C agent for this event, served so that switching agents keeps its PMID; it has no values here, as under the C agent, because the configuration does not count the event."
 		if c.Event >= 0 {
 			about = fmt.Sprintf("A name of PCP's C agent for this event, served so that switching agents keeps its PMID; the values are those of %s.", spec.Set.Name(c.Event))

@@ -78,6 +78,16 @@ type PMU struct {
 	// keeps when the PMU is not detected. PMUs() gives their CPUModels,
 	// Load their Events too.
 	ModelTables []ModelTable
+
+	// From the generated index (index_gen.go): the table file and its
+	// size, and the hashes of the event names it (and its model tables)
+	// holds, sorted, which let a name lookup pass the PMU without
+	// decoding its table; nil for a PMU made elsewhere (tests).
+	table string
+	size  [2]int
+	names []uint32
+	// full is set on a PMU that Load gave, with its tables.
+	full bool
 }
 
 // Modifier is one attribute of a PMU's modifier table ("u", "c", "ldlat").
@@ -103,6 +113,7 @@ type ModelTable struct {
 	CPUModels []int
 	Events    []Event
 	table     string // the file it loads from
+	size      [2]int // its events and unit masks
 }
 
 // Event is one entry of a PMU's table. Fields a family does not have stay

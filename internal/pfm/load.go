@@ -5,8 +5,8 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"io/fs"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +21,7 @@ var catalog struct {
 	once   sync.Once
 	pmus   []*PMU
 	byArch map[string][]*PMU
+	byID   map[string][]*PMU
 
 	mu     sync.Mutex
 	loaded map[*PMU]*loadedPMU // keyed by header
@@ -55,6 +56,13 @@ func ArchPMUs(arch string) []*PMU {
 	return catalog.byArch[arch]
 }
 
+// ArchPMUsByID is ArchPMUs in the order of libpfm4's PMU ids, in which
+// pfm_for_all_pmus walks them.
+func ArchPMUsByID(arch string) []*PMU {
+	readIndex()
+	return catalog.byID[arch]
+}
+
 // Load gives the PMU named name, with its tables, decoded on first use
 // and shared afterwards (callers must not modify it). A name that several
 // builds have (perf, perf_raw) gives the host architecture's, or else the
@@ -84,10 +92,17 @@ func LoadArch(arch, name string) (*PMU, error) {
 }
 
 func find(arch, name string) *PMU {
-	for _, p := range catalog.byArch[arch] {
-		if p.Name == name {
-			return p
+	for _, a := range generatedIndex {
+		if a.arch != arch {
+			continue
 		}
+		i, ok := slices.BinarySearchFunc(a.byName, name, func(k uint16, name string) int {
+			return strings.Compare(a.pmus[k].Name, name)
+		})
+		if !ok {
+			return nil
+		}
+		return catalog.byArch[arch][a.byName[i]]
 	}
 	return nil
 }
@@ -113,7 +128,8 @@ func load(h *PMU) (*PMU, error) {
 
 func loadTables(h *PMU) (*PMU, error) {
 	p := *h
-	t := table(h.Arch, tableNames[h])
+	p.full = true
+	t := table(h.Arch, h.table, h.size)
 	if t.err != nil {
 		return nil, t.err
 	}
@@ -121,79 +137,97 @@ func loadTables(h *PMU) (*PMU, error) {
 	if len(h.ModelTables) > 0 {
 		p.ModelTables = make([]ModelTable, len(h.ModelTables))
 		for i, mt := range h.ModelTables {
-			vt := table(h.Arch, mt.table)
+			vt := table(h.Arch, mt.table, mt.size)
 			if vt.err != nil {
 				return nil, vt.err
 			}
-			p.ModelTables[i] = ModelTable{CPUModels: mt.CPUModels, Events: vt.events, table: mt.table}
+			p.ModelTables[i] = mt
+			p.ModelTables[i].Events = vt.events
 		}
 	}
 	return &p, nil
 }
 
 // table decodes a table file once; PMUs that share it share its events.
-func table(arch, name string) *loadedTable {
+// The tables every machine needs (perf's) are compiled in.
+func table(arch, name string, size [2]int) *loadedTable {
 	key := arch + "/" + name
 	t := entry(catalog.tables, key)
 	t.once.Do(func() {
-		file := key + ".tsv.gz"
-		t.mods, t.events, t.err = decodeTable(file, tableSizes[key])
+		for _, g := range generatedTables {
+			if g.key == key {
+				t.mods, t.events = g.mods, g.events
+				return
+			}
+		}
+		t.mods, t.events, t.err = decodeTable(key+".tsv.gz", size)
 	})
 	return t
 }
 
-// tableNames and tableSizes are filled with the index, which is read once.
-var (
-	tableNames = map[*PMU]string{}
-	tableSizes = map[string][2]int{} // events and unit masks, to allocate once
-)
+// The index is generated Go (index_gen.go, from each architecture's
+// index.tsv): decoding it at every start cost more than the rest of
+// the catalog's work there.
+type generatedArch struct {
+	arch   string
+	pmus   []PMU
+	byName []uint16 // indexes of pmus by Name, then Order
+	byID   []uint16 // by ID, then Order
+}
+
+// generatedTable is a table compiled in rather than decoded.
+type generatedTable struct {
+	key    string // arch/table
+	mods   []Modifier
+	events []Event
+}
 
 func readIndex() {
 	catalog.once.Do(func() {
 		catalog.byArch = map[string][]*PMU{}
+		catalog.byID = map[string][]*PMU{}
 		catalog.loaded = map[*PMU]*loadedPMU{}
 		catalog.tables = map[string]*loadedTable{}
-		for _, arch := range Archs {
-			file := arch + "/index.tsv"
-			b, err := fs.ReadFile(tables.FS, file)
-			if err != nil {
-				continue // an architecture not generated
+		for _, a := range generatedIndex {
+			pmus := make([]*PMU, len(a.pmus))
+			for i := range a.pmus {
+				pmus[i] = &a.pmus[i]
 			}
-			pmus, err := decodeIndex(arch, file, string(b), tableNames, tableSizes)
-			if err != nil {
-				// The index is generated and checked by the tests: a bad one
-				// is a broken build, not bad input.
-				panic(err)
+			catalog.byArch[a.arch] = pmus
+			byID := make([]*PMU, len(a.byID))
+			for i, k := range a.byID {
+				byID[i] = pmus[k]
 			}
-			catalog.byArch[arch] = pmus
+			catalog.byID[a.arch] = byID
 			catalog.pmus = append(catalog.pmus, pmus...)
 		}
 	})
 }
 
-const indexHeader = "#kind\torder\tid\tname\tfamily\ttype\tperf_name\tflags\trev\tnum_cntrs\tnum_fixed\tsupported_plm\tmax_encoding\tcpu_family\tcpu_models\ttable\tnevents\tnumasks\tdesc"
-
-var families = map[string]Family{
-	"intel_x86":       FamilyIntelX86,
-	"intel_uncore":    FamilyIntelUncore,
-	"intel_rapl":      FamilyIntelRAPL,
-	"intel_nhm_unc":   FamilyIntelNHMUncore,
-	"netburst":        FamilyNetburst,
-	"amd64":           FamilyAMD64,
-	"arm":             FamilyARM,
-	"arm_kunpeng_unc": FamilyARMKunpengUncore,
-	"arm_tx2_unc":     FamilyARMTX2Uncore,
-	"power":           FamilyPower,
-	"power_torrent":   FamilyPowerTorrent,
-	"perf":            FamilyPerf,
-	"unknown":         FamilyUnknown,
+// mayHave reports whether p's table may have an event of this name, by
+// the generated hashes of its names; false means it has none, and a
+// lookup need not decode the table.
+func (p *PMU) mayHave(event string) bool {
+	if p.names == nil {
+		return true
+	}
+	_, ok := slices.BinarySearch(p.names, nameHash(event))
+	return ok
 }
 
-var pmuTypes = map[string]PMUType{
-	"core":       PMUTypeCore,
-	"uncore":     PMUTypeUncore,
-	"os_generic": PMUTypeOSGeneric,
-	"unknown":    PMUTypeUnknown,
+// nameHash is FNV-1a of the name in ASCII upper case, as libpfm4
+// compares names.
+func nameHash(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
 }
 
 var modTypes = map[string]ModifierType{
@@ -236,98 +270,6 @@ func (r *fields) int(i int) int {
 }
 
 func (r *fields) str(i int) string { return unescape(r.f[i]) }
-
-func (r *fields) ints(i int) []int {
-	if r.f[i] == "" {
-		return nil
-	}
-	parts := strings.Split(r.f[i], ",")
-	v := make([]int, len(parts))
-	for k, s := range parts {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			r.fail(i, "%q is not a list of numbers", r.f[i])
-		}
-		v[k] = n
-	}
-	return v
-}
-
-// decodeIndex reads one architecture's index, and notes each PMU's table
-// file in names and each table's size in sizes.
-func decodeIndex(arch, file, text string, names map[*PMU]string, sizes map[string][2]int) ([]*PMU, error) {
-	var pmus []*PMU
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	if lines[0] != indexHeader {
-		return nil, fmt.Errorf("%s:1: the header is not %q", file, indexHeader)
-	}
-	var f []string // one line's fields, reused: a PMU keeps substrings, not the slice
-	for n, line := range lines[1:] {
-		f = splitInto(f[:0], line, '\t')
-		r := fields{file: file, line: n + 2, f: f}
-		if len(r.f) != 19 {
-			return nil, fmt.Errorf("%s:%d: %d fields, want 19", file, r.line, len(r.f))
-		}
-		fam, ok := families[r.f[4]]
-		if !ok {
-			r.fail(4, "unknown family %q", r.f[4])
-		}
-		typ, ok := pmuTypes[r.f[5]]
-		if !ok {
-			r.fail(5, "unknown PMU type %q", r.f[5])
-		}
-		p := &PMU{
-			Name:         r.str(3),
-			Desc:         r.str(18),
-			ID:           r.int(2),
-			Order:        r.int(1),
-			Family:       fam,
-			Type:         typ,
-			PerfName:     r.str(6),
-			Flags:        uint32(r.uint(7, 32)),
-			Rev:          r.int(8),
-			NumCounters:  r.int(9),
-			NumFixed:     r.int(10),
-			SupportedPLM: uint32(r.uint(11, 32)),
-			MaxEncoding:  r.int(12),
-			CPUFamily:    r.int(13),
-			CPUModels:    r.ints(14),
-			Arch:         arch,
-		}
-		key := arch + "/" + r.f[15]
-		sizes[key] = [2]int{r.int(16), r.int(17)}
-		if r.err != nil {
-			return nil, r.err
-		}
-		switch r.f[0] {
-		case "P":
-			names[p] = r.f[15]
-			pmus = append(pmus, p)
-		case "V":
-			if len(pmus) == 0 || pmus[len(pmus)-1].Name != p.Name {
-				return nil, fmt.Errorf("%s:%d: a model table of %s that does not follow it", file, r.line, p.Name)
-			}
-			last := pmus[len(pmus)-1]
-			last.ModelTables = append(last.ModelTables, ModelTable{CPUModels: p.CPUModels, table: r.f[15]})
-		default:
-			return nil, fmt.Errorf("%s:%d: unknown record kind %q", file, r.line, r.f[0])
-		}
-	}
-	return pmus, nil
-}
-
-// splitInto is strings.Split into dst's storage: the index is decoded at
-// every start, and a slice a line was most of what that allocated.
-func splitInto(dst []string, s string, sep byte) []string {
-	for {
-		i := strings.IndexByte(s, sep)
-		if i < 0 {
-			return append(dst, s)
-		}
-		dst = append(dst, s[:i])
-		s = s[i+1:]
-	}
-}
 
 // The table files' header lines name their columns; a table whose header
 // differs was written by another generator.

@@ -239,9 +239,10 @@ func event(t *testing.T, p *PMU, name string) *Event {
 // BenchmarkDecodeSKX decodes skx's table from the embedded file each time.
 func BenchmarkDecodeSKX(b *testing.B) {
 	readIndex()
+	skx := find("amd64", "skx")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := decodeTable("amd64/skl.tsv.gz", tableSizes["amd64/skl"]); err != nil {
+		if _, _, err := decodeTable("amd64/skl.tsv.gz", skx.size); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -257,7 +258,7 @@ func TestDecodeIndexErrors(t *testing.T) {
 		{indexHeader + "\n" + row + "\textra\n", "x/index.tsv:2: 20 fields, want 19"},
 		{indexHeader + "\n" + strings.Replace(row, "P", "V", 1) + "\n", "x/index.tsv:2: a model table of skx that does not follow it"},
 	} {
-		_, err := decodeIndex("x", "x/index.tsv", c.text, map[*PMU]string{}, map[string][2]int{})
+		_, err := decodeIndex("x", "x/index.tsv", c.text)
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("decodeIndex: %v, want %q", err, c.want)
 		}

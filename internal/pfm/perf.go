@@ -161,12 +161,20 @@ func loadActive(name string, env Env) (*PMU, error) {
 	return p, nil
 }
 
-// activePMUs loads the active PMUs, in libpfm4's order whatever the
-// order of the names.
+// activePMUs gives the active PMUs in libpfm4's order whatever the order
+// of the names. Those of a named build come as the index's headers, their
+// tables not decoded: findEvent decodes only the tables that may have the
+// name (see withTables), as most names are found in one of many PMUs.
 func activePMUs(active []string, env Env) ([]*PMU, error) {
 	pmus := make([]*PMU, 0, len(active))
 	for _, n := range active {
-		p, err := loadActive(n, env)
+		var p *PMU
+		var err error
+		if env.Arch != "" {
+			p, err = header(env.Arch, n)
+		} else {
+			p, err = loadActive(n, env)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -175,6 +183,34 @@ func activePMUs(active []string, env Env) ([]*PMU, error) {
 	slices.SortStableFunc(pmus, func(a, b *PMU) int { return a.Order - b.Order })
 	perfCorePLM(pmus)
 	return pmus, nil
+}
+
+// header gives a PMU of one build as the index has it, without its tables.
+func header(arch, name string) (*PMU, error) {
+	readIndex()
+	if h := find(arch, name); h != nil {
+		return h, nil
+	}
+	return LoadArch(arch, name) // for its error
+}
+
+// withTables gives an active PMU with its tables, initialised for the
+// machine; p is returned as it is when it has them already.
+func withTables(p *PMU, env Env) (*PMU, error) {
+	if p.full || p.table == "" {
+		return p, nil
+	}
+	full, err := loadActive(p.Name, env)
+	if err != nil {
+		return nil, err
+	}
+	if full.SupportedPLM != p.SupportedPLM {
+		// perfCorePLM's change to the header.
+		q := *full
+		q.SupportedPLM = p.SupportedPLM
+		full = &q
+	}
+	return full, nil
 }
 
 // splitName cuts a name as pfmlib_parse_event does: the PMU prefix ends
@@ -236,10 +272,24 @@ func findEvent(name string, active []*PMU, env Env) (*request, error) {
 		if p.Family == FamilyPerf && p.Name == "perf_raw" {
 			// Its one event stands for every "r<hex>" name.
 			code, ok := perfRawCode(ename)
-			if !ok || len(p.Events) == 0 {
+			if !ok {
+				continue
+			}
+			var err error
+			if p, err = withTables(p, env); err != nil {
+				return nil, err
+			}
+			if len(p.Events) == 0 {
 				continue
 			}
 			return &request{pmu: p, event: &p.Events[0], attrs: attrs, rawCode: code}, nil
+		}
+		if !p.mayHave(ename) {
+			continue
+		}
+		var err error
+		if p, err = withTables(p, env); err != nil {
+			return nil, err
 		}
 		ev := findPMUEvent(p, ename, env)
 		if ev == nil {

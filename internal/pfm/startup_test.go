@@ -53,8 +53,6 @@ func resetCatalog() {
 	catalog.once = sync.Once{}
 	catalog.pmus, catalog.byArch, catalog.loaded, catalog.tables = nil, nil, nil, nil
 	catalog.mu.Unlock()
-	tableNames = map[*PMU]string{}
-	tableSizes = map[string][2]int{}
 }
 
 // cpuTime is the process's user and system time so far.

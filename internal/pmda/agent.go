@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"perfevent/internal/logging"
 	"perfevent/internal/pdu"
 )
 
@@ -42,7 +43,7 @@ type FetchRequest struct {
 // Config configures an Agent.
 type Config struct {
 	Fetcher Fetcher
-	Log     Log // nil discards
+	Log     logging.Logger // nil discards
 	// CredFlags are sent in the CREDS handshake; pdu.FlagAuth asks pmcd
 	// for client attributes (PDU_ATTR). perfevent sends 0.
 	CredFlags uint16
@@ -59,7 +60,7 @@ type Config struct {
 // Agent answers pmcd's requests from a Table and a Fetcher.
 type Agent struct {
 	cfg     Config
-	log     Log
+	log     logging.Logger
 	table   atomic.Pointer[Table]
 	pending atomic.Int32 // state-change flags for the next RESULT
 	serving atomic.Bool
@@ -90,10 +91,7 @@ type client struct {
 
 // New returns an agent serving t.
 func New(cfg Config, t *Table) *Agent {
-	a := &Agent{cfg: cfg, log: cfg.Log, clients: make(map[int32]*client)}
-	if a.log == nil {
-		a.log = discard{}
-	}
+	a := &Agent{cfg: cfg, log: logging.Or(cfg.Log), clients: make(map[int32]*client)}
 	if a.cfg.SlowRequest <= 0 {
 		a.cfg.SlowRequest = time.Second
 	}

@@ -10,15 +10,11 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/logging"
 )
 
-// Log is what the framework needs from a logger. *Logger implements it;
-// tests may substitute their own.
-type Log interface {
-	Infof(format string, args ...any)
-	Warningf(format string, args ...any)
-	Errorf(format string, args ...any)
-}
+var _ logging.Logger = (*Logger)(nil)
 
 // Logger writes lines in libpcp's format,
 //
@@ -32,7 +28,7 @@ type Log interface {
 // or its text but for numbers when the format is only verbs) is written at most
 // RepeatBurst times per RepeatWindow, and the rest are counted and told
 // in one line when the window ends. A log file it opened itself
-// (RotateAt) is rotated at a size.
+// (RotateAt) is rotated at a size. Debugf writes only after SetDebug(true).
 type Logger struct {
 	mu   sync.Mutex
 	w    io.Writer
@@ -53,6 +49,8 @@ type Logger struct {
 	size, max int64
 	rotateErr error
 	rotations int
+
+	debug bool // Debugf writes
 }
 
 // A message kind's RepeatBurst lines in a RepeatWindow are written; the
@@ -114,6 +112,25 @@ func (l *Logger) Finish() {
 func (l *Logger) Infof(format string, args ...any)    { l.logf("Info", format, args...) }
 func (l *Logger) Warningf(format string, args ...any) { l.logf("Warning", format, args...) }
 func (l *Logger) Errorf(format string, args ...any)   { l.logf("Error", format, args...) }
+
+// Debugf writes, once SetDebug(true) asked for it, one line at Info: the
+// agent's -D adds lines to its log, as it always has, without a level of
+// their own.
+func (l *Logger) Debugf(format string, args ...any) {
+	l.mu.Lock()
+	on := l.debug
+	l.mu.Unlock()
+	if on {
+		l.logf("Info", format, args...)
+	}
+}
+
+// SetDebug says whether Debugf writes.
+func (l *Logger) SetDebug(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.debug = on
+}
 
 // logf writes the whole line in one Write so that concurrent writers to a
 // shared file (pmcd.log) do not interleave within a line.
@@ -306,12 +323,6 @@ func (l *Logger) Rotations() int {
 	defer l.mu.Unlock()
 	return l.rotations
 }
-
-type discard struct{}
-
-func (discard) Infof(string, ...any)    {}
-func (discard) Warningf(string, ...any) {}
-func (discard) Errorf(string, ...any)   {}
 
 // OpenLog opens the agent's log as libpcp does for an agent pmcd starts:
 // the previous log is kept as .prev. If the file cannot be opened the log

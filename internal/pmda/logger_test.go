@@ -50,6 +50,24 @@ func TestLoggerRepeats(t *testing.T) {
 	}
 }
 
+// Debugf writes nothing until SetDebug(true), then a whole line at Info,
+// as -D's lines always were.
+func TestLoggerDebug(t *testing.T) {
+	var buf testlog.Buffer
+	l := NewLogger(&buf, "pmdaperfevent")
+	l.now = func() time.Time { return time.Date(2026, 12, 2, 9, 0, 5, 0, time.UTC) }
+	l.pid = 1234
+	l.Debugf("hidden %d", 1)
+	l.SetDebug(true)
+	l.Debugf("cgroups: counting %s on %d descriptors", "/a", 2)
+	l.SetDebug(false)
+	l.Debugf("hidden %d", 2)
+	want := "[Wed Dec  2 09:00:05] pmdaperfevent(1234) Info: cgroups: counting /a on 2 descriptors\n"
+	if got := buf.String(); got != want {
+		t.Errorf("log %q, want %q", got, want)
+	}
+}
+
 // Finish tells what is held back before the closing line.
 func TestLoggerRepeatsFinish(t *testing.T) {
 	var buf testlog.Buffer

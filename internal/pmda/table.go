@@ -187,6 +187,7 @@ func NewTable(spec TableSpec) (*Table, error) {
 			return nil, fmt.Errorf("labels of cluster %d: %w", c, err)
 		}
 	}
+	indexed := map[*Instance]instList{}
 	for i := range t.indoms {
 		d := &t.indoms[i]
 		if d.InDom == pdu.InDomNull {
@@ -202,8 +203,18 @@ func NewTable(spec TableSpec) (*Table, error) {
 		if d.Live != nil && len(d.Instances) > 0 {
 			return nil, fmt.Errorf("instance domain %s: has both static and live instances", d.InDom)
 		}
+		if len(d.Instances) > 0 {
+			// Domains may share one instance list: it is indexed once.
+			if l, ok := indexed[&d.Instances[0]]; ok && len(l.all) == len(d.Instances) {
+				d.static = l
+				continue
+			}
+		}
 		if d.static, err = indexInstances(d.Instances); err != nil {
 			return nil, fmt.Errorf("instance domain %s: %w", d.InDom, err)
+		}
+		if len(d.Instances) > 0 {
+			indexed[&d.Instances[0]] = d.static
 		}
 	}
 	for _, s := range spec.Subtrees {

@@ -8,13 +8,17 @@ import (
 )
 
 // catalogSource gives one libpfm4 build's PMUs; tests swap in small ones.
-var catalogSource = pfm.ArchPMUs
+var catalogSource = pfm.ArchPMUsByID
 
 // catalog returns the PMUs of the libpfm4 build for arch in the order of
-// their ids, as pfm_for_all_pmus walks them.
+// their ids, as pfm_for_all_pmus walks them. The result is shared.
 func catalog(arch string) []*pfm.PMU {
-	pmus := slices.Clone(catalogSource(arch))
-	slices.SortStableFunc(pmus, func(a, b *pfm.PMU) int { return a.ID - b.ID })
+	pmus := catalogSource(arch)
+	byID := func(a, b *pfm.PMU) int { return a.ID - b.ID }
+	if !slices.IsSortedFunc(pmus, byID) {
+		pmus = slices.Clone(pmus)
+		slices.SortStableFunc(pmus, byID)
+	}
 	return pmus
 }
 

@@ -5,14 +5,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 )
 
 func ExampleFS_Resolve() {
 	// pmu.Default() reads the running system; tests use a fixture tree.
 	fs := &pmu.FS{
-		Sys:     "testdata/skylake/sys",
-		Proc:    "testdata/skylake/proc",
+		FS:      hostfs.FS{Sys: "testdata/skylake/sys", Proc: "testdata/skylake/proc"},
 		Tracing: []string{"testdata/vm/tracing"},
 	}
 	for _, name := range []string{
@@ -62,7 +62,7 @@ func excluded(bits uint64) []string {
 }
 
 func ExampleFS_PresentNames() {
-	fs := &pmu.FS{Sys: "testdata/skylake/sys", Proc: "testdata/skylake/proc"}
+	fs := &pmu.FS{FS: hostfs.FS{Sys: "testdata/skylake/sys", Proc: "testdata/skylake/proc"}}
 	fmt.Println(fs.PresentNames())
 	// Output:
 	// [ix86arch perf rapl perf_raw skx skx_unc_imc0]

@@ -1,13 +1,13 @@
 package pmu
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pfm"
 )
 
@@ -15,20 +15,17 @@ import (
 // Construct it with Default or fill in the fields; the zero value of the
 // unexported state is ready to use. An FS is safe for concurrent use.
 type FS struct {
-	// Sys is the sysfs mount point, normally "/sys". PMUs are read from
-	// <Sys>/bus/event_source/devices and online CPUs from
-	// <Sys>/devices/system/cpu/online.
-	Sys string
-	// Proc is the procfs mount point, normally "/proc". Only cpuinfo and
-	// mounts are read.
-	Proc string
+	// FS is where sysfs and procfs are. PMUs are read from its
+	// PMUDevices, online CPUs from its OnlineFile; of procfs, only
+	// cpuinfo and mountinfo are read.
+	hostfs.FS
 	// IntelArch is what CPUID leaf 0xa says, which libpfm4's ix86arch
 	// PMU depends on and /proc/cpuinfo does not show; Default reads it
 	// from this CPU. Nil stands for libpfm4's assumption when it cannot
 	// ask (version 3, every architectural event).
 	IntelArch *pfm.IntelArchPerfmon
 	// Tracing lists candidate tracefs roots, tried in order. When empty,
-	// the tracefs and debugfs mounts listed in <Proc>/mounts are tried,
+	// the tracefs and debugfs mounts listed in mountinfo are tried,
 	// then <Sys>/kernel/tracing and <Sys>/kernel/debug/tracing.
 	Tracing []string
 
@@ -47,6 +44,10 @@ type FS struct {
 	passMu sync.Mutex
 	pass   *pass // the configuration pass under way; see Pass
 
+	cpuOnce sync.Once
+	cpu     CPUInfo // the first processor of <Proc>/cpuinfo; see CPUInfo
+	cpuErr  error
+
 	detectOnce sync.Once
 	active     []*pfm.PMU // libpfm4's active PMUs; see LibpfmPMUs
 	arch       string     // their libpfm4 build
@@ -55,41 +56,14 @@ type FS struct {
 	vendor     []*vendorPMU // the vendors' PMUs found here; see VendorPMUs
 }
 
-// Default returns an FS for the running system. Like the C agent it
-// honours SYSFS_PREFIX (used by its parse_events.c for PMU devices) and
-// SYSFS_MOUNT_POINT (used by its architecture.c for CPU lists) so that its
-// test harnesses work unchanged; both name the sysfs mount point, and
-// SYSFS_PREFIX wins when both are set.
+// Default returns an FS for the running system, at hostfs.Default.
 func Default() *FS {
-	sys := "/sys"
-	if v := os.Getenv("SYSFS_MOUNT_POINT"); v != "" {
-		sys = v
-	}
-	if v := os.Getenv("SYSFS_PREFIX"); v != "" {
-		sys = v
-	}
-	return &FS{Sys: sys, Proc: "/proc", IntelArch: hostIntelArch()}
-}
-
-func (fs *FS) sysPath(elem ...string) string {
-	root := fs.Sys
-	if root == "" {
-		root = "/sys"
-	}
-	return filepath.Join(append([]string{root}, elem...)...)
-}
-
-func (fs *FS) procPath(elem ...string) string {
-	root := fs.Proc
-	if root == "" {
-		root = "/proc"
-	}
-	return filepath.Join(append([]string{root}, elem...)...)
+	return &FS{FS: hostfs.Default(), IntelArch: hostIntelArch()}
 }
 
 // devicesDir is the directory holding one entry per registered PMU.
 func (fs *FS) devicesDir() string {
-	return fs.sysPath("bus", "event_source", "devices")
+	return fs.PMUDevices()
 }
 
 // tracingCandidates lists the places a tracefs may be found, in the order
@@ -107,24 +81,17 @@ func (fs *FS) tracingCandidates() []string {
 		}
 	}
 	// A tracefs mounted somewhere unusual is still found through mounts.
-	if f, err := os.Open(fs.procPath("mounts")); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) < 3 {
-				continue
-			}
-			switch fields[2] {
-			case "tracefs":
-				add(fields[1])
-			case "debugfs":
-				add(filepath.Join(fields[1], "tracing"))
-			}
+	mounts, _ := fs.Mounts() // without them, the usual places
+	for _, m := range mounts {
+		switch m.FSType {
+		case "tracefs":
+			add(m.Point)
+		case "debugfs":
+			add(filepath.Join(m.Point, "tracing"))
 		}
 	}
-	add(fs.sysPath("kernel", "tracing"))
-	add(fs.sysPath("kernel", "debug", "tracing"))
+	add(fs.SysPath("kernel", "tracing"))
+	add(fs.SysPath("kernel", "debug", "tracing"))
 	return dirs
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"perfevent/internal/hostfs"
 )
 
 // Every sysfs file this package parses is kernel text, but the package also
@@ -168,8 +170,7 @@ func FuzzResolve(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string, tree uint8, rawcode uint64, hasRaw bool, param uint64) {
 		dir := fuzzTrees[int(tree)%len(fuzzTrees)]
 		fs := &FS{
-			Sys:     filepath.Join("testdata", dir, "sys"),
-			Proc:    filepath.Join("testdata", dir, "proc"),
+			FS:      hostfs.FS{Sys: filepath.Join("testdata", dir, "sys"), Proc: filepath.Join("testdata", dir, "proc")},
 			Tracing: []string{filepath.Join("testdata", dir, "tracing")},
 		}
 		o := Options{RawCode: rawcode, HasRawCode: hasRaw}

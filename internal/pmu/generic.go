@@ -2,6 +2,7 @@ package pmu
 
 import (
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -123,8 +124,9 @@ var libpfmOp = map[uint64]string{
 }
 
 // genericByName indexes every plain generic name, lower-cased, because
-// libpfm4 matches event names case-insensitively.
-var genericByName = func() map[string]genericEvent {
+// libpfm4 matches event names case-insensitively. It is built on first
+// use: most starts resolve every name through libpfm4 first.
+var genericByName = sync.OnceValue(func() map[string]genericEvent {
 	m := map[string]genericEvent{}
 	add := func(e genericEvent) {
 		m[strings.ToLower(e.Name)] = e
@@ -145,9 +147,9 @@ var genericByName = func() map[string]genericEvent {
 		add(e)
 	}
 	return m
-}()
+})
 
 func genericNamed(name string) (genericEvent, bool) {
-	e, ok := genericByName[strings.ToLower(name)]
+	e, ok := genericByName()[strings.ToLower(name)]
 	return e, ok
 }

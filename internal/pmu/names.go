@@ -37,21 +37,30 @@ type CPUInfo struct {
 // ARMCore is one kind of ARM core.
 type ARMCore struct{ Implementer, Part int }
 
-// CPUInfo reads <Proc>/cpuinfo up to the end of the first processor.
+// CPUInfo reads the FS's CPUInfoFile up to the end of the first processor,
+// once: detection, the vendor lists and the privilege levels all ask, and
+// on a large machine the kernel makes the file afresh for every read.
+// The result is shared: callers must not modify its Flags.
 func (fs *FS) CPUInfo() (CPUInfo, error) {
-	path := fs.procPath("cpuinfo")
-	f, err := os.Open(path)
-	if err != nil {
-		return CPUInfo{}, err
-	}
-	defer f.Close()
-	return parseCPUInfo(path, f)
+	fs.cpuOnce.Do(func() {
+		path := fs.CPUInfoFile()
+		f, err := os.Open(path)
+		if err != nil {
+			fs.cpuErr = err
+			return
+		}
+		defer f.Close()
+		fs.cpu, fs.cpuErr = parseCPUInfo(path, f)
+	})
+	return fs.cpu, fs.cpuErr
 }
 
 func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 	info := CPUInfo{Flags: map[string]bool{}}
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	// Small reads: the kernel writes the file in the reader's chunks, and
+	// only the first processor is read.
+	sc.Buffer(make([]byte, 4096), 1024*1024)
 	line := 0
 	seenProcessor := false
 	for sc.Scan() {
@@ -191,7 +200,7 @@ func (fs *FS) hasCorePMU() bool {
 		if !core {
 			continue
 		}
-		if st, err := os.Stat(fs.sysPath("bus", "event_source", "devices", n, "events")); err == nil && st.IsDir() {
+		if st, err := os.Stat(filepath.Join(fs.PMUDir(n), "events")); err == nil && st.IsDir() {
 			return true
 		}
 	}

@@ -22,9 +22,15 @@ type pass struct {
 	types     map[string]typeRead
 	tps       map[string]tpRead // tracepoint ids, by root/subsys/event
 	tpRoot    *rootRead
+	resolved  map[string]resolveRead // by name and options; see passResolve
 	names     []string
 	namesErr  error
 	namesRead bool
+}
+
+type resolveRead struct {
+	ev  Event
+	err error
 }
 
 type pmuRead struct {
@@ -54,7 +60,7 @@ type rootRead struct {
 // while another runs replaces it, so both use reads no older than the
 // later one's start. Outside a pass every lookup reads sysfs.
 func (fs *FS) Pass() (end func()) {
-	p := &pass{pmus: map[string]pmuRead{}, types: map[string]typeRead{}, tps: map[string]tpRead{}}
+	p := &pass{pmus: map[string]pmuRead{}, types: map[string]typeRead{}, tps: map[string]tpRead{}, resolved: map[string]resolveRead{}}
 	fs.passMu.Lock()
 	fs.pass = p
 	fs.passMu.Unlock()
@@ -183,4 +189,23 @@ func (fs *FS) passTracepointID(root, subsys, event string) (uint64, bool, error)
 		return tpRead{id, found, err}
 	})
 	return r.id, r.found, r.err
+}
+
+// passResolve is resolve, once per pass for a name and options: the
+// configuration, the metric catalog's operands and the C agent's
+// numbering resolve many of the same names, each through sysfs and
+// libpfm4's tables. The Event's CPUs are the caller's own.
+func (fs *FS) passResolve(name string, o Options) (Event, error) {
+	p := fs.current()
+	if p == nil || o.Params != nil {
+		return fs.resolve(name, o)
+	}
+	key := name + "\x00" + strconv.FormatUint(o.RawCode, 16) + "\x00" + strconv.FormatBool(o.HasRawCode)
+	r := memo(&fs.passMu, p.resolved, key, func() resolveRead {
+		ev, err := fs.resolve(name, o)
+		return resolveRead{ev, err}
+	})
+	ev := r.ev
+	ev.CPUs = slices.Clone(ev.CPUs)
+	return ev, r.err
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"perfevent/internal/hostfs"
 )
 
 // skylakeCoreEvents are raw core events of the skylake tree (libpfm4's
@@ -56,7 +58,7 @@ func copyTree(t *testing.T, fixture string) *FS {
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	return &FS{Sys: filepath.Join(dst, "sys"), Proc: filepath.Join(dst, "proc"), Tracing: []string{filepath.Join(dst, "tracing")}}
+	return &FS{FS: hostfs.FS{Sys: filepath.Join(dst, "sys"), Proc: filepath.Join(dst, "proc")}, Tracing: []string{filepath.Join(dst, "tracing")}}
 }
 
 // TestPassSeesAChangedSysfs: a pass reads each PMU once, and the next pass
@@ -195,5 +197,55 @@ func TestPassReadsEachTracepointOnce(t *testing.T) {
 	defer end()
 	if got := id(); got != 4242 {
 		t.Errorf("the next pass: id %d, want the new 4242", got)
+	}
+}
+
+// TestPassResolvesEachNameOnce: in a pass a name resolves once, to the
+// same event, each caller with CPUs of its own; the next pass resolves it
+// afresh.
+func TestPassResolvesEachNameOnce(t *testing.T) {
+	fs := copyTree(t, "skylake")
+	const name = "uncore_imc_0.cas_count_read"
+	outside, err := fs.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := fs.Pass()
+	first, err := fs.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.CPUs) == 0 {
+		t.Fatalf("%s: no CPUs: %+v", name, first)
+	}
+	first.CPUs[0] = -1 // a caller's change stays its own
+	ev := filepath.Join(fs.Sys, "bus", "event_source", "devices", "uncore_imc_0", "events", "cas_count_read")
+	if err := os.WriteFile(ev, []byte("event=0x05,umask=0x03\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := fs.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Attr != outside.Attr || !slices.Equal(again.CPUs, outside.CPUs) || again.Source != outside.Source {
+		t.Errorf("resolved again in the pass: %+v, want %+v", again, outside)
+	}
+	// Again, it costs the key and the copy of the CPUs, not a resolution.
+	for _, n := range []string{name, "INST_RETIRED:ANY_P", "cpu-clock"} {
+		if allocs := testing.AllocsPerRun(10, func() { fs.Resolve(n) }); allocs > 3 {
+			t.Errorf("%s resolved again in the pass: %.0f allocations", n, allocs)
+		}
+	}
+	if _, err := fs.ResolveWith("RAW:x", Options{RawCode: 0x1, HasRawCode: true}); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := fs.ResolveWith("RAW:x", Options{RawCode: 0x2, HasRawCode: true}); err != nil || raw.Attr.Config != 0x2 {
+		t.Errorf("RAW:x with rawcode 0x2 in the same pass: config %#x, %v", raw.Attr.Config, err)
+	}
+	end()
+	end = fs.Pass()
+	defer end()
+	if next, err := fs.Resolve(name); err != nil || next.Attr.Config == outside.Attr.Config {
+		t.Errorf("the next pass: %+v, %v; want the new encoding", next, err)
 	}
 }

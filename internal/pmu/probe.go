@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/counter"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 )
 
@@ -53,10 +54,10 @@ func (fs *FS) probe(l *Listing, o counter.Opener) ProbeResult {
 	if err != nil {
 		return ProbeResult{State: Skipped, Err: err}
 	}
-	return probeOne(o, ev)
+	return probeOne(fs.FS, o, ev)
 }
 
-func probeOne(o counter.Opener, ev Event) ProbeResult {
+func probeOne(host hostfs.FS, o counter.Opener, ev Event) ProbeResult {
 	cpu := 0
 	if len(ev.CPUs) > 0 {
 		cpu = ev.CPUs[0]
@@ -67,7 +68,7 @@ func probeOne(o counter.Opener, ev Event) ProbeResult {
 	attr.Bits |= unix.PerfBitDisabled
 	src, err := o.Open(ev.Name, &attr, cpu, nil)
 	if err != nil {
-		return ProbeResult{State: OpenFailed, Err: counter.NewOpenError(ev.Name, cpu, err)}
+		return ProbeResult{State: OpenFailed, Err: counter.NewOpenError(host, ev.Name, cpu, err)}
 	}
 	src.Close()
 	return ProbeResult{State: Opened}

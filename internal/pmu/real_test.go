@@ -10,13 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/emulator"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/testneed"
 )
 
 // TestThisMachine resolves names against the real /sys. It needs the
 // kernel's msr PMU (x86) and only reads.
 func TestThisMachine(t *testing.T) {
-	fs := &FS{Sys: "/sys", Proc: "/proc"}
+	fs := &FS{FS: hostfs.FS{Sys: "/sys", Proc: "/proc"}}
 	b, err := os.ReadFile("/sys/bus/event_source/devices/msr/type")
 	if err != nil {
 		t.Skip("needs the msr PMU in /sys/bus/event_source/devices (x86 with CONFIG_PERF_EVENTS_MSR)")
@@ -55,7 +56,7 @@ func TestThisMachine(t *testing.T) {
 // TestThisMachineTracepoint needs a mounted tracefs; it does not mount one
 // itself, as unit tests leave the machine as they found it.
 func TestThisMachineTracepoint(t *testing.T) {
-	fs := &FS{Sys: "/sys", Proc: "/proc"}
+	fs := &FS{FS: hostfs.FS{Sys: "/sys", Proc: "/proc"}}
 	root, ok := fs.tracingRoot()
 	if !ok {
 		t.Skip("needs tracefs mounted (mount -t tracefs nodev /sys/kernel/tracing)")
@@ -79,7 +80,7 @@ func TestThisMachineTracepoint(t *testing.T) {
 func TestThisMachineKernelAccepts(t *testing.T) {
 	testneed.SystemWide(t)
 	emulator.SkipWithoutPerfEvents(t)
-	fs := &FS{Sys: "/sys", Proc: "/proc"}
+	fs := &FS{FS: hostfs.FS{Sys: "/sys", Proc: "/proc"}}
 	names := []string{"page-faults", "perf::CONTEXT-SWITCHES:u", "cpu-clock:k", "software.task-clock"}
 	if _, err := os.Stat("/sys/bus/event_source/devices/msr"); err == nil {
 		names = append(names, "msr.tsc")
@@ -109,7 +110,7 @@ func TestThisMachineKernelAccepts(t *testing.T) {
 // of this CPU: present, version 1 or more, on Intel with arch_perfmon;
 // absent elsewhere.
 func TestHostIntelArch(t *testing.T) {
-	c, err := (&FS{Proc: "/proc"}).CPUInfo()
+	c, err := (&FS{FS: hostfs.FS{Proc: "/proc"}}).CPUInfo()
 	if err != nil {
 		t.Skip("needs /proc/cpuinfo")
 	}

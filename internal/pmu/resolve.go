@@ -63,7 +63,7 @@ func (fs *FS) ResolveWith(name string, o Options) (Event, error) {
 	if name == "" {
 		return Event{}, errors.New("empty event name")
 	}
-	ev, err := fs.resolve(name, o)
+	ev, err := fs.passResolve(name, o)
 	if err != nil {
 		return Event{}, err
 	}
@@ -124,7 +124,7 @@ func (fs *FS) sysfsHas(pmuName string) bool {
 	if !isPathElem(pmuName) {
 		return false
 	}
-	_, err := os.Stat(fs.sysPath("bus", "event_source", "devices", pmuName))
+	_, err := os.Stat(fs.PMUDir(pmuName))
 	return err == nil
 }
 
@@ -449,7 +449,7 @@ func (fs *FS) resolveDynamic(name string, o Options) (Event, bool, error) {
 	}
 	p, err := fs.PMU(pmuName)
 	if err != nil {
-		_, statErr := os.Stat(fs.sysPath("bus", "event_source", "devices", pmuName))
+		_, statErr := os.Stat(fs.PMUDir(pmuName))
 		if (pmuName == "hv_24x7" || pmuName == "hv_gpci") && statErr != nil {
 			return Event{}, true, fmt.Errorf("event %q: %s parameters are only meaningful on IBM POWER; PMU %s is not present", name, pmuName, pmuName)
 		}
@@ -503,7 +503,7 @@ func (fs *FS) splitDynamic(name string) (string, string, bool) {
 		if pmuName == "software" {
 			return pmuName, ev, true
 		}
-		if _, err := os.Stat(fs.sysPath("bus", "event_source", "devices", pmuName)); err == nil {
+		if _, err := os.Stat(fs.PMUDir(pmuName)); err == nil {
 			return pmuName, ev, true
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/hostfs"
 )
 
 // testFS points at one of the trees under testdata: "vm" is this project's
@@ -16,8 +18,7 @@ import (
 // "graviton2" an AWS Graviton2 (Neoverse N1) instance.
 func testFS(tree string) *FS {
 	return &FS{
-		Sys:     filepath.Join("testdata", tree, "sys"),
-		Proc:    filepath.Join("testdata", tree, "proc"),
+		FS:      hostfs.FS{Sys: filepath.Join("testdata", tree, "sys"), Proc: filepath.Join("testdata", tree, "proc")},
 		Tracing: []string{filepath.Join("testdata", tree, "tracing")},
 	}
 }
@@ -407,7 +408,7 @@ func TestResolveLibpfmAMD(t *testing.T) {
 func TestTracingRootFollowsTheMounts(t *testing.T) {
 	dir := t.TempDir()
 	proc := filepath.Join(dir, "proc")
-	mounts := filepath.Join(proc, "mounts")
+	mounts := filepath.Join(proc, "self", "mountinfo")
 	tracefs := func(name, id string) string {
 		root := filepath.Join(dir, name)
 		ev := filepath.Join(root, "events", "sched", "sched_switch")
@@ -417,15 +418,15 @@ func TestTracingRootFollowsTheMounts(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(ev, "id"), []byte(id+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(proc, 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(mounts), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(mounts, []byte("nodev "+root+" tracefs rw 0 0\n"), 0o644); err != nil {
+		if err := os.WriteFile(mounts, []byte("67 22 0:13 / "+root+" rw,relatime - tracefs nodev rw\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return root
 	}
-	fs := &FS{Sys: filepath.Join(dir, "sys"), Proc: proc}
+	fs := &FS{FS: hostfs.FS{Sys: filepath.Join(dir, "sys"), Proc: proc}}
 	first := tracefs("a", "312")
 	for range 2 {
 		if ev, err := fs.Resolve("sched:sched_switch"); err != nil || ev.Attr.Config != 312 {

@@ -3,12 +3,14 @@ package pmu
 import (
 	"strings"
 	"testing"
+
+	"perfevent/internal/hostfs"
 )
 
 // A misspelt tracepoint, sysfs event or [dynamic] software event gets the
 // nearest names as suggestions, written as perfevent.conf takes them.
 func TestTyposGetSuggestions(t *testing.T) {
-	fs := &FS{Sys: "testdata/vm/sys", Proc: "testdata/vm/proc", Tracing: []string{"testdata/vm/tracing"}}
+	fs := &FS{FS: hostfs.FS{Sys: "testdata/vm/sys", Proc: "testdata/vm/proc"}, Tracing: []string{"testdata/vm/tracing"}}
 	for name, want := range map[string]string{
 		"sched:sched_swich":    "no tracepoint sched_swich in testdata/vm/tracing/events/sched; did you mean sched:sched_switch?",
 		"shed:sched_switch":    "has no tracepoint subsystem shed; did you mean sched:sched_switch?",

@@ -1,6 +1,7 @@
 package pmu
 
 import (
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pfm"
 
 	"os"
@@ -85,7 +86,7 @@ func TestPMUsReportsBrokenPMU(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dev, "good", "type"), []byte("7\n"), 0o644)
 	os.WriteFile(filepath.Join(dev, "bad", "type"), []byte("seven\n"), 0o644)
-	pmus, err := (&FS{Sys: dir}).PMUs()
+	pmus, err := (&FS{FS: hostfs.FS{Sys: dir}}).PMUs()
 	if len(pmus) != 1 || pmus[0].Name != "good" || pmus[0].Type != 7 {
 		t.Errorf("PMUs = %v", pmus)
 	}
@@ -111,7 +112,7 @@ func TestPresentNames(t *testing.T) {
 		{testFS("graviton2"), []string{"perf", "perf_raw", "arm_n1"}},
 		// An Intel guest without a virtual PMU: CPUID names the model, but
 		// nothing can count its events.
-		{&FS{Sys: "testdata/vm/sys", Proc: "testdata/skylake/proc"}, []string{"perf", "perf_raw"}},
+		{&FS{FS: hostfs.FS{Sys: "testdata/vm/sys", Proc: "testdata/skylake/proc"}}, []string{"perf", "perf_raw"}},
 	}
 	defer func(f func(string) []*pfm.PMU) { catalogSource = f }(catalogSource)
 	catalogSource = func(string) []*pfm.PMU { return fakeCatalog() }
@@ -197,7 +198,7 @@ func TestCPUInfo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "cpuinfo"), []byte("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: six\n"), 0o644)
-	_, err = (&FS{Proc: dir}).CPUInfo()
+	_, err = (&FS{FS: hostfs.FS{Proc: dir}}).CPUInfo()
 	if want := filepath.Join(dir, "cpuinfo") + `:3: cpu family "six" is not a number`; err == nil || err.Error() != want {
 		t.Errorf("bad cpuinfo error = %v, want %s", err, want)
 	}
@@ -328,29 +329,22 @@ func TestTracefsFromMounts(t *testing.T) {
 	tr := filepath.Join(dir, "mnt", "trace")
 	os.MkdirAll(filepath.Join(tr, "events", "sched", "sched_switch"), 0o755)
 	os.WriteFile(filepath.Join(tr, "events", "sched", "sched_switch", "id"), []byte("372\n"), 0o644)
-	os.MkdirAll(filepath.Join(dir, "proc"), 0o755)
-	os.WriteFile(filepath.Join(dir, "proc", "mounts"), []byte("tracefs "+tr+" tracefs rw 0 0\n"), 0o644)
-	fs := &FS{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc")}
+	os.MkdirAll(filepath.Join(dir, "proc", "self"), 0o755)
+	os.WriteFile(filepath.Join(dir, "proc", "self", "mountinfo"), []byte("67 22 0:13 / "+tr+" rw,relatime - tracefs tracefs rw\n33 21 0:7 / /mnt/debug\\040fs rw - debugfs debugfs rw\n"), 0o644)
+	fs := &FS{FS: hostfs.FS{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc")}}
 	ev, err := fs.Resolve("sched:sched_switch")
 	if err != nil || ev.Attr.Config != 372 || ev.Attr.Type != 2 {
 		t.Errorf("Resolve via mounts = %+v, %v", ev.Attr, err)
 	}
-	want := []string{tr, filepath.Join(dir, "sys", "kernel", "tracing"), filepath.Join(dir, "sys", "kernel", "debug", "tracing")}
+	want := []string{tr, "/mnt/debug fs/tracing", filepath.Join(dir, "sys", "kernel", "tracing"), filepath.Join(dir, "sys", "kernel", "debug", "tracing")}
 	if got := fs.tracingCandidates(); !reflect.DeepEqual(got, want) {
 		t.Errorf("candidates = %v, want %v", got, want)
 	}
 }
 
+// Default reads the sysfs that SYSFS_PREFIX names, as the C agent does.
 func TestDefaultHonoursCEnvironment(t *testing.T) {
-	t.Setenv("SYSFS_PREFIX", "")
 	t.Setenv("SYSFS_MOUNT_POINT", "")
-	if fs := Default(); fs.Sys != "/sys" || fs.Proc != "/proc" {
-		t.Errorf("Default() = %+v", fs)
-	}
-	t.Setenv("SYSFS_MOUNT_POINT", "/tmp/a")
-	if fs := Default(); fs.Sys != "/tmp/a" {
-		t.Errorf("with SYSFS_MOUNT_POINT: Sys = %s", fs.Sys)
-	}
 	t.Setenv("SYSFS_PREFIX", "testdata/vm/sys")
 	fs := Default()
 	if fs.Sys != "testdata/vm/sys" {
@@ -369,7 +363,7 @@ func attr(typ uint32, config, ext1 uint64) unix.PerfEventAttr {
 // names still resolve and sysfs names fail with the path that is missing.
 func TestNoSysfs(t *testing.T) {
 	dir := t.TempDir()
-	fs := &FS{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc"), Tracing: []string{filepath.Join(dir, "tracing")}}
+	fs := &FS{FS: hostfs.FS{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc")}, Tracing: []string{filepath.Join(dir, "tracing")}}
 	ev, err := fs.Resolve("page-faults")
 	if err != nil || ev.Attr.Type != 1 || ev.Attr.Config != 2 || ev.Attr.Bits != dflNoCore {
 		t.Errorf("page-faults = %+v, %v", ev.Attr, err)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"perfevent/internal/hostfs"
 )
 
 // TestZen5Listing: on the Zen 5 virtual machine of the vm fixture (this
@@ -79,7 +81,7 @@ func TestTypeWithoutMuxFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fs := &FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc")}
+	fs := &FS{FS: hostfs.FS{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc")}}
 	ev, err := fs.Resolve("icx_unc_imc0::UNC_M_CAS_COUNT:RD")
 	if err != nil {
 		t.Fatal(err)

@@ -131,7 +131,7 @@ type armCore struct {
 // armCores reads every processor of cpuinfo for its implementer and
 // part, kinds in the order first seen.
 func (fs *FS) armCores() []armCore {
-	b, err := os.ReadFile(fs.procPath("cpuinfo"))
+	b, err := os.ReadFile(fs.CPUInfoFile())
 	if err != nil {
 		return nil
 	}

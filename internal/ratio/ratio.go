@@ -10,7 +10,8 @@
 // A ratio's value is Scale × ΣΔnumerator / Δdenominator, where the Δ are
 // the increases of the agent's (multiplex-scaled) accumulators since the
 // same client's previous fetch of the same ratio, and the numerator is the
-// weighted sum of its events. A client is a pmcd client slot and its
+// weighted sum of its events. A compound ratio (Compound) is instead a
+// quotient of sums of products of such sums, over the same interval. A client is a pmcd client slot and its
 // context number, as the FETCH PDU carries them, so pmval, pmlogger (each
 // metric at its own logging interval), pmie and every pmproxy context each
 // see the interval they asked for, without any configuration. The
@@ -87,6 +88,10 @@ type Def struct {
 	// whatever its unit (the power PMU's energy counts are 2^-32 J);
 	// events without one count 1.
 	KernelScale bool
+	// Compound, if set, makes the ratio a quotient of sums of products of
+	// linear forms of its operands (see Compound, NewCompound): Num then
+	// lists every operand once, and Den is one of them.
+	Compound *Compound
 	// Group is the catalog's group of the ratio ("topdown", "bandwidth",
 	// …), by which ratios.conf turns ratios off and on; "" for a user's.
 	Group  string
@@ -105,6 +110,9 @@ const BytesPerCAS = 64
 // Formula is the definition as one line: "instructions / cycles",
 // "(a + b) / duration_time × 1e+09".
 func (d *Def) Formula() string {
+	if d.Compound != nil {
+		return d.Compound.formula(d.Scale, func(op string) string { return op })
+	}
 	terms := make([]string, len(d.Num))
 	for j, t := range d.Num {
 		terms[j] = weighted(t, d.weight(j), j == 0)
@@ -136,6 +144,9 @@ func (d *Def) Brief() string {
 		b.Num[j] = first(t)
 	}
 	b.Den = first(d.Den)
+	if d.Compound != nil {
+		return d.Compound.formula(d.Scale, first)
+	}
 	return b.Formula()
 }
 
@@ -259,6 +270,8 @@ func (d Def) Check() error {
 		return fmt.Errorf("ratio %q: scale %v", d.Name, d.Scale)
 	case len(d.Weights) > 0 && len(d.Weights) != len(d.Num):
 		return fmt.Errorf("ratio %q: %d weights for %d numerator terms", d.Name, len(d.Weights), len(d.Num))
+	case d.Compound != nil:
+		return d.Compound.check(&d)
 	}
 	return nil
 }

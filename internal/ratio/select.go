@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,8 @@ type Chosen struct {
 	NumW  []float64 // the weight of each, parallel to NumEv: 1, or bytes per count
 	DenEv int       // the denominator's event; -1 for Elapsed
 	CPUs  []int
+	Term  []int // the Num term of each of NumEv
+	poly  *compiled
 }
 
 // Elapsed reports whether the denominator is wall-clock time.
@@ -90,6 +93,10 @@ func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why [
 		if len(apart) > 0 {
 			why[i] = fmt.Sprintf("ratio %q not served: %s and %s count on different CPUs", d.Name, set.Name(c.NumEv[0]), strings.Join(apart, ", "))
 			continue
+		}
+		c.Term = termOf
+		if d.Compound != nil {
+			c.poly = compile(&d)
 		}
 		c.NumW = make([]float64, len(c.NumEv))
 		for j, ev := range c.NumEv {
@@ -237,27 +244,22 @@ func GroupFit(specs []counter.Spec, defs []Def, fit Fit) (apart []string) {
 	// A name whose earlier definition has all its operands is served by
 	// that one (Select): a later one must not claim counters.
 	complete := map[string]bool{}
-	for _, d := range defs {
-		if d.Den == Elapsed || complete[d.Name] {
-			continue
-		}
+	// fitUnit puts the events of terms, and the first of den's, in one
+	// group with the groups they already belong to, if they fit.
+	fitUnit := func(name string, terms []string, den string) (apart []string) {
 		var members []int
-		all := true
-		for _, term := range d.Num {
-			evs := match(term, names)
-			all = all && len(evs) > 0
-			members = append(members, evs...)
+		for _, term := range terms {
+			members = append(members, match(term, names)...)
 		}
-		den := match(d.Den, names)
-		if len(members) == 0 || len(den) == 0 {
-			continue
+		if den != "" {
+			if evs := match(den, names); len(evs) > 0 {
+				members = append(members, evs[0])
+			}
 		}
-		complete[d.Name] = all
-		members = append(members, den[0])
 		slices.Sort(members)
 		members = slices.Compact(members)
 		if len(members) < 2 || allSoft(specs, members, fit) {
-			continue
+			return nil
 		}
 		var union []int
 		var roots []int
@@ -268,9 +270,8 @@ func GroupFit(specs []counter.Spec, defs []Def, fit Fit) (apart []string) {
 			}
 		}
 		if n := fit.need(specs, union); fit.Counters > 0 && n > fit.Counters {
-			apart = append(apart, fmt.Sprintf("ratio %q: its operands would need %d counters in one group, the PMU has %d; they are counted apart, each multiplexed and scaled by its own time running",
-				d.Name, n, fit.Counters))
-			continue
+			return []string{fmt.Sprintf("ratio %q: its operands would need %d counters in one group, the PMU has %d; they are counted apart, each multiplexed and scaled by its own time running",
+				name, n, fit.Counters)}
 		}
 		r := roots[0]
 		for _, rm := range roots[1:] {
@@ -280,8 +281,35 @@ func GroupFit(specs []counter.Spec, defs []Def, fit Fit) (apart []string) {
 			of[r] = append(of[r], of[rm]...)
 			delete(of, rm)
 		}
-		if !slices.Contains(of[r], d.Name) {
-			of[r] = append(of[r], d.Name)
+		if !slices.Contains(of[r], name) {
+			of[r] = append(of[r], name)
+		}
+		return nil
+	}
+	for _, d := range defs {
+		if d.Den == Elapsed || complete[d.Name] {
+			continue
+		}
+		all := true
+		for _, term := range d.Num {
+			all = all && len(match(term, names)) > 0
+		}
+		if len(match(d.Den, names)) == 0 {
+			continue
+		}
+		complete[d.Name] = all
+		if d.Compound == nil {
+			apart = append(apart, fitUnit(d.Name, d.Num, d.Den)...)
+			continue
+		}
+		// Each group of its own name: a perf group is the specs of one
+		// Group name.
+		for k, unit := range d.units() {
+			name := d.Name
+			if k > 0 {
+				name += "#" + strconv.Itoa(k+1)
+			}
+			apart = append(apart, fitUnit(name, unit, "")...)
 		}
 	}
 	for i := range specs {
@@ -304,6 +332,20 @@ func allSoft(specs []counter.Spec, members []int, fit Fit) bool {
 // Formula is the ratio as served, with the events its terms matched and
 // their weights: "(uncore_imc_0.cas_count_read × 64 + …) / duration_time × 1e+09".
 func (c *Chosen) Formula(set *counter.Set) string {
+	if c.Compound != nil {
+		return c.Compound.formula(c.Scale, func(op string) string {
+			var evs []string
+			for j, ev := range c.NumEv {
+				if c.Num[c.Term[j]] == op {
+					evs = append(evs, weighted(set.Name(ev), c.NumW[j], len(evs) == 0))
+				}
+			}
+			if len(evs) > 1 {
+				return "(" + strings.Join(evs, " ") + ")"
+			}
+			return strings.Join(evs, " ")
+		})
+	}
 	terms := make([]string, len(c.NumEv))
 	for j, ev := range c.NumEv {
 		terms[j] = weighted(set.Name(ev), c.NumW[j], j == 0)

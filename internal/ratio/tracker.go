@@ -15,7 +15,10 @@ type Client struct{ Slot, Ctx int32 }
 // client's next fetch after it is a first fetch again (see Step), which
 // the agent's own Recent answers.
 type Tracker struct {
-	sizes   []size // per ratio
+	sizes []size // per ratio
+	// x and all are, per compound ratio, the increases of its terms on
+	// one instance and summed over the instances: room for Step.
+	x, all  [][]float64
 	clients map[Client]*history
 	swept   uint64 // when Step last looked for idle clients
 }
@@ -42,9 +45,13 @@ type history struct {
 // NewTracker tracks the ratios of chosen, each with len(NumEv) numerator
 // terms on len(CPUs) instances.
 func NewTracker(chosen []Chosen) *Tracker {
-	t := &Tracker{sizes: make([]size, len(chosen)), clients: map[Client]*history{}}
+	t := &Tracker{sizes: make([]size, len(chosen)), clients: map[Client]*history{},
+		x: make([][]float64, len(chosen)), all: make([][]float64, len(chosen))}
 	for r, c := range chosen {
 		t.sizes[r] = size{len(c.NumEv), len(c.CPUs)}
+		if c.Compound != nil {
+			t.x[r], t.all[r] = make([]float64, len(c.Num)), make([]float64, len(c.Num))
+		}
 	}
 	return t
 }
@@ -94,6 +101,9 @@ func (t *Tracker) Step(c Client, now uint64, ch *Chosen, r int, num, den []uint6
 		fn, fd = base.Num, base.Den
 	}
 	k := len(val)
+	if ch.Compound != nil {
+		return t.stepCompound(ch, r, num, den, fn, pn, pd, val, ok)
+	}
 	var sumNum float64
 	var sumDen uint64
 	for i := range val {
@@ -114,6 +124,29 @@ func (t *Tracker) Step(c Client, now uint64, ch *Chosen, r int, num, den []uint6
 		}
 	}
 	return ch.Of(sumNum, sumDen)
+}
+
+// stepCompound is Step's interval of a compound ratio, from fn (where it
+// starts) to num, the client's history pn and pd updated: each instance's
+// value over its terms' increases, and the whole machine's over their sums.
+func (t *Tracker) stepCompound(ch *Chosen, r int, num, den []uint64, fn, pn, pd []uint64, val []float64, ok []bool) (float64, bool) {
+	k := len(val)
+	x, all := t.x[r], t.all[r]
+	clear(all)
+	for i := range val {
+		clear(x)
+		for j, w := range ch.NumW {
+			at := j*k + i
+			x[ch.Term[j]] += w * float64(num[at]-fn[at])
+			pn[at] = num[at]
+		}
+		pd[i] = den[i]
+		for j := range x {
+			all[j] += x[j]
+		}
+		val[i], ok[i] = ch.OfTerms(x)
+	}
+	return ch.OfTerms(all)
 }
 
 // sweep drops the clients idle for Idle, looking at most every Idle/4.

@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/hostfs"
 )
 
 // LockMode is the mode of a lock file the agent creates. World-readable so
@@ -64,6 +67,7 @@ func (a Access) String() string {
 type LockFile struct {
 	path   string
 	access Access
+	locks  string // /proc/locks, which names the holders
 
 	mu  sync.Mutex
 	fd  int // -1 once closed
@@ -78,7 +82,14 @@ func Open(path string) (*LockFile, error) { return OpenAccess(path, Access{}) }
 
 // OpenAccess is Open with the mode and group of a, which decide who may
 // reserve the counters; they are set through the descriptor, never by path.
-func OpenAccess(path string, a Access) (*LockFile, error) {
+func OpenAccess(path string, a Access) (*LockFile, error) { return OpenIn(hostfs.FS{}, path, a) }
+
+// LocksFile is the file that names the holders of lock files: procfs's
+// locks file of the FS the lock file was opened in.
+func (l *LockFile) LocksFile() string { return l.locks }
+
+// OpenIn is OpenAccess naming holders from the locks file of fs's procfs.
+func OpenIn(fs hostfs.FS, path string, a Access) (*LockFile, error) {
 	if err := a.Check(); err != nil {
 		return nil, err
 	}
@@ -86,7 +97,7 @@ func OpenAccess(path string, a Access) (*LockFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &LockFile{path: path, access: a, fd: fd, dev: st.Dev, ino: st.Ino}, nil
+	return &LockFile{path: path, access: a, locks: fs.LocksFile(), fd: fd, dev: st.Dev, ino: st.Ino}, nil
 }
 
 // openLockFile opens or creates path for the agent and vets what it got.
@@ -245,10 +256,17 @@ func adoptLockFile(path, what string) (int, *unix.Stat_t, error) {
 	return fd, &st, nil
 }
 
+// Status is the reservation as the agent sees it.
+type Status struct {
+	Reserved bool      // some other process holds a lock on byte 0
+	Holders  []int     // their pids, sorted; may be empty if unknown
+	Since    time.Time // when Reserved last changed, or when watching began
+}
+
 // Check asks the kernel whether any other process holds a lock that
 // conflicts with a write lock on byte 0, that is, whether the counters are
 // reserved, and names the holders from /proc/locks. Since is left zero; the
-// [Watcher] fills it in.
+// watcher (package lockwatch) fills it in.
 func (l *LockFile) Check() (Status, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -262,7 +280,7 @@ func (l *LockFile) Check() (Status, error) {
 	if lk.Type == unix.F_UNLCK {
 		return Status{}, nil
 	}
-	holders, err := lockHolders(procLocksPath, l.dev, l.ino)
+	holders, err := lockHolders(l.locks, l.dev, l.ino)
 	if err != nil || len(holders) == 0 {
 		// /proc/locks unreadable, or device numbers that do not match (btrfs
 		// subvolumes report another st_dev): F_GETLK names one holder, which
@@ -275,18 +293,37 @@ func (l *LockFile) Check() (Status, error) {
 	return Status{Reserved: true, Holders: holders}, nil
 }
 
-// errLeaseDenied marks a lease probe that we may not make: leases are for
+// Conflict asks the kernel, with one F_GETLK and no /proc/locks, whether
+// another process holds a lock that conflicts with a write lock on byte 0,
+// and which: pid is -1 for an OFD lock, which has no owner.
+func (l *LockFile) Conflict() (locked bool, pid int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fd < 0 {
+		return false, 0, fmt.Errorf("lock file %s: already closed", l.path)
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: 0, Len: 1}
+	if err := unix.FcntlFlock(uintptr(l.fd), unix.F_GETLK, &lk); err != nil {
+		return false, 0, fmt.Errorf("lock file %s: F_GETLK: %w", l.path, err)
+	}
+	if lk.Type == unix.F_UNLCK {
+		return false, 0, nil
+	}
+	return true, int(lk.Pid), nil
+}
+
+// ErrLeaseDenied marks a lease probe that we may not make: leases are for
 // the file's owner or CAP_LEASE, and an agent that dropped root after
 // creating the file is neither.
-var errLeaseDenied = errors.New("lease denied")
+var ErrLeaseDenied = errors.New("lease denied")
 
-// alone reports whether no other open file description of the lock file
+// Alone reports whether no other open file description of the lock file
 // exists, in any process. The kernel grants a write lease only then
 // (F_SETLEASE checks the file's reader and writer counts against the
 // caller's own descriptor); the lease is given back at once. An opener that
 // comes in the microseconds between waits for the lease to be given back,
 // or fails with EWOULDBLOCK if it opens with O_NONBLOCK ([Reserve] retries).
-func (l *LockFile) alone() (bool, error) {
+func (l *LockFile) Alone() (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fd < 0 {
@@ -302,13 +339,14 @@ func (l *LockFile) alone() (bool, error) {
 	case errors.Is(err, unix.EAGAIN):
 		return false, nil
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return false, fmt.Errorf("lock file %s: F_SETLEASE: %w", l.path, errLeaseDenied)
+		return false, fmt.Errorf("lock file %s: F_SETLEASE: %w", l.path, ErrLeaseDenied)
 	}
 	return false, fmt.Errorf("lock file %s: F_SETLEASE: %w", l.path, err)
 }
 
-// identity returns the device and inode of the file the descriptor refers to.
-func (l *LockFile) identity() (dev, ino uint64) {
+// Identity returns the device and inode of the file the descriptor refers
+// to.
+func (l *LockFile) Identity() (dev, ino uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.dev, l.ino

@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/hostfs"
+	"perfevent/internal/reservation/reservationtest"
 	"perfevent/internal/testneed"
 )
 
@@ -173,10 +176,36 @@ func TestCheckAcrossProcesses(t *testing.T) {
 	}
 
 	// SIGKILL: the kernel drops the lock with the process.
-	b.cmd.Process.Kill()
-	b.cmd.Wait()
+	b.Cmd.Process.Kill()
+	b.Cmd.Wait()
 	if st, _ := lf.Check(); st.Reserved {
 		t.Fatalf("after SIGKILL: %+v", st)
+	}
+}
+
+// OpenIn names holders from the procfs it is given: here one whose locks
+// file names pid 1 for the lock file (F_GETLK, which the agent falls back
+// on, would name the real holder), then one without a locks file.
+func TestOpenInReadsItsProcfs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	host := hostfs.FS{Proc: t.TempDir()}
+	lf, err := OpenIn(host, path, Access{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	h := startHolder(t, path, false)
+	dev, ino := lf.Identity()
+	line := fmt.Sprintf("1: POSIX  ADVISORY  READ 1 %02x:%02x:%d 0 0\n", unix.Major(dev), unix.Minor(dev), ino)
+	if err := os.WriteFile(host.LocksFile(), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := lf.Check(); err != nil || !st.Reserved || !slices.Equal(st.Holders, []int{1}) {
+		t.Errorf("with %s naming pid 1: %+v %v", host.LocksFile(), st, err)
+	}
+	os.Remove(host.LocksFile())
+	if st, err := lf.Check(); err != nil || !st.Reserved || !slices.Equal(st.Holders, []int{h.pid()}) {
+		t.Errorf("without %s: %+v %v, want F_GETLK's holder %d", host.LocksFile(), st, err, h.pid())
 	}
 }
 
@@ -259,5 +288,71 @@ func TestOpenAccessGroup(t *testing.T) {
 		if _, err := OpenAccess(filepath.Join(t.TempDir(), "perflock"), bad); err == nil {
 			t.Errorf("OpenAccess %v: no error", bad)
 		}
+	}
+}
+
+func TestLockFileAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	alone := func() bool {
+		t.Helper()
+		ok, err := lf.Alone()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !alone() {
+		t.Error("only our own descriptor: not alone")
+	}
+	h := reservationtest.Start(t, path, "open")
+	if alone() {
+		t.Error("a helper has the file open read-only: alone")
+	}
+	h.Release(t)
+	if !alone() {
+		t.Error("helper gone: not alone")
+	}
+	// A descriptor of our own process counts too; O_PATH ones cannot lock
+	// and do not.
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alone() {
+		t.Error("an O_PATH descriptor: not alone")
+	}
+	unix.Close(fd)
+	fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone() {
+		t.Error("a second descriptor: alone")
+	}
+	unix.Close(fd)
+}
+
+func TestConflict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock")
+	lf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if locked, pid, err := lf.Conflict(); locked || err != nil {
+		t.Fatalf("no holder: locked %v (pid %d), %v", locked, pid, err)
+	}
+	h := startHolder(t, path, false)
+	if locked, pid, err := lf.Conflict(); !locked || pid != h.pid() || err != nil {
+		t.Fatalf("held by %d: locked %v, pid %d, %v", h.pid(), locked, pid, err)
+	}
+	h.release(t)
+	if locked, _, err := lf.Conflict(); locked || err != nil {
+		t.Fatalf("released: locked %v, %v", locked, err)
 	}
 }

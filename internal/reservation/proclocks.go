@@ -13,9 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procLocksPath is a variable so that tests can point it at a fixture.
-var procLocksPath = "/proc/locks"
-
 // ProcLock is one line of /proc/locks, e.g.
 //
 //	1: POSIX  ADVISORY  READ 4242 fe:00:754976 0 0
@@ -137,6 +134,14 @@ func HoldersOf(locks []ProcLock, dev, ino uint64) []int {
 // on our test VM. Holders past the limit go unnamed; F_GETLK still names
 // one of them.
 const procLocksLimit = 256 << 10
+
+// ProcLocks is where the kernel lists the file locks.
+const ProcLocks = "/proc/locks"
+
+// LockHolders names the processes that hold byte 0 of the file with the
+// given device and inode, from the first 256 KiB of the /proc/locks at path
+// (normally [ProcLocks]).
+func LockHolders(path string, dev, ino uint64) ([]int, error) { return lockHolders(path, dev, ino) }
 
 // lockHolders names the processes that hold byte 0 of the file with the
 // given device and inode, from the first procLocksLimit bytes of the

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/reservation/inotify"
 )
 
 // Values of State.Counters.
@@ -460,15 +462,15 @@ func WaitState(ctx context.Context, path string, poll time.Duration, done func(*
 		poll = 25 * time.Millisecond
 	}
 	hints := make(chan struct{}, 1)
-	note, err := watchDir(filepath.Dir(path), filepath.Base(path),
-		unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE, func(notifyEvent) {
+	note, err := inotify.WatchDir(filepath.Dir(path), filepath.Base(path),
+		unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE, func(inotify.Event) {
 			select {
 			case hints <- struct{}{}:
 			default:
 			}
 		})
 	if err == nil {
-		defer note.close()
+		defer note.Close()
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()

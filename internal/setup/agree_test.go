@@ -1,108 +1,17 @@
 package setup
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"perfevent/internal/config"
-	"perfevent/internal/counter"
-	"perfevent/internal/counter/countertest"
-	"perfevent/internal/metrics"
+	"perfevent/internal/config/configtest"
 )
-
-// corpus returns the config fuzz corpus and the config fixtures, by name.
-func corpus(t *testing.T) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	seeds, _ := filepath.Glob("../config/testdata/fuzz/FuzzParse/*")
-	for _, path := range seeds {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// "go test fuzz v1", then []byte("...") for the one argument.
-		_, arg, _ := bytes.Cut(data, []byte("\n"))
-		arg = bytes.TrimSpace(arg)
-		quoted, ok := bytes.CutPrefix(arg, []byte("[]byte("))
-		src, err := strconv.Unquote(string(bytes.TrimSuffix(quoted, []byte(")"))))
-		if !ok || err != nil {
-			t.Fatalf("%s: not a []byte corpus entry: %v", path, err)
-		}
-		out[path] = []byte(src)
-	}
-	confs, _ := filepath.Glob("../config/testdata/*.conf")
-	confs = append(confs, "../../perfevent.conf")
-	for _, path := range confs {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[path] = data
-	}
-	if len(out) < 10 {
-		t.Fatalf("only %d inputs", len(out))
-	}
-	return out
-}
-
-// What --check accepts (the plan after opening, as it reports it) must be
-// exactly what the agent's table serves: a name the plan keeps but the
-// table refuses used to leave the agent serving nothing at all.
-func TestCheckAndTableAgreeOnTheCorpus(t *testing.T) {
-	machines := map[string]Machine{"vm": fixture(t, "vm"), "skylake": fixture(t, "skylake")}
-	for path, src := range corpus(t) {
-		for mname, m := range machines {
-			for _, compat := range []bool{false, true} {
-				f, perr := config.Parse(filepath.Base(path), src)
-				p := Make(f, perr, m, compat)
-				set, err := counter.New(p.Specs(), counter.Config{Opener: countertest.New()})
-				if err != nil {
-					t.Fatalf("%s on %s: %v", path, mname, err)
-				}
-				sum, _ := set.Open()
-				p.Opened(set, sum)
-				derived := p.AddDerived(set, m.PMU)
-
-				want := []string{"perfevent.active", "perfevent.cgroup.counted", "perfevent.cgroup.mode", "perfevent.derived.active", "perfevent.version"} // the agent's own
-				spec := metrics.Spec{Version: "test", Set: set, Clusters: metrics.NewClusters()}
-				for _, c := range p.Counters {
-					ev, _ := set.Lookup(c.Event.Name)
-					spec.Counters = append(spec.Counters, metrics.Counter{Event: ev, Metric: c.Metric})
-					want = append(want, "perfevent.hwcounters."+c.Metric+".value", "perfevent.hwcounters."+c.Metric+".dutycycle")
-				}
-				for i, d := range derived {
-					spec.Derived = append(spec.Derived, metrics.Derived{Derived: i, Metric: d.Metric})
-					want = append(want, "perfevent.derived."+d.Metric+".value")
-				}
-				table, _, err := metrics.Build(spec)
-				if err != nil {
-					t.Errorf("%s on %s (compat %v): --check reports %d problems, but the table is refused: %v\n%s", path, mname, compat, p.Problems(), err, notes(p))
-					set.Close()
-					continue
-				}
-				var got []string
-				for _, m := range table.Metrics() {
-					got = append(got, m.Name)
-				}
-				slices.Sort(got)
-				slices.Sort(want)
-				if !slices.Equal(got, want) {
-					t.Errorf("%s on %s (compat %v): the table serves\n%s\nbut the plan has\n%s", path, mname, compat, strings.Join(got, "\n"), strings.Join(want, "\n"))
-				}
-				set.Close()
-			}
-		}
-	}
-}
 
 // Names the PMNS cannot carry are refused line by line, and the rest is served.
 func TestNamesThatCannotBeServedAreRefusedBySection(t *testing.T) {
-	src := corpus(t)["../config/testdata/fuzz/FuzzParse/names"]
+	src := configtest.Corpus(t)["../config/testdata/fuzz/FuzzParse/names"]
 	f, perr := config.Parse("names.conf", src)
 	p := Make(f, perr, fixture(t, "vm"), false)
 	text := notes(p)

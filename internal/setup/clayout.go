@@ -235,11 +235,7 @@ var cSoftware = []string{
 // its events in the order the directory gives them (as readdir does,
 // unsorted), then the software PMU.
 func cPMUs(fs *pmu.FS) []cPMU {
-	root := fs.Sys
-	if root == "" {
-		root = "/sys"
-	}
-	dir := filepath.Join(root, "bus/event_source/devices")
+	dir := fs.PMUDevices()
 	var out []cPMU
 	for _, name := range readdir(dir) {
 		if strings.HasPrefix(name, ".") {

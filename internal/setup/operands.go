@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -21,15 +22,28 @@ type Operand struct {
 	For  []string // the ratios that need it, for the notes
 }
 
-// AddOperands adds to the plan the events of each operand that no
-// configured event provides, after the configuration's own counters, so
-// that what perfevent.conf's lines produce does not change. A term one of
-// whose alternatives is configured needs nothing; otherwise its first
-// alternative that names events this machine resolves is added, every
-// PMU a glob matches. What resolves nowhere is noted (Info: a catalog
-// names events other machines have) and skipped. Each added counter
-// counts on every online CPU, or on its PMU's cpumask.
-func (p *Plan) AddOperands(ops []Operand) {
+// WithOperands is a copy of p with notes added (the word of whoever chose
+// the operands) and the events of each operand that no configured event
+// provides, after the configuration's own counters, so that what
+// perfevent.conf's lines produce does not change; p is left as it was. A
+// term one of whose alternatives is configured needs nothing; otherwise
+// its first alternative that names events this machine resolves is added,
+// every PMU a glob matches. What resolves nowhere is noted (Info: a
+// catalog names events other machines have) and skipped. Each added
+// counter counts on every online CPU, or on its PMU's cpumask.
+func (p *Plan) WithOperands(ops []Operand, notes ...Note) *Plan {
+	q := *p
+	q.Counters = slices.Clone(p.Counters)
+	q.Notes = append(slices.Clone(p.Notes), notes...)
+	q.taken = maps.Clone(p.taken)
+	if p.tree != nil {
+		q.tree = p.tree.clone()
+	}
+	q.addOperands(ops)
+	return &q
+}
+
+func (p *Plan) addOperands(ops []Operand) {
 	if p.alloc == nil || p.fs == nil {
 		return
 	}

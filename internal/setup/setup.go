@@ -1,6 +1,9 @@
 // Package setup decides what a perfevent.conf means on this machine: which
 // PMU section applies, what each event line resolves to, on which CPUs it
-// counts, and which derived metrics can be built once the counters are open.
+// counts, and which derived sections it names. The Plan it makes is a
+// value: nothing changes it once made (Plan.WithOperands makes another),
+// and what opening its counters gives is recorded by the agent beside it.
+// Its one word to package counter is the Spec of each counter to open.
 //
 // Every line gets a Note that says what became of it, so the agent's log and
 // `pmdaperfevent --check` tell the same story. Lines that cannot work here
@@ -10,6 +13,7 @@ package setup
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +64,7 @@ type Counter struct {
 	CPUs   []int
 	Metric string
 	// For names the ratios an event no line configures was opened for
-	// (AddOperands); "" for a configured line.
+	// (WithOperands); "" for a configured line.
 	For string
 }
 
@@ -70,13 +74,17 @@ type Derived struct {
 	Metric  string
 }
 
-// Plan is what the config asks for on this machine.
+// Plan is what the config asks for on this machine. Nobody changes a plan
+// once it is made: the log, --check and the agent read it as it is, and
+// what opening its counters gave is recorded beside it.
 type Plan struct {
 	Config   *config.File
 	Section  *config.Section // the PMU section in use; nil if none matched
 	Counters []Counter       // in config order: the chosen section, then [dynamic]
 	Derived  []Derived       // in config order
-	Notes    []Note
+	// Notes say what became of each line, and of each operand the
+	// catalog asked for (WithOperands), in that order.
+	Notes []Note
 	// Online is the list of online CPUs the plan was made against: the
 	// agent rebuilds when it changes (see internal/cpuhotplug).
 	Online []int
@@ -88,8 +96,6 @@ type Plan struct {
 	alloc  *config.CPUAllocator
 	taken  map[string]config.Pos
 	tree   *subtree
-
-	unsupported map[string]bool // events that failed only as "not supported here"
 }
 
 // Machine is what the plan is made against. Tests fake both parts.
@@ -109,12 +115,8 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 		return Machine{}, err
 	}
 	m := Machine{PMU: fs, Topology: config.Topology{Online: online}, Sockets: map[int]int{}}
-	root := fs.Sys
-	if root == "" {
-		root = "/sys"
-	}
 	for _, cpu := range online {
-		data, err := os.ReadFile(filepath.Join(root, "devices/system/cpu", "cpu"+strconv.Itoa(cpu), "topology/physical_package_id"))
+		data, err := os.ReadFile(filepath.Join(fs.CPUDir(cpu), "topology/physical_package_id"))
 		if err != nil {
 			continue
 		}
@@ -124,7 +126,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 	}
 	// Nodes sort numerically (node10 after node9), as the C agent's
 	// versionsort does, so node_rr walks them in order.
-	dirs, _ := filepath.Glob(filepath.Join(root, "devices/system/node/node[0-9]*"))
+	dirs, _ := filepath.Glob(filepath.Join(fs.NodesDir(), "node[0-9]*"))
 	sort.Slice(dirs, func(i, j int) bool {
 		if len(dirs[i]) != len(dirs[j]) {
 			return len(dirs[i]) < len(dirs[j])
@@ -246,6 +248,10 @@ func newSubtree(root string, fixed ...string) *subtree {
 	return t
 }
 
+func (t *subtree) clone() *subtree {
+	return &subtree{root: t.root, leaves: maps.Clone(t.leaves), dirs: maps.Clone(t.dirs)}
+}
+
 // add enters the metric names of one line, all or none, and returns why
 // they do not fit ("" when they do).
 func (t *subtree) add(pos config.Pos, names ...string) string {
@@ -337,10 +343,10 @@ func (p *Plan) sysfsPMU(fs *pmu.FS, name string) bool {
 	return slices.Contains(names, name)
 }
 
-// describe says what a counter is: where its encoding came from (for a
+// Describe says what a counter is: where its encoding came from (for a
 // libpfm4 name, libpfm4's canonical full name), the perf_event attributes,
 // and the metric it becomes.
-func describe(c Counter) string {
+func (c Counter) Describe() string {
 	ev := c.Event
 	a := ev.Attr
 	s := fmt.Sprintf("%s: type %d config %#x", ev.Source, a.Type, a.Config)
@@ -394,150 +400,6 @@ func (p *Plan) Specs() []counter.Spec {
 		specs[i] = counter.Spec{Name: c.Event.Name, Attr: c.Event.Attr, CPUs: c.CPUs}
 	}
 	return specs
-}
-
-// Opened records what Open did, one note per event: what it resolved to
-// and where it counts, or why it cannot. A counter that opened nowhere is
-// dropped from the plan. Not being supported on this machine is normal on a
-// VM and noted as Info; any other failure is a Problem.
-func (p *Plan) Opened(set *counter.Set, sum counter.Summary) {
-	byEvent := map[string][]*counter.OpenError{}
-	for _, f := range sum.Failures {
-		byEvent[f.Event] = append(byEvent[f.Event], f)
-	}
-	kept := p.Counters[:0]
-	for _, c := range p.Counters {
-		ev, _ := set.Lookup(c.Event.Name)
-		served := set.CPUs(ev)
-		text := c.Event.Name + ": " + describe(c)
-		if c.For != "" {
-			text = "catalog: " + text + " (" + c.For + ")"
-		}
-		fails := byEvent[c.Event.Name]
-		if len(fails) == 0 {
-			p.info(c.Pos, "%s, on %s", text, cpulist.Describe(served))
-			kept = append(kept, c)
-			continue
-		}
-		cpus := make([]int, len(fails))
-		for i, f := range fails {
-			cpus[i] = f.CPU
-		}
-		text += fmt.Sprintf("; cannot count on %s: %s", cpulist.Describe(cpus), fails[0].Advice)
-		if fails[0].Errno != 0 {
-			text += " (" + unix.ErrnoName(fails[0].Errno) + ")"
-		}
-		if len(served) > 0 {
-			text += "; counting on " + cpulist.Describe(served)
-		} else {
-			text += "; skipped"
-		}
-		sev := Problem
-		if allUnsupported(fails) || c.For != "" {
-			sev = Info
-			if len(served) == 0 {
-				if p.unsupported == nil {
-					p.unsupported = map[string]bool{}
-				}
-				p.unsupported[c.Event.Name] = true
-			}
-		}
-		p.Notes = append(p.Notes, Note{Pos: c.Pos, Severity: sev, Text: text})
-		if len(served) > 0 {
-			c.CPUs = served
-			kept = append(kept, c)
-		}
-	}
-	p.Counters = kept
-}
-
-func allUnsupported(fails []*counter.OpenError) bool {
-	for _, f := range fails {
-		if f.Kind != counter.Unsupported {
-			return false
-		}
-	}
-	return true
-}
-
-// AddDerived builds the derived metrics from the opened counters: for each
-// section, the first alternative group whose members are all served on
-// the same CPUs. A section with no usable group is skipped with a note
-// naming what each group lacks. It returns the derived metrics that were
-// added, in the order of their Set indexes.
-func (p *Plan) AddDerived(set *counter.Set, fs *pmu.FS) []Derived {
-	cpus := func(event string) ([]int, bool) {
-		ev, ok := set.Lookup(event)
-		if !ok || len(set.CPUs(ev)) == 0 {
-			return nil, false
-		}
-		return set.CPUs(ev), true
-	}
-	var added []Derived
-	for _, d := range p.Derived {
-		s := d.Section
-		g, err := s.ChooseGroup(cpus)
-		if err != nil {
-			sev := Problem
-			if p.membersUnsupported(s) {
-				sev = Info
-			}
-			p.Notes = append(p.Notes, Note{Pos: s.Pos, Severity: sev, Text: strings.TrimPrefix(err.Error(), s.Pos.String()+": ") + "; section skipped"})
-			continue
-		}
-		spec := counter.DerivedSpec{Name: s.Name}
-		var parts []string
-		for _, t := range g.Terms {
-			scale, how := t.Scale, ""
-			if t.PerfScale {
-				sysScale, unit, found := 1.0, "", false
-				if c, ok := p.counter(t.Event); ok {
-					sysScale, unit, found = fs.ScaleFor(c.Event)
-				}
-				if !found {
-					p.problem(t.Pos, "%s: perf_scale: no sysfs .scale file describes this event; using 1", t.Event)
-					sysScale = 1
-				}
-				scale *= sysScale
-				how = " (perf_scale)"
-				if unit != "" {
-					how = " (perf_scale, " + unit + ")"
-				}
-			}
-			parts = append(parts, fmt.Sprintf("%s × %g%s", t.Event, scale, how))
-			spec.Terms = append(spec.Terms, counter.Term{Event: t.Event, Scale: scale})
-		}
-		if _, err := set.AddDerived(spec); err != nil {
-			p.problem(s.Pos, "%s: %s; section skipped", s.Header(), strings.TrimPrefix(err.Error(), "counter: "))
-			continue
-		}
-		p.info(s.Pos, "%s: perfevent.derived.%s.value = %s (group at line %d)", s.Header(), d.Metric, strings.Join(parts, " + "), g.Pos.Line)
-		added = append(added, d)
-	}
-	return added
-}
-
-// membersUnsupported reports whether a derived section is unusable only
-// because members are not supported on this machine (a hardware derived
-// metric on a VM): expected here, not a mistake in the config. Every group
-// must lack a member, and every member it lacks must be one of those.
-func (p *Plan) membersUnsupported(s *config.Section) bool {
-	for _, g := range s.Groups {
-		missing := 0
-		for _, t := range g.Terms {
-			if _, ok := p.counter(t.Event); ok {
-				continue
-			}
-			if !p.unsupported[t.Event] {
-				return false
-			}
-			missing++
-		}
-		if missing == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Scale is the kernel's .scale and .unit of a planned event (pmu.FS.ScaleFor):

@@ -7,9 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/config"
-	"perfevent/internal/counter"
-	"perfevent/internal/counter/countertest"
 	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 )
 
@@ -18,7 +17,7 @@ import (
 func fixture(t *testing.T, name string) Machine {
 	t.Helper()
 	root := "../pmu/testdata/" + name
-	fs := &pmu.FS{Sys: root + "/sys", Proc: root + "/proc", Tracing: []string{root + "/tracing"}}
+	fs := &pmu.FS{FS: hostfs.FS{Sys: root + "/sys", Proc: root + "/proc"}, Tracing: []string{root + "/tracing"}}
 	m, err := ReadMachine(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -118,53 +117,6 @@ func TestPlanOnVM(t *testing.T) {
 	if p.Problems() != 1 {
 		t.Errorf("Problems() = %d, want 1 (the unknown event)\n%s", p.Problems(), text)
 	}
-
-	// Open on a fake kernel without a hardware PMU: cycles is refused the
-	// way a VM refuses it, and the derived metrics adapt.
-	fake := countertest.New()
-	fake.FailOpen("cycles", countertest.AnyCPU, unix.ENOENT)
-	fake.FailOpen("instructions", countertest.AnyCPU, unix.ENOENT)
-	set, err := counter.New(p.Specs(), counter.Config{Opener: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := set.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Opened(set, sum)
-	derived := p.AddDerived(set, m.PMU)
-	text = notes(p)
-
-	for _, c := range p.Counters {
-		if c.Metric == "cycles" {
-			t.Error("cycles is still planned after failing to open")
-		}
-	}
-	for _, line := range []string{
-		"info    test.conf:6: cpu-clock: libpfm4 perf::PERF_COUNT_SW_CPU_CLOCK:u=1:k=1:excl=0:mg=0:mh=1: type 1 config 0x0 exclude hv,guest -> perfevent.hwcounters.cpu_clock, on cpus 0-1\n",
-		"info    test.conf:7: cycles: libpfm4 perf::PERF_COUNT_HW_CPU_CYCLES:u=1:k=1:h=0:precise=0:excl=0:mg=0:mh=1: type 0 config 0x0 exclude hv,guest -> perfevent.hwcounters.cycles; cannot count on cpus 0-1: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT); skipped\n",
-		"info    test.conf:8: page-faults: libpfm4 perf::PERF_COUNT_SW_PAGE_FAULTS:u=1:k=1:excl=0:mg=0:mh=1: type 1 config 0x2 exclude hv,guest -> perfevent.hwcounters.page_faults, on cpu1\n",
-		"info    test.conf:10: sched:sched_switch: tracepoint sched/sched_switch id 312: type 2 config 0x138 exclude hv,guest -> perfevent.hwcounters.sched_sched_switch, on cpus 0-1\n",
-	} {
-		if !strings.Contains(text, line) {
-			t.Errorf("notes lack %q:\n%s", line, text)
-		}
-	}
-	if strings.Count(text, "test.conf:7:") != 1 {
-		t.Errorf("want one note for the cycles line:\n%s", text)
-	}
-	// ipc falls back to its second group; faults has members on
-	// different CPUs, which the C agent also refuses.
-	if len(derived) != 1 || derived[0].Metric != "ipc" {
-		t.Fatalf("derived = %+v\n%s", derived, text)
-	}
-	if !strings.Contains(text, "info    test.conf:13: [ipc:derived]: perfevent.derived.ipc.value = cpu-clock × 1 (group at line 17)") {
-		t.Errorf("no note for ipc:\n%s", text)
-	}
-	if !strings.Contains(text, "PROBLEM test.conf:19: derived metric faults is unavailable") {
-		t.Errorf("no problem for faults:\n%s", text)
-	}
 }
 
 func TestPlanUncoreUsesCPUMask(t *testing.T) {
@@ -209,21 +161,6 @@ func TestPlanWithoutConfig(t *testing.T) {
 	}
 }
 
-func TestOpenedPartialFailureIsAProblem(t *testing.T) {
-	m := fixture(t, "vm")
-	p := plan(t, m, "[perf]\ncpu-clock\n")
-	fake := countertest.New()
-	fake.FailOpen("cpu-clock", 0, unix.EACCES)
-	text := openWith(t, p, fake)
-	want := "PROBLEM test.conf:2: cpu-clock: libpfm4 perf::PERF_COUNT_SW_CPU_CLOCK:u=1:k=1:excl=0:mg=0:mh=1: type 1 config 0x0 exclude hv,guest -> perfevent.hwcounters.cpu_clock; cannot count on cpu0: permission denied"
-	if !strings.Contains(text, want) || !strings.Contains(text, "(EACCES); counting on cpu1\n") {
-		t.Errorf("notes lack %q … counting on cpu1:\n%s", want, text)
-	}
-	if len(p.Counters) != 1 || cpulist.Format(p.Counters[0].CPUs) != "1" {
-		t.Errorf("counters %+v", p.Counters)
-	}
-}
-
 func TestPlanDynamicPMUAbsentIsInfo(t *testing.T) {
 	p := plan(t, fixture(t, "vm"), "[dynamic]\npower.energy-pkg\nmsr.no-such-event\n")
 	text := notes(p)
@@ -234,41 +171,6 @@ func TestPlanDynamicPMUAbsentIsInfo(t *testing.T) {
 	if !strings.Contains(text, "PROBLEM test.conf:3: event \"msr.no-such-event\": PMU msr has no event no-such-event") || p.Problems() != 1 {
 		t.Errorf("missing event not a problem:\n%s", text)
 	}
-}
-
-// TestCheckShowsLibpfm4: what --check prints of a libpfm4 name, on a
-// machine whose kernel refuses it: libpfm4's full name, the encoding, the
-// exclude bits and the metric; an uncore event counts on its PMU's cpumask.
-func TestCheckShowsLibpfm4(t *testing.T) {
-	p := plan(t, fixture(t, "snbep"), "[snb_ep]\nMEM_LOAD_UOPS_RETIRED:L1_HIT\nsnbep_unc_imc0::UNC_M_CAS_COUNT:RD\n")
-	fake := countertest.New()
-	for cpu := 0; cpu < 32; cpu++ {
-		fake.FailOpen("MEM_LOAD_UOPS_RETIRED:L1_HIT", cpu, unix.ENOENT)
-	}
-	text := openWith(t, p, fake)
-	for _, want := range []string{
-		"info    test.conf:2: MEM_LOAD_UOPS_RETIRED:L1_HIT: libpfm4 snb_ep::MEM_LOAD_UOPS_RETIRED:L1_HIT:e=0:i=0:c=0:t=0:u=1:k=1:precise=0:excl=0:mg=0:mh=1: " +
-			"type 4 config 0x1d1 exclude guest -> perfevent.hwcounters.MEM_LOAD_UOPS_RETIRED_L1_HIT; cannot count on cpus 0-31",
-		"info    test.conf:3: snbep_unc_imc0::UNC_M_CAS_COUNT:RD: libpfm4 snbep_unc_imc0::UNC_M_CAS_COUNT:RD:e=0:i=0:t=0:excl=0: " +
-			"type 18 config 0x304 exclude none (scale 6.103515625e-05 MiB) -> perfevent.hwcounters.snbep_unc_imc0__UNC_M_CAS_COUNT_RD, on cpus 0,8\n",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("notes lack %q:\n%s", want, text)
-		}
-	}
-}
-
-// openWith opens the plan's counters through a fake opener and returns
-// the notes, what --check prints.
-func openWith(t *testing.T, p *Plan, fake *countertest.Opener) string {
-	t.Helper()
-	set, err := counter.New(p.Specs(), counter.Config{Opener: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, _ := set.Open()
-	p.Opened(set, sum)
-	return notes(p)
 }
 
 // Each online CPU's socket comes from its topology; a tree without it
@@ -288,5 +190,29 @@ func TestReadMachineSockets(t *testing.T) {
 	}
 	if m := fixture(t, "vm"); len(m.Sockets) != 0 {
 		t.Errorf("vm, which has no topology directory: sockets %v", m.Sockets)
+	}
+}
+
+// WithOperands makes a new plan; the one it is given stays as it was, so
+// that whoever holds it sees what setup made.
+func TestWithOperandsLeavesThePlan(t *testing.T) {
+	p := plan(t, fixture(t, "vm"), "[perf]\ncpu-clock\n")
+	before := len(p.Notes)
+	q := p.WithOperands([]Operand{{Term: "page-faults", For: []string{"faults"}}, {Term: "no-such-event", For: []string{"none"}}},
+		Note{Text: "catalog: chosen"})
+	if len(p.Counters) != 1 || len(p.Notes) != before {
+		t.Errorf("the plan changed: %d counters, %d notes (was 1, %d)", len(p.Counters), len(p.Notes), before)
+	}
+	if len(q.Counters) != 2 || q.Counters[1].Event.Name != "page-faults" || q.Counters[1].For != "for perfevent.ratio.faults" {
+		t.Errorf("the new plan's counters: %+v", q.Counters)
+	}
+	text := notes(q)
+	if len(q.Notes) != before+2 || !strings.Contains(text, "info    catalog: chosen\n") ||
+		!strings.Contains(text, "info    catalog: no-such-event: ") {
+		t.Errorf("the new plan's notes:\n%s", text)
+	}
+	// The names the first new plan took are not taken in the plan.
+	if r := p.WithOperands([]Operand{{Term: "page-faults", For: []string{"again"}}}); len(r.Counters) != 2 {
+		t.Errorf("a second plan from p: %+v", r.Counters)
 	}
 }

@@ -35,3 +35,20 @@ func TestBufferConcurrentWrites(t *testing.T) {
 		t.Errorf("lines lost or torn: %d distinct", len(seen))
 	}
 }
+
+// TestRecorder: each message is kept whole with its level, a trailing
+// newline dropped.
+func TestRecorder(t *testing.T) {
+	var r Recorder
+	r.Infof("a %d", 1)
+	r.Warningf("b %s\n", "c")
+	r.Errorf("d")
+	r.Debugf("e")
+	want := "Info: a 1\nWarning: b c\nError: d\nDebug: e"
+	if got := r.String(); got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got := fmt.Sprint(r.Texts()); got != "[a 1 b c d e]" {
+		t.Errorf("Texts() = %s", got)
+	}
+}

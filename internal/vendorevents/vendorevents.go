@@ -46,8 +46,13 @@ type PMU struct {
 	Version string // the vendor's version of the list; "-" when it has none
 	Catalog *Catalog
 
-	match       *regexp.Regexp // Intel: the CPUID string
-	implementer int            // Arm
+	// Intel: the CPUID strings of mapfile.csv's pattern, as its literal
+	// alternatives when it is only those (compiling a regular expression
+	// per PMU at every start cost more than the rest of detection), else
+	// as the pattern compiled.
+	models      []string
+	match       *regexp.Regexp
+	implementer int // Arm
 	part        int
 	file        string
 	dir         string
@@ -141,7 +146,11 @@ func loadIndex(fsys fs.FS, vendor string) ([]*PMU, *Catalog, error) {
 		p := &PMU{Name: f[0], Kernel: f[2], file: f[3], Version: f[4], Desc: f[5], Catalog: cat, dir: vendor}
 		switch vendor {
 		case "intel":
-			re, err := regexp.Compile(`^(?:` + f[1] + `)(?:-[0-9A-F]+)?$`)
+			if !strings.ContainsAny(f[1], `\.+*?()[]{}^$`) {
+				p.models = strings.Split(f[1], "|")
+				break
+			}
+			re, err := regexp.Compile(intelPattern(f[1]))
 			if err != nil {
 				return nil, nil, fmt.Errorf("vendorevents: %s:%d: %v", path, i+1, err)
 			}
@@ -167,11 +176,37 @@ func loadIndex(fsys fs.FS, vendor string) ([]*PMU, *Catalog, error) {
 func (p *PMU) Matches(c CPU) bool {
 	switch p.Catalog.Vendor {
 	case "intel":
-		return c.Vendor == "GenuineIntel" && p.match.MatchString(c.IntelID())
+		if c.Vendor != "GenuineIntel" {
+			return false
+		}
+		id := c.IntelID()
+		if p.match != nil {
+			return p.match.MatchString(id)
+		}
+		for _, m := range p.models {
+			if id == m || strings.HasPrefix(id, m+"-") && isHex(id[len(m)+1:]) {
+				return true
+			}
+		}
+		return false
 	case "arm":
 		return c.Implementer == p.implementer && c.Part == p.part
 	}
 	return false
+}
+
+// intelPattern is mapfile.csv's pattern as a regular expression over the
+// whole CPUID string, its stepping optional.
+func intelPattern(p string) string { return `^(?:` + p + `)(?:-[0-9A-F]+)?$` }
+
+// isHex reports whether s is upper-case hexadecimal digits, one or more.
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !('0' <= s[i] && s[i] <= '9' || 'A' <= s[i] && s[i] <= 'F') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Detect returns the vendor PMUs of this CPU, in PMUs' order.

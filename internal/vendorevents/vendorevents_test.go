@@ -3,6 +3,7 @@ package vendorevents
 import (
 	"encoding/json"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,7 +127,11 @@ func TestModelsServed(t *testing.T) {
 		events += len(evs)
 		switch p.Catalog.Vendor {
 		case "intel":
-			for _, m := range strings.Split(strings.Trim(p.match.String(), "^$"), "|") {
+			models := p.models
+			if p.match != nil {
+				models = strings.Split(strings.Trim(p.match.String(), "^$"), "|")
+			}
+			for _, m := range models {
 				m = strings.TrimPrefix(m, "(?:")
 				m, _, _ = strings.Cut(m, ")")
 				intel[m] = true
@@ -183,5 +188,36 @@ func TestDetect(t *testing.T) {
 	// Granite Rapids: libpfm4 has the core and the memory controllers.
 	if got := strings.Join(unc, " "); !strings.Contains(got, "gnr_unc_cha") || strings.Contains(got, "gnr_unc_imc") || strings.Contains(got, "gnr ") {
 		t.Errorf("Granite Rapids: %s", got)
+	}
+}
+
+// A pattern read as literal CPUID strings matches what the pattern as a
+// regular expression matches, on every family, model and stepping near
+// the tables'.
+func TestLiteralPatterns(t *testing.T) {
+	pmus, err := PMUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	literal := 0
+	for _, p := range pmus {
+		if p.Catalog.Vendor != "intel" || p.models == nil {
+			continue
+		}
+		literal++
+		re := regexp.MustCompile(intelPattern(strings.Join(p.models, "|")))
+		for _, fam := range []int{6, 18, 19} {
+			for model := 0; model < 0x100; model++ {
+				for _, step := range []int{0, 1, 0xb, 0x10} {
+					c := CPU{Vendor: "GenuineIntel", Family: fam, Model: model, Stepping: step}
+					if got, want := p.Matches(c), re.MatchString(c.IntelID()); got != want {
+						t.Fatalf("%s on %s: %v, the pattern says %v", p.Name, c.IntelID(), got, want)
+					}
+				}
+			}
+		}
+	}
+	if literal == 0 {
+		t.Error("no Intel pattern is read as literal strings")
 	}
 }

@@ -3,7 +3,7 @@
 reservation start and end, per kind of holder, on the machine as it is and
 with one busy process per CPU competing, over several runs.
 
-It builds internal/reservation's test binary once and runs its
+It builds internal/reservation/lockwatch's test binary once and runs its
 BenchmarkReaction and BenchmarkReactionBusy RUNS times with CYCLES lock and
 unlock cycles per holder, then prints, per holder and metric, the median of
 the runs with their min-max spread, and one summary line per p99 with the
@@ -70,10 +70,10 @@ def main():
     ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_REACTION_RUNS", "3")))
     ap.add_argument("--cycles", type=int, default=int(os.environ.get("BENCH_REACTION_CYCLES", "200")))
     ap.add_argument("--go", default=os.environ.get("GO", "go"))
-    ap.add_argument("--binary", help="internal/reservation test binary to run instead of building one")
+    ap.add_argument("--binary", help="internal/reservation/lockwatch test binary to run instead of building one")
     args = ap.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    pkg = os.path.join(repo, "internal", "reservation")
+    pkg = os.path.join(repo, "internal", "reservation", "lockwatch")
 
     with tempfile.TemporaryDirectory(prefix="reaction-") as tmp:
         binary = os.path.abspath(args.binary) if args.binary else os.path.join(tmp, "reservation.test")

@@ -12,7 +12,8 @@ import "embed"
 // qemu-user-static are needed for arm64 and ppc64le.
 //go:generate go run ./gen -out . -libpfm4 $LIBPFM4_SRC -commit 6870a9f00412830ceaa7e4384bb92ee323e2a28f -papi 545375f7d81b13e99de3c98493168402a0a81d43
 
-// FS holds every architecture's index and tables.
+// FS holds every architecture's tables. The indexes are not in it: package
+// pfm compiles them in (its index_gen.go, made from them).
 //
-//go:embed */index.tsv */*.tsv.gz
+//go:embed */*.tsv.gz
 var FS embed.FS

@@ -1,4 +1,4 @@
-package reservation
+package lockwatch
 
 import (
 	"os"
@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/reservation"
 )
 
 // cPerfalloc is PCP's C perfalloc, where Debian installs it.
@@ -20,7 +22,7 @@ func TestWatcherSeesCPerfalloc(t *testing.T) {
 		t.Skip("needs PCP's C perfalloc at " + cPerfalloc)
 	}
 	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := Open(path)
+	lf, err := reservation.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,18 @@
-package reservation
+package lockwatch
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/reservation"
+	"perfevent/internal/testwait"
 )
 
 // A failure deadline, not a timing assertion: reaction times are measured
@@ -26,7 +32,7 @@ func nextStatus(t *testing.T, ch <-chan Status) Status {
 
 func testWatcher(t *testing.T, opts Options) {
 	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := Open(path)
+	lf, err := reservation.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +53,7 @@ func testWatcher(t *testing.T, opts Options) {
 	if !st.Reserved || !slices.Equal(st.Holders, []int{h.pid()}) || !st.Since.After(first.Since) {
 		t.Fatalf("after lock: %+v, want reserved by %d", st, h.pid())
 	}
-	if cur := w.Current(); !cur.sameAs(st) || cur.Since != st.Since {
+	if cur := w.Current(); !sameStatus(cur, st) || cur.Since != st.Since {
 		t.Errorf("Current() = %+v, last callback %+v", cur, st)
 	}
 
@@ -89,12 +95,12 @@ func TestWatcherPoll(t *testing.T) {
 func TestWatcherRecreatesDeletedFile(t *testing.T) {
 	for _, opts := range []Options{{Poll: time.Hour}, {Poll: 10 * time.Millisecond, NoNotify: true}} {
 		path := filepath.Join(t.TempDir(), "perflock")
-		lf, err := Open(path)
+		lf, err := reservation.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		logs := make(chan string, 8)
-		opts.Logf = func(format string, args ...any) { logs <- fmt.Sprintf(format, args...) }
+		opts.Log = chanLog(logs)
 		ch := make(chan Status, 8)
 		w, err := Watch(lf, opts, func(st Status) { ch <- st })
 		if err != nil {
@@ -110,8 +116,8 @@ func TestWatcherRecreatesDeletedFile(t *testing.T) {
 		case <-time.After(patience):
 			t.Fatalf("NoNotify=%v: deleted lock file not recreated", opts.NoNotify)
 		}
-		if m := mode(t, path); m != 0o644 {
-			t.Errorf("recreated with mode %v", m)
+		if fi, err := os.Lstat(path); err != nil || fi.Mode() != 0o644 {
+			t.Errorf("recreated: %v, %v; want mode 0644", fi, err)
 		}
 		// The watch follows the new file.
 		h := startHolder(t, path, false)
@@ -123,3 +129,53 @@ func TestWatcherRecreatesDeletedFile(t *testing.T) {
 		lf.Close()
 	}
 }
+
+// The watcher's thread is real-time when the process may make it one
+// (root), and asks for a short slice otherwise.
+func TestWatcherThreadScheduling(t *testing.T) {
+	for _, rt := range []bool{true, false} {
+		func() {
+			defer func(old bool) { realtime = old }(realtime)
+			realtime = rt
+			_, w, _ := newTestWatcher(t, Options{})
+			if !testwait.Until(patience, func() bool { return w.tid.Load() != 0 }) {
+				t.Fatal("the watcher's thread never started")
+			}
+			attr, err := unix.SchedGetAttr(int(w.tid.Load()), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			wantFIFO := rt && mayBeRealtime()
+			if got := attr.Policy == unix.SCHED_FIFO; got != wantFIFO {
+				t.Errorf("real-time asked %v, euid %d: policy %d, want SCHED_FIFO %v", rt, unix.Geteuid(), attr.Policy, wantFIFO)
+			}
+			if attr.Flags&unix.SCHED_FLAG_RESET_ON_FORK == 0 {
+				t.Errorf("real-time asked %v: children would inherit the policy (flags %#x)", rt, attr.Flags)
+			}
+			if !wantFIFO && attr.Runtime != uint64(watcherSlice) {
+				t.Errorf("real-time asked %v: slice %v, want %v", rt, time.Duration(attr.Runtime), watcherSlice)
+			}
+		}()
+	}
+}
+
+// mayBeRealtime says whether a thread of this process may make itself
+// SCHED_FIFO, trying on a thread that ends with its goroutine.
+func mayBeRealtime() bool {
+	ok := make(chan bool)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread goes
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}
+		ok <- unix.SchedSetAttr(0, &attr, 0) == nil
+	}()
+	return <-ok
+}
+
+// chanLog sends each message it is given, at any level, to a channel.
+type chanLog chan string
+
+func (c chanLog) Debugf(format string, args ...any)   { c <- fmt.Sprintf(format, args...) }
+func (c chanLog) Infof(format string, args ...any)    { c <- fmt.Sprintf(format, args...) }
+func (c chanLog) Warningf(format string, args ...any) { c <- fmt.Sprintf(format, args...) }
+func (c chanLog) Errorf(format string, args ...any)   { c <- fmt.Sprintf(format, args...) }

@@ -1,4 +1,4 @@
-package reservation
+package lockwatch
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/inotify"
 	"perfevent/internal/testwait"
 )
 
@@ -180,13 +182,6 @@ func waitInterval(t *testing.T, w *Watcher, want time.Duration, why string) {
 // poll is the interval the watcher chose after its last check.
 func (w *Watcher) poll() time.Duration { return time.Duration(w.pace.Load()) }
 
-// checksDuring counts the watcher's F_GETLK checks during d.
-func checksDuring(w *Watcher, d time.Duration) int64 {
-	before := w.checks.Load()
-	time.Sleep(d)
-	return w.checks.Load() - before
-}
-
 // waitChecks waits until the watcher has made n more checks. At a 10 ms
 // poll that takes n polls; at the slow interval (an hour) or the unsure
 // one (a second) it does not happen within patience. How many checks a
@@ -202,20 +197,11 @@ func waitChecks(t *testing.T, w *Watcher, n int64, why string) {
 	}
 }
 
-// The slow interval is an hour, so a window of it should see no check but
-// a few of the follow-ups of a late hint: a loaded machine makes fewer
-// checks, never more.
-const (
-	window        = 500 * time.Millisecond
-	fastChecks    = 10
-	maxSlowChecks = 3
-)
-
 // tempLockFile opens a fresh lock file, closed when the test ends.
-func tempLockFile(t *testing.T) (string, *LockFile) {
+func tempLockFile(t *testing.T) (string, *reservation.LockFile) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := Open(path)
+	lf, err := reservation.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,37 +224,6 @@ func newTestWatcher(t *testing.T, opts Options) (string, *Watcher, chan Status) 
 	return path, w, ch
 }
 
-func TestWatcherAdaptivePoll(t *testing.T) {
-	fast, slow := 10*time.Millisecond, time.Hour
-	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
-
-	waitInterval(t, w, slow, "nobody else has the file open")
-	if n := checksDuring(w, window); n > maxSlowChecks {
-		t.Errorf("idle: %d checks in %v, want at most %d", n, window, maxSlowChecks)
-	}
-
-	o := startOpener(t, path, "open")
-	waitInterval(t, w, fast, "a helper has the file open")
-	waitChecks(t, w, fastChecks, "opened elsewhere")
-	if got := w.poll(); got != fast {
-		t.Errorf("opened elsewhere, after %d checks: poll interval %v, want %v", fastChecks, got, fast)
-	}
-
-	o.reserve(t, ch)
-	// Poll, or silentPoll: the helper locked long after its open, with no
-	// hint, so it may unlock with none either.
-	if got := w.poll(); got != fast && got != silentPoll {
-		t.Errorf("reserved: poll interval %v, want %v or %v", got, fast, silentPoll)
-	}
-
-	o.release(t, ch)
-	waitInterval(t, w, slow, "the helper exited")
-	time.Sleep(50 * time.Millisecond) // the follow-ups of the last hint
-	if n := checksDuring(w, window); n > maxSlowChecks {
-		t.Errorf("idle again: %d checks in %v, want at most %d", n, window, maxSlowChecks)
-	}
-}
-
 // A descriptor handed on at fork and exec keeps its open file description,
 // so the count stays up and the child's lock is seen at the fast pace.
 func TestWatcherForkedChildLocksLater(t *testing.T) {
@@ -283,35 +238,13 @@ func TestWatcherForkedChildLocksLater(t *testing.T) {
 	waitInterval(t, w, slow, "the child exited")
 }
 
-// When inotify misses an open (here: made to), the idle poll still finds
-// the lock; the close it did not expect makes the count unknown, which
-// polls fast until a scan finds nobody again.
-func TestWatcherIdlePollIsTheSafetyNet(t *testing.T) {
-	fast, slow := 10*time.Millisecond, 300*time.Millisecond
-	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
-	w.users.mu.Lock()
-	w.users.dropEvent = func(mask uint32) bool { return mask&unix.IN_OPEN != 0 }
-	w.users.mu.Unlock()
-	waitInterval(t, w, slow, "nobody else has the file open")
-
-	o := startOpener(t, path, "open")
-	// Past the dense checks after the open, the interval is slow again
-	// (counted, the open would keep it fast). The open hint may be taken
-	// late on a busy machine, and its dense checks end denseFor after.
-	time.Sleep(denseFor)
-	waitInterval(t, w, slow, "missed open")
-	o.reserve(t, ch)
-	o.release(t, ch)
-	waitInterval(t, w, slow, "a rescan after the unexpected close")
-}
-
 func TestWatcherNoNotifyPollsFast(t *testing.T) {
 	fast := 10 * time.Millisecond
 	_, w, _ := newTestWatcher(t, Options{Poll: fast, IdlePoll: time.Hour, NoNotify: true})
 	if got := w.poll(); got != fast {
 		t.Errorf("poll interval %v, want %v", got, fast)
 	}
-	waitChecks(t, w, fastChecks, "no inotify")
+	waitChecks(t, w, 10, "no inotify")
 }
 
 func TestWatcherRecreatedFileCountsAfresh(t *testing.T) {
@@ -319,10 +252,10 @@ func TestWatcherRecreatedFileCountsAfresh(t *testing.T) {
 	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
 	o := startOpener(t, path, "open") // of the file about to be deleted
 	waitInterval(t, w, fast, "a helper has the file open")
-	dev, ino := w.lf.identity()
+	dev, ino := w.lf.Identity()
 	os.Remove(path)
 	testwait.Eventually(t, patience, "the deleted lock file to be recreated", func() bool {
-		d, i := w.lf.identity()
+		d, i := w.lf.Identity()
 		return d != dev || i != ino
 	})
 	// The helper keeps the old file open, which no longer matters.
@@ -336,77 +269,31 @@ func TestWatcherRecreatedFileCountsAfresh(t *testing.T) {
 
 func TestUsersEvents(t *testing.T) {
 	u := users{gen: 1, known: true}
-	u.event(notifyEvent{mask: unix.IN_OPEN, gen: 1})
-	u.event(notifyEvent{mask: unix.IN_CLOSE_NOWRITE, gen: 1})
+	u.event(inotify.Event{Mask: unix.IN_OPEN, Gen: 1})
+	u.event(inotify.Event{Mask: unix.IN_CLOSE_NOWRITE, Gen: 1})
 	if !u.idle() {
 		t.Fatal("open and close: not idle")
 	}
-	u.event(notifyEvent{mask: unix.IN_OPEN, gen: 2}) // another file's watch
+	u.event(inotify.Event{Mask: unix.IN_OPEN, Gen: 2}) // another file's watch
 	if !u.idle() {
 		t.Fatal("an open of another generation counted")
 	}
-	u.event(notifyEvent{mask: unix.IN_Q_OVERFLOW})
+	u.event(inotify.Event{Mask: unix.IN_Q_OVERFLOW})
 	if u.idle() {
 		t.Fatal("overflow: still idle")
 	}
 	u = users{gen: 1, known: true}
-	u.event(notifyEvent{mask: unix.IN_CLOSE_WRITE, gen: 1})
+	u.event(inotify.Event{Mask: unix.IN_CLOSE_WRITE, Gen: 1})
 	if u.idle() {
 		t.Fatal("a close never opened: still idle")
 	}
 	u = users{gen: 1, known: true}
-	u.event(notifyEvent{mask: unix.IN_OPEN, gen: 1})
+	u.event(inotify.Event{Mask: unix.IN_OPEN, Gen: 1})
 	if u.idle() || u.verify {
 		t.Fatal("after an open: idle, or a probe asked for")
 	}
-	u.event(notifyEvent{mask: unix.IN_CLOSE_NOWRITE, gen: 1})
+	u.event(inotify.Event{Mask: unix.IN_CLOSE_NOWRITE, Gen: 1})
 	if !u.idle() || !u.verify {
 		t.Fatal("back to 0: not idle, or no probe asked for")
 	}
-}
-
-func TestLockFileAlone(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
-	alone := func() bool {
-		t.Helper()
-		ok, err := lf.alone()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
-	if !alone() {
-		t.Error("only our own descriptor: not alone")
-	}
-	o := startOpener(t, path, "open")
-	if alone() {
-		t.Error("a helper has the file open read-only: alone")
-	}
-	o.exit(t)
-	if !alone() {
-		t.Error("helper gone: not alone")
-	}
-	// A descriptor of our own process counts too; O_PATH ones cannot lock
-	// and do not.
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !alone() {
-		t.Error("an O_PATH descriptor: not alone")
-	}
-	unix.Close(fd)
-	fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if alone() {
-		t.Error("a second descriptor: alone")
-	}
-	unix.Close(fd)
 }

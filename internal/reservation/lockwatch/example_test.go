@@ -1,9 +1,10 @@
-package reservation_test
+package lockwatch_test
 
 import (
 	"log"
 
 	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/lockwatch"
 )
 
 // The agent's side: open the lock file once, report in the state file, and
@@ -28,7 +29,7 @@ func Example_agent() {
 	}
 	defer sf.Close() // removes the file: a stopped agent reports nothing
 
-	w, err := reservation.Watch(lf, reservation.Options{Logf: log.Printf}, func(st reservation.Status) {
+	w, err := lockwatch.Watch(lf, lockwatch.Options{}, func(st reservation.Status) {
 		// Runs on the watcher's goroutine: close the counters first, then
 		// report, because perfalloc trusts the report.
 		counters := reservation.CountersOpen

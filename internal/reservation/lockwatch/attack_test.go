@@ -1,4 +1,4 @@
-package reservation
+package lockwatch
 
 import (
 	"bufio"
@@ -14,6 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/testwait"
+
+	"perfevent/internal/reservation"
+	"perfevent/internal/reservation/inotify"
 )
 
 // Attacks an unprivileged local user can make on the agent's lock watcher.
@@ -55,7 +58,7 @@ func helperAttack(kind, path string) {
 				helperFail(err)
 			}
 		}
-		if _, err := Reserve(path); err != nil {
+		if _, err := reservation.Reserve(path); err != nil {
 			helperFail(err)
 		}
 	}
@@ -120,7 +123,7 @@ func processUsage() (time.Duration, int64) {
 func runAttack(t testing.TB, kind string, opts Options, d time.Duration) attackCost {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := Open(path)
+	lf, err := reservation.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +255,7 @@ func TestWatcherLateReadIsNoFlood(t *testing.T) {
 			f.Close()
 		}
 	}
-	buf := make([]byte, notifyBufSize)
+	buf := make([]byte, inotify.BufSize)
 	t0 := time.Now()
 	w.readEvents(buf, t0)
 
@@ -277,7 +280,7 @@ func TestWatcherFloodGivesUpTheCount(t *testing.T) {
 	fast, slow := 10*time.Millisecond, time.Hour
 	path, w, ch := newTestWatcher(t, Options{Poll: fast, OpenPoll: fast, IdlePoll: slow})
 	waitInterval(t, w, slow, "nobody else has the file open")
-	w.flooded(floodEvents + 1) // as if one read had brought that many events
+	w.flooded(floodEvents+1, time.Now()) // as if one read had brought that many events
 	w.users.mu.Lock()
 	flood, known := w.users.flood, w.users.known
 	w.users.mu.Unlock()

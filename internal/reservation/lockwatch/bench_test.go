@@ -1,4 +1,4 @@
-package reservation
+package lockwatch
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/reservation"
 )
 
 // monoNow is CLOCK_MONOTONIC, which unlike Go's monotonic readings is
@@ -32,7 +34,7 @@ func monoNow() int64 {
 func helperBench(kind, path string) {
 	open := func() int { return helperOpenFile(path) }
 	fd := -1
-	var r *Reservation
+	var r *reservation.Reservation
 	if kind == "samefd" {
 		fd = open()
 	}
@@ -49,7 +51,7 @@ func helperBench(kind, path string) {
 				err = unix.Close(fd)
 			}
 		case "ours L":
-			r, err = Reserve(path)
+			r, err = reservation.Reserve(path)
 		case "ours U":
 			err = r.Release()
 		case "samefd L":
@@ -175,7 +177,7 @@ func benchReaction(b *testing.B, opts Options) {
 // milliseconds.
 func reaction(b *testing.B, kind string, opts Options) (lock, unlock []float64) {
 	path := filepath.Join(b.TempDir(), "perflock")
-	lf, err := Open(path)
+	lf, err := reservation.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}

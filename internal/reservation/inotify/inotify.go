@@ -1,4 +1,9 @@
-package reservation
+// Package inotify turns inotify events about one name in a directory, and
+// about one file, into calls of a function: the lock watcher's hints and
+// perfalloc's wait for the state file. fsnotify would not do: it keeps
+// IN_OPEN and IN_CLOSE_* private, and they are all that a reservation
+// makes (package reservation's comment has the story).
+package inotify
 
 import (
 	"bytes"
@@ -10,29 +15,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// notifyEvent is one inotify event that concerns the watched name or file.
-type notifyEvent struct {
-	mask uint32 // IN_* bits as the kernel reported them
-	// gen says which watchFile call the event belongs to, so that events of
+// Event is one inotify event that concerns the watched name or file.
+type Event struct {
+	Mask uint32 // IN_* bits as the kernel reported them
+	// Gen says which WatchFile call the event belongs to, so that events of
 	// a file that has since been replaced can be told apart; 0 for events
 	// of the directory watch and for IN_Q_OVERFLOW.
-	gen uint64
+	Gen uint64
 }
 
-// notifier turns inotify events about one name in one directory, and
+// Notifier turns inotify events about one name in one directory, and
 // optionally about one file, into calls of hint, one per event, in the
 // kernel's order. Callers re-read the truth (F_GETLK, the state file) after
-// a hint; the masks only tell the Watcher how often it needs to look.
+// a hint; the masks only tell the watcher how often it needs to look.
 //
 // Its events are read either by a goroutine of its own through the
-// runtime's poller ([watchDir]), or by its owner, who waits for the
-// descriptor to become readable and then calls readNow ([newNotifier]).
-type notifier struct {
+// runtime's poller ([WatchDir]), or by its owner, who waits for the
+// descriptor to become readable and then calls ReadNow ([New]).
+type Notifier struct {
 	fd    int      // inotify, non-blocking
 	f     *os.File // fd in the runtime's poller, so that Close interrupts Read; nil when the owner reads
 	dirWD int
 	name  string
-	hint  func(notifyEvent)
+	hint  func(Event)
 	done  chan struct{}
 
 	mu      sync.Mutex
@@ -40,10 +45,10 @@ type notifier struct {
 	fileGen uint64
 }
 
-// watchDir watches dir for events (mask) about entries called name, and
+// WatchDir watches dir for events (mask) about entries called name, and
 // calls hint from a goroutine of its own.
-func watchDir(dir, name string, mask uint32, hint func(notifyEvent)) (*notifier, error) {
-	n, err := newNotifier(dir, name, mask, hint)
+func WatchDir(dir, name string, mask uint32, hint func(Event)) (*Notifier, error) {
+	n, err := New(dir, name, mask, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -55,9 +60,9 @@ func watchDir(dir, name string, mask uint32, hint func(notifyEvent)) (*notifier,
 	return n, nil
 }
 
-// newNotifier is watchDir without the goroutine: the caller polls n.fd for
-// input and calls readNow.
-func newNotifier(dir, name string, mask uint32, hint func(notifyEvent)) (*notifier, error) {
+// New is WatchDir without the goroutine: the caller polls [Notifier.Fd]
+// for input and calls ReadNow.
+func New(dir, name string, mask uint32, hint func(Event)) (*Notifier, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init1: %w", err)
@@ -67,14 +72,14 @@ func newNotifier(dir, name string, mask uint32, hint func(notifyEvent)) (*notifi
 		unix.Close(fd)
 		return nil, fmt.Errorf("inotify watch on directory %s: %w", dir, err)
 	}
-	return &notifier{fd: fd, dirWD: wd, name: name, hint: hint, fileWD: -1}, nil
+	return &Notifier{fd: fd, dirWD: wd, name: name, hint: hint, fileWD: -1}, nil
 }
 
-// watchFile replaces any previous file watch with one on path and returns
+// WatchFile replaces any previous file watch with one on path and returns
 // the generation that the new watch's events carry. Symbolic links are not
 // followed: a link planted at the path is the lock file's problem, to be
 // reported by Ensure, not something to watch.
-func (n *notifier) watchFile(path string, mask uint32) (uint64, error) {
+func (n *Notifier) WatchFile(path string, mask uint32) (uint64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.fileWD >= 0 {
@@ -92,9 +97,9 @@ func (n *notifier) watchFile(path string, mask uint32) (uint64, error) {
 	return n.fileGen, nil
 }
 
-func (n *notifier) read() {
+func (n *Notifier) read() {
 	defer close(n.done)
-	buf := make([]byte, notifyBufSize)
+	buf := make([]byte, BufSize)
 	for {
 		k, err := n.f.Read(buf)
 		if err != nil {
@@ -104,13 +109,13 @@ func (n *notifier) read() {
 	}
 }
 
-// notifyBufSize holds a few thousand events of the file (they carry no
+// BufSize holds a few thousand events of the file (they carry no
 // name).
-const notifyBufSize = 64 << 10
+const BufSize = 64 << 10
 
-// readNow makes one read of the events queued, without waiting, calls hint
-// for each and returns how many there were; buf should be notifyBufSize.
-func (n *notifier) readNow(buf []byte) (int, error) {
+// ReadNow makes one read of the events queued, without waiting, calls hint
+// for each and returns how many there were; buf should be BufSize.
+func (n *Notifier) ReadNow(buf []byte) (int, error) {
 	for {
 		k, err := unix.Read(n.fd, buf)
 		switch {
@@ -127,7 +132,7 @@ func (n *notifier) readNow(buf []byte) (int, error) {
 
 // dispatch calls hint for each event in buf, the result of one read, and
 // returns how many events buf held.
-func (n *notifier) dispatch(buf []byte) int {
+func (n *Notifier) dispatch(buf []byte) int {
 	count := 0
 	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); count++ {
 		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
@@ -135,27 +140,31 @@ func (n *notifier) dispatch(buf []byte) int {
 		off += unix.SizeofInotifyEvent + int(ev.Len)
 		switch {
 		case ev.Mask&unix.IN_Q_OVERFLOW != 0:
-			n.hint(notifyEvent{mask: ev.Mask}) // events were lost: look anyway
+			n.hint(Event{Mask: ev.Mask}) // events were lost: look anyway
 		case int(ev.Wd) == n.dirWD:
 			if string(bytes.TrimRight(nameBytes, "\x00")) == n.name {
-				n.hint(notifyEvent{mask: ev.Mask})
+				n.hint(Event{Mask: ev.Mask})
 			}
 		default:
 			// Checked under the lock so that an event of a replaced
 			// watch is never reported with the new watch's generation;
-			// hint runs outside it, so that it may wait for watchFile.
+			// hint runs outside it, so that it may wait for WatchFile.
 			n.mu.Lock()
 			gen, ok := n.fileGen, int(ev.Wd) == n.fileWD
 			n.mu.Unlock()
 			if ok {
-				n.hint(notifyEvent{mask: ev.Mask, gen: gen})
+				n.hint(Event{Mask: ev.Mask, Gen: gen})
 			}
 		}
 	}
 	return count
 }
 
-func (n *notifier) close() {
+// Fd is the inotify descriptor, non-blocking, for an owner that reads.
+func (n *Notifier) Fd() int { return n.fd }
+
+// Close ends the watches and the goroutine, if any.
+func (n *Notifier) Close() {
 	if n.f == nil {
 		unix.Close(n.fd)
 		return

@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// opens counts the opens of the files in a directory, as the kernel sees
+// them (inotify's IN_OPEN): every way of reading a file opens it, whichever
+// package reads it and by whatever path.
+type opens struct{ fd int }
+
+func watchOpens(t *testing.T, dir string) *opens {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	return &opens{fd: fd}
+}
+
+// since are the opens of each file name since the last call; the events
+// are queued when the open happens, so all of them are there to read.
+func (o *opens) since(t *testing.T) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	buf := make([]byte, 64<<10)
+	for {
+		size, err := unix.Read(o.fd, buf)
+		if errors.Is(err, unix.EAGAIN) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := buf[:size]; len(b) >= unix.SizeofInotifyEvent; {
+			var ev unix.InotifyEvent
+			if err := binary.Read(bytes.NewReader(b[:unix.SizeofInotifyEvent]), binary.NativeEndian, &ev); err != nil {
+				t.Fatal(err)
+			}
+			name := b[unix.SizeofInotifyEvent : unix.SizeofInotifyEvent+int(ev.Len)]
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				t.Fatal("inotify's queue overflowed")
+			}
+			n[string(bytes.TrimRight(name, "\x00"))]++
+			b = b[unix.SizeofInotifyEvent+int(ev.Len):]
+		}
+	}
+}
+
+// confDir is a directory with the three configuration files.
+func confDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"perfevent.conf": "[perf]\ncpu-clock\npage-faults\n\n[faults:derived]\npage-faults\n",
+		"ratios.conf":    "faults_per_ms = page-faults / cpu-clock\n",
+		"cgroups.conf":   "event cpu-clock\ncgroup /system.slice/*\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var confNames = []string{"perfevent.conf", "ratios.conf", "cgroups.conf"}
+
+// A build reads each configuration file once: --check opens each for
+// conffile.Hold and once more to read it, nothing else opens them again.
+func TestCheckReadsEachFileOnce(t *testing.T) {
+	dir := confDir(t)
+	w := watchOpens(t, dir)
+	var out bytes.Buffer
+	o := Options{Config: filepath.Join(dir, "perfevent.conf"), NoCatalog: true, FS: fixtureFS("vm", filepath.Join(dir, "none"))}
+	if _, err := Check(o, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := w.since(t)
+	for _, name := range confNames {
+		if got[name] != 2 {
+			t.Errorf("--check opened %s %d times, want twice (held, then read once): %v\n%s", name, got[name], got, out.String())
+		}
+	}
+}
+
+// The agent holds each file from start-up and reads it once per build:
+// once at start-up and once for each reload.
+func TestBuildReadsEachFileOnce(t *testing.T) {
+	dir := confDir(t)
+	w := watchOpens(t, dir)
+	conf, err := os.ReadFile(filepath.Join(dir, "perfevent.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newAgentOn(t, "vm", "0-1", string(conf), func(a *Agent) {
+		a.o.Config = filepath.Join(dir, "perfevent.conf")
+	})
+	got := w.since(t)
+	for _, name := range confNames {
+		if got[name] != 2 {
+			t.Errorf("start-up opened %s %d times, want twice (held, then read once): %v\n%s", name, got[name], got, h.log)
+		}
+	}
+	h.a.Reload()
+	got = w.since(t)
+	for _, name := range confNames {
+		if got[name] != 1 {
+			t.Errorf("a reload opened %s %d times, want once: %v\n%s", name, got[name], got, h.log)
+		}
+	}
+}

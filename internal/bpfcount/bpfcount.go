@@ -1,0 +1,441 @@
+package bpfcount
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"perfevent/internal/perf"
+)
+
+// Levels is how deep below the root a counted cgroup may be: the program
+// looks at the running task's ancestors at levels 0 to Levels-1 (a
+// Kubernetes container is at level 4 or 5).
+const Levels = 32
+
+// MaxEvents bounds the events: the program keeps one delta per event on
+// its 512-byte stack.
+const MaxEvents = 16
+
+// MaxSums bounds the kernel memory of the sums, cgroups × events ×
+// possible CPUs × 24 bytes: Load makes room for fewer cgroups than asked
+// rather than take more (1,024 cgroups of 2 events on 768 CPUs take 36
+// MiB).
+const MaxSums = 64 << 20
+
+// cgroupSwitches is PERF_COUNT_SW_CGROUP_SWITCHES (Linux 5.13): a software
+// event that counts each switch between tasks of different cgroups on a
+// CPU, counted before the switch, while the outgoing task is current.
+const cgroupSwitches = 11
+
+// license must be GPL-compatible: the kernel lends bpf_perf_event_read_value
+// only to such programs.
+const license = "Dual MIT/GPL"
+
+// Options configure Load.
+type Options struct {
+	// Events are counted on every CPU attached, system-wide, and their
+	// deltas charged to the running cgroup at each switch. Their Size and
+	// Read_format are set by Load; the rest (type, config, exclude bits)
+	// is the caller's.
+	Events []unix.PerfEventAttr
+	// Cgroups is how many cgroups may be counted at once, within
+	// MaxSums (see Room).
+	Cgroups int
+}
+
+// Reading is one event's sums in one cgroup on one CPU, as the program
+// adds them up (struct bpf_perf_event_value's layout): the count, and the
+// time the event was enabled and running while the cgroup was charged.
+type Reading struct {
+	Value, Enabled, Running uint64
+}
+
+// Counter is the loaded programs and maps, and the events attached per
+// CPU. Its methods may be called from several goroutines.
+type Counter struct {
+	events []unix.PerfEventAttr
+	nCPU   int // possible CPUs: the kernel's CPU ids are below it
+
+	evArr                 []*ebpf.Map // per event: cpu → its descriptor
+	prev, slotMap, counts *ebpf.Map
+	onSwitch, onFetch     *ebpf.Program
+
+	// sums is the counts map, mapped into this process: the program's
+	// sums are read and a new cgroup's cleared without a system call.
+	// That matters beyond speed: while a map syscall runs on a CPU the
+	// kernel runs no BPF program there (bpf_prog_active), preemption
+	// included, and every cgroup switch missed meanwhile is charged to
+	// the next cgroup switched out.
+	mem  []byte
+	sums []Reading
+
+	mu       sync.Mutex
+	slots    *slots
+	switches map[int]int // CPU → its cgroup-switches descriptor
+}
+
+// Load creates the maps and loads the two programs. It needs CAP_BPF and
+// CAP_PERFMON (or root) and a kernel with cgroup-switches; nothing is
+// counted until Attach.
+func Load(o Options) (*Counter, error) {
+	if len(o.Events) == 0 || len(o.Events) > MaxEvents {
+		return nil, fmt.Errorf("bpfcount: %d events, want 1 to %d", len(o.Events), MaxEvents)
+	}
+	if o.Cgroups < 1 {
+		return nil, fmt.Errorf("bpfcount: room for %d cgroups", o.Cgroups)
+	}
+	nCPU, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("bpfcount: possible CPUs: %w", err)
+	}
+	n := len(o.Events)
+	o.Cgroups = roomFor(n, o.Cgroups, nCPU)
+	c := &Counter{events: slices.Clone(o.Events), nCPU: nCPU, slots: newSlots(o.Cgroups), switches: map[int]int{}}
+	for i := range c.events {
+		c.events[i].Size = perf.AttrSize
+		c.events[i].Read_format = perf.ReadFormat
+		c.events[i].Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
+	}
+	specs := []struct {
+		m    **ebpf.Map
+		spec ebpf.MapSpec
+	}{
+		{&c.prev, ebpf.MapSpec{Name: "pe_prev", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(n * nCPU)}},
+		{&c.slotMap, ebpf.MapSpec{Name: "pe_slots", Type: ebpf.Hash, KeySize: 8, ValueSize: 4, MaxEntries: uint32(o.Cgroups)}},
+		{&c.counts, ebpf.MapSpec{Name: "pe_counts", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(o.Cgroups * n * nCPU), Flags: unix.BPF_F_MMAPABLE}},
+	}
+	c.evArr = make([]*ebpf.Map, n)
+	for ev := range n {
+		specs = append(specs, struct {
+			m    **ebpf.Map
+			spec ebpf.MapSpec
+		}{&c.evArr[ev], ebpf.MapSpec{Name: fmt.Sprintf("pe_event%d", ev), Type: ebpf.PerfEventArray, KeySize: 4, ValueSize: 4, MaxEntries: uint32(nCPU)}})
+	}
+	for _, s := range specs {
+		if *s.m, err = ebpf.NewMap(&s.spec); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("bpfcount: map %s: %w", s.spec.Name, err)
+		}
+	}
+	size := (o.Cgroups*n*nCPU*readingSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
+	if c.mem, err = unix.Mmap(c.counts.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("bpfcount: mapping the sums: %w", err)
+	}
+	c.sums = unsafe.Slice((*Reading)(unsafe.Pointer(&c.mem[0])), o.Cgroups*n*nCPU)
+	m := maps{prev: c.prev.FD(), slots: c.slotMap.FD(), counts: c.counts.FD()}
+	for _, a := range c.evArr {
+		m.events = append(m.events, a.FD())
+	}
+	body := program(m, nCPU, Levels)
+	if c.onSwitch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: "pe_cgrp_switch", Type: ebpf.PerfEvent, Instructions: body, License: license}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("bpfcount: the switch program: %w", err)
+	}
+	// A raw tracepoint program is one that BPF_PROG_TEST_RUN can run on a
+	// chosen CPU; it is never attached to a tracepoint.
+	if c.onFetch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: "pe_cgrp_fetch", Type: ebpf.RawTracepoint, Instructions: body, License: license}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("bpfcount: the fetch program: %w", err)
+	}
+	return c, nil
+}
+
+// Events is the number of events.
+func (c *Counter) Events() int { return len(c.events) }
+
+// Counts says whether c counts events, in that order: a reload that
+// configures other events needs another Counter, which only root can load.
+func (c *Counter) Counts(events []unix.PerfEventAttr) bool {
+	if len(events) != len(c.events) {
+		return false
+	}
+	for i, e := range events {
+		e.Size = perf.AttrSize
+		e.Read_format = perf.ReadFormat
+		e.Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
+		if e != c.events[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// RoomFor is the Room a Counter of nEvents loaded for cgroups would have.
+func RoomFor(nEvents, cgroups int) int {
+	nCPU, err := ebpf.PossibleCPU()
+	if err != nil {
+		return cgroups
+	}
+	return roomFor(nEvents, cgroups, nCPU)
+}
+
+func roomFor(nEvents, cgroups, nCPU int) int {
+	return max(1, min(cgroups, MaxSums/(nEvents*nCPU*readingSize)))
+}
+
+// Room is the number of cgroups that may be counted at once: as many as
+// Load was asked for, within MaxSums.
+func (c *Counter) Room() int { return c.slots.max }
+
+// AttachOnly makes cpus the CPUs counted: those attached and not listed
+// are detached, those listed and not attached are attached. It returns
+// the first error and attaches what it can.
+func (c *Counter) AttachOnly(cpus []int) error {
+	for _, cpu := range c.Attached() {
+		if !slices.Contains(cpus, cpu) {
+			c.Detach(cpu)
+		}
+	}
+	var first error
+	for _, cpu := range cpus {
+		if err := c.Attach(cpu); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// CPUs is the number of possible CPUs, the length of a Read's per-event
+// list.
+func (c *Counter) CPUs() int { return c.nCPU }
+
+// Attach starts counting on cpu: each event opened system-wide there and
+// put in the program's array, and a cgroup-switches event that runs the
+// program at each switch. It needs CAP_PERFMON, not CAP_BPF.
+func (c *Counter) Attach(cpu int) error {
+	if cpu < 0 || cpu >= c.nCPU {
+		return fmt.Errorf("bpfcount: cpu%d is not below the %d possible CPUs", cpu, c.nCPU)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.switches[cpu]; ok {
+		return nil
+	}
+	n := len(c.events)
+	// A previous reading on this CPU is of events since closed: cleared,
+	// the first reading of the new ones starts the interval.
+	for ev := range n {
+		if err := c.prev.Update(uint32(cpu*n+ev), Reading{}, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("bpfcount: cpu%d: clearing its previous readings: %w", cpu, err)
+		}
+	}
+	for ev := range n {
+		fd, err := unix.PerfEventOpen(&c.events[ev], -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			c.clear(cpu)
+			return fmt.Errorf("bpfcount: cpu%d: event %d: %w", cpu, ev, err)
+		}
+		// The array holds the event from here on; this descriptor is not
+		// needed (the array lets go of it when its entry is deleted).
+		err = c.evArr[ev].Update(uint32(cpu), uint32(fd), ebpf.UpdateAny)
+		unix.Close(fd)
+		if err != nil {
+			c.clear(cpu)
+			return fmt.Errorf("bpfcount: cpu%d: event %d into the array: %w", cpu, ev, err)
+		}
+	}
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      cgroupSwitches,
+		Size:        perf.AttrSize,
+		Sample:      1, // every switch runs the program
+		Bits:        unix.PerfBitDisabled,
+		Read_format: perf.ReadFormat,
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		c.clear(cpu)
+		return fmt.Errorf("bpfcount: cpu%d: cgroup-switches: %w", cpu, err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, c.onSwitch.FD()); err != nil {
+		unix.Close(fd)
+		c.clear(cpu)
+		return fmt.Errorf("bpfcount: cpu%d: attaching the program to cgroup-switches: %w", cpu, err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		unix.Close(fd)
+		c.clear(cpu)
+		return fmt.Errorf("bpfcount: cpu%d: enabling cgroup-switches: %w", cpu, err)
+	}
+	c.switches[cpu] = fd
+	return nil
+}
+
+// Detach stops counting on cpu (going offline, or perfalloc wants the
+// PMU): what its running cgroup counted since its last switch is lost.
+func (c *Counter) Detach(cpu int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fd, ok := c.switches[cpu]; ok {
+		unix.Close(fd)
+		delete(c.switches, cpu)
+	}
+	c.clear(cpu)
+}
+
+// clear closes cpu's events; c.mu held.
+func (c *Counter) clear(cpu int) {
+	for _, a := range c.evArr {
+		a.Delete(uint32(cpu))
+	}
+}
+
+// Attached lists the CPUs counting now.
+func (c *Counter) Attached() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int, 0, len(c.switches))
+	for cpu := range c.switches {
+		out = append(out, cpu)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Add starts charging the cgroup whose id (its directory's inode on the
+// cgroup2 file system) is id, and returns its slot for Read. A cgroup
+// new to the Counter starts from zero; one added already (by the Tracker
+// of the previous generation) keeps its slot and sums until each Add has
+// had its Remove, so a reader counts from the sums as it first reads them.
+func (c *Counter) Add(id uint64) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	slot, added, fresh, err := c.slots.add(id)
+	if err != nil || !added {
+		return slot, err
+	}
+	if !fresh {
+		n := len(c.events)
+		clear(c.sums[index(slot, 0, 0, n, c.nCPU):index(slot+1, 0, 0, n, c.nCPU)])
+	}
+	if err := c.slotMap.Update(id, uint32(slot), ebpf.UpdateNoExist); err != nil {
+		c.slots.remove(id)
+		return 0, fmt.Errorf("bpfcount: cgroup id %d into the map: %w", id, err)
+	}
+	return slot, nil
+}
+
+// Remove undoes one Add of id; after the last the cgroup is no longer
+// charged and its slot is free.
+func (c *Counter) Remove(id uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, gone, ok := c.slots.remove(id)
+	if !ok {
+		return fmt.Errorf("bpfcount: cgroup id %d is not counted", id)
+	}
+	if !gone {
+		return nil
+	}
+	if err := c.slotMap.Delete(id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("bpfcount: cgroup id %d out of the map: %w", id, err)
+	}
+	return nil
+}
+
+// Counted is the number of cgroups added and not removed.
+func (c *Counter) Counted() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.slots.byID)
+}
+
+// testRunOnCPU is BPF_F_TEST_RUN_ON_CPU.
+const testRunOnCPU = 1
+
+// runOnCPU runs the program prog on cpu, through BPF_PROG_TEST_RUN with
+// BPF_F_TEST_RUN_ON_CPU (an IPI when cpu is another). It is made directly:
+// the library's Program.Run first loads a program of its own to detect
+// the command, which needs CAP_BPF, and the agent runs this as its user
+// with CAP_PERFMON alone.
+func runOnCPU(prog, cpu int) error {
+	attr := struct {
+		progFD, retval, dataSizeIn, dataSizeOut uint32
+		dataIn, dataOut                         uint64
+		repeat, duration, ctxSizeIn, ctxSizeOut uint32
+		ctxIn, ctxOut                           uint64
+		flags, cpu, batchSize                   uint32
+		_                                       uint32
+	}{progFD: uint32(prog), flags: testRunOnCPU, cpu: uint32(cpu)}
+	_, _, errno := unix.Syscall(unix.SYS_BPF, bpfProgTestRun, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// bpfProgTestRun is the bpf(2) command BPF_PROG_TEST_RUN.
+const bpfProgTestRun = 10
+
+// Sync charges what each attached CPU counted since its last cgroup
+// switch to the cgroup running there now, so that a Read after it is
+// current: the fetch program runs on each CPU (an IPI to the others).
+func (c *Counter) Sync() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for cpu := range c.switches {
+		if err := runOnCPU(c.onFetch.FD(), cpu); err != nil {
+			errs = append(errs, fmt.Errorf("cpu%d: %w", cpu, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("bpfcount: charging the running cgroups: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Read is slot's sums of event ev on cpu, as of the last Sync (and the
+// switches since). It makes no system call and allocates nothing.
+func (c *Counter) Read(slot, ev, cpu int) Reading {
+	r := &c.sums[index(slot, ev, cpu, len(c.events), c.nCPU)]
+	// Each field is one aligned word that the program adds to on cpu
+	// alone; an atomic load never sees half of one.
+	return Reading{
+		Value:   atomic.LoadUint64(&r.Value),
+		Enabled: atomic.LoadUint64(&r.Enabled),
+		Running: atomic.LoadUint64(&r.Running),
+	}
+}
+
+// FDs is the number of descriptors held: the maps, the programs and one
+// cgroup-switches event per attached CPU, however many cgroups are
+// counted.
+func (c *Counter) FDs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return 5 + len(c.evArr) + len(c.switches)
+}
+
+// Close detaches every CPU and releases the programs and maps.
+func (c *Counter) Close() {
+	c.mu.Lock()
+	for cpu, fd := range c.switches {
+		unix.Close(fd)
+		delete(c.switches, cpu)
+	}
+	c.mu.Unlock()
+	if c.mem != nil {
+		unix.Munmap(c.mem)
+		c.mem, c.sums = nil, nil
+	}
+	for _, p := range []*ebpf.Program{c.onSwitch, c.onFetch} {
+		if p != nil {
+			p.Close()
+		}
+	}
+	for _, m := range append([]*ebpf.Map{c.prev, c.slotMap, c.counts}, c.evArr...) {
+		if m != nil {
+			m.Close()
+		}
+	}
+}

@@ -1,0 +1,25 @@
+// Package bpfcount counts events per cgroup with descriptors that do not
+// grow with the cgroups, as perf stat --for-each-cgroup --bpf-counters
+// does: each event is opened once per CPU, system-wide, into a BPF perf
+// event array, and a BPF program attached to a cgroup-switches event on
+// each CPU reads them at every switch between cgroups and charges the
+// delta since the previous switch to the cgroup switched out and to each
+// of its ancestors (a perf cgroup event counts the cgroups below its own
+// too). The agent names the cgroups it counts by id in a hash map, which
+// gives each its slot in a per-CPU array of sums.
+//
+// Before a read, Sync runs the same program on each CPU through
+// BPF_PROG_TEST_RUN, so that the cgroup running there now is charged what
+// it has counted since it was switched in.
+//
+// Unlike a perf cgroup counter, which the kernel switches when a task
+// moves to another cgroup, the program sees only switches between tasks:
+// the slice in progress when a task moves is charged to its new cgroup.
+//
+// The program is assembled here (program.go), with its loops over events
+// and cgroup levels unrolled, so that nothing but Go builds it. It needs
+// cgroup v2 (the ancestors' ids are of the default hierarchy) and Linux
+// 5.13 (cgroup-switches). Load needs CAP_BPF and CAP_PERFMON; what the
+// descriptors allow afterwards with CAP_PERFMON alone is in
+// RELIABILITY.md.
+package bpfcount

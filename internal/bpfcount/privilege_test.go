@@ -1,0 +1,70 @@
+package bpfcount_test
+
+import (
+	"testing"
+	"time"
+
+	"perfevent/internal/privilege"
+	"perfevent/internal/testexec"
+	"perfevent/internal/testneed"
+)
+
+// TestKernelAfterThePrivilegeDrop loads as root and then becomes an
+// ordinary user with CAP_PERFMON alone, as the agent does, and checks
+// what the agent relies on afterwards: a cgroup added to the map and
+// another removed, a Sync, a CPU detached and attached again (its events
+// reopened into the array, the program attached to a new cgroup-switches
+// event), and counts that keep coming.
+func TestKernelAfterThePrivilegeDrop(t *testing.T) {
+	if testexec.Rerunning(t) {
+		afterDrop(t)
+		return
+	}
+	testneed.Root(t, "to load BPF programs and then drop to another user")
+	testneed.User(t, "nobody")
+	testexec.Rerun(t)
+}
+
+func afterDrop(t *testing.T) {
+	c := load(t, 8, taskClock)
+	cpus := attachAll(t, c)
+	// The root cgroup is charged whatever runs; the other id is of no
+	// cgroup, which the map does not mind.
+	root := id(t, cgroup2(t))
+	const other = 1 << 62
+	if _, err := c.Add(other); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := privilege.LookupAccount("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acct.Drop(privilege.CounterCapability()); err != nil {
+		t.Skipf("needs to drop to nobody with %s: %v", privilege.Name(privilege.CounterCapability()), err)
+	}
+	slot, err := c.Add(root)
+	if err != nil {
+		t.Fatalf("adding a cgroup as nobody with CAP_PERFMON: %v", err)
+	}
+	if err := c.Remove(other); err != nil {
+		t.Errorf("removing a cgroup as nobody with CAP_PERFMON: %v", err)
+	}
+	cpu := cpus[len(cpus)-1]
+	c.Detach(cpu)
+	if err := c.Attach(cpu); err != nil {
+		t.Errorf("attaching cpu%d again as nobody with CAP_PERFMON: %v", cpu, err)
+	}
+	if err := c.Sync(); err != nil {
+		t.Fatalf("Sync as nobody with CAP_PERFMON: %v", err)
+	}
+	before := c.Read(slot, 0, cpu).Value
+	time.Sleep(100 * time.Millisecond) // an interval to count over
+	if err := c.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// task-clock on a CPU, charged to the root cgroup, grows by the
+	// interval's length whatever runs there.
+	if got := c.Read(slot, 0, cpu).Value - before; got < uint64(50*time.Millisecond) {
+		t.Errorf("cpu%d attached again as nobody: the root cgroup's task-clock grew %d ns in 100 ms", cpu, got)
+	}
+}
