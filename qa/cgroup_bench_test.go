@@ -179,6 +179,9 @@ func BenchmarkLabCgroupTax(b *testing.B) {
 		for range runs {
 			own0 := own()
 			busy0, total0 := cpuJiffies(b)
+			// The last CPU online now: another job may take one offline.
+			cpus := onlineCPUs(b)
+			cpu = cpus[len(cpus)-1]
 			args := []string{pp, pingA, pingB, strconv.Itoa(cpu), strconv.Itoa(trips)}
 			if nice != 0 {
 				args = append([]string{"nice", "-n", strconv.Itoa(nice)}, args...)
