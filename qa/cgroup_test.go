@@ -243,7 +243,7 @@ func stolen(t *testing.T) uint64 {
 }
 
 // mkCgroup makes a cgroup at the top of h and removes it when the test ends.
-func mkCgroup(t *testing.T, h cgroup.Hierarchy, name string) string {
+func mkCgroup(t testing.TB, h cgroup.Hierarchy, name string) string {
 	t.Helper()
 	p := filepath.Join(h.Mount, name)
 	if err := os.Mkdir(p, 0o755); err != nil && !os.IsExist(err) {
@@ -258,13 +258,13 @@ func mkCgroup(t *testing.T, h cgroup.Hierarchy, name string) string {
 }
 
 // cgroupValues is one pminfo -f of a per-cgroup metric: path → value.
-func cgroupValues(t *testing.T, l *Lab, metric string) map[string]uint64 {
+func cgroupValues(t testing.TB, l *Lab, metric string) map[string]uint64 {
 	t.Helper()
 	return cgroupValuesIn(l.Run(t, "pminfo", "-h", l.HostSpec(), "-f", metric))
 }
 
 // parseCgroupValues reads a file of pminfo -f output.
-func parseCgroupValues(t *testing.T, file string) map[string]uint64 {
+func parseCgroupValues(t testing.TB, file string) map[string]uint64 {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -283,7 +283,7 @@ func cgroupValuesIn(out string) map[string]uint64 {
 }
 
 // cgroupIDs is the instance id of each counted cgroup, from pminfo.
-func cgroupIDs(t *testing.T, l *Lab) map[string]string {
+func cgroupIDs(t testing.TB, l *Lab) map[string]string {
 	t.Helper()
 	out := l.Run(t, "pminfo", "-h", l.HostSpec(), "-f", "perfevent.cgroup.cpu_clock.value")
 	ids := map[string]string{}
@@ -294,7 +294,7 @@ func cgroupIDs(t *testing.T, l *Lab) map[string]string {
 }
 
 // perfFDs counts the perf event descriptors a process holds.
-func perfFDs(t *testing.T, pid int) int {
+func perfFDs(t testing.TB, pid int) int {
 	t.Helper()
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	ents, err := os.ReadDir(dir)
