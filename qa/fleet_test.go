@@ -229,12 +229,25 @@ func TestFleet(t *testing.T) {
 		}
 		t.Logf("%s: %d error markers, %d zeros (the first fetch after the restart), %d good samples since %v before the stop",
 			n, markers, zeros, counting, 2*interval)
-		// The other hosts went on sampling every interval.
+		// The other hosts went on sampling, with their values, while
+		// this one had none. Their pmloggers run on the same machine as
+		// the test, so a busy machine delays their samples too: a bound
+		// on the step between two of them (2.5 s, once) failed on a
+		// loaded machine with every host right. What tells a broken
+		// fleet (every agent stopped, or pmproxy no longer ingesting)
+		// from a slow one is whether they have samples at all inside
+		// the outage, which lasts at least 4 intervals.
 		for _, host := range f.Names[:2] {
 			s := f.window(t, fmt.Sprintf(`perfevent.active{fleet_host:%q}[count:30]`, host), stopped, restarted)
-			if gap := largestGap(s); gap > 2500*time.Millisecond || len(s) < 3 {
-				t.Errorf("%s: %d samples, largest step %v while only %s's agent was down", host, len(s), gap, n)
+			if len(s) < 2 {
+				t.Errorf("%s: %d samples in the %v while only %s's agent was down, want 2 or more: %+v", host, len(s), restarted.Sub(stopped), n, s)
 			}
+			for _, v := range s {
+				if v.value != active {
+					t.Errorf("%s: perfevent.active = %v at %d while only %s's agent was down, want %v", host, v.value, v.ms, n, active)
+				}
+			}
+			t.Logf("%s: %d samples, largest step %v, while %s's agent was down", host, len(s), largestGap(s), n)
 		}
 		// After the restart the counters start again from zero and only
 		// go up: three samples of cpu_clock, rising on each CPU.

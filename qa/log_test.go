@@ -5,7 +5,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"perfevent/internal/pmda"
 )
@@ -61,8 +60,12 @@ func TestReloadLogIsQuiet(t *testing.T) {
 	writeFile(t, l.Conf, edited)
 	before := strings.Count(logText(), "\n")
 	syscall.Kill(pid, syscall.SIGHUP)
-	waitFor(t, Settle, "the reload of the edited configuration", func() bool { return strings.Count(logText(), "reload done") == reloads+1 })
-	time.Sleep(100 * time.Millisecond) // the lines after the summary are written with it
+	// The lines after the summary are written just after it: wait for
+	// the one about the new event rather than for a moment.
+	waitFor(t, Settle, "the reload of the edited configuration and its line about alignment-faults", func() bool {
+		text := logText()
+		return strings.Count(text, "reload done") == reloads+1 && strings.Contains(text, "perfevent.conf:2: alignment-faults: ")
+	})
 	lines := strings.Split(strings.TrimSpace(logText()), "\n")[before:]
 	t.Logf("a reload that adds one event: %d lines", len(lines))
 	if len(lines) < 2 || !strings.Contains(lines[0], "reload done: the new configuration is served: 13 counters") || !strings.Contains(lines[0], "new line") ||

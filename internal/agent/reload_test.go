@@ -12,6 +12,7 @@ import (
 	"perfevent/internal/pdu"
 	"perfevent/internal/reservation"
 	"perfevent/internal/reservation/reservationtest"
+	"perfevent/internal/testwait"
 )
 
 // waitState waits for the state file to satisfy done.
@@ -162,8 +163,8 @@ func TestStuckReloadBlocksNothing(t *testing.T) {
 
 	select {
 	case <-reloaded:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("Reload still runs 5 s after it started; its bound is %v", bound)
+	case <-time.After(testwait.Settle):
+		t.Fatalf("Reload still runs %v after it started; its bound is %v", testwait.Settle, bound)
 	}
 	h.waitLog(t, "did not finish within 300ms; reload abandoned, still serving the previous configuration")
 	h.fake.AddAll(5, 1, 1)
@@ -181,7 +182,7 @@ func TestStuckReloadBlocksNothing(t *testing.T) {
 	}()
 	select {
 	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close still waits 5 s after it was called, behind a stuck reload")
+	case <-time.After(testwait.Settle):
+		t.Fatalf("Close still waits %v after it was called, behind a stuck reload", testwait.Settle)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -80,6 +79,11 @@ type Counter struct {
 	mu       sync.Mutex
 	slots    *slots
 	switches map[int]int // CPU → its cgroup-switches descriptor
+
+	// tree adds the counted cgroups below a cgroup to its value; written
+	// under mu and treeMu, read under treeMu.
+	treeMu sync.RWMutex
+	tree   *tree
 }
 
 // Load creates the maps and loads the two programs. It needs CAP_BPF and
@@ -98,7 +102,7 @@ func Load(o Options) (*Counter, error) {
 	}
 	n := len(o.Events)
 	o.Cgroups = roomFor(n, o.Cgroups, nCPU)
-	c := &Counter{events: slices.Clone(o.Events), nCPU: nCPU, slots: newSlots(o.Cgroups), switches: map[int]int{}}
+	c := &Counter{events: slices.Clone(o.Events), nCPU: nCPU, slots: newSlots(o.Cgroups), switches: map[int]int{}, tree: newTree(o.Cgroups, n, nCPU)}
 	for i := range c.events {
 		c.events[i].Size = perf.AttrSize
 		c.events[i].Read_format = perf.ReadFormat
@@ -302,11 +306,14 @@ func (c *Counter) Attached() []int {
 }
 
 // Add starts charging the cgroup whose id (its directory's inode on the
-// cgroup2 file system) is id, and returns its slot for Read. A cgroup
-// new to the Counter starts from zero; one added already (by the Tracker
-// of the previous generation) keeps its slot and sums until each Add has
-// had its Remove, so a reader counts from the sums as it first reads them.
-func (c *Counter) Add(id uint64) (int, error) {
+// cgroup2 file system) is id and whose path below the mount is path, and
+// returns its slot for Read. Its value is what its tasks count and what
+// the counted cgroups below it count, by their paths: a new cgroup's
+// starts from its counted descendants' sums, and one added already (by
+// the Tracker of the previous generation) keeps its slot and sums until
+// each Add has had its Remove, so a reader counts from the value as it
+// first reads it.
+func (c *Counter) Add(id uint64, path string) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	slot, added, fresh, err := c.slots.add(id)
@@ -317,26 +324,41 @@ func (c *Counter) Add(id uint64) (int, error) {
 		n := len(c.events)
 		clear(c.sums[index(slot, 0, 0, n, c.nCPU):index(slot+1, 0, 0, n, c.nCPU)])
 	}
+	// Into the tree first: from the moment the program charges the slot,
+	// its ancestors' values include it.
+	c.treeMu.Lock()
+	c.tree.add(slot, path)
+	c.treeMu.Unlock()
 	if err := c.slotMap.Update(id, uint32(slot), ebpf.UpdateNoExist); err != nil {
 		c.slots.remove(id)
+		c.treeMu.Lock()
+		c.tree.remove(slot, c.sums)
+		c.treeMu.Unlock()
 		return 0, fmt.Errorf("bpfcount: cgroup id %d into the map: %w", id, err)
 	}
 	return slot, nil
 }
 
 // Remove undoes one Add of id; after the last the cgroup is no longer
-// charged and its slot is free.
+// charged, its slot is free, and its nearest counted ancestor keeps what
+// it counted (the tasks left in it are charged to that ancestor).
 func (c *Counter) Remove(id uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, gone, ok := c.slots.remove(id)
+	slot, gone, ok := c.slots.remove(id)
 	if !ok {
 		return fmt.Errorf("bpfcount: cgroup id %d is not counted", id)
 	}
 	if !gone {
 		return nil
 	}
-	if err := c.slotMap.Delete(id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	// Out of the map first, so that the program charges the ancestor
+	// from now on, and then its sums to the ancestor.
+	err := c.slotMap.Delete(id)
+	c.treeMu.Lock()
+	c.tree.remove(slot, c.sums)
+	c.treeMu.Unlock()
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("bpfcount: cgroup id %d out of the map: %w", id, err)
 	}
 	return nil
@@ -395,15 +417,22 @@ func (c *Counter) Sync() error {
 }
 
 // Read is slot's sums of event ev on cpu, as of the last Sync (and the
-// switches since). It makes no system call and allocates nothing.
+// switches since): its cgroup's and those of the counted cgroups below
+// it, as a perf cgroup event counts. It makes no system call and
+// allocates nothing.
 func (c *Counter) Read(slot, ev, cpu int) Reading {
-	r := &c.sums[index(slot, ev, cpu, len(c.events), c.nCPU)]
-	// Each field is one aligned word that the program adds to on cpu
-	// alone; an atomic load never sees half of one.
-	return Reading{
-		Value:   atomic.LoadUint64(&r.Value),
-		Enabled: atomic.LoadUint64(&r.Enabled),
-		Running: atomic.LoadUint64(&r.Running),
+	c.treeMu.RLock()
+	defer c.treeMu.RUnlock()
+	return c.tree.sum(c.sums, slot, ev, cpu)
+}
+
+// ReadCPUs is Read of slot's event ev on each of cpus, into out (as long
+// as cpus), under one lock.
+func (c *Counter) ReadCPUs(slot, ev int, cpus []int, out []Reading) {
+	c.treeMu.RLock()
+	defer c.treeMu.RUnlock()
+	for i, cpu := range cpus {
+		out[i] = c.tree.sum(c.sums, slot, ev, cpu)
 	}
 }
 

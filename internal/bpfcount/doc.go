@@ -3,10 +3,12 @@
 // does: each event is opened once per CPU, system-wide, into a BPF perf
 // event array, and a BPF program attached to a cgroup-switches event on
 // each CPU reads them at every switch between cgroups and charges the
-// delta since the previous switch to the cgroup switched out and to each
-// of its ancestors (a perf cgroup event counts the cgroups below its own
-// too). The agent names the cgroups it counts by id in a hash map, which
-// gives each its slot in a per-CPU array of sums.
+// delta since the previous switch to the nearest counted cgroup of the
+// task switched out: its own, or else its nearest counted ancestor. A
+// perf cgroup event counts the cgroups below its own too, so Read adds
+// to a cgroup's sums those of the counted cgroups below it (tree.go).
+// The agent names the cgroups it counts by id in a hash map, which gives
+// each its slot in a per-CPU array of sums.
 //
 // Before a read, Sync runs the same program on each CPU through
 // BPF_PROG_TEST_RUN, so that the cgroup running there now is charged what

@@ -32,7 +32,7 @@ func afterDrop(t *testing.T) {
 	// cgroup, which the map does not mind.
 	root := id(t, cgroup2(t))
 	const other = 1 << 62
-	if _, err := c.Add(other); err != nil {
+	if _, err := c.Add(other, "/perfevent-no-such-cgroup"); err != nil {
 		t.Fatal(err)
 	}
 	acct, err := privilege.LookupAccount("nobody")
@@ -42,7 +42,7 @@ func afterDrop(t *testing.T) {
 	if _, err := acct.Drop(privilege.CounterCapability()); err != nil {
 		t.Skipf("needs to drop to nobody with %s: %v", privilege.Name(privilege.CounterCapability()), err)
 	}
-	slot, err := c.Add(root)
+	slot, err := c.Add(root, "/")
 	if err != nil {
 		t.Fatalf("adding a cgroup as nobody with CAP_PERFMON: %v", err)
 	}

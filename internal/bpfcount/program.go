@@ -25,6 +25,7 @@ const readingSize = 24
 const (
 	rCPU     = asm.R6 // this CPU's id
 	rPrev    = asm.R7 // &prev[cpu*nEvents+e], once looked up
+	rSlot    = asm.R7 // after the events: the slot to charge, plus 1; 0 for none
 	rKeyBase = asm.R8 // (slot*nEvents)*nCPU + cpu: a cgroup's event 0 here
 )
 
@@ -49,10 +50,9 @@ type maps struct {
 // program is the body both programs run: on a cgroup switch, and at a
 // fetch to charge what the cgroup running now has counted so far. It reads
 // each event on this CPU, takes the delta from the previous reading here,
-// and adds it to the cgroup of the task that runs now (the one switched
-// out, for the switch event, which fires before the switch) and to each
-// of its ancestors that the agent counts: a perf cgroup event counts the
-// tasks of the cgroups below its own too.
+// and adds it to the nearest cgroup the agent counts of the task that
+// runs now (the one switched out, for the switch event, which fires
+// before the switch): its own, or else its nearest counted ancestor.
 func program(m maps, nCPU, levels int) asm.Instructions {
 	nEvents := len(m.events)
 	if nEvents*readingSize-deltaBase > 512 {
@@ -114,47 +114,58 @@ func program(m maps, nCPU, levels int) asm.Instructions {
 		}
 		ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(next))
 	}
-	// Charge the task's cgroup and its ancestors, root (level 0) first,
-	// until the level below the task's own, where the helper returns 0.
+	// Find the deepest cgroup the agent counts among the task's own and
+	// its ancestors, root (level 0) first, until the level below the
+	// task's own, where the helper returns 0. Only that one is charged:
+	// Counter.Read adds the sums of the counted cgroups below a cgroup to
+	// its own, so the verifier walks each level and each event once, not
+	// every event at every level.
+	ins = append(ins, asm.Mov.Imm(rSlot, 0))
 	for l := range levels {
 		next := fmt.Sprintf("level%d_done", l)
 		ins = append(ins,
 			asm.Mov.Imm(asm.R1, int32(l)),
 			asm.FnGetCurrentAncestorCgroupId.Call(),
-			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.JEq.Imm(asm.R0, 0, "charge"),
 			asm.StoreMem(asm.RFP, keyOff, asm.R0, asm.DWord),
 			asm.LoadMapPtr(asm.R1, m.slots),
 			asm.Mov.Reg(asm.R2, asm.RFP),
 			asm.Add.Imm(asm.R2, keyOff),
 			asm.FnMapLookupElem.Call(),
 			asm.JEq.Imm(asm.R0, 0, next), // a cgroup the agent does not count
-			asm.LoadMem(rKeyBase, asm.R0, 0, asm.Word),
-			asm.Mul.Imm(rKeyBase, int32(nEvents*nCPU)),
-			asm.Add.Reg(rKeyBase, rCPU),
+			asm.LoadMem(rSlot, asm.R0, 0, asm.Word),
+			asm.Add.Imm(rSlot, 1),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol(next),
 		)
-		for e := range nEvents {
-			skip := fmt.Sprintf("level%d_event%d_done", l, e)
+	}
+	ins = append(ins,
+		asm.JEq.Imm(rSlot, 0, "exit").WithSymbol("charge"), // no counted cgroup
+		asm.Mov.Reg(rKeyBase, rSlot),
+		asm.Sub.Imm(rKeyBase, 1),
+		asm.Mul.Imm(rKeyBase, int32(nEvents*nCPU)),
+		asm.Add.Reg(rKeyBase, rCPU),
+	)
+	for e := range nEvents {
+		skip := fmt.Sprintf("charge_event%d_done", e)
+		ins = append(ins,
+			asm.Mov.Reg(asm.R1, rKeyBase),
+			asm.Add.Imm(asm.R1, int32(e*nCPU)),
+			asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
+			asm.LoadMapPtr(asm.R1, m.counts),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, keyOff),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, skip),
+		)
+		for f := range 3 {
 			ins = append(ins,
-				asm.Mov.Reg(asm.R1, rKeyBase),
-				asm.Add.Imm(asm.R1, int32(e*nCPU)),
-				asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
-				asm.LoadMapPtr(asm.R1, m.counts),
-				asm.Mov.Reg(asm.R2, asm.RFP),
-				asm.Add.Imm(asm.R2, keyOff),
-				asm.FnMapLookupElem.Call(),
-				asm.JEq.Imm(asm.R0, 0, skip),
+				asm.LoadMem(asm.R1, asm.R0, int16(8*f), asm.DWord),
+				asm.LoadMem(asm.R2, asm.RFP, deltaOff(e, f), asm.DWord),
+				asm.Add.Reg(asm.R1, asm.R2),
+				asm.StoreMem(asm.R0, int16(8*f), asm.R1, asm.DWord),
 			)
-			for f := range 3 {
-				ins = append(ins,
-					asm.LoadMem(asm.R1, asm.R0, int16(8*f), asm.DWord),
-					asm.LoadMem(asm.R2, asm.RFP, deltaOff(e, f), asm.DWord),
-					asm.Add.Reg(asm.R1, asm.R2),
-					asm.StoreMem(asm.R0, int16(8*f), asm.R1, asm.DWord),
-				)
-			}
-			ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(skip))
 		}
-		ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(next))
+		ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(skip))
 	}
 	return append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"), asm.Return())
 }

@@ -103,8 +103,9 @@ func TestProgramStack(t *testing.T) {
 		}
 	}
 	// One CPU id; per event a read and a lookup of the previous reading;
-	// per level the ancestor, its slot, and one lookup per event.
-	if want := 1 + 2*MaxEvents + Levels*(2+MaxEvents); calls != want || exits != 1 {
+	// per level the ancestor and its slot; and one lookup per event of
+	// the slot charged.
+	if want := 1 + 2*MaxEvents + 2*Levels + MaxEvents; calls != want || exits != 1 {
 		t.Fatalf("%d helper calls and %d exits, want %d and 1", calls, exits, want)
 	}
 }

@@ -207,3 +207,48 @@ func TestKernelBPFThroughPerfalloc(t *testing.T) {
 		t.Errorf("cpu-clock stayed at %d after perfalloc", value())
 	}
 }
+
+// TestKernelBPFParentKeepsAGoneChildsCounts counts a busy child and its
+// parent with BPF, where the program charges the child alone and the
+// parent's value adds the child's: the loop is stopped and the child
+// removed with no fetch between, and the parent's value after still
+// holds what the loop ran since the last fetch.
+func TestKernelBPFParentKeepsAGoneChildsCounts(t *testing.T) {
+	h := kernelHierarchy(t)
+	c := loadBPF(t, 8)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-test-bpfgone-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	mkdirs(t, base, "busy")
+	t.Cleanup(func() { removeTree(t, base) })
+	pid, stop := cgrouptest.BusyStop(t, filepath.Join(base, "busy"))
+	name := "/" + filepath.Base(base)
+	tr := New(Options{Hierarchy: h, Patterns: []string{name, name + "/*"}, Events: testEvents,
+		CPUs: onlineCPUs(t), BPF: c, Rescan: time.Hour, NoNotify: true})
+	tr.Start()
+	defer tr.Stop()
+	need := []bool{true, false}
+	tr.Read(need)
+	before := clocks(tr)[name]
+	from := cgrouptest.OnCPU(t, pid)
+	if !testwait.Until(testwait.Settle, func() bool { return cgrouptest.OnCPU(t, pid) > from+1e8 }) {
+		t.Fatal("the loop did not run 100 ms")
+	}
+	ran := cgrouptest.OnCPU(t, pid) - from
+	stop()
+	if err := os.Remove(filepath.Join(base, "busy")); err != nil {
+		t.Fatal(err)
+	}
+	tr.rescan()
+	if n := tr.Counted(); n != 1 {
+		t.Fatalf("%d cgroups counted after the child went, want its parent alone", n)
+	}
+	tr.Read(need)
+	// schedstat lags the loop by up to a tick: a tenth of the loop's
+	// time may be missing from the reference, not from the parent.
+	after := clocks(tr)[name]
+	if after < before || after-before < ran*9/10 {
+		t.Errorf("the parent's cpu-clock went from %d to %d ns over the child's last 100 ms and its removal, while the loop ran %d ns", before, after, ran)
+	}
+}

@@ -120,7 +120,8 @@ type Tracker struct {
 	hushed int
 	now    func() time.Time
 
-	snap     []*member // the members of the last Read; Read's caller only
+	snap     []*member          // the members of the last Read; Read's caller only
+	readings []bpfcount.Reading // per CPU, advance's; t.mu
 	wake     chan struct{}
 	started  chan struct{} // a rescan started since the last poke
 	done     chan struct{}
@@ -153,17 +154,18 @@ func New(o Options) *Tracker {
 	}
 	o.Log = logging.Or(o.Log)
 	return &Tracker{
-		o:       o,
-		notify:  -1,
-		capWhy:  capWhy,
-		left:    map[string]bool{},
-		quiet:   map[string]bool{},
-		logs:    rate.NewLimiter(rate.Every(logEvery), logBurst),
-		now:     time.Now,
-		snap:    make([]*member, 0, o.Max),
-		wake:    make(chan struct{}, 1),
-		started: make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		o:        o,
+		notify:   -1,
+		capWhy:   capWhy,
+		left:     map[string]bool{},
+		quiet:    map[string]bool{},
+		logs:     rate.NewLimiter(rate.Every(logEvery), logBurst),
+		now:      time.Now,
+		snap:     make([]*member, 0, o.Max),
+		readings: make([]bpfcount.Reading, len(o.CPUs)),
+		wake:     make(chan struct{}, 1),
+		started:  make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
 }
 
@@ -624,7 +626,7 @@ func (t *Tracker) open(path string, prev *member) *member {
 			t.openFailed(path, fmt.Errorf("it is %d levels below the root, and the BPF program looks %d deep", d, bpfcount.Levels-1))
 			return nil
 		}
-		if slot, err = t.o.BPF.Add(st.Ino); err != nil {
+		if slot, err = t.o.BPF.Add(st.Ino, path); err != nil {
 			t.openFailed(path, err)
 			return nil
 		}
@@ -693,8 +695,8 @@ func (t *Tracker) openSet(path string, dir *os.File) (*counter.Set, int) {
 // dutycycle over the CPUs; t.mu held.
 func (t *Tracker) advance(m *member, ev int) (duty float64) {
 	nc := len(t.o.CPUs)
-	for i, cpu := range t.o.CPUs {
-		r := m.bpf.Read(m.slot, ev, cpu)
+	m.bpf.ReadCPUs(m.slot, ev, t.o.CPUs, t.readings)
+	for i, r := range t.readings {
 		l := &m.last[ev*nc+i]
 		if r.Value >= l.Value && r.Enabled >= l.Enabled && r.Running >= l.Running {
 			m.acc[ev] += counter.Scale(r.Value-l.Value, r.Enabled-l.Enabled, r.Running-l.Running)

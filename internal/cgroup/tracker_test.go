@@ -356,8 +356,8 @@ func TestTrackerNotices(t *testing.T) {
 		if got := paths(in); !slices.Equal(got, []string{"/new"}) {
 			t.Errorf("instances %q, want [/new]", got)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a new directory was not noticed within 5 s")
+	case <-time.After(testwait.Settle):
+		t.Fatalf("a new directory was not noticed within %v", testwait.Settle)
 	}
 }
 

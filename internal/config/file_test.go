@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"perfevent/internal/testwait"
 )
 
 // ParseFile accepts only a regular file, reached through links if need be,
@@ -46,8 +48,8 @@ func TestParseFileRefusesWhatIsNotARegularFile(t *testing.T) {
 			if err == nil || err.Error() != want {
 				t.Errorf("ParseFile(%s): %v, want %q", path, err, want)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("ParseFile(%s) blocked", path)
+		case <-time.After(testwait.Settle):
+			t.Fatalf("ParseFile(%s) still blocks after %v", path, testwait.Settle)
 		}
 	}
 }

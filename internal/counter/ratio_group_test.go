@@ -148,9 +148,9 @@ func TestNamedGroupThatNeverRuns(t *testing.T) {
 }
 
 // A named group in the kernel: cpu-clock and context-switches, a ratio's
-// operands, in a group of their own per CPU beside the CPU's group of the
-// other software events. A full fetch reads both groups of each CPU once,
-// and cpu-clock counts the elapsed time on every CPU.
+// operands, with task-clock, in a group of their own per CPU beside the
+// CPU's group of the other software events. A full fetch reads both groups
+// of each CPU once, and cpu-clock counts the elapsed time on every CPU.
 func TestKernelNamedGroup(t *testing.T) {
 	needKernelPerf(t)
 	cpus := onlineCPUs(t)
@@ -161,6 +161,8 @@ func TestKernelNamedGroup(t *testing.T) {
 		soft("cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK, "cs"),
 		soft("context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES, "cs"),
 		soft("page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS, ""),
+		// checkClock holds cpu-clock to task-clock, read in the same group.
+		soft("task-clock", unix.PERF_COUNT_SW_TASK_CLOCK, "cs"),
 	}
 	o := &countingOpener{}
 	s, err := counter.New(specs, counter.Config{Opener: o})

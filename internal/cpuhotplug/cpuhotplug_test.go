@@ -11,6 +11,7 @@ import (
 
 	"perfevent/internal/hostfs"
 	"perfevent/internal/testlog"
+	"perfevent/internal/testwait"
 )
 
 // fakeOnline is a sysfs with only the list of online CPUs, and its path.
@@ -47,8 +48,8 @@ func (r *recorder) wait(t *testing.T, want []int) {
 	t.Helper()
 	select {
 	case <-r.c:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no callback; want %v", want)
+	case <-time.After(testwait.Settle):
+		t.Fatalf("no callback within %v; want %v", testwait.Settle, want)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -132,8 +133,8 @@ func TestCloseWithUevents(t *testing.T) {
 	go func() { w.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not return")
+	case <-time.After(testwait.Settle):
+		t.Fatalf("Close did not return within %v", testwait.Settle)
 	}
 	os.WriteFile(path, []byte("0-1\n"), 0o644)
 	w.Check()
