@@ -21,7 +21,13 @@
 // The program is assembled here (program.go), with its loops over events
 // and cgroup levels unrolled, so that nothing but Go builds it. It needs
 // cgroup v2 (the ancestors' ids are of the default hierarchy) and Linux
-// 5.13 (cgroup-switches). Load needs CAP_BPF and CAP_PERFMON; what the
+// 5.13 (cgroup-switches). The kernel fires cgroup-switches between tasks
+// of different perf_event cgroups, so the v2 hierarchy must hold that
+// controller, as it does once the root's cgroup.subtree_control has been
+// written (systemd does at boot): before, or with perf_event bound to a
+// v1 hierarchy, a switch between v2 cgroups that share a perf_event
+// cgroup runs no program, and its slice goes to the next cgroup switched
+// out. Load needs CAP_BPF and CAP_PERFMON; what the
 // descriptors allow afterwards with CAP_PERFMON alone is in
 // RELIABILITY.md.
 package bpfcount
