@@ -292,14 +292,16 @@ func within(t *testing.T, what string, got, want, below, above float64) {
 // only waits in B, nothing in their parent of its own. A is charged what
 // the loop's process counts on its own threads (the program and a task
 // counter start and stop counting a few hundred instructions apart at
-// each switch); B nothing; the parent what A and B are.
+// each switch, and the Go runtime's own threads run a varying few
+// hundred thousand more in some runs); B nothing; the parent what A and
+// B are.
 func TestKernelChargesHardwareEvents(t *testing.T) {
 	testneed.Root(t, "to load BPF programs (CAP_BPF)")
 	needHardwarePMU(t)
 	c := load(t, 8, instructions, cycles)
 	r := countLoop(t, c)
-	within(t, "A's instructions against the loop process's own", r.raw["A"][0], r.inst, 0.0005, 0.0005)
-	within(t, "A's cycles against the loop process's own", r.raw["A"][1], r.cyc, 0.0005, 0.0005)
+	within(t, "A's instructions against the loop process's own", r.raw["A"][0], r.inst, 0.005, 0.005)
+	within(t, "A's cycles against the loop process's own", r.raw["A"][1], r.cyc, 0.005, 0.005)
 	for ev, name := range []string{"instructions", "cycles"} {
 		if r.running["A"][ev] != 1 {
 			t.Errorf("A's %s ran %.4f of the time enabled, want 1: two events fit the PMU", name, r.running["A"][ev])
