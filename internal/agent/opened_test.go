@@ -231,19 +231,27 @@ func TestCheckAndTableAgreeOnTheCorpus(t *testing.T) {
 	}
 }
 
-// A build leaves the plan as ready made it: opening the counters, the
-// derived metrics, the ratios, the table and the C agent's numbering
-// are recorded beside it.
-func TestBuildLeavesThePlan(t *testing.T) {
+// readySkylake plans confDir's files on the skylake fixture, with the
+// C agent's numbering of the same configuration.
+func readySkylake(t *testing.T) (*Options, *readied) {
+	t.Helper()
 	dir := confDir(t)
 	o := &Options{Config: filepath.Join(dir, "perfevent.conf"), CLayout: filepath.Join(dir, "perfevent.conf"),
 		FS: fixtureFS("skylake", filepath.Join(dir, "none"))}
 	files := holdFiles(o)
-	defer files.Close()
+	t.Cleanup(func() { files.Close() })
 	r, err := ready(o, files)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return o, r
+}
+
+// A build leaves the plan as ready made it: opening the counters, the
+// derived metrics, the ratios, the table and the C agent's numbering
+// are recorded beside it.
+func TestBuildLeavesThePlan(t *testing.T) {
+	o, r := readySkylake(t)
 	before := fmt.Sprintf("%+v", *r.plan)
 	fake := countertest.New()
 	fake.FailOpen("cpu-clock", 1, unix.EACCES)
@@ -279,15 +287,7 @@ func (o *countingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, l
 // agent planned on those CPUs and could open on none is answered from
 // that failure, not opened again on every CPU.
 func TestCLayoutReusesFailedOpens(t *testing.T) {
-	dir := confDir(t)
-	o := &Options{Config: filepath.Join(dir, "perfevent.conf"), CLayout: filepath.Join(dir, "perfevent.conf"),
-		FS: fixtureFS("skylake", filepath.Join(dir, "none"))}
-	files := holdFiles(o)
-	defer files.Close()
-	r, err := ready(o, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, r := readySkylake(t)
 	fake := countertest.New()
 	fake.FailOpen("page-faults", countertest.AnyCPU, unix.ENOENT)
 	opener := &countingOpener{Opener: fake, opens: map[string]int{}}
