@@ -269,10 +269,14 @@ func cLayout(c *counted, opener counter.Opener) (keys []string, extra []metrics.
 	if c.cLayout == nil {
 		return nil, nil
 	}
+	// alike is whether two events count the same thing, whatever their
+	// exclude bits.
+	alike := func(a, b *pmu.Event) bool {
+		return a.Attr.Type == b.Attr.Type && a.Attr.Config == b.Attr.Config && a.Attr.Ext1 == b.Attr.Ext1 && a.Attr.Ext2 == b.Attr.Ext2
+	}
 	same := func(ev *pmu.Event) int {
 		for _, pc := range c.opened.counters {
-			a, b := pc.Event.Attr, ev.Attr
-			if a.Type == b.Type && a.Config == b.Config && a.Ext1 == b.Ext1 && a.Ext2 == b.Ext2 {
+			if alike(&pc.Event, ev) {
 				if i, ok := c.set.Lookup(pc.Event.Name); ok && len(c.set.CPUs(i)) > 0 {
 					return i
 				}
@@ -285,8 +289,7 @@ func cLayout(c *counted, opener counter.Opener) (keys []string, extra []metrics.
 	// trial open would only pay for that again (an open per CPU).
 	failed := func(ev *pmu.Event, cpus []int) bool {
 		for _, pc := range c.plan.Counters {
-			a, b := pc.Event.Attr, ev.Attr
-			if a.Type != b.Type || a.Config != b.Config || a.Ext1 != b.Ext1 || a.Ext2 != b.Ext2 || !covers(pc.CPUs, cpus) {
+			if !alike(&pc.Event, ev) || !covers(pc.CPUs, cpus) {
 				continue
 			}
 			if i, ok := c.set.Lookup(pc.Event.Name); !ok || len(c.set.CPUs(i)) == 0 {
