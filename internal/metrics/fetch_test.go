@@ -575,13 +575,13 @@ func sum(m map[int32]float64) float64 {
 
 // Instances say which socket their CPU is on, when the topology is known.
 func TestSocketLabels(t *testing.T) {
-	d := cpuInDom(pdu.NewInDom(Domain, 5), []int{0, 8}, map[int]int{0: 0, 8: 1})
+	d := cpuInstances{}.inDom(pdu.NewInDom(Domain, 5), []int{0, 8}, map[int]int{0: 0, 8: 1})
 	for i, want := range []pmda.Labels{{"cpu": 0, "socket": 0}, {"cpu": 8, "socket": 1}} {
 		if got := d.Instances[i].Labels; len(got) != 2 || got["cpu"] != want["cpu"] || got["socket"] != want["socket"] {
 			t.Errorf("instance %s: labels %v; want %v", d.Instances[i].Name, got, want)
 		}
 	}
-	if got := cpuInDom(pdu.NewInDom(Domain, 5), []int{3}, nil).Instances[0].Labels; len(got) != 1 {
+	if got := (cpuInstances{}).inDom(pdu.NewInDom(Domain, 5), []int{3}, nil).Instances[0].Labels; len(got) != 1 {
 		t.Errorf("with no topology: labels %v; want cpu only", got)
 	}
 }

@@ -461,15 +461,6 @@ func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDu
 // Skipped returns why Build left metrics out (see Clusters.Cluster).
 func (s *Source) Skipped() []error { return s.skipped }
 
-// cpuInDom is a per-CPU instance domain with the C agent's labels, and a
-// "socket" label where sockets knows the CPU's, so that a ratio's
-// per-package value (an uncore PMU's, counted on one CPU per package)
-// says which socket it is. The per-instance "cpu" label is the CPU number, which the
-// C agent gets wrong (it gives the index) whenever a CPU is offline.
-func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
-	return cpuInstances{}.inDom(indom, cpus, sockets)
-}
-
 // cpuInstances are the instance lists of a table's per-CPU domains, one
 // list per distinct CPU list (and socket labelling), which every domain
 // with those CPUs shares: the C agent's layout gives each counter a domain
@@ -477,6 +468,12 @@ func cpuInDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 // otherwise be most of the table (pmda indexes a shared list once).
 type cpuInstances map[string][]pmda.Instance
 
+// inDom is a per-CPU instance domain with the C agent's labels, and a
+// "socket" label where sockets knows the CPU's, so that a ratio's
+// per-package value (an uncore PMU's, counted on one CPU per package)
+// says which socket it is. The per-instance "cpu" label is the CPU
+// number, which the C agent gets wrong (it gives the index) whenever a
+// CPU is offline.
 func (c cpuInstances) inDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 	d := pmda.InDom{
 		InDom:  indom,
