@@ -17,12 +17,15 @@ import (
 // the root's cgroup.subtree_control is first written, as systemd does at
 // boot: until then every task is in the root's perf_event cgroup, and the
 // program runs at no switch.
+// TestKernelChargesTheRunningCgroup, which times a software clock against
+// a task's own CPU time, runs on the host only: under emulation its
+// median of five intervals came out 10 % off once.
 const bpfVMInit = vmPrelude + `mount -t cgroup2 none /sys/fs/cgroup
 echo +pids > /sys/fs/cgroup/cgroup.subtree_control
 uname -r
 ls /sys/bus/event_source/devices/
 zcat /proc/config.gz 2>/dev/null | grep -E '^CONFIG_(BPF_SYSCALL|BPF_EVENTS|CGROUP_PERF)='
-cd /tmp && /bin/bpfcount.test -test.run '^TestKernel(ChargesHardwareEvents|ScalesMultiplexedHardwareEvents|ChargesTheRunningCgroup|DeepCgroupLeavesItsSums)$' -test.v -test.count=1
+cd /tmp && /bin/bpfcount.test -test.run '^TestKernel(ChargesHardwareEvents|ScalesMultiplexedHardwareEvents|DeepCgroupLeavesItsSums)$' -test.v -test.count=1
 echo "=== exit $?"
 poweroff -f
 `
