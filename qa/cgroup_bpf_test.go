@@ -73,13 +73,7 @@ func TestLabCgroupsBPF(t *testing.T) {
 	}
 
 	pid := l.AgentPID(t)
-	fds := func() int {
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ents)
-	}
+	fds := func() int { return allFDs(t, pid) }
 	counted := func() string {
 		return strings.TrimSpace(l.Run(t, "pmprobe", "-h", l.HostSpec(), "-v", "perfevent.cgroup.counted"))
 	}

@@ -96,21 +96,31 @@ func (n *k8sNode) all() []string {
 
 // TestLabCgroupsKubernetes makes a Kubernetes-shaped hierarchy in a
 // private subtree of the cgroup v2 tree and runs the agent with the
-// shipped cgroups.conf, counting with perf cgroup counters, while it grows from 10 to 150 pods with a
-// container each: every pod and container is an instance, labelled with
-// its pod UID and container id, and the agent holds exactly events × CPUs
-// descriptors per counted cgroup. Three busy containers count what perf
-// stat -a -G counts for them, within 2 %. No value goes back across a
-// SIGHUP, a container's cgroup removed and made again at once, one made
-// again while perfalloc holds the counters, cgroups made and removed a
-// thousand a second, and (with PERFEVENT_QA=1, under the qa lock) CPU 1
-// going offline and back. Last, a descriptor budget too small for the node
-// is kept to, and each cgroup it leaves out is named once in the log.
-// BenchmarkLabCgroupChurn measures the churn's cost.
+// shipped cgroups.conf while it grows from 10 to 150 pods with a container
+// each, once counting with perf cgroup counters and once as shipped
+// (counting auto, BPF where the kernel allows it). Every pod and container
+// is an instance, labelled with its pod UID and container id. Perf cgroup
+// counters hold exactly events × CPUs descriptors per counted cgroup;
+// BPF counting holds the same descriptors at 10 pods and at 150. Three
+// busy containers count what perf stat -a -G counts for them, within 2 %.
+// No value goes back across a SIGHUP, a container's cgroup removed and
+// made again at once, one made again while perfalloc holds the counters,
+// cgroups made and removed a thousand a second, and (with PERFEVENT_QA=1,
+// under the qa lock) CPU 1 going offline and back. Last, in perf mode, a
+// descriptor budget too small for the node is kept to, and each cgroup it
+// leaves out is named once in the log. BenchmarkLabCgroupChurn measures
+// the churn's cost.
 func TestLabCgroupsKubernetes(t *testing.T) {
+	t.Run("perf", func(t *testing.T) { testK8sNode(t, "perf") })
+	t.Run("bpf", func(t *testing.T) { testK8sNode(t, "") })
+}
+
+// testK8sNode is TestLabCgroupsKubernetes in one counting mode: "perf",
+// or "" for the shipped file as it is.
+func testK8sNode(t *testing.T, mode string) {
 	Direct(t)
 	h := v2Hierarchy(t)
-	node := newK8sNode(t, h, fmt.Sprintf("perfevent-qa-k8s-%d", os.Getpid()))
+	node := newK8sNode(t, h, fmt.Sprintf("perfevent-qa-k8s%s-%d", mode, os.Getpid()))
 	node.grow(t, 10)
 	// One busy container in each QoS class.
 	var loops []int
@@ -124,14 +134,27 @@ func TestLabCgroupsKubernetes(t *testing.T) {
 	}
 	busy := node.ctrs[0]
 
-	// The descriptors checked below are what perf cgroup counters
-	// promise: events × CPUs for each cgroup counted, within the budget.
-	// (An agent without the counting keyword counts so anyway, and logs
-	// the line as unknown.)
+	// The descriptors checked below are what each mode promises. Perf
+	// cgroup counters: events × CPUs for each cgroup counted, within the
+	// budget. (An agent without the counting keyword counts so anyway,
+	// and logs the line as unknown.) BPF: as many at 150 pods as at 10.
 	orig := readFile(t, "../cgroups.conf")
-	shipped := withKeyword(orig, "counting", "perf")
+	shipped := orig
+	if mode != "" {
+		shipped = withKeyword(orig, "counting", mode)
+	}
 	l := StartLab(t, Agent{Go: true, Config: "[perf]\ncpu-clock\ncontext-switches\n", Cgroups: shipped})
 	needClient(t, l, "pminfo")
+	bpf := mode == ""
+	if bpf {
+		counting := l.Run(t, "pminfo", "-h", l.HostSpec(), "-f", "perfevent.cgroup.counting")
+		if !strings.Contains(counting, `value "bpf"`) {
+			if strings.Contains(counting, `value "perf: `) {
+				unmet(t, "needs BPF counting on this kernel:\n%s", counting)
+			}
+			t.Fatalf("perfevent.cgroup.counting:\n%s", counting)
+		}
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("agent log:\n%s", tail(l.AgentLog, 40))
@@ -151,6 +174,7 @@ func TestLabCgroupsKubernetes(t *testing.T) {
 	// the instances served at the same moment: other tests make and remove
 	// cgroups of their own that the shipped patterns match too.
 	var vals map[string]uint64
+	var bpfFDs, bpfAll int // in BPF mode, the agent's descriptors at 10 pods
 	for _, size := range []int{10, 100, k8sPods} {
 		node.grow(t, size)
 		want := node.all()
@@ -163,6 +187,23 @@ func TestLabCgroupsKubernetes(t *testing.T) {
 			}
 			return true
 		})
+		if bpf {
+			// Read twice alike, so that a directory the agent is
+			// scanning at that moment does not count.
+			var fds, all int
+			waitFor(t, Settle, "the agent's descriptors steady", func() bool {
+				f, a := perfFDs(t, l.AgentPID(t)), allFDs(t, l.AgentPID(t))
+				steady := f == fds && a == all && (bpfFDs == 0 || f == bpfFDs && a == bpfAll)
+				fds, all = f, a
+				return steady
+			})
+			t.Logf("%d pods: %d cgroups counted (%d of the node), the agent holds %d perf descriptors, %d descriptors in all",
+				size, len(cgroupValues(t, l, metric)), len(want), fds, all)
+			if bpfFDs == 0 {
+				bpfFDs, bpfAll = fds, all
+			}
+			continue
+		}
 		var fds, counted int
 		waitFor(t, Settle, fmt.Sprintf("%d descriptors per counted cgroup and as many for the per-CPU counters", per), func() bool {
 			counted = len(cgroupValues(t, l, metric))
@@ -282,7 +323,9 @@ func TestLabCgroupsKubernetes(t *testing.T) {
 	})
 	monotonic(vals, "the flapping")
 
-	checkDescriptorBudget(t, l, node, shipped, per, metric)
+	if !bpf {
+		checkDescriptorBudget(t, l, node, shipped, per, metric)
+	}
 }
 
 // checkK8sLabels checks every pod's and container's instance labels:

@@ -293,6 +293,16 @@ func cgroupIDs(t testing.TB, l *Lab) map[string]string {
 	return ids
 }
 
+// allFDs is how many descriptors process pid holds.
+func allFDs(t testing.TB, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
 // perfFDs counts the perf event descriptors a process holds.
 func perfFDs(t testing.TB, pid int) int {
 	t.Helper()
