@@ -160,6 +160,8 @@ type Agent struct {
 	hier         *hierarchyWatch     // the hierarchy that owns perf_event
 	// locate finds that hierarchy in tests; nil is this machine's.
 	locate func() (cgroup.Hierarchy, error)
+	// reach probes it in tests; nil is cgroup.Reach.
+	reach func(cgroup.Hierarchy, int) error
 	// cgroupIDs numbers cgroup instances for the agent's life, across
 	// reloads, so that an id never changes hands.
 	cgroupIDs *cgroup.IDs
