@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -360,4 +362,85 @@ func TestReadAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { tr.Read(all4) }); n != 0 {
 		t.Errorf("Read allocates %v times per call, want 0", n)
 	}
+}
+
+// BenchmarkReleaseKernel is perfalloc's cycle of the per-cgroup counters
+// in perf mode: Close, which disables each cgroup's group on each CPU
+// (what the agent does before it confirms the release), then Resume,
+// which enables them again, for 307 real cgroups × 4 software events on
+// every online CPU (614 groups on 2 CPUs). release-ms and resume-ms are
+// the two halves. It needs root and a cgroup v2 hierarchy.
+func BenchmarkReleaseKernel(b *testing.B) {
+	const n = 307
+	h := kernelHierarchy(b)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-bench-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		b.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	b.Cleanup(func() { removeTree(b, base) })
+	for i := range n {
+		if err := os.Mkdir(filepath.Join(base, fmt.Sprintf("cg%03d", i)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpus := onlineCPUs(b)
+	tr := New(Options{
+		Hierarchy:   h,
+		Patterns:    []string{"/" + filepath.Base(base) + "/*"},
+		Events:      benchEvents,
+		CPUs:        cpus,
+		Max:         n,
+		Descriptors: n * len(benchEvents) * len(cpus),
+		Rescan:      time.Hour,
+		NoNotify:    true,
+	})
+	tr.Start()
+	defer tr.Stop()
+	if got, _ := tr.Stats(); got != n {
+		b.Skipf("%d of %d cgroups opened (needs CAP_PERFMON or root)", got, n)
+	}
+	var release, resume time.Duration
+	calls := functionCalls(b)
+	for b.Loop() {
+		t0 := time.Now()
+		tr.Close()
+		t1 := time.Now()
+		if tr.Resume() {
+			b.Fatal("Resume left counters for Reopen: software events must be disabled, not closed")
+		}
+		release += t1.Sub(t0)
+		resume += time.Since(t1)
+	}
+	b.ReportMetric(float64(release.Microseconds())/1e3/float64(b.N), "release-ms")
+	b.ReportMetric(float64(resume.Microseconds())/1e3/float64(b.N), "resume-ms")
+	b.ReportMetric(float64(functionCalls(b)-calls)/float64(b.N), "ipis/op")
+	b.ReportMetric(float64(n*len(cpus)), "groups")
+}
+
+// functionCalls is the machine's count of function-call interprocessor
+// interrupts so far (CAL in /proc/interrupts), which a remote disable or
+// enable of a perf counter costs one of: a measure that the load moves
+// far less than time.
+func functionCalls(tb testing.TB) int64 {
+	b, err := os.ReadFile("/proc/interrupts")
+	if err != nil {
+		tb.Skipf("needs /proc/interrupts: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] != "CAL:" {
+			continue
+		}
+		var sum int64
+		for _, x := range f[1:] {
+			v, err := strconv.ParseInt(x, 10, 64)
+			if err != nil {
+				break
+			}
+			sum += v
+		}
+		return sum
+	}
+	tb.Skip("needs CAL (function call interrupts) in /proc/interrupts")
+	return 0
 }

@@ -794,15 +794,27 @@ func (t *Tracker) Close() {
 			t.o.BPF.Detach(cpu)
 		}
 	}
-	for _, m := range members {
-		if m.set != nil {
-			m.set.Release()
-		}
-	}
+	// One batch, so that each CPU's disables are made on it, at once.
+	perf, _ := perfSets(members)
+	counter.ReleaseAll(perf)
 	// Not under opMu: the rescan that holds a count closes after it.
 	t.opMu.Unlock()
 	t.closes.Wait()
 	t.opMu.Lock()
+}
+
+// perfSets are the counter.Sets of the members counted with perf
+// counters, and those members.
+func perfSets(members []*member) ([]*counter.Set, []*member) {
+	var sets []*counter.Set
+	var of []*member
+	for _, m := range members {
+		if m.set != nil {
+			sets = append(sets, m.set)
+			of = append(of, m)
+		}
+	}
+	return sets, of
 }
 
 // Resume starts again, after perfalloc, what Close disabled (one ioctl
@@ -820,15 +832,13 @@ func (t *Tracker) Resume() (reopen bool) {
 	members := slices.Clone(t.members)
 	t.mu.Unlock()
 	reopen = t.o.BPF != nil // Reopen attaches the CPUs again
-	for _, m := range members {
-		if m.set == nil {
-			continue
+	perf, of := perfSets(members)
+	res, errs := counter.ResumeAll(perf)
+	for i, r := range res {
+		if i < len(errs) && errs[i] != nil {
+			t.o.Log.Debugf("cgroups: %s: %v", of[i].path, errs[i])
 		}
-		res, err := m.set.Resume()
-		if err != nil {
-			t.o.Log.Debugf("cgroups: %s: %v", m.path, err)
-		}
-		reopen = reopen || res.Reopen > 0
+		reopen = reopen || r.Reopen > 0
 	}
 	t.mu.Lock()
 	t.reserved = false
