@@ -48,6 +48,10 @@ type Options struct {
 	// Cgroups is how many cgroups may be counted at once, within
 	// MaxSums (see Room).
 	Cgroups int
+	// PossibleCPUs sizes the maps for that many CPUs when it is more than
+	// the machine's possible CPUs: benchmarks measure a larger machine's
+	// memory and reads on this one. 0 is the machine's.
+	PossibleCPUs int
 }
 
 // Reading is one event's sums in one cgroup on one CPU, as the program
@@ -100,6 +104,7 @@ func Load(o Options) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bpfcount: possible CPUs: %w", err)
 	}
+	nCPU = max(nCPU, o.PossibleCPUs)
 	n := len(o.Events)
 	o.Cgroups = roomFor(n, o.Cgroups, nCPU)
 	c := &Counter{events: slices.Clone(o.Events), nCPU: nCPU, slots: newSlots(o.Cgroups), switches: map[int]int{}, tree: newTree(o.Cgroups, n, nCPU)}

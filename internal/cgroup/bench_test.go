@@ -444,3 +444,120 @@ func functionCalls(tb testing.TB) int64 {
 	tb.Skip("needs CAL (function call interrupts) in /proc/interrupts")
 	return 0
 }
+
+// BenchmarkScaleBPF is a fetch with BPF counting of 1,000 cgroups × the 4
+// events on a machine of 768 (or 256) possible CPUs: the maps are made
+// for that many (bpfcount.Options.PossibleCPUs) while this machine's CPUs
+// attach, and the Tracker reads every cgroup's sums on each of them, as
+// the agent would there. The cgroups are empty directories, as BPF
+// counting needs only their inodes. It reports the cgroups counted (the
+// sums' room, within bpfcount.MaxSums), the kernel memory of the maps
+// (memlock, /proc/self/fdinfo), and the growth of this process's RSS from
+// before the load to after the first fetch (the sums are mapped in). It
+// needs root.
+func BenchmarkScaleBPF(b *testing.B) {
+	const asked = 1000
+	for _, cpus := range []int{256, 768} {
+		b.Run(fmt.Sprintf("cpus=%d/cgroups=%d", cpus, asked), func(b *testing.B) {
+			rss0 := rssKiB(b)
+			lock0 := bpfMemlock(b)
+			c := loadBPFOn(b, asked, cpus)
+			root := fakeTree(b, asked)
+			tr := New(Options{
+				Hierarchy: Hierarchy{Mount: root, Version: 2},
+				Patterns:  []string{"/*"},
+				Max:       asked,
+				Events:    benchEvents,
+				CPUs:      cpuIDs(cpus),
+				BPF:       c,
+				Rescan:    time.Hour,
+				NoNotify:  true,
+			})
+			tr.Start()
+			defer tr.Stop()
+			n, _ := tr.Stats()
+			if n != c.Room() {
+				b.Fatalf("%d cgroups counted, want the room for %d", n, c.Room())
+			}
+			tr.Read(all4)
+			rss := rssKiB(b) - rss0
+			lock := bpfMemlock(b) - lock0
+			for _, need := range []struct {
+				name string
+				need []bool
+			}{{"one", []bool{true, false, false, false}}, {"all4", all4}} {
+				b.Run(need.name, func(b *testing.B) {
+					for b.Loop() {
+						tr.Read(need.need)
+					}
+					b.ReportMetric(float64(n), "cgroups")
+					b.ReportMetric(float64(lock)/(1<<20), "map-MiB")
+					b.ReportMetric(float64(rss)/1024, "rss-MiB")
+				})
+			}
+		})
+	}
+}
+
+// loadBPFOn loads a Counter of benchEvents with room for cgroups, its
+// maps made for cpus possible CPUs, attached to this machine's CPUs.
+func loadBPFOn(tb testing.TB, cgroups, cpus int) *bpfcount.Counter {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("needs root, to load BPF programs (CAP_BPF)")
+	}
+	attrs := make([]unix.PerfEventAttr, len(benchEvents))
+	for i, e := range benchEvents {
+		attrs[i] = e.Attr
+	}
+	c, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: cgroups, PossibleCPUs: cpus})
+	if err != nil {
+		tb.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	if c.CPUs() != cpus {
+		tb.Skipf("this machine has %d possible CPUs, more than the %d to measure", c.CPUs(), cpus)
+	}
+	if err := c.AttachOnly(onlineCPUs(tb)); err != nil {
+		tb.Skipf("needs the cgroup-switches software event (Linux 5.13): %v", err)
+	}
+	return c
+}
+
+// rssKiB is this process's resident set, in KiB.
+func rssKiB(tb testing.TB) int64 {
+	return procField(tb, "/proc/self/status", "VmRSS:")
+}
+
+// bpfMemlock is the memlock of every BPF map this process holds, in
+// bytes: their kernel memory as the kernel charges it.
+func bpfMemlock(tb testing.TB) int64 {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		tb.Skipf("needs /proc/self/fd: %v", err)
+	}
+	var sum int64
+	for _, fd := range fds {
+		if l, _ := os.Readlink("/proc/self/fd/" + fd.Name()); l != "anon_inode:bpf-map" {
+			continue
+		}
+		sum += procField(tb, "/proc/self/fdinfo/"+fd.Name(), "memlock:")
+	}
+	return sum
+}
+
+// procField is the number after key in a /proc file of "key value" lines,
+// or 0.
+func procField(tb testing.TB, file, key string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == key {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
