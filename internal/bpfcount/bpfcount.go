@@ -436,9 +436,7 @@ func (c *Counter) Read(slot, ev, cpu int) Reading {
 func (c *Counter) ReadCPUs(slot, ev int, cpus []int, out []Reading) {
 	c.treeMu.RLock()
 	defer c.treeMu.RUnlock()
-	for i, cpu := range cpus {
-		out[i] = c.tree.sum(c.sums, slot, ev, cpu)
-	}
+	c.tree.sumCPUs(c.sums, slot, ev, cpus, out)
 }
 
 // FDs is the number of descriptors held: the maps, the programs and one

@@ -696,13 +696,24 @@ func (t *Tracker) openSet(path string, dir *os.File) (*counter.Set, int) {
 func (t *Tracker) advance(m *member, ev int) (duty float64) {
 	nc := len(t.o.CPUs)
 	m.bpf.ReadCPUs(m.slot, ev, t.o.CPUs, t.readings)
+	last := m.last[ev*nc : (ev+1)*nc]
 	for i, r := range t.readings {
-		l := &m.last[ev*nc+i]
-		if r.Value >= l.Value && r.Enabled >= l.Enabled && r.Running >= l.Running {
-			m.acc[ev] += counter.Scale(r.Value-l.Value, r.Enabled-l.Enabled, r.Running-l.Running)
+		// At 768 CPUs this runs for every CPU of every cgroup and event
+		// at each fetch: most CPUs did not run the cgroup since the last
+		// (nothing to add), and most events are never multiplexed (a
+		// dutycycle of 1 needs no division).
+		if l := &last[i]; r != *l {
+			if r.Value >= l.Value && r.Enabled >= l.Enabled && r.Running >= l.Running {
+				m.acc[ev] += counter.Scale(r.Value-l.Value, r.Enabled-l.Enabled, r.Running-l.Running)
+			}
+			*l = r
 		}
-		*l = r
-		if r.Enabled > 0 {
+		switch {
+		case r.Running == r.Enabled:
+			if r.Enabled > 0 {
+				duty++
+			}
+		default:
 			duty += float64(r.Running) / float64(r.Enabled)
 		}
 	}
