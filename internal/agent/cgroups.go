@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -140,7 +141,7 @@ func (a *Agent) startCgroups(served []setup.Counter, read cgroupConf, r *report)
 	}
 	if why := a.unreached(h, cpus); why != "" {
 		off := "off: " + why
-		r.warningf("cgroups: %snothing is counted per cgroup: %s (perfevent.cgroup.counting says so), everything else is", asked(cfg), why)
+		r.warningf("cgroups: %snothing is counted per cgroup: %s (perfevent.cgroup.counting says so); everything else is, and the agent probes again every %v", asked(cfg), why, hierarchyEvery)
 		return nil, &metrics.Cgroups{Mode: spec.Mode, Counting: func() string { return off }}, "", nil
 	}
 	bpf, counting := a.cgroupCounting(cfg, h, events, cpus, r)
@@ -221,6 +222,14 @@ func (a *Agent) unreached(h cgroup.Hierarchy, cpus []int) string {
 		return u.Reason
 	}
 	return ""
+}
+
+// unreachedSpec says whether spec counts nothing per cgroup because the
+// cgroups below the root lack the perf_event controller: the one way
+// startCgroups has to serve a hierarchy in perfevent.cgroup.mode and
+// "off: ..." in perfevent.cgroup.counting.
+func unreachedSpec(spec *metrics.Cgroups) bool {
+	return spec != nil && spec.Counting != nil && followedMode(spec) != "" && strings.HasPrefix(spec.Counting(), "off: ")
 }
 
 // asked names the counting mode cgroups.conf asks for, when it asks for

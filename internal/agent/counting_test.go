@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"perfevent/internal/cgroup"
@@ -209,5 +210,45 @@ func TestCheckSaysControllerDoesNotReach(t *testing.T) {
 		if n.Severity != setup.Problem || !strings.HasPrefix(n.Text, c.want) {
 			t.Errorf("counting %s: %+v, want a Problem %q", c.counting, n, c.want)
 		}
+	}
+}
+
+// Once the cgroups have the controller (the root's subtree_control
+// written), the hierarchy watch's next look rebuilds the counters, which
+// count then; while they lack it, each look rebuilds nothing.
+func TestCountingStartsWhenControllerReaches(t *testing.T) {
+	v2 := cgroup.Hierarchy{Mount: t.TempDir(), Version: 2}
+	const reason = "the cgroups below the root have no perf_event controller"
+	var reached atomic.Bool
+	h := startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(a.o.Config), "cgroups.conf"), []byte("cgroup /*\nevent cpu-clock\ncounting perf\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a.locate = func() (cgroup.Hierarchy, error) { return v2, nil }
+		a.reach = func(cgroup.Hierarchy, int) error {
+			if reached.Load() {
+				return nil
+			}
+			return &cgroup.Unreached{Reason: reason}
+		}
+	})
+	if got := h.fetchString(t, "perfevent.cgroup.counting"); got != "off: "+reason {
+		t.Fatalf("perfevent.cgroup.counting = %q, want off: and the reason", got)
+	}
+	reloads := strings.Count(h.log.String(), "reload done")
+	h.a.checkHierarchy()
+	if n := strings.Count(h.log.String(), "reload done"); n != reloads {
+		t.Errorf("%d rebuilds while the controller does not reach the cgroups", n-reloads)
+	}
+	reached.Store(true)
+	h.a.checkHierarchy()
+	h.waitLog(t, "cgroups: the cgroups below the root of the cgroup v2 hierarchy at "+v2.Mount+" have the perf_event controller now; rebuilding the counters")
+	if got := h.fetchString(t, "perfevent.cgroup.counting"); got != "perf" {
+		t.Errorf("perfevent.cgroup.counting = %q after the controller reached the cgroups, want perf", got)
+	}
+	reloads = strings.Count(h.log.String(), "reload done")
+	h.a.checkHierarchy()
+	if n := strings.Count(h.log.String(), "reload done"); n != reloads {
+		t.Errorf("%d rebuilds once counting", n-reloads)
 	}
 }

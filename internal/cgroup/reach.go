@@ -122,5 +122,5 @@ func unreached(h Hierarchy, child string) string {
 	if example != "" {
 		how += " (" + example + ")"
 	}
-	return fmt.Sprintf("the cgroups below the root of the %s have no perf_event controller (a counter bound to /%s fails with ENOENT), so neither BPF nor perf counters can count them apart: the kernel gives them the controller once the root's cgroup.subtree_control is first written, as systemd does at boot; %s, or run under systemd, then reload the agent (SIGHUP)", h, child, how)
+	return fmt.Sprintf("the cgroups below the root of the %s have no perf_event controller (a counter bound to /%s fails with ENOENT), so neither BPF nor perf counters can count them apart: the kernel gives them the controller once the root's cgroup.subtree_control is first written, as systemd does at boot; %s, or run under systemd", h, child, how)
 }
