@@ -709,10 +709,9 @@ func (t *Tracker) advance(m *member, ev int) (duty float64) {
 			*l = r
 		}
 		switch {
+		case r.Enabled == 0:
 		case r.Running == r.Enabled:
-			if r.Enabled > 0 {
-				duty++
-			}
+			duty++
 		default:
 			duty += float64(r.Running) / float64(r.Enabled)
 		}
