@@ -31,16 +31,19 @@ type Unreached struct{ Reason string }
 
 func (u *Unreached) Error() string { return u.Reason }
 
-// probeTries bounds the children of the root tried: an ENOENT from one
-// removed meanwhile says nothing, so the probe moves on to the next.
+// probeTries bounds the children of the root tried. An ENOENT from one
+// removed meanwhile says nothing, and one from a child being removed may
+// come while its directory is still there: the probe asks the next ones
+// too, and any that takes the counter settles it.
 const probeTries = 3
 
 // Reach says whether counters can be bound to the cgroups below the root
-// of h, by opening a dummy software event on cpu for one child of the
-// root with PERF_FLAG_PID_CGROUP: one perf_event_open and close, as the
-// mode is chosen. It is nil as well when it cannot tell (no child to
-// try, an open refused for another reason: the counters' own opens
-// report those); else an *Unreached.
+// of h, by opening a dummy software event on cpu bound to a child of the
+// root with PERF_FLAG_PID_CGROUP: one perf_event_open and close where
+// they can, as the mode is chosen (up to probeTries where they cannot).
+// It is nil as well when it cannot tell (no child to try, an open
+// refused for another reason: the counters' own opens report those);
+// else an *Unreached.
 func Reach(h Hierarchy, cpu int) error {
 	return reach(h, cpu, openDummy)
 }
@@ -74,7 +77,7 @@ func reach(h Hierarchy, cpu int, open func(path string, cpu int) error) error {
 	if err != nil {
 		return nil
 	}
-	tried := 0
+	tried, refused := 0, ""
 	for _, e := range entries {
 		if !e.IsDir() || tried == probeTries {
 			continue
@@ -92,9 +95,14 @@ func reach(h Hierarchy, cpu int, open func(path string, cpu int) error) error {
 		if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
 			continue // removed, or removed and made again, meanwhile
 		}
-		return &Unreached{Reason: unreached(h, e.Name())}
+		if refused == "" {
+			refused = e.Name()
+		}
 	}
-	return nil
+	if refused == "" {
+		return nil
+	}
+	return &Unreached{Reason: unreached(h, refused)}
 }
 
 // unreached is the reason and the remedy for a hierarchy whose cgroups

@@ -29,9 +29,9 @@ func fakeV2(t *testing.T, children []string, controllers, subtree string) Hierar
 	return Hierarchy{Mount: root, Version: 2}
 }
 
-// Only ENOENT from a child that is still there says that the controller
-// does not reach the cgroups; any other answer leaves the choice to the
-// counters' own opens.
+// Only ENOENT from every child tried that is still there says that the
+// controller does not reach the cgroups; any other answer leaves the
+// choice to the counters' own opens.
 func TestReachDecides(t *testing.T) {
 	for _, c := range []struct {
 		err       error
@@ -59,8 +59,12 @@ func TestReachDecides(t *testing.T) {
 			t.Errorf("open %v: Reach = %v, want unreached %v", c.err, err, c.unreached)
 			continue
 		}
-		if len(tried) != 1 || tried[0] != "init.scope" {
-			t.Errorf("open %v: tried %v, want [init.scope]", c.err, tried)
+		want := "init.scope"
+		if c.unreached {
+			want = "init.scope system.slice" // each one asked
+		}
+		if got := strings.Join(tried, " "); got != want {
+			t.Errorf("open %v: tried %v, want [%s]", c.err, tried, want)
 		}
 		if !c.unreached {
 			continue
@@ -124,6 +128,22 @@ func TestReachSkipsChildrenRemoved(t *testing.T) {
 	var u *Unreached
 	if !errors.As(err, &u) || !strings.Contains(u.Reason, "bound to /b fails") || strings.Join(tried, " ") != "a b" {
 		t.Errorf("a removed, b there: %v after %v, want Unreached naming /b after [a b]", err, tried)
+	}
+
+	// One child refuses while its directory is still there (a cgroup
+	// being removed), the next takes the counter: the controller reaches
+	// the cgroups.
+	h = fakeV2(t, []string{"a", "b", "c"}, "pids\n", "")
+	tried = nil
+	err = reach(h, 0, func(path string, cpu int) error {
+		tried = append(tried, filepath.Base(path))
+		if filepath.Base(path) == "a" {
+			return unix.ENOENT
+		}
+		return nil
+	})
+	if err != nil || strings.Join(tried, " ") != "a b" {
+		t.Errorf("a refused, b took it: %v after %v, want nil after [a b]", err, tried)
 	}
 }
 
