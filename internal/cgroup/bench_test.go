@@ -451,7 +451,8 @@ func functionCalls(tb testing.TB) int64 {
 // attach, and the Tracker reads every cgroup's sums on each of them, as
 // the agent would there. The cgroups are empty directories, as BPF
 // counting needs only their inodes. It reports the cgroups counted (the
-// sums' room, within bpfcount.MaxSums), the kernel memory of the maps
+// sums' room, within bpfcount.MaxSums), the Tracker's start (the scan,
+// each cgroup added, its first readings), the kernel memory of the maps
 // (memlock, /proc/self/fdinfo), and the growth of this process's RSS from
 // before the load to after the first fetch (the sums are mapped in). It
 // needs root.
@@ -473,7 +474,9 @@ func BenchmarkScaleBPF(b *testing.B) {
 				Rescan:    time.Hour,
 				NoNotify:  true,
 			})
+			t0 := time.Now()
 			tr.Start()
+			start := time.Since(t0)
 			defer tr.Stop()
 			n, _ := tr.Stats()
 			if n != c.Room() {
@@ -493,6 +496,7 @@ func BenchmarkScaleBPF(b *testing.B) {
 					b.ReportMetric(float64(n), "cgroups")
 					b.ReportMetric(float64(lock)/(1<<20), "map-MiB")
 					b.ReportMetric(float64(rss)/1024, "rss-MiB")
+					b.ReportMetric(float64(start.Microseconds())/1e3, "start-ms")
 				})
 			}
 		})

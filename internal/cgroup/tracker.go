@@ -651,10 +651,9 @@ func (t *Tracker) open(path string, prev *member) *member {
 		m.acc = make([]uint64, n)
 		// The slot may hold what another generation's member counted:
 		// this one counts from here.
+		nc := len(t.o.CPUs)
 		for ev := range n {
-			for i, cpu := range t.o.CPUs {
-				m.last[ev*len(t.o.CPUs)+i] = m.bpf.Read(slot, ev, cpu)
-			}
+			m.bpf.ReadCPUs(slot, ev, t.o.CPUs, m.last[ev*nc:(ev+1)*nc])
 		}
 	}
 	for i, e := range t.o.Events {
