@@ -28,7 +28,10 @@ mount -t cgroup2 none /sys/fs/cgroup/unified
 # The kernel gives v2 cgroups the implicit controllers, perf_event among
 # them, once the root's cgroup.subtree_control is first written, as
 # systemd does at boot; until then a counter bound to a child fails with
-# ENOENT.
+# ENOENT, and --check must say that nothing would be counted.
+mkdir /sys/fs/cgroup/unified/early
+/bin/pmdaperfevent --check -c /s/v2/perfevent.conf | sed 's/^/early: /'
+rmdir /sys/fs/cgroup/unified/early
 echo +pids > /sys/fs/cgroup/unified/cgroup.subtree_control
 run() { # hierarchy, scenario
 	mkdir $1/busy $1/idle
@@ -105,6 +108,14 @@ func TestARMVMCgroups(t *testing.T) {
 			t.Fatalf("%s: %s after %d fetches; the agent's log:\n%s", s, r.Error, len(r.Fetches), r.Log)
 		}
 	}
+	t.Run("early", func(t *testing.T) {
+		// Before the root's subtree_control is written, the probe sees
+		// the child's counter fail, and --check says so as a problem.
+		const why = "early: ! cgroups: nothing would be counted per cgroup: the cgroups below the root of the cgroup v2 hierarchy at /sys/fs/cgroup/unified have no perf_event controller (a counter bound to /early fails with ENOENT)"
+		if !strings.Contains(console, why) || !strings.Contains(console, "> /sys/fs/cgroup/unified/cgroup.subtree_control") {
+			t.Errorf("--check before subtree_control is written does not say %q and the remedy:\n%s", why, withoutReports(console))
+		}
+	})
 	t.Run("v2", func(t *testing.T) { checkCgroupCounts(t, reports["v2"], "v2 /sys/fs/cgroup/unified") })
 	t.Run("v1", func(t *testing.T) { checkCgroupCounts(t, reports["v1"], "v1 /sys/fs/cgroup/perf_event") })
 	t.Run("gone", func(t *testing.T) {

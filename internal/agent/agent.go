@@ -90,6 +90,10 @@ type generation struct {
 	// cgMode is perfevent.cgroup.mode as built, "" when cgroups.conf asks
 	// for nothing; the hierarchy watch compares it with the machine's.
 	cgMode string
+	// cgUnreached says that it counts nothing per cgroup because the
+	// cgroups below the root lack the perf_event controller: the
+	// hierarchy watch probes again.
+	cgUnreached bool
 	// bpf is the BPF counter cg counts through (the agent's, or one it
 	// replaced since); nil when cg counts with perf cgroup counters.
 	bpf *bpfcount.Counter
@@ -160,6 +164,8 @@ type Agent struct {
 	hier         *hierarchyWatch     // the hierarchy that owns perf_event
 	// locate finds that hierarchy in tests; nil is this machine's.
 	locate func() (cgroup.Hierarchy, error)
+	// reach probes it in tests; nil is cgroup.Reach.
+	reach func(cgroup.Hierarchy, int) error
 	// cgroupIDs numbers cgroup instances for the agent's life, across
 	// reloads, so that an id never changes hands.
 	cgroupIDs *cgroup.IDs
@@ -411,7 +417,7 @@ func (a *Agent) openGeneration(rd *read, seamless bool) (*generation, error) {
 	if len(c.opened.counters) == 0 {
 		r.warningf("no counter could be opened; serving perfevent.version and perfevent.active only (see the lines above, or run %s --check)", Program)
 	}
-	return &generation{plan: c.plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec), bpf: bpf}, nil
+	return &generation{plan: c.plan, report: r, set: set, table: table, src: src, cg: cg, cgMode: followedMode(cgSpec), cgUnreached: unreachedSpec(cgSpec), bpf: bpf}, nil
 }
 
 // empty is a generation with no counters.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -83,16 +84,20 @@ func hierarchyNote(fs hostfs.FS, p cgroupPlan) []setup.Note {
 		return []setup.Note{{Severity: setup.Problem, Text: "cgroups: " + whyNoHierarchy(err) + "; nothing would be counted per cgroup"}}
 	}
 	notes := []setup.Note{{Text: fmt.Sprintf("cgroups: counted in the %s (perfevent.cgroup.mode %q)", h, cgroup.Mode(h, nil))}}
-	return append(notes, countingNote(p, h))
+	return append(notes, countingNote(p, h, nil))
 }
 
 // countingNote is --check's word on how the cgroups would be counted: it
 // loads the BPF program and attaches it as the agent would, and lets go.
-func countingNote(p cgroupPlan, h cgroup.Hierarchy) setup.Note {
+// reach probes the hierarchy (nil: cgroup.Reach).
+func countingNote(p cgroupPlan, h cgroup.Hierarchy, reach func(cgroup.Hierarchy, int) error) setup.Note {
+	a := Agent{reach: reach}
+	if why := a.unreached(h, p.cpus); why != "" {
+		return setup.Note{Severity: setup.Problem, Text: fmt.Sprintf("cgroups: %snothing would be counted per cgroup: %s (perfevent.cgroup.counting \"off: ...\")", asked(p.cfg), why)}
+	}
 	if p.cfg.Counting == cgroup.CountingPerf {
 		return setup.Note{Text: "cgroups: counted with perf cgroup counters, as cgroups.conf asks (perfevent.cgroup.counting \"perf\")"}
 	}
-	var a Agent
 	c, why := a.bpfCounter(h, p.events, p.cpus, p.cfg.Max)
 	if c != nil {
 		c.Close()
@@ -133,6 +138,11 @@ func (a *Agent) startCgroups(served []setup.Counter, read cgroupConf, r *report)
 	if err != nil {
 		r.warningf("cgroups: %s; nothing is counted per cgroup (perfevent.cgroup.mode says so), everything else is", whyNoHierarchy(err))
 		return nil, &metrics.Cgroups{Mode: spec.Mode}, "", nil
+	}
+	if why := a.unreached(h, cpus); why != "" {
+		off := "off: " + why
+		r.warningf("cgroups: %snothing is counted per cgroup: %s (perfevent.cgroup.counting says so); everything else is, and the agent probes again every %v", asked(cfg), why, hierarchyEvery)
+		return nil, &metrics.Cgroups{Mode: spec.Mode, Counting: func() string { return off }}, "", nil
 	}
 	bpf, counting := a.cgroupCounting(cfg, h, events, cpus, r)
 	spec.Counting = func() string { return counting }
@@ -193,6 +203,42 @@ func (a *Agent) cgroupCounting(cfg cgroup.Config, h cgroup.Hierarchy, events []c
 		r.warningf("cgroups: %s asks for counting bpf, but %s; counting with perf cgroup counters instead", cgroupsConf(a.o.Config), why)
 	}
 	return nil, "perf: " + why
+}
+
+// unreached says why no cgroup below the root of h can be counted apart,
+// in either mode, or "" when they can or the probe cannot tell: both
+// modes need the cgroups' own perf_event controller (cgroup.Unreached).
+func (a *Agent) unreached(h cgroup.Hierarchy, cpus []int) string {
+	probe := a.reach
+	if probe == nil {
+		probe = cgroup.Reach
+	}
+	cpu := 0
+	if len(cpus) > 0 {
+		cpu = cpus[0]
+	}
+	var u *cgroup.Unreached
+	if err := probe(h, cpu); errors.As(err, &u) {
+		return u.Reason
+	}
+	return ""
+}
+
+// unreachedSpec says whether spec counts nothing per cgroup because the
+// cgroups below the root lack the perf_event controller: the one way
+// startCgroups has to serve a hierarchy in perfevent.cgroup.mode and
+// "off: ..." in perfevent.cgroup.counting.
+func unreachedSpec(spec *metrics.Cgroups) bool {
+	return spec != nil && spec.Counting != nil && followedMode(spec) != "" && strings.HasPrefix(spec.Counting(), "off: ")
+}
+
+// asked names the counting mode cgroups.conf asks for, when it asks for
+// one, to begin a sentence saying that it cannot be had.
+func asked(cfg cgroup.Config) string {
+	if cfg.Counting == cgroup.CountingAuto {
+		return ""
+	}
+	return fmt.Sprintf("cgroups.conf asks for counting %s, but ", cfg.Counting)
 }
 
 // bpfCounter is the agent's bpfcount.Counter for events, attached to

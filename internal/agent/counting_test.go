@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"perfevent/internal/cgroup"
 	"perfevent/internal/emulator"
 	"perfevent/internal/hostfs"
+	"perfevent/internal/setup"
 	"perfevent/internal/testexec"
 )
 
@@ -151,4 +153,102 @@ func TestCountingWithoutCapBPF(t *testing.T) {
 	}
 	h.waitLog(t, "Warning: cgroups: ")
 	h.waitLog(t, "asks for counting bpf, but loading a BPF program needs CAP_BPF")
+}
+
+// Where the perf_event controller does not reach the cgroups below the
+// root (cgroup.Reach), neither mode can count them apart: whatever
+// cgroups.conf asks, nothing is counted per cgroup, and a Warning and
+// perfevent.cgroup.counting say why and what to do.
+func TestCountingOffWhereControllerDoesNotReach(t *testing.T) {
+	v2 := cgroup.Hierarchy{Mount: t.TempDir(), Version: 2}
+	const reason = "the cgroups below the root have no perf_event controller: write +pids to cgroup.subtree_control"
+	for _, c := range []struct{ line, warning string }{
+		{"", "cgroups: nothing is counted per cgroup: " + reason},
+		{"counting bpf\n", "cgroups: cgroups.conf asks for counting bpf, but nothing is counted per cgroup: " + reason},
+		{"counting perf\n", "cgroups: cgroups.conf asks for counting perf, but nothing is counted per cgroup: " + reason},
+	} {
+		var probed []int
+		h := startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) {
+			conf := "cgroup /*\nevent cpu-clock\n" + c.line
+			if err := os.WriteFile(filepath.Join(filepath.Dir(a.o.Config), "cgroups.conf"), []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			a.locate = func() (cgroup.Hierarchy, error) { return v2, nil }
+			a.reach = func(h cgroup.Hierarchy, cpu int) error {
+				if h != v2 {
+					t.Errorf("probed %v, want %v", h, v2)
+				}
+				probed = append(probed, cpu)
+				return &cgroup.Unreached{Reason: reason}
+			}
+		})
+		if got := h.fetchString(t, "perfevent.cgroup.counting"); got != "off: "+reason {
+			t.Errorf("%q: perfevent.cgroup.counting = %q, want off: and the reason", c.line, got)
+		}
+		if got := h.fetchString(t, "perfevent.cgroup.mode"); got != "v2 "+v2.Mount {
+			t.Errorf("%q: perfevent.cgroup.mode = %q, want the hierarchy", c.line, got)
+		}
+		h.waitLog(t, c.warning)
+		if log := h.log.String(); strings.Contains(log, "cgroups: counting per cgroup in the") || len(probed) == 0 || probed[0] != 0 {
+			t.Errorf("%q: probed CPUs %v (want 0 first); log:\n%s", c.line, probed, log)
+		}
+	}
+}
+
+// --check says the same, as a problem, naming the mode asked for.
+func TestCheckSaysControllerDoesNotReach(t *testing.T) {
+	v2 := cgroup.Hierarchy{Mount: t.TempDir(), Version: 2}
+	const reason = "the cgroups below the root have no perf_event controller"
+	unreached := func(cgroup.Hierarchy, int) error { return &cgroup.Unreached{Reason: reason} }
+	for _, c := range []struct{ counting, want string }{
+		{cgroup.CountingAuto, `cgroups: nothing would be counted per cgroup: ` + reason + ` (perfevent.cgroup.counting "off: ...")`},
+		{cgroup.CountingBPF, `cgroups: cgroups.conf asks for counting bpf, but nothing would be counted per cgroup: ` + reason},
+		{cgroup.CountingPerf, `cgroups: cgroups.conf asks for counting perf, but nothing would be counted per cgroup: ` + reason},
+	} {
+		p := cgroupPlan{cfg: cgroup.Config{Counting: c.counting}, cpus: []int{0, 1}}
+		n := countingNote(p, v2, unreached)
+		if n.Severity != setup.Problem || !strings.HasPrefix(n.Text, c.want) {
+			t.Errorf("counting %s: %+v, want a Problem %q", c.counting, n, c.want)
+		}
+	}
+}
+
+// Once the cgroups have the controller (the root's subtree_control
+// written), the hierarchy watch's next look rebuilds the counters, which
+// count then; while they lack it, each look rebuilds nothing.
+func TestCountingStartsWhenControllerReaches(t *testing.T) {
+	v2 := cgroup.Hierarchy{Mount: t.TempDir(), Version: 2}
+	const reason = "the cgroups below the root have no perf_event controller"
+	var reached atomic.Bool
+	h := startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(a.o.Config), "cgroups.conf"), []byte("cgroup /*\nevent cpu-clock\ncounting perf\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a.locate = func() (cgroup.Hierarchy, error) { return v2, nil }
+		a.reach = func(cgroup.Hierarchy, int) error {
+			if reached.Load() {
+				return nil
+			}
+			return &cgroup.Unreached{Reason: reason}
+		}
+	})
+	if got := h.fetchString(t, "perfevent.cgroup.counting"); got != "off: "+reason {
+		t.Fatalf("perfevent.cgroup.counting = %q, want off: and the reason", got)
+	}
+	reloads := strings.Count(h.log.String(), "reload done")
+	h.a.checkHierarchy()
+	if n := strings.Count(h.log.String(), "reload done"); n != reloads {
+		t.Errorf("%d rebuilds while the controller does not reach the cgroups", n-reloads)
+	}
+	reached.Store(true)
+	h.a.checkHierarchy()
+	h.waitLog(t, "cgroups: the cgroups below the root of the cgroup v2 hierarchy at "+v2.Mount+" have the perf_event controller now; rebuilding the counters")
+	if got := h.fetchString(t, "perfevent.cgroup.counting"); got != "perf" {
+		t.Errorf("perfevent.cgroup.counting = %q after the controller reached the cgroups, want perf", got)
+	}
+	reloads = strings.Count(h.log.String(), "reload done")
+	h.a.checkHierarchy()
+	if n := strings.Count(h.log.String(), "reload done"); n != reloads {
+		t.Errorf("%d rebuilds once counting", n-reloads)
+	}
 }

@@ -114,9 +114,28 @@ func (a *Agent) checkHierarchy() {
 	mode := cgroup.Mode(a.hierarchy())
 	a.log.Debugf("cgroups: perfevent.cgroup.mode would be %q", mode)
 	if mode == g.cgMode {
+		a.probeAgain(g)
 		return
 	}
 	a.rebuildFor(fmt.Sprintf("cgroups: perfevent.cgroup.mode is now %q (was %q)", mode, g.cgMode))
+}
+
+// probeAgain rebuilds g's generation once the cgroups below the root have
+// the perf_event controller, if g counts nothing for want of it: writing
+// the root's cgroup.subtree_control, as the Warning says to, changes
+// nothing that mountinfo or /proc/cgroups would show.
+func (a *Agent) probeAgain(g *generation) {
+	if !g.cgUnreached {
+		return
+	}
+	h, err := a.hierarchy()
+	if err != nil {
+		return
+	}
+	cpus, _ := a.fs.FS.OnlineCPUs()
+	if a.unreached(h, cpus) == "" {
+		a.rebuildFor(fmt.Sprintf("cgroups: the cgroups below the root of the %s have the perf_event controller now", h))
+	}
 }
 
 // hierarchy finds the hierarchy that owns perf_event: a.locate, which

@@ -48,6 +48,10 @@ type Options struct {
 	// Cgroups is how many cgroups may be counted at once, within
 	// MaxSums (see Room).
 	Cgroups int
+	// PossibleCPUs sizes the maps for that many CPUs when it is more than
+	// the machine's possible CPUs: benchmarks measure a larger machine's
+	// memory and reads on this one. 0 is the machine's.
+	PossibleCPUs int
 }
 
 // Reading is one event's sums in one cgroup on one CPU, as the program
@@ -100,6 +104,7 @@ func Load(o Options) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bpfcount: possible CPUs: %w", err)
 	}
+	nCPU = max(nCPU, o.PossibleCPUs)
 	n := len(o.Events)
 	o.Cgroups = roomFor(n, o.Cgroups, nCPU)
 	c := &Counter{events: slices.Clone(o.Events), nCPU: nCPU, slots: newSlots(o.Cgroups), switches: map[int]int{}, tree: newTree(o.Cgroups, n, nCPU)}
@@ -431,9 +436,7 @@ func (c *Counter) Read(slot, ev, cpu int) Reading {
 func (c *Counter) ReadCPUs(slot, ev int, cpus []int, out []Reading) {
 	c.treeMu.RLock()
 	defer c.treeMu.RUnlock()
-	for i, cpu := range cpus {
-		out[i] = c.tree.sum(c.sums, slot, ev, cpu)
-	}
+	c.tree.sumCPUs(c.sums, slot, ev, cpus, out)
 }
 
 // FDs is the number of descriptors held: the maps, the programs and one

@@ -40,6 +40,7 @@ func TestTreeAddsTheCountedBelow(t *testing.T) {
 			if got := value(p, 0, 0); got != 0 {
 				t.Errorf("%s: %s counted %d of event 0 on cpu0, where nothing was charged", when, p, got)
 			}
+			sameOnCPUs(t, tr, sums, slotOf[p])
 		}
 	}
 	add(0, "/")
@@ -84,6 +85,31 @@ func TestTreeAddsTheCountedBelow(t *testing.T) {
 	// A slot not counted reads its own sums.
 	if got := tr.sum(sums, 0, 1, 1).Value; got != 1 {
 		t.Errorf("the free slot 0 reads %d, want its own 1", got)
+	}
+	sameOnCPUs(t, tr, sums, 0)
+}
+
+// sameOnCPUs checks that sumCPUs, over every CPU and over the last one
+// alone, reads what sum reads CPU by CPU.
+func sameOnCPUs(t *testing.T, tr *tree, sums []Reading, slot int) {
+	t.Helper()
+	for ev := range tr.nEvents {
+		all := make([]int, tr.nCPU)
+		for i := range all {
+			all[i] = i
+		}
+		for _, cpus := range [][]int{all, {tr.nCPU - 1}} {
+			out := make([]Reading, len(cpus))
+			for i := range out {
+				out[i] = Reading{Value: 7, Enabled: 7, Running: 7} // overwritten
+			}
+			tr.sumCPUs(sums, slot, ev, cpus, out)
+			for i, cpu := range cpus {
+				if want := tr.sum(sums, slot, ev, cpu); out[i] != want {
+					t.Errorf("slot %d event %d: sumCPUs on cpu%d = %+v, sum = %+v", slot, ev, cpu, out[i], want)
+				}
+			}
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -360,4 +362,206 @@ func TestReadAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { tr.Read(all4) }); n != 0 {
 		t.Errorf("Read allocates %v times per call, want 0", n)
 	}
+}
+
+// BenchmarkReleaseKernel is perfalloc's cycle of the per-cgroup counters
+// in perf mode: Close, which disables each cgroup's group on each CPU
+// (what the agent does before it confirms the release), then Resume,
+// which enables them again, for 307 real cgroups × 4 software events on
+// every online CPU (614 groups on 2 CPUs). release-ms and resume-ms are
+// the two halves. It needs root and a cgroup v2 hierarchy.
+func BenchmarkReleaseKernel(b *testing.B) {
+	const n = 307
+	h := kernelHierarchy(b)
+	base := filepath.Join(h.Mount, fmt.Sprintf("perfevent-bench-%d", os.Getpid()))
+	if err := os.Mkdir(base, 0o755); err != nil {
+		b.Skipf("needs root to make cgroups under %s: %v", h.Mount, err)
+	}
+	b.Cleanup(func() { removeTree(b, base) })
+	for i := range n {
+		if err := os.Mkdir(filepath.Join(base, fmt.Sprintf("cg%03d", i)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpus := onlineCPUs(b)
+	tr := New(Options{
+		Hierarchy:   h,
+		Patterns:    []string{"/" + filepath.Base(base) + "/*"},
+		Events:      benchEvents,
+		CPUs:        cpus,
+		Max:         n,
+		Descriptors: n * len(benchEvents) * len(cpus),
+		Rescan:      time.Hour,
+		NoNotify:    true,
+	})
+	tr.Start()
+	defer tr.Stop()
+	if got, _ := tr.Stats(); got != n {
+		b.Skipf("%d of %d cgroups opened (needs CAP_PERFMON or root)", got, n)
+	}
+	var release, resume time.Duration
+	calls := functionCalls(b)
+	for b.Loop() {
+		t0 := time.Now()
+		tr.Close()
+		t1 := time.Now()
+		if tr.Resume() {
+			b.Fatal("Resume left counters for Reopen: software events must be disabled, not closed")
+		}
+		release += t1.Sub(t0)
+		resume += time.Since(t1)
+	}
+	b.ReportMetric(float64(release.Microseconds())/1e3/float64(b.N), "release-ms")
+	b.ReportMetric(float64(resume.Microseconds())/1e3/float64(b.N), "resume-ms")
+	b.ReportMetric(float64(functionCalls(b)-calls)/float64(b.N), "ipis/op")
+	b.ReportMetric(float64(n*len(cpus)), "groups")
+}
+
+// functionCalls is the machine's count of function-call interprocessor
+// interrupts so far (CAL in /proc/interrupts), which a remote disable or
+// enable of a perf counter costs one of: a measure that the load moves
+// far less than time.
+func functionCalls(tb testing.TB) int64 {
+	b, err := os.ReadFile("/proc/interrupts")
+	if err != nil {
+		tb.Skipf("needs /proc/interrupts: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] != "CAL:" {
+			continue
+		}
+		var sum int64
+		for _, x := range f[1:] {
+			v, err := strconv.ParseInt(x, 10, 64)
+			if err != nil {
+				break
+			}
+			sum += v
+		}
+		return sum
+	}
+	tb.Skip("needs CAL (function call interrupts) in /proc/interrupts")
+	return 0
+}
+
+// BenchmarkScaleBPF is a fetch with BPF counting of 1,000 cgroups × the 4
+// events on a machine of 768 (or 256) possible CPUs: the maps are made
+// for that many (bpfcount.Options.PossibleCPUs) while this machine's CPUs
+// attach, and the Tracker reads every cgroup's sums on each of them, as
+// the agent would there. The cgroups are empty directories, as BPF
+// counting needs only their inodes. It reports the cgroups counted (the
+// sums' room, within bpfcount.MaxSums), the Tracker's start (the scan,
+// each cgroup added, its first readings), the kernel memory of the maps
+// (memlock, /proc/self/fdinfo), and the growth of this process's RSS from
+// before the load to after the first fetch (the sums are mapped in). It
+// needs root.
+func BenchmarkScaleBPF(b *testing.B) {
+	const asked = 1000
+	for _, cpus := range []int{256, 768} {
+		b.Run(fmt.Sprintf("cpus=%d/cgroups=%d", cpus, asked), func(b *testing.B) {
+			rss0 := rssKiB(b)
+			lock0 := bpfMemlock(b)
+			c := loadBPFOn(b, asked, cpus)
+			root := fakeTree(b, asked)
+			tr := New(Options{
+				Hierarchy: Hierarchy{Mount: root, Version: 2},
+				Patterns:  []string{"/*"},
+				Max:       asked,
+				Events:    benchEvents,
+				CPUs:      cpuIDs(cpus),
+				BPF:       c,
+				Rescan:    time.Hour,
+				NoNotify:  true,
+			})
+			t0 := time.Now()
+			tr.Start()
+			start := time.Since(t0)
+			defer tr.Stop()
+			n, _ := tr.Stats()
+			if n != c.Room() {
+				b.Fatalf("%d cgroups counted, want the room for %d", n, c.Room())
+			}
+			tr.Read(all4)
+			rss := rssKiB(b) - rss0
+			lock := bpfMemlock(b) - lock0
+			for _, need := range []struct {
+				name string
+				need []bool
+			}{{"one", []bool{true, false, false, false}}, {"all4", all4}} {
+				b.Run(need.name, func(b *testing.B) {
+					for b.Loop() {
+						tr.Read(need.need)
+					}
+					b.ReportMetric(float64(n), "cgroups")
+					b.ReportMetric(float64(lock)/(1<<20), "map-MiB")
+					b.ReportMetric(float64(rss)/1024, "rss-MiB")
+					b.ReportMetric(float64(start.Microseconds())/1e3, "start-ms")
+				})
+			}
+		})
+	}
+}
+
+// loadBPFOn loads a Counter of benchEvents with room for cgroups, its
+// maps made for cpus possible CPUs, attached to this machine's CPUs.
+func loadBPFOn(tb testing.TB, cgroups, cpus int) *bpfcount.Counter {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("needs root, to load BPF programs (CAP_BPF)")
+	}
+	attrs := make([]unix.PerfEventAttr, len(benchEvents))
+	for i, e := range benchEvents {
+		attrs[i] = e.Attr
+	}
+	c, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: cgroups, PossibleCPUs: cpus})
+	if err != nil {
+		tb.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	if c.CPUs() != cpus {
+		tb.Skipf("this machine has %d possible CPUs, more than the %d to measure", c.CPUs(), cpus)
+	}
+	if err := c.AttachOnly(onlineCPUs(tb)); err != nil {
+		tb.Skipf("needs the cgroup-switches software event (Linux 5.13): %v", err)
+	}
+	return c
+}
+
+// rssKiB is this process's resident set, in KiB.
+func rssKiB(tb testing.TB) int64 {
+	return procField(tb, "/proc/self/status", "VmRSS:")
+}
+
+// bpfMemlock is the memlock of every BPF map this process holds, in
+// bytes: their kernel memory as the kernel charges it.
+func bpfMemlock(tb testing.TB) int64 {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		tb.Skipf("needs /proc/self/fd: %v", err)
+	}
+	var sum int64
+	for _, fd := range fds {
+		if l, _ := os.Readlink("/proc/self/fd/" + fd.Name()); l != "anon_inode:bpf-map" {
+			continue
+		}
+		sum += procField(tb, "/proc/self/fdinfo/"+fd.Name(), "memlock:")
+	}
+	return sum
+}
+
+// procField is the number after key in a /proc file of "key value" lines,
+// or 0.
+func procField(tb testing.TB, file, key string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == key {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			return v
+		}
+	}
+	return 0
 }

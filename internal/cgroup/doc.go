@@ -12,9 +12,12 @@
 // /sys/fs/cgroup, or the hybrid layout's /sys/fs/cgroup/unified when
 // perf_event is not on v1). A v1 hierarchy unmounted keeps the controller
 // while it has cgroups: then nothing can count, and Locate says so
-// (Unavailable). Either way a cgroup is named by its path relative to the
-// mount, with a leading slash ("/system.slice/pmcd.service"): the names
-// PCP's own cgroup.* metrics give, so the two join.
+// (Unavailable). Below the root of v2, cgroups have the controller only
+// once the root's cgroup.subtree_control has been written: Reach probes
+// for it, and without it nothing can count them apart (Unreached).
+// Either way a cgroup is named by its path relative to the mount, with a
+// leading slash ("/system.slice/pmcd.service"): the names PCP's own
+// cgroup.* metrics give, so the two join.
 //
 // # Configuration
 //

@@ -1,11 +1,14 @@
 package cgroup
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"perfevent/internal/bpfcount"
 	"perfevent/internal/cgroup/cgrouptest"
@@ -163,5 +166,28 @@ func testRecreated(t *testing.T, withBPF bool) {
 	tr.Stop()
 	if v := grows(nu, last, "the next generation"); v < last {
 		t.Errorf("the value went back across a reload: %d, then %d", last, v)
+	}
+}
+
+// On this host the perf_event controller reaches the v2 cgroups, so the
+// probe's open of a dummy event bound to a child succeeds and Reach says
+// nothing; a directory that is no cgroup fails with EBADF, not the ENOENT
+// that Reach takes for a controller that does not reach the cgroups.
+func TestKernelReach(t *testing.T) {
+	h := kernelHierarchy(t)
+	child := filepath.Join(h.Mount, fmt.Sprintf("perfevent-reach-%d", os.Getpid()))
+	if err := os.Mkdir(child, 0o755); err != nil {
+		t.Skipf("needs root to make a cgroup under %s: %v", h.Mount, err)
+	}
+	t.Cleanup(func() { removeTree(t, child) })
+	cpu := onlineCPUs(t)[0]
+	if err := openDummy(child, cpu); err != nil {
+		t.Fatalf("a dummy event bound to %s on CPU %d: %v", child, cpu, err)
+	}
+	if err := Reach(h, cpu); err != nil {
+		t.Errorf("Reach(%s) = %v, want nil", h, err)
+	}
+	if err := openDummy(t.TempDir(), cpu); !errors.Is(err, unix.EBADF) {
+		t.Errorf("a dummy event bound to a directory that is no cgroup: %v, want EBADF", err)
 	}
 }

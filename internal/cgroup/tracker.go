@@ -651,10 +651,9 @@ func (t *Tracker) open(path string, prev *member) *member {
 		m.acc = make([]uint64, n)
 		// The slot may hold what another generation's member counted:
 		// this one counts from here.
+		nc := len(t.o.CPUs)
 		for ev := range n {
-			for i, cpu := range t.o.CPUs {
-				m.last[ev*len(t.o.CPUs)+i] = m.bpf.Read(slot, ev, cpu)
-			}
+			m.bpf.ReadCPUs(slot, ev, t.o.CPUs, m.last[ev*nc:(ev+1)*nc])
 		}
 	}
 	for i, e := range t.o.Events {
@@ -696,13 +695,23 @@ func (t *Tracker) openSet(path string, dir *os.File) (*counter.Set, int) {
 func (t *Tracker) advance(m *member, ev int) (duty float64) {
 	nc := len(t.o.CPUs)
 	m.bpf.ReadCPUs(m.slot, ev, t.o.CPUs, t.readings)
+	last := m.last[ev*nc : (ev+1)*nc]
 	for i, r := range t.readings {
-		l := &m.last[ev*nc+i]
-		if r.Value >= l.Value && r.Enabled >= l.Enabled && r.Running >= l.Running {
-			m.acc[ev] += counter.Scale(r.Value-l.Value, r.Enabled-l.Enabled, r.Running-l.Running)
+		// At 768 CPUs this runs for every CPU of every cgroup and event
+		// at each fetch: most CPUs did not run the cgroup since the last
+		// (nothing to add), and most events are never multiplexed (a
+		// dutycycle of 1 needs no division).
+		if l := &last[i]; r != *l {
+			if r.Value >= l.Value && r.Enabled >= l.Enabled && r.Running >= l.Running {
+				m.acc[ev] += counter.Scale(r.Value-l.Value, r.Enabled-l.Enabled, r.Running-l.Running)
+			}
+			*l = r
 		}
-		*l = r
-		if r.Enabled > 0 {
+		switch {
+		case r.Enabled == 0:
+		case r.Running == r.Enabled:
+			duty++
+		default:
 			duty += float64(r.Running) / float64(r.Enabled)
 		}
 	}
@@ -794,15 +803,27 @@ func (t *Tracker) Close() {
 			t.o.BPF.Detach(cpu)
 		}
 	}
-	for _, m := range members {
-		if m.set != nil {
-			m.set.Release()
-		}
-	}
+	// One batch, so that each CPU's disables are made on it, at once.
+	perf, _ := perfSets(members)
+	counter.ReleaseAll(perf)
 	// Not under opMu: the rescan that holds a count closes after it.
 	t.opMu.Unlock()
 	t.closes.Wait()
 	t.opMu.Lock()
+}
+
+// perfSets are the counter.Sets of the members counted with perf
+// counters, and those members.
+func perfSets(members []*member) ([]*counter.Set, []*member) {
+	var sets []*counter.Set
+	var of []*member
+	for _, m := range members {
+		if m.set != nil {
+			sets = append(sets, m.set)
+			of = append(of, m)
+		}
+	}
+	return sets, of
 }
 
 // Resume starts again, after perfalloc, what Close disabled (one ioctl
@@ -820,15 +841,13 @@ func (t *Tracker) Resume() (reopen bool) {
 	members := slices.Clone(t.members)
 	t.mu.Unlock()
 	reopen = t.o.BPF != nil // Reopen attaches the CPUs again
-	for _, m := range members {
-		if m.set == nil {
-			continue
+	perf, of := perfSets(members)
+	res, errs := counter.ResumeAll(perf)
+	for i, r := range res {
+		if i < len(errs) && errs[i] != nil {
+			t.o.Log.Debugf("cgroups: %s: %v", of[i].path, errs[i])
 		}
-		res, err := m.set.Resume()
-		if err != nil {
-			t.o.Log.Debugf("cgroups: %s: %v", m.path, err)
-		}
-		reopen = reopen || res.Reopen > 0
+		reopen = reopen || r.Reopen > 0
 	}
 	t.mu.Lock()
 	t.reserved = false

@@ -119,12 +119,22 @@ func (s *Set) leaders(us []unit) []Source {
 	return leads
 }
 
-// each calls op on each unit's leader, outside mu, and returns how many
-// descriptors it stopped or started, the units it failed on, and one
-// error per failure, worded by format (the unit's name, then the error).
-func (s *Set) each(us []unit, leads []Source, op func(Source) error, format string) (n int, failed []unit, errs []error) {
+// unitCPUs are the CPUs of us's leaders. Called with mu held.
+func (s *Set) unitCPUs(us []unit) []int {
+	cpus := make([]int, len(us))
 	for j, u := range us {
-		if err := op(leads[j]); err != nil {
+		cpus[j] = s.events[u.refs[0].ev].slots[u.refs[0].k].cpu
+	}
+	return cpus
+}
+
+// tally takes the errors of an ioctl on each unit's leader, made outside
+// mu, and returns how many descriptors it stopped or started, the units
+// it failed on, and one error per failure, worded by format (the unit's
+// name, then the error).
+func (s *Set) tally(us []unit, opErrs []error, format string) (n int, failed []unit, errs []error) {
+	for j, u := range us {
+		if err := opErrs[j]; err != nil {
 			errs = append(errs, fmt.Errorf(format, s.unitName(u), err))
 			failed = append(failed, u)
 			continue
@@ -193,13 +203,48 @@ func (s *Set) unitName(u unit) string {
 func (s *Set) Release() (Released, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
+	st := s.stop()
+	if st == nil {
+		return Released{}, nil
+	}
+	return s.stopped(st, st.ioctls(nil, Source.Disable))
+}
+
+// stopping is what Release does to a Set between marking it released and
+// telling what it did: disable the leaders of keep (one ioctl each, which
+// ReleaseAll makes on the leader's CPU), close the descriptors of closing.
+type stopping struct {
+	keep         []unit
+	leads        []Source
+	cpus         []int // each leader's CPU
+	closing      [][]Source
+	closingUnits []unit
+}
+
+// ioctls runs op on each of st's leaders, by run when it is not nil, and
+// returns each one's error.
+func (st *stopping) ioctls(run *onCPUs, op func(Source) error) []error {
+	errs := make([]error, len(st.leads))
+	for j, l := range st.leads {
+		if run != nil {
+			run.add(st.cpus[j], func() { errs[j] = op(l) })
+		} else {
+			errs[j] = op(l)
+		}
+	}
+	return errs
+}
+
+// stop marks s released and says what is left to do, or nil when s is not
+// counting; opMu held.
+func (s *Set) stop() *stopping {
 	var keep []unit
 	var closing [][]Source
 	var closingUnits []unit
 	s.mu.Lock()
 	if s.state != open {
 		s.mu.Unlock()
-		return Released{}, nil
+		return nil
 	}
 	for _, u := range s.units() {
 		if s.keepable(u) {
@@ -219,15 +264,20 @@ func (s *Set) Release() (Released, error) {
 	}
 	s.nOK = 0
 	s.state = released
-	leads := s.leaders(keep)
+	st := &stopping{keep: keep, leads: s.leaders(keep), cpus: s.unitCPUs(keep), closing: closing, closingUnits: closingUnits}
 	s.mu.Unlock()
+	return st
+}
 
+// stopped finishes what stop began, once the leaders' disables returned
+// opErrs; opMu held.
+func (s *Set) stopped(st *stopping, opErrs []error) (Released, error) {
 	var rel Released
-	disabled, failed, errs := s.each(keep, leads, Source.Disable, "counter: disabling %s failed, so it is closed instead: %w")
+	disabled, failed, errs := s.tally(st.keep, opErrs, "counter: disabling %s failed, so it is closed instead: %w")
 	rel.Disabled = disabled
-	for j, srcs := range closing {
+	for j, srcs := range st.closing {
 		rel.Closed += len(srcs)
-		errs = append(errs, s.closeAll(srcs, closingUnits[j])...)
+		errs = append(errs, s.closeAll(srcs, st.closingUnits[j])...)
 	}
 	s.drop(failed)
 	for _, u := range failed {
@@ -269,12 +319,23 @@ func (s *Set) Resume() (Resumed, error) {
 
 // resume is Resume with opMu held.
 func (s *Set) resume() (Resumed, []error) {
+	st, res := s.start()
+	if st == nil {
+		return res, nil
+	}
+	return s.started(st, st.ioctls(nil, Source.Enable))
+}
+
+// start says what Resume must do to s: enable st.keep, drop what split
+// meanwhile (in st.closingUnits). It is nil, with what Resume returns,
+// when Release did not stop s; opMu held.
+func (s *Set) start() (*stopping, Resumed) {
 	var enable, drop []unit
 	s.mu.Lock()
 	if s.state != released {
 		res := Resumed{Reopen: s.missing()}
 		s.mu.Unlock()
-		return res, nil
+		return nil, res
 	}
 	// Every descriptor open now is one Release kept.
 	for _, u := range s.units() {
@@ -284,11 +345,16 @@ func (s *Set) resume() (Resumed, []error) {
 		}
 		enable = append(enable, u)
 	}
-	leads := s.leaders(enable)
+	st := &stopping{keep: enable, leads: s.leaders(enable), cpus: s.unitCPUs(enable), closingUnits: drop}
 	s.mu.Unlock()
+	return st, Resumed{}
+}
 
-	enabled, failed, errs := s.each(enable, leads, Source.Enable, "counter: enabling %s after the reservation failed, so it is reopened instead: %w")
-	s.drop(append(drop, failed...))
+// started finishes what start began, once the leaders' enables returned
+// opErrs; opMu held.
+func (s *Set) started(st *stopping, opErrs []error) (Resumed, []error) {
+	enabled, failed, errs := s.tally(st.keep, opErrs, "counter: enabling %s after the reservation failed, so it is reopened instead: %w")
+	s.drop(append(st.closingUnits, failed...))
 	res := Resumed{Enabled: enabled}
 
 	s.mu.Lock()

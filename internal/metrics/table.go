@@ -51,7 +51,9 @@ descriptors do not grow with the cgroups. "perf": one perf counter per
 cgroup, event and CPU, bound to the cgroup (PERF_FLAG_PID_CGROUP), within
 the descriptor budget of cgroups.conf; "perf: REASON" says why BPF is not
 used where cgroups.conf asks for it or leaves the choice to the agent
-("counting auto", the default). "off: REASON" as for perfevent.cgroup.mode.`
+("counting auto", the default). "off: REASON" as for perfevent.cgroup.mode,
+or when the cgroups below the root have no perf_event controller of their
+own, so that neither way can count them apart.`
 )
 
 // Counter describes one served event for the table.
