@@ -63,16 +63,57 @@ type result struct {
 
 func perfalloc(t testing.TB, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd, ctx := child(t, binary, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	ended(t, cmd, ctx, out.String(), errb.String())
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
 	}
 	return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+}
+
+// childBound is how long a process a test starts may run. Every one here
+// ends within a second when all is well, and within a few under qemu-user;
+// the bound is for one that would not end at all, which must fail the test
+// that started it, and say what it ran, rather than hang the whole binary
+// until go test's timeout.
+const childBound = 60 * time.Second
+
+// child is exec.Command for a process that test t waits for, bounded by
+// childBound or, sooner, by the test's deadline less a margin to report
+// in. It runs in a process group of its own, killed whole on expiry: the
+// command perfalloc runs, and a grandchild holding our pipes, go too.
+func child(t testing.TB, name string, args ...string) (*exec.Cmd, context.Context) {
+	t.Helper()
+	bound := childBound
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			bound = max(min(bound, time.Until(dl)-10*time.Second), time.Second)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second // for pipes a survivor outside the group holds
+	return cmd, ctx
+}
+
+// ended fails t if cmd, started by child with ctx, had to be killed,
+// naming the command, its arguments and what it printed before.
+func ended(t testing.TB, cmd *exec.Cmd, ctx context.Context, stdout, stderr string) {
+	t.Helper()
+	if ctx.Err() == nil {
+		return
+	}
+	deadline, _ := ctx.Deadline()
+	t.Fatalf("%q was still running at %s (the bound: %v, or the test's deadline less 10 s), so its process group was killed; stdout so far %q, stderr so far %q",
+		cmd.Args, deadline.UTC().Format(time.TimeOnly), childBound, stdout, stderr)
 }
 
 // lockFile creates a lock file as the agent would and returns its path.
@@ -97,12 +138,11 @@ func noState(path string) string {
 func TestVersion(t *testing.T) {
 	lock := lockFile(t)
 	for _, args := range [][]string{{"-v", "-f", lock}, {"--version"}, {"-Dv"}} {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		cmd := exec.CommandContext(ctx, binary, args...)
+		cmd, ctx := child(t, binary, args...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
-		cancel()
+		ended(t, cmd, ctx, out.String(), errb.String())
 		if err != nil || out.String() != "perfalloc "+release.Version+"\n" || errb.String() != "" {
 			t.Errorf("%q: %v, stdout %q, stderr %q", args, err, out.String(), errb.String())
 		}
@@ -178,9 +218,10 @@ func TestLockFileAsNobody(t *testing.T) {
 	os.WriteFile(path, nil, 0)
 	os.Chmod(path, 0)
 	asNobody := func() (string, int) {
-		cmd := exec.Command(binary, "-f", path, "true")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd, ctx := child(t, binary, "-f", path, "true")
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
 		out, _ := cmd.CombinedOutput()
+		ended(t, cmd, ctx, string(out), "")
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 	// t.TempDir's parent is private: nobody cannot even look.
@@ -242,8 +283,9 @@ func TestCommandCannotRun(t *testing.T) {
 // in /proc/locks from its own process.
 func TestCommandRunsUnderTheLock(t *testing.T) {
 	lock := lockFile(t)
-	cmd := exec.Command(binary, "-f", lock, "cat", "/proc/locks")
+	cmd, ctx := child(t, binary, "-f", lock, "cat", "/proc/locks")
 	out, err := cmd.Output()
+	ended(t, cmd, ctx, string(out), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +303,9 @@ func TestCommandRunsUnderTheLock(t *testing.T) {
 
 func startPerfalloc(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr *bufio.Reader) {
 	t.Helper()
-	cmd = exec.Command(binary, args...)
+	// A test reads these pipes until it sees what it waits for: the
+	// bound's kill closes them, and the test fails on the early EOF.
+	cmd, _ = child(t, binary, args...)
 	outPipe, _ := cmd.StdoutPipe()
 	errPipe, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -614,9 +658,10 @@ func TestLockFileForAGroup(t *testing.T) {
 		t.Fatalf("lock file: mode %04o uid %d gid %d (%v), want 0640 root:%d", st.Mode&0o7777, st.Uid, st.Gid, err, gid)
 	}
 	as := func(groups ...uint32) (string, int) {
-		cmd := exec.Command(binary, "-f", path, "true")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups}}
+		cmd, ctx := child(t, binary, "-f", path, "true")
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups}
 		out, _ := cmd.CombinedOutput()
+		ended(t, cmd, ctx, string(out), "")
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 	g := strconv.Itoa(gid)
