@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -752,6 +753,14 @@ func TestLockDirectoryComesBack(t *testing.T) {
 		os.Mkdir(lockDir, 0o755)
 		h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n", "-U", as, "--lockfile", filepath.Join(lockDir, "perflock"))
 		h.lock = filepath.Join(lockDir, "perflock")
+		t.Cleanup(func() {
+			// Before the agent is stopped: what it has open tells an
+			// agent still on the deleted files from one that never saw
+			// the lock.
+			if t.Failed() {
+				t.Logf("as %s:\n%s", as, filesOf(h, lockDir))
+			}
+		})
 		h.fetch("perfevent.active")
 		// Gone at once, as by rm -r (which the agent, making the lock file
 		// again as soon as it is deleted, can race with).
@@ -784,6 +793,40 @@ func TestLockDirectoryComesBack(t *testing.T) {
 		release()
 		h.stop()
 	}
+}
+
+// filesOf describes, for a failure message, the files in dir and below
+// (owner, mode, inode) with the state file's content, and the agent's open
+// descriptors: its lock file's and state directory's, "(deleted)" when it
+// still has the old ones.
+func filesOf(h *pmcd, dir string) string {
+	var b strings.Builder
+	filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
+		var st unix.Stat_t
+		if err == nil {
+			err = unix.Lstat(path, &st)
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "  %s: %v\n", path, err)
+			return nil
+		}
+		fmt.Fprintf(&b, "  %s: uid %d gid %d mode %#o inode %d\n", path, st.Uid, st.Gid, st.Mode, st.Ino)
+		return nil
+	})
+	if data, err := os.ReadFile(reservation.StatePath(h.lock)); err == nil {
+		fmt.Fprintf(&b, "  state file: %s\n", bytes.TrimSpace(data))
+	}
+	fds := filepath.Join("/proc", strconv.Itoa(h.cmd.Process.Pid), "fd")
+	entries, err := os.ReadDir(fds)
+	if err != nil {
+		fmt.Fprintf(&b, "  the agent's descriptors: %v\n", err)
+	}
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && strings.HasPrefix(target, dir) {
+			fmt.Fprintf(&b, "  the agent's fd %s: %s\n", e.Name(), target)
+		}
+	}
+	return b.String()
 }
 
 // An agent run by hand beside the one pmcd runs, with the same lock file,
