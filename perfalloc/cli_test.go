@@ -63,12 +63,12 @@ type result struct {
 
 func perfalloc(t testing.TB, env []string, args ...string) result {
 	t.Helper()
-	cmd, ctx := child(t, binary, args...)
+	cmd, lim := child(t, binary, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	ended(t, cmd, ctx, out.String(), errb.String())
+	ended(t, cmd, lim, out.String(), errb.String())
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
@@ -80,40 +80,53 @@ func perfalloc(t testing.TB, env []string, args ...string) result {
 // ends within a second when all is well, and within a few under qemu-user;
 // the bound is for one that would not end at all, which must fail the test
 // that started it, and say what it ran, rather than hang the whole binary
-// until go test's timeout.
-const childBound = 60 * time.Second
+// until go test's timeout. reportMargin is what is kept of the test's
+// deadline to kill and report in, when that comes sooner.
+const (
+	childBound   = 60 * time.Second
+	reportMargin = 2 * time.Second
+)
+
+// bound is the limit child put on one process.
+type bound struct {
+	ctx context.Context
+	d   time.Duration
+	why string
+}
 
 // child is exec.Command for a process that test t waits for, bounded by
-// childBound or, sooner, by the test's deadline less a margin to report
-// in. It runs in a process group of its own, killed whole on expiry: the
-// command perfalloc runs, and a grandchild holding our pipes, go too.
-func child(t testing.TB, name string, args ...string) (*exec.Cmd, context.Context) {
+// childBound or, sooner, by the test's deadline less reportMargin. It runs
+// in a process group of its own, killed whole on expiry: the command
+// perfalloc runs, and a grandchild holding our pipes, go too.
+func child(t testing.TB, name string, args ...string) (*exec.Cmd, bound) {
 	t.Helper()
-	bound := childBound
+	b := bound{d: childBound, why: "the bound of a child"}
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if dl, ok := d.Deadline(); ok {
-			bound = max(min(bound, time.Until(dl)-10*time.Second), time.Second)
+			if left := time.Until(dl) - reportMargin; left > 0 && left < b.d {
+				b.d, b.why = left, fmt.Sprintf("%v before the test's deadline", reportMargin)
+			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), b.d)
 	t.Cleanup(cancel)
+	b.ctx = ctx
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second // for pipes a survivor outside the group holds
-	return cmd, ctx
+	return cmd, b
 }
 
-// ended fails t if cmd, started by child with ctx, had to be killed,
+// ended fails t if cmd, started by child within b, had to be killed,
 // naming the command, its arguments and what it printed before.
-func ended(t testing.TB, cmd *exec.Cmd, ctx context.Context, stdout, stderr string) {
+func ended(t testing.TB, cmd *exec.Cmd, b bound, stdout, stderr string) {
 	t.Helper()
-	if ctx.Err() == nil {
+	if b.ctx.Err() == nil {
 		return
 	}
-	deadline, _ := ctx.Deadline()
-	t.Fatalf("%q was still running at %s (the bound: %v, or the test's deadline less 10 s), so its process group was killed; stdout so far %q, stderr so far %q",
-		cmd.Args, deadline.UTC().Format(time.TimeOnly), childBound, stdout, stderr)
+	t.Fatalf("%q was still running after %v (%s), so its process group was killed; stdout so far %q, stderr so far %q",
+		cmd.Args, b.d.Round(time.Millisecond), b.why, stdout, stderr)
 }
 
 // lockFile creates a lock file as the agent would and returns its path.
@@ -138,11 +151,11 @@ func noState(path string) string {
 func TestVersion(t *testing.T) {
 	lock := lockFile(t)
 	for _, args := range [][]string{{"-v", "-f", lock}, {"--version"}, {"-Dv"}} {
-		cmd, ctx := child(t, binary, args...)
+		cmd, lim := child(t, binary, args...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
-		ended(t, cmd, ctx, out.String(), errb.String())
+		ended(t, cmd, lim, out.String(), errb.String())
 		if err != nil || out.String() != "perfalloc "+release.Version+"\n" || errb.String() != "" {
 			t.Errorf("%q: %v, stdout %q, stderr %q", args, err, out.String(), errb.String())
 		}
@@ -218,10 +231,10 @@ func TestLockFileAsNobody(t *testing.T) {
 	os.WriteFile(path, nil, 0)
 	os.Chmod(path, 0)
 	asNobody := func() (string, int) {
-		cmd, ctx := child(t, binary, "-f", path, "true")
+		cmd, lim := child(t, binary, "-f", path, "true")
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
 		out, _ := cmd.CombinedOutput()
-		ended(t, cmd, ctx, string(out), "")
+		ended(t, cmd, lim, string(out), "")
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 	// t.TempDir's parent is private: nobody cannot even look.
@@ -283,9 +296,9 @@ func TestCommandCannotRun(t *testing.T) {
 // in /proc/locks from its own process.
 func TestCommandRunsUnderTheLock(t *testing.T) {
 	lock := lockFile(t)
-	cmd, ctx := child(t, binary, "-f", lock, "cat", "/proc/locks")
+	cmd, lim := child(t, binary, "-f", lock, "cat", "/proc/locks")
 	out, err := cmd.Output()
-	ended(t, cmd, ctx, string(out), "")
+	ended(t, cmd, lim, string(out), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,10 +671,10 @@ func TestLockFileForAGroup(t *testing.T) {
 		t.Fatalf("lock file: mode %04o uid %d gid %d (%v), want 0640 root:%d", st.Mode&0o7777, st.Uid, st.Gid, err, gid)
 	}
 	as := func(groups ...uint32) (string, int) {
-		cmd, ctx := child(t, binary, "-f", path, "true")
+		cmd, lim := child(t, binary, "-f", path, "true")
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups}
 		out, _ := cmd.CombinedOutput()
-		ended(t, cmd, ctx, string(out), "")
+		ended(t, cmd, lim, string(out), "")
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 	g := strconv.Itoa(gid)
