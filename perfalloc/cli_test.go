@@ -82,6 +82,15 @@ func perfalloc(t testing.TB, env []string, args ...string) result {
 // that started it, and say what it ran, rather than hang the whole binary
 // until go test's timeout. reportMargin is what is kept of the test's
 // deadline to kill and report in, when that comes sooner.
+//
+// Under qemu-user (make cross) that does happen now and then, and it is
+// the emulator's: perfalloc forks to run its command, and the emulator's
+// copy of itself in the child sometimes deadlocks before the exec (both
+// its threads waiting on a futex, every signal blocked), so perfalloc
+// waits for an exec that never comes. Any command is hit, "false" as well
+// as "kill -KILL $$". The same fork in the test binary, which is emulated
+// too, would hang in Start, before a bound applies; only go test's
+// timeout ends that.
 const (
 	childBound   = 60 * time.Second
 	reportMargin = 2 * time.Second
