@@ -63,16 +63,79 @@ type result struct {
 
 func perfalloc(t testing.TB, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd, lim := child(t, binary, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	ended(t, cmd, lim, out.String(), errb.String())
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
 	}
 	return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+}
+
+// childBound is how long a process a test starts may run. Every one here
+// ends within a second when all is well, and within a few under qemu-user;
+// the bound is for one that would not end at all, which must fail the test
+// that started it, and say what it ran, rather than hang the whole binary
+// until go test's timeout. reportMargin is what is kept of the test's
+// deadline to kill and report in, when that comes sooner.
+//
+// Under qemu-user (make cross) that does happen now and then, and it is
+// the emulator's: perfalloc forks to run its command, and the emulator's
+// copy of itself in the child sometimes deadlocks before the exec (both
+// its threads waiting on a futex, every signal blocked), so perfalloc
+// waits for an exec that never comes. Any command is hit, "false" as well
+// as "kill -KILL $$". The same fork in the test binary, which is emulated
+// too, would hang in Start, before a bound applies; only go test's
+// timeout ends that.
+const (
+	childBound   = 60 * time.Second
+	reportMargin = 2 * time.Second
+)
+
+// bound is the limit child put on one process.
+type bound struct {
+	ctx context.Context
+	d   time.Duration
+	why string
+}
+
+// child is exec.Command for a process that test t waits for, bounded by
+// childBound or, sooner, by the test's deadline less reportMargin. It runs
+// in a process group of its own, killed whole on expiry: the command
+// perfalloc runs, and a grandchild holding our pipes, go too.
+func child(t testing.TB, name string, args ...string) (*exec.Cmd, bound) {
+	t.Helper()
+	b := bound{d: childBound, why: "the bound of a child"}
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			if left := time.Until(dl) - reportMargin; left > 0 && left < b.d {
+				b.d, b.why = left, fmt.Sprintf("%v before the test's deadline", reportMargin)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.d)
+	t.Cleanup(cancel)
+	b.ctx = ctx
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second // for pipes a survivor outside the group holds
+	return cmd, b
+}
+
+// ended fails t if cmd, started by child within b, had to be killed,
+// naming the command, its arguments and what it printed before.
+func ended(t testing.TB, cmd *exec.Cmd, b bound, stdout, stderr string) {
+	t.Helper()
+	if b.ctx.Err() == nil {
+		return
+	}
+	t.Fatalf("%q was still running after %v (%s), so its process group was killed; stdout so far %q, stderr so far %q",
+		cmd.Args, b.d.Round(time.Millisecond), b.why, stdout, stderr)
 }
 
 // lockFile creates a lock file as the agent would and returns its path.
@@ -97,12 +160,11 @@ func noState(path string) string {
 func TestVersion(t *testing.T) {
 	lock := lockFile(t)
 	for _, args := range [][]string{{"-v", "-f", lock}, {"--version"}, {"-Dv"}} {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		cmd := exec.CommandContext(ctx, binary, args...)
+		cmd, lim := child(t, binary, args...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
-		cancel()
+		ended(t, cmd, lim, out.String(), errb.String())
 		if err != nil || out.String() != "perfalloc "+release.Version+"\n" || errb.String() != "" {
 			t.Errorf("%q: %v, stdout %q, stderr %q", args, err, out.String(), errb.String())
 		}
@@ -178,9 +240,10 @@ func TestLockFileAsNobody(t *testing.T) {
 	os.WriteFile(path, nil, 0)
 	os.Chmod(path, 0)
 	asNobody := func() (string, int) {
-		cmd := exec.Command(binary, "-f", path, "true")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd, lim := child(t, binary, "-f", path, "true")
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
 		out, _ := cmd.CombinedOutput()
+		ended(t, cmd, lim, string(out), "")
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 	// t.TempDir's parent is private: nobody cannot even look.
@@ -242,8 +305,9 @@ func TestCommandCannotRun(t *testing.T) {
 // in /proc/locks from its own process.
 func TestCommandRunsUnderTheLock(t *testing.T) {
 	lock := lockFile(t)
-	cmd := exec.Command(binary, "-f", lock, "cat", "/proc/locks")
+	cmd, lim := child(t, binary, "-f", lock, "cat", "/proc/locks")
 	out, err := cmd.Output()
+	ended(t, cmd, lim, string(out), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +325,9 @@ func TestCommandRunsUnderTheLock(t *testing.T) {
 
 func startPerfalloc(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr *bufio.Reader) {
 	t.Helper()
-	cmd = exec.Command(binary, args...)
+	// A test reads these pipes until it sees what it waits for: the
+	// bound's kill closes them, and the test fails on the early EOF.
+	cmd, _ = child(t, binary, args...)
 	outPipe, _ := cmd.StdoutPipe()
 	errPipe, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -614,9 +680,10 @@ func TestLockFileForAGroup(t *testing.T) {
 		t.Fatalf("lock file: mode %04o uid %d gid %d (%v), want 0640 root:%d", st.Mode&0o7777, st.Uid, st.Gid, err, gid)
 	}
 	as := func(groups ...uint32) (string, int) {
-		cmd := exec.Command(binary, "-f", path, "true")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups}}
+		cmd, lim := child(t, binary, "-f", path, "true")
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups}
 		out, _ := cmd.CombinedOutput()
+		ended(t, cmd, lim, string(out), "")
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 	g := strconv.Itoa(gid)

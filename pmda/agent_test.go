@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -436,14 +438,40 @@ func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
 
 // TestFlappingReservationIsPaced: a loop of open, lock, close on the lock
 // file makes the agent log its releases a few times at once and then at
-// most every 100 ms (cpu-clock is enabled again at once each time; a
-// reopen would be paced the same way), a counter this machine cannot count
-// is reported once, not at every cycle, and the counters count afterwards.
+// most every 100 ms, each line told after quiet ones counting them
+// (cpu-clock is enabled again at once each time; a reopen would be paced
+// the same way); a counter this machine cannot count is reported once, not
+// at every cycle; and the counters count afterwards.
+//
+// Each lock is held until the agent has seen it, and dropped until it has
+// seen that, so that every cycle is one the agent's pace must reckon with;
+// a 2 ms hold, the test of old, was seen about once in forty, which the
+// log's own cap on repeats (pmda.RepeatBurst a minute) kept within bounds
+// with no pace at all. The loop ends at the first release told after quiet
+// ones, and that line must count exactly the cycles that were not told:
+// without the pace none is quiet and the loop runs out.
 func TestFlappingReservationIsPaced(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\ncycles\n")
 	h.fetch("perfevent.active")
 	before, _ := os.ReadFile(h.log)
-	lockCycle := func(seen func() bool) {
+	scalar := func(name string) float64 {
+		v, _ := h.fetch(name)
+		return v[pdu.InNull]
+	}
+	base := scalar("perfevent.reservation.count")
+	// The release line of a cycle is written before the agent looks at
+	// the lock again, so it is in the log once the unlock has been seen.
+	released := func() []string {
+		data, _ := os.ReadFile(h.log)
+		var lines []string
+		for _, l := range strings.Split(string(data[len(before):]), "\n") {
+			if strings.Contains(l, "counters released for perfalloc") {
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	cycle := func(n int) {
 		f, err := os.Open(h.lock)
 		if err != nil {
 			t.Fatal(err)
@@ -453,41 +481,64 @@ func TestFlappingReservationIsPaced(t *testing.T) {
 		if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
 			t.Fatal(err)
 		}
-		if seen != nil {
-			testwait.Eventually(t, testwait.Settle, "the agent to release the counters for the first lock", seen)
-			return
-		}
-		time.Sleep(2 * time.Millisecond) // the hold of a flapping holder
+		testwait.Eventually(t, testwait.Settle, fmt.Sprintf("the agent to count lock cycle %d in perfevent.reservation.count", n), func() bool {
+			return scalar("perfevent.reservation.count") >= base+float64(n)
+		})
+		f.Close()
+		testwait.Eventually(t, testwait.Settle, fmt.Sprintf("perfevent.reservation.held 0 after lock cycle %d", n), func() bool {
+			return scalar("perfevent.reservation.held") == 0
+		})
 	}
-	// The first cycle holds its lock until the agent has seen it, so that
-	// a busy machine, on which the agent may miss every 2 ms hold of the
-	// loop, cannot leave the test with no release to count.
+	// A cycle takes milliseconds: past the burst of 3 the pace's tokens,
+	// one per 100 ms, run out within a few. The bound is for an agent that
+	// never goes quiet.
+	const maxCycles = 200
+	untoldCount := regexp.MustCompile(`\((\d+) reservations? since the last one logged\)$`)
 	start := time.Now()
-	lockCycle(func() bool {
-		data, _ := os.ReadFile(h.log)
-		return strings.Contains(string(data[len(before):]), "counters released for perfalloc")
-	})
-	cycles := 1
-	for time.Since(start) < time.Second {
-		lockCycle(nil)
+	var told []string
+	quiet, cycles := 0, 0
+	for {
+		if cycles == maxCycles {
+			t.Fatalf("%d lock cycles seen in %v, every one told (%d release lines); want quiet ones past the burst of 3 at once and one per 100 ms",
+				cycles, time.Since(start).Round(time.Millisecond), len(told))
+		}
 		cycles++
+		cycle(cycles)
+		lines := released()
+		if len(lines) == len(told) {
+			quiet++
+			continue
+		}
+		if len(lines) != len(told)+1 {
+			t.Fatalf("lock cycle %d added %d release lines:\n%s", cycles, len(lines)-len(told), strings.Join(lines[len(told):], "\n"))
+		}
+		told = lines
+		line := lines[len(lines)-1]
+		m := untoldCount.FindStringSubmatch(line)
+		if quiet == 0 {
+			if m != nil {
+				t.Fatalf("lock cycle %d, after one that was told, is told as %q", cycles, line)
+			}
+			continue
+		}
+		if m == nil || m[1] != strconv.Itoa(quiet) {
+			t.Fatalf("lock cycle %d, after %d not told, is told as %q; want it to count them", cycles, quiet, line)
+		}
+		break
 	}
-	// The cycles may run past their second when the test waits for a CPU;
-	// the agent's pace is per 100 ms of the time they really took.
+	// The loop may run long when the test waits for a CPU; the pace is per
+	// 100 ms of the time it really took.
 	took := time.Since(start)
+	most := 3 + int(took/(100*time.Millisecond)) + 1
+	t.Logf("%d lock cycles in %v, %d release lines", cycles, took.Round(time.Millisecond), len(told))
+	if len(told) > most {
+		t.Errorf("%d lock cycles in %v gave %d release lines; want at most %d (3 at once, then one per 100 ms)", cycles, took.Round(time.Millisecond), len(told), most)
+	}
 	testwait.Eventually(t, testwait.Settle, "perfevent.active above 0 after the last lock cycle", func() bool {
-		active, _ := h.fetch("perfevent.active")
-		return active[pdu.InNull] != 0
+		return scalar("perfevent.active") != 0
 	})
 	after, _ := os.ReadFile(h.log)
 	added := string(after[len(before):])
-	told := strings.Count(added, "counters released for perfalloc")
-	most := 3 + int(took/(100*time.Millisecond)) + 1
-	t.Logf("%d lock cycles in %v, %d release lines", cycles, took.Round(time.Millisecond), told)
-	t.Logf("%d lock cycles in %v, %d release lines", cycles, took.Round(time.Millisecond), told)
-	if told == 0 || told > most {
-		t.Errorf("%d lock cycles in %v gave %d release lines; want some, and at most %d (3 at once, then one per 100 ms)", cycles, took.Round(time.Millisecond), told, most)
-	}
 	if n := strings.Count(added, "Warning:"); n > 0 {
 		t.Errorf("%d warnings during the flapping; the failures were reported at start-up:\n%s", n, added)
 	}
@@ -702,6 +753,14 @@ func TestLockDirectoryComesBack(t *testing.T) {
 		os.Mkdir(lockDir, 0o755)
 		h := startPMDAIn(t, dir, "[perf]\ncpu-clock\n", "-U", as, "--lockfile", filepath.Join(lockDir, "perflock"))
 		h.lock = filepath.Join(lockDir, "perflock")
+		t.Cleanup(func() {
+			// Before the agent is stopped: what it has open tells an
+			// agent still on the deleted files from one that never saw
+			// the lock.
+			if t.Failed() {
+				t.Logf("as %s:\n%s", as, filesOf(h, lockDir))
+			}
+		})
 		h.fetch("perfevent.active")
 		// Gone at once, as by rm -r (which the agent, making the lock file
 		// again as soon as it is deleted, can race with).
@@ -734,6 +793,40 @@ func TestLockDirectoryComesBack(t *testing.T) {
 		release()
 		h.stop()
 	}
+}
+
+// filesOf describes, for a failure message, the files in dir and below
+// (owner, mode, inode) with the state file's content, and the agent's open
+// descriptors: its lock file's and state directory's, "(deleted)" when it
+// still has the old ones.
+func filesOf(h *pmcd, dir string) string {
+	var b strings.Builder
+	filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
+		var st unix.Stat_t
+		if err == nil {
+			err = unix.Lstat(path, &st)
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "  %s: %v\n", path, err)
+			return nil
+		}
+		fmt.Fprintf(&b, "  %s: uid %d gid %d mode %#o inode %d\n", path, st.Uid, st.Gid, st.Mode, st.Ino)
+		return nil
+	})
+	if data, err := os.ReadFile(reservation.StatePath(h.lock)); err == nil {
+		fmt.Fprintf(&b, "  state file: %s\n", bytes.TrimSpace(data))
+	}
+	fds := filepath.Join("/proc", strconv.Itoa(h.cmd.Process.Pid), "fd")
+	entries, err := os.ReadDir(fds)
+	if err != nil {
+		fmt.Fprintf(&b, "  the agent's descriptors: %v\n", err)
+	}
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && strings.HasPrefix(target, dir) {
+			fmt.Fprintf(&b, "  the agent's fd %s: %s\n", e.Name(), target)
+		}
+	}
+	return b.String()
 }
 
 // An agent run by hand beside the one pmcd runs, with the same lock file,

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"perfevent/internal/testwait"
 )
 
 // pmidsOf is pminfo -m's answer: each metric's PMID, by name.
@@ -104,6 +106,57 @@ func clusterOf(pmid string) string {
 	return f[1]
 }
 
+// fileSize is the size of the file at path, 0 if it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// agentEvents picks from pmcd's log, from the offset from on (from the
+// start if the log was rotated since), what it says of domain 127's
+// agent: each restart of pmcd (a SIGHUP) with the agent's pid in its
+// table, each agent it cleaned up and why, and its restarts of dead ones.
+func agentEvents(path string, from int64) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	if from > int64(len(data)) {
+		from = 0
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(string(data[from:]), "\n") {
+		f := strings.Fields(l)
+		if strings.TrimSpace(l) == `"perfevent" agent` {
+			// Listed under "Restarting any deceased agents:".
+			l = `restarting the dead "perfevent" agent`
+		}
+		if strings.HasPrefix(l, "pmcd RESTARTED at") || strings.Contains(l, "CleanupAgent") ||
+			strings.Contains(l, "Auto-restarting") || strings.Contains(l, `"perfevent" agent`) ||
+			len(f) > 3 && f[0] == "perfevent" && f[1] == "127" {
+			b.WriteString("\t" + strings.TrimSpace(l) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// unplannedCleanups returns the lines of events (agentEvents) in which pmcd
+// cleaned up the perfevent agent for another reason than a change of
+// pmcd.conf ("unconfigured", which every switch makes), joined by "; ".
+func unplannedCleanups(events string) string {
+	var found []string
+	for _, l := range strings.Split(events, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, `Cleanup "perfevent" agent`) && !strings.Contains(l, "unconfigured") {
+			found = append(found, l)
+		}
+	}
+	return strings.Join(found, "; ")
+}
+
 // Switching agents with default installs, C → ours → C, with a pmlogger
 // logging throughout: every name the C agent serves keeps its PMID, the C
 // agent serves the same after the round trip, and pmlogger keeps logging.
@@ -125,6 +178,12 @@ func TestSwitchKeepsNamesPMIDsAndLogger(t *testing.T) {
 		}
 	})
 	pminfo := func() map[string]string { return pmidsOf(t, e.Run(t, "pminfo", "-m", "perfevent")) }
+	// What pmcd did with the agents while the test ran, for the failure
+	// messages: an agent it cleaned up and restarted is the first suspect
+	// when pmlogger dies.
+	pmcdLog := filepath.Join(e.PCP.Get("PCP_LOG_DIR"), "pmcd", "pmcd.log")
+	logFrom := fileSize(pmcdLog)
+	pmcdSaid := func() string { return agentEvents(pmcdLog, logFrom) }
 
 	e.InstallC(t)
 	c1 := pminfo()
@@ -164,14 +223,40 @@ func TestSwitchKeepsNamesPMIDsAndLogger(t *testing.T) {
 		r := e.Exec(Cmd{Args: []string{"pmdumplog", "-z", archive, logged}})
 		return strings.Count(r.Stdout, logged)
 	}
+	// Install's own check passes once the new agent answers, but pmcd may
+	// still clean it up and start it again (its log then says why), and a
+	// pmlogger request in flight fails with it. So pmlogger is judged only
+	// once pmcd reports the agent running (pmcd.agent.status 0) and the
+	// agent answers a fetch, and its failures quote pmcd's log.
+	agentUp := func(step string) {
+		t.Helper()
+		var last string
+		ok := testwait.Until(Settle, func() bool {
+			r := e.Try("pminfo", "-f", "pmcd.agent.status", "perfevent.active")
+			last = r.Stdout + r.Stderr
+			return r.Err == nil && strings.Contains(r.Stdout, `inst [127 or "perfevent"] value 0`+"\n") &&
+				strings.Contains(r.Stdout, "perfevent.active\n    value ")
+		})
+		if !ok {
+			t.Fatalf("after %s pmcd did not report the perfevent agent running within %v:\n%s\npmcd's log of the agents since the test began:\n%s",
+				step, Settle, last, pmcdSaid())
+		}
+	}
 	alive := func(step string) {
 		t.Helper()
+		agentUp(step)
 		n := records()
 		waitFor(t, Settle, "pmlogger to log "+logged+" after "+step, func() bool {
 			select {
 			case err := <-exited:
 				exited <- err
-				t.Fatalf("pmlogger exited after %s: %v\n%s", step, err, tail(filepath.Join(dir, "pmlogger.log"), 20))
+				said := pmcdSaid()
+				why := "pmcd's log shows no cleanup of the agent but those of the switches"
+				if c := unplannedCleanups(said); c != "" {
+					why = "pmcd cleaned up the agent on its own, not for a switch: " + c
+				}
+				t.Fatalf("pmlogger exited after %s: %v; %s\n%s\npmcd's log of the agents since the test began:\n%s",
+					step, err, why, tail(filepath.Join(dir, "pmlogger.log"), 20), said)
 			default:
 			}
 			return records() > n

@@ -75,35 +75,12 @@ func openWith(t *testing.T, p *setup.Plan, m setup.Machine, fake *countertest.Op
 	return o, set
 }
 
-const vmConf = `# a VM: no core PMU, so [hsw] cannot be chosen
-[hsw]
-UNHALTED_CORE_CYCLES
-
-[perf]
-cpu-clock
-cycles
-page-faults 1
-no-such-event
-sched:sched_switch
-RAW:r1 rawcode=0x1234
-
-[ipc:derived]
-instructions
-cycles 2
-||
-cpu-clock
-
-[faults:derived]
-page-faults
-cpu-clock
-`
-
 // On a fake kernel without a hardware PMU, cycles is refused the way a VM
 // refuses it: the record drops it, says so once as Info, and the derived
 // metrics adapt. The plan is left as setup made it.
 func TestOpenedOnVM(t *testing.T) {
 	m := machineOf(t, "vm")
-	p := planOf(t, m, vmConf)
+	p := planOf(t, m, configtest.VMConf)
 	planned := notesText(p.Notes)
 	counters := len(p.Counters)
 	fake := countertest.New()

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -304,58 +303,20 @@ func TestQuietServe(t *testing.T) {
 // been created right (owner, group, 0660) by the bind itself.
 func TestUnixSocketSymlinkRace(t *testing.T) {
 	testneed.Root(t, "as pmcd starts the agent")
-	u := testneed.User(t, "nobody")
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	top := t.TempDir()
-	os.Chmod(top, 0o755)
-	victim := filepath.Join(top, "shadow")
-	if err := os.WriteFile(victim, []byte("root only\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(top, "run")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(dir, uid, gid); err != nil {
-		t.Fatal(err)
-	}
+	testneed.User(t, "nobody")
+	victim, dir, uid, gid := pcpDir(t, "run", 0o755)
 	path := filepath.Join(dir, "agent.sock")
-
-	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(in)
-	if _, err := unix.InotifyAddWatch(in, dir, unix.IN_CREATE); err != nil {
-		t.Fatal(err)
-	}
-	swapped := 0
-	stop := make(chan struct{})
-	attacker := make(chan struct{})
-	go func() {
-		defer close(attacker)
-		buf := make([]byte, 4096)
-		link := filepath.Join(dir, "link")
-		for {
-			os.Symlink(victim, link)
-			n, err := unix.Read(in, buf)
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err != nil || n <= 0 {
-				return
-			}
-			if !created(buf[:n], "agent.sock") {
-				continue
-			}
-			if os.Rename(link, path) == nil {
-				swapped++
-			}
+	// The next link is ready before each read, as an attacker's would be.
+	link := filepath.Join(dir, "link")
+	os.Symlink(victim, link)
+	stop := attack(t, dir, unix.IN_CREATE, func(events []byte) bool {
+		if !created(events, "agent.sock") {
+			return false
 		}
-	}()
+		swapped := os.Rename(link, path) == nil
+		os.Symlink(victim, link)
+		return swapped
+	})
 
 	const rounds = 2000
 	for i := range rounds {
@@ -376,13 +337,80 @@ func TestUnixSocketSymlinkRace(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	os.WriteFile(filepath.Join(dir, "wake"), nil, 0o644) // the attacker's last read
-	<-attacker
+	swapped := stop(func() { os.WriteFile(filepath.Join(dir, "wake"), nil, 0o644) })
 	if swapped == 0 {
 		t.Fatalf("the attacker never swapped the socket in %d rounds: the race was not run", rounds)
 	}
 	t.Logf("%d of %d sockets swapped for a symlink", swapped, rounds)
+}
+
+// pcpDir makes, in a directory of the test's that every user may enter,
+// a file only root may read or write (the victim an attacker aims at) and
+// the directory name, owned by nobody as pcp owns the agent's directories,
+// made with mode perm. It returns their paths and nobody's uid and gid.
+func pcpDir(t *testing.T, name string, perm os.FileMode) (victim, dir string, uid, gid int) {
+	t.Helper()
+	u := testneed.User(t, "nobody")
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	top := t.TempDir()
+	os.Chmod(top, 0o755)
+	victim = filepath.Join(top, "shadow")
+	if err := os.WriteFile(victim, []byte("root only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(top, name)
+	if err := os.Mkdir(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return victim, dir, uid, gid
+}
+
+// attack runs an attacker on a goroutine of its own: woken by inotify
+// events of mask in dir, it calls act with each read's events, at once,
+// and counts the times act says it struck. stop ends it: wake must make
+// one more such event, for the attacker's last read, and stop returns the
+// count once the goroutine is done.
+func attack(t *testing.T, dir string, mask uint32, act func(events []byte) bool) (stop func(wake func()) int) {
+	t.Helper()
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(in) })
+	if _, err := unix.InotifyAddWatch(in, dir, mask); err != nil {
+		t.Fatal(err)
+	}
+	struck := 0
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := unix.Read(in, buf)
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			if err != nil || n <= 0 {
+				return
+			}
+			if act(buf[:n]) {
+				struck++
+			}
+		}
+	}()
+	return func(wake func()) int {
+		close(quit)
+		wake()
+		<-done
+		return struck
+	}
 }
 
 // created says whether inotify's events in buf include the creation of name.
@@ -419,50 +447,9 @@ func TestLogSymlinkRace(t *testing.T) {
 }
 
 func logRaceChild(t *testing.T) {
-	u, _ := user.Lookup("nobody")
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	top := t.TempDir()
-	os.Chmod(top, 0o755)
-	victim := filepath.Join(top, "shadow")
-	if err := os.WriteFile(victim, []byte("root only\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(top, "pmcd")
-	os.Mkdir(dir, 0o775)
-	if err := os.Chown(dir, uid, gid); err != nil {
-		t.Fatal(err)
-	}
+	victim, dir, _, _ := pcpDir(t, "pmcd", 0o775)
 	path := filepath.Join(dir, "perfevent.log")
-	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(in)
-	if _, err := unix.InotifyAddWatch(in, dir, unix.IN_MOVED_FROM); err != nil {
-		t.Fatal(err)
-	}
-	planted := 0
-	stop := make(chan struct{})
-	attacker := make(chan struct{})
-	go func() {
-		defer close(attacker)
-		buf := make([]byte, 4096)
-		for {
-			n, err := unix.Read(in, buf)
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err != nil || n <= 0 {
-				return
-			}
-			if os.Symlink(victim, path) == nil {
-				planted++
-			}
-		}
-	}()
+	stop := attack(t, dir, unix.IN_MOVED_FROM, func([]byte) bool { return os.Symlink(victim, path) == nil })
 	const rounds = 500
 	refused := 0
 	for range rounds {
@@ -488,9 +475,7 @@ func logRaceChild(t *testing.T) {
 			f.Close()
 		}
 	}
-	close(stop)
-	os.Rename(path, path+".x") // the attacker's last read
-	<-attacker
+	planted := stop(func() { os.Rename(path, path+".x") })
 	if planted == 0 {
 		t.Fatalf("the attacker never planted a link in %d rounds: the race was not run", rounds)
 	}

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/config"
+	"perfevent/internal/config/configtest"
 	"perfevent/internal/cpulist"
 	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
@@ -43,28 +44,9 @@ func notes(p *Plan) string {
 	return b.String()
 }
 
-const vmConf = `# a VM: no core PMU, so [hsw] cannot be chosen
-[hsw]
-UNHALTED_CORE_CYCLES
-
-[perf]
-cpu-clock
-cycles
-page-faults 1
-no-such-event
-sched:sched_switch
-RAW:r1 rawcode=0x1234
-
-[ipc:derived]
-instructions
-cycles 2
-||
-cpu-clock
-
-[faults:derived]
-page-faults
-cpu-clock
-
+// vmConf is configtest's, with metrics of the dynamic PMUs the "vm"
+// fixture has.
+const vmConf = configtest.VMConf + `
 [dynamic]
 msr.tsc
 software.page-faults
