@@ -157,7 +157,7 @@ type Agent struct {
 	lock         *reservation.LockFile
 	watcher      *lockwatch.Watcher
 	cpus         *cpuhotplug.Watcher // CPUs going offline and coming back
-	hier         *hierarchyWatch     // the hierarchy that owns perf_event
+	hier         *hierarchyWatch     // the hierarchy that owns perf_event, once a generation counts per cgroup (a.mu)
 	// locate finds that hierarchy in tests; nil is this machine's.
 	locate func() (cgroup.Hierarchy, error)
 	// cgroupIDs numbers cgroup instances for the agent's life, across
@@ -224,7 +224,9 @@ func (a *Agent) Start() error {
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)
 	a.mu.Unlock()
 	a.watchCPUs(a.o.Hotplug) // a change from now on swaps the table
-	a.watchHierarchy()
+	a.mu.Lock()
+	a.followHierarchy(g)
+	a.mu.Unlock()
 	go a.reloader()
 	return nil
 }
@@ -247,8 +249,11 @@ func (a *Agent) close() {
 	if a.cpus != nil {
 		a.cpus.Close()
 	}
-	if a.hier != nil {
-		a.hier.close()
+	a.mu.Lock()
+	hier := a.hier
+	a.mu.Unlock()
+	if hier != nil {
+		hier.close()
 	}
 	a.stopReservation()
 	if a.files != nil {
@@ -558,6 +563,7 @@ func (a *Agent) rebuild() bool {
 	g.carryCgroups(old)
 	a.prev.Store(old)
 	a.gen.Store(g)
+	a.followHierarchy(g)
 	if a.pm != nil {
 		a.pm.SetTable(g.table)
 	}
