@@ -83,7 +83,7 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.listPMU, "pmu", "", "with --list-events: only the events of this `PMU` (libpfm4's name, e.g. skx, a vendor list's, e.g. mtl_core, or the kernel's, e.g. uncore_imc_0; perf for the generic events); an unknown one is an error")
 	fs.StringVar(&o.listMatch, "match", "", "with --list-events: only the events whose name or unit mask contains `pattern` (ignoring case; *, ? and [...] make it a glob over the whole name)")
 	fs.BoolVar(&o.noProbe, "no-probe", false, "with --list-events: do not try to open each event to mark whether it works here")
-	fs.StringVar(&o.LockFile, "lockfile", reservation.DefaultLockPath(), "the perfalloc lock `file`")
+	fs.StringVar(&o.LockFile, "lockfile", reservation.LockPathIn(pcp), "the perfalloc lock `file`")
 	fs.StringVar(&o.lockMode, "lockmode", fmt.Sprintf("%04o", reservation.LockMode), "the lock file's `mode`: who may read it may reserve the counters (0640 with -lockgroup: root and the group's members)")
 	fs.StringVar(&o.lockGroup, "lockgroup", "", "the lock file's `group` (a name or number); with -lockmode 0640, only its members (and root) may reserve the counters")
 	fs.DurationVar(&o.MaxHold, "max-hold", 0, "resume counting when a reservation has lasted `duration` although perfalloc's lock is still held, and log it (0: never, as the C agent)")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -405,5 +406,29 @@ func TestManPageMatchesHelp(t *testing.T) {
 	}
 	if !strings.Contains(string(man), "Print the version, as \\fBpmdaperfevent version\\fR") {
 		t.Error("pmdaperfevent(1) does not say what --version prints")
+	}
+}
+
+// TestFlagsReadPCPConfOnce: the lock file's default comes from the pcp.conf
+// that run loaded, not from a second read of the file.
+func TestFlagsReadPCPConfOnce(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "pcp.conf")
+	if err := os.WriteFile(conf, []byte("PCP_PMDAS_DIR=/opt/pmdas\nPCP_VAR_DIR=/opt/var\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PCP_CONF", conf)
+	t.Setenv("PCP_PMDAS_DIR", "")
+	t.Setenv("PCP_VAR_DIR", "")
+	pcp := pcpconf.Load()
+	// Gone: a second read would fall back to /var/lib/pcp/pmdas.
+	if err := os.Remove(conf); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags(nil, pcp, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.LockFile != "/opt/pmdas/perfevent/perflock" || o.PMIDs != "/opt/var/config/perfevent/pmids" {
+		t.Errorf("-lockfile %s, -pmids %s; want both from the pcp.conf loaded first", o.LockFile, o.PMIDs)
 	}
 }

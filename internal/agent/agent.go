@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
 
 	"perfevent/internal/bpfcount"
@@ -161,7 +162,7 @@ type Agent struct {
 	lock         *reservation.LockFile
 	watcher      *lockwatch.Watcher
 	cpus         *cpuhotplug.Watcher // CPUs going offline and coming back
-	hier         *hierarchyWatch     // the hierarchy that owns perf_event
+	hier         *hierarchyWatch     // the hierarchy that owns perf_event, once a generation counts per cgroup (a.mu)
 	// locate finds that hierarchy in tests; nil is this machine's.
 	locate func() (cgroup.Hierarchy, error)
 	// reach probes it in tests; nil is cgroup.Reach.
@@ -230,7 +231,9 @@ func (a *Agent) Start() error {
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)
 	a.mu.Unlock()
 	a.watchCPUs(a.o.Hotplug) // a change from now on swaps the table
-	a.watchHierarchy()
+	a.mu.Lock()
+	a.followHierarchy(g)
+	a.mu.Unlock()
 	go a.reloader()
 	return nil
 }
@@ -253,8 +256,11 @@ func (a *Agent) close() {
 	if a.cpus != nil {
 		a.cpus.Close()
 	}
-	if a.hier != nil {
-		a.hier.close()
+	a.mu.Lock()
+	hier := a.hier
+	a.mu.Unlock()
+	if hier != nil {
+		hier.close()
 	}
 	a.stopReservation()
 	if a.files != nil {
@@ -564,6 +570,7 @@ func (a *Agent) rebuild() bool {
 	g.carryCgroups(old)
 	a.prev.Store(old)
 	a.gen.Store(g)
+	a.followHierarchy(g)
 	if a.pm != nil {
 		a.pm.SetTable(g.table)
 	}
@@ -597,22 +604,24 @@ func (a *Agent) pace() {
 const spareFDs = 8
 
 // holdFDs opens up to n descriptors of /dev/null to keep them from the
-// counters; releaseFDs gives them back.
-func holdFDs(n int) []*os.File {
-	var held []*os.File
+// counters; releaseFDs gives them back. They are plain descriptors: an
+// os.File would be offered to the runtime's poller, five more system
+// calls each at every build.
+func holdFDs(n int) []int {
+	held := make([]int, 0, n)
 	for range n {
-		f, err := os.Open(os.DevNull)
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			break
 		}
-		held = append(held, f)
+		held = append(held, fd)
 	}
 	return held
 }
 
-func releaseFDs(held []*os.File) {
-	for _, f := range held {
-		f.Close()
+func releaseFDs(held []int) {
+	for _, fd := range held {
+		unix.Close(fd)
 	}
 }
 

@@ -51,6 +51,17 @@ type hierarchyWatch struct {
 	done chan struct{}
 }
 
+// followHierarchy starts the hierarchy watch once a generation counts per
+// cgroup (cgMode), and not while the agent closes; a.mu is held. Until
+// then no change of hierarchy alters what is served, and the watch, a
+// thread waiting in poll(2) for the agent's life, would cost a thread and
+// its wake-ups for nothing.
+func (a *Agent) followHierarchy(g *generation) {
+	if g.cgMode != "" && a.hier == nil && !a.closing.Load() {
+		a.watchHierarchy()
+	}
+}
+
 func (a *Agent) watchHierarchy() {
 	path := a.fs.MountinfoFile()
 	info, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)

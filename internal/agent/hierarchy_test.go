@@ -29,6 +29,9 @@ func TestCgroupHierarchyFollowed(t *testing.T) {
 		a.locate = func() (cgroup.Hierarchy, error) { f := now.Load(); return f.h, f.err }
 	})
 	h.waitLog(t, "Warning: cgroups: "+why+"; nothing is counted per cgroup")
+	if !h.watchesHierarchy() {
+		t.Error("counting per cgroup, the agent does not watch the hierarchy")
+	}
 	if got := h.mode(t); got != "unavailable: "+why {
 		t.Errorf("perfevent.cgroup.mode = %q", got)
 	}
@@ -46,6 +49,33 @@ func TestCgroupHierarchyFollowed(t *testing.T) {
 	if n := strings.Count(h.log.String(), "reload done"); n != reloads {
 		t.Errorf("%d rebuilds without a change of hierarchy", n-reloads)
 	}
+}
+
+// Without cgroups.conf no change of hierarchy alters what is served: the
+// agent starts no watch, nor its thread, until a reload counts per cgroup.
+func TestHierarchyWatchedOnlyWhenCounting(t *testing.T) {
+	h := startAgentWith(t, "0-1", "[perf]\ncpu-clock\n", func(a *Agent) {
+		a.locate = func() (cgroup.Hierarchy, error) { return cgroup.Hierarchy{Mount: t.TempDir(), Version: 2}, nil }
+	})
+	if h.watchesHierarchy() {
+		t.Fatal("the agent watches the hierarchy with nothing counted per cgroup")
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(h.a.o.Config), "cgroups.conf"), []byte("cgroup /\nevent cpu-clock\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !h.a.rebuild() {
+		t.Fatal("the reload failed")
+	}
+	if !h.watchesHierarchy() {
+		t.Error("after a reload that counts per cgroup, the agent does not watch the hierarchy")
+	}
+}
+
+// watchesHierarchy says whether the agent has started its hierarchy watch.
+func (h *tester) watchesHierarchy() bool {
+	h.a.mu.Lock()
+	defer h.a.mu.Unlock()
+	return h.a.hier != nil
 }
 
 // mode fetches perfevent.cgroup.mode.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -117,6 +118,26 @@ func TestBuildReadsEachFileOnce(t *testing.T) {
 	for _, name := range confNames {
 		if got[name] != 1 {
 			t.Errorf("a reload opened %s %d times, want once: %v\n%s", name, got[name], got, h.log)
+		}
+	}
+}
+
+// The spare descriptors are /dev/null held open through the build and
+// closed after it.
+func TestSpareDescriptors(t *testing.T) {
+	held := holdFDs(spareFDs)
+	if len(held) != spareFDs {
+		t.Fatalf("held %d descriptors, want %d", len(held), spareFDs)
+	}
+	for _, fd := range held {
+		if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err != nil || target != os.DevNull {
+			t.Errorf("descriptor %d: %q, %v; want %s", fd, target, err, os.DevNull)
+		}
+	}
+	releaseFDs(held)
+	for _, fd := range held {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+			t.Errorf("descriptor %d still open after releaseFDs: %v", fd, err)
 		}
 	}
 }

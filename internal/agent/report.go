@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"perfevent/internal/setup"
@@ -47,7 +46,7 @@ func (r *report) note(n setup.Note) {
 	// Compared without its CPU list: a CPU going offline or coming back
 	// changes every line's list, and the summary and the hotplug line
 	// already say so.
-	r.add(level, cpuList.ReplaceAllString(n.Text, "cpus *"), "%s", n)
+	r.add(level, maskCPULists(n.Text), "%s", n)
 	short, _, _ := strings.Cut(n.Text, ": ")
 	if n.Pos.Line != 0 {
 		short = n.Pos.String() + ": " + short
@@ -55,7 +54,59 @@ func (r *report) note(n setup.Note) {
 	r.lines[len(r.lines)-1].short = short
 }
 
-var cpuList = regexp.MustCompile(`\bcpus? ?[0-9][0-9,-]*`)
+// maskCPULists replaces each CPU list in s ("cpu 3", "cpus 0-1,4",
+// "cpus0-3": cpu or cpus at the start of a word, an optional space, a
+// digit, then digits, commas and dashes) with "cpus *". It is what the
+// regular expression \bcpus? ?[0-9][0-9,-]* replacing would do, without
+// compiling one at every start or running it on every note.
+func maskCPULists(s string) string {
+	var b strings.Builder
+	done := 0 // s[:done] is in b, or b is unused
+	for i := 0; i+3 < len(s); i++ {
+		if s[i] != 'c' || s[i+1] != 'p' || s[i+2] != 'u' || (i > 0 && isWordByte(s[i-1])) {
+			continue
+		}
+		j := i + 3
+		if end := cpuListEnd(s, j+1); j < len(s) && s[j] == 's' && end > 0 {
+			j = end
+		} else if end := cpuListEnd(s, j); end > 0 {
+			j = end
+		} else {
+			continue
+		}
+		if done == 0 {
+			b.Grow(len(s))
+		}
+		b.WriteString(s[done:i])
+		b.WriteString("cpus *")
+		done = j
+		i = j - 1
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+// cpuListEnd is where a CPU list starting at s[i] (an optional space, a
+// digit, then digits, commas and dashes) ends, or 0 if there is none.
+func cpuListEnd(s string, i int) int {
+	if i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if i >= len(s) || s[i] < '0' || s[i] > '9' {
+		return 0
+	}
+	for i++; i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == ',' || s[i] == '-'); i++ {
+	}
+	return i
+}
+
+// isWordByte is regexp's \w, which \b looks at.
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
 
 // logLine writes one line at its level.
 func (a *Agent) logLine(l reportLine) {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -82,5 +83,41 @@ func TestRebuildForACPULogsTheSummary(t *testing.T) {
 	if len(lines) != 2 || !strings.HasSuffix(lines[0], "Info: CPUs online now: 0; rebuilding the counters") ||
 		!strings.HasSuffix(lines[1], "reload done: the new configuration is served: 1 counters on 1 descriptors and 0 derived metrics; the plan is unchanged") {
 		t.Errorf("CPU 1 going offline logged:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// TestMaskCPULists compares maskCPULists with the regular expression it
+// stands for, on the notes' kinds of text and on every short string over
+// the letters that matter.
+func TestMaskCPULists(t *testing.T) {
+	re := regexp.MustCompile(`\bcpus? ?[0-9][0-9,-]*`)
+	cases := []string{
+		"",
+		"cpu",
+		"cpus",
+		"perf.conf:3: cycles: type 0 config 0x0 -> perfevent.hwcounters.cycles, on cpus 0-1",
+		"cannot count on cpus 0-1,4: not supported (ENOENT); on cpu 3 counting",
+		"cpus0-3 and cpu7, xcpu 3, _cpu 4, cpuss 5, cpus x, cpu -1, cpu,3",
+		"msr.tsc: on cpus 0-1; perfevent.ratio.x = a / b, on 2 CPUs",
+	}
+	alphabet := "cpus 0,-x"
+	var gen func(prefix string, n int)
+	gen = func(prefix string, n int) {
+		cases = append(cases, prefix)
+		if n == 0 {
+			return
+		}
+		for i := range len(alphabet) {
+			gen(prefix+alphabet[i:i+1], n-1)
+		}
+	}
+	gen("", 6)
+	for _, s := range cases {
+		if got, want := maskCPULists(s), re.ReplaceAllString(s, "cpus *"); got != want {
+			t.Errorf("maskCPULists(%q) = %q; the regular expression gives %q", s, got, want)
+		}
+	}
+	if got := maskCPULists(cases[3]); got != "perf.conf:3: cycles: type 0 config 0x0 -> perfevent.hwcounters.cycles, on cpus *" {
+		t.Errorf("a note's CPU list: %q", got)
 	}
 }

@@ -68,7 +68,7 @@ func (fs FS) OnlineFile() string { return fs.SysPath("devices", "system", "cpu",
 // OnlineCPUs returns the kernel ids of the online CPUs, from OnlineFile.
 func (fs FS) OnlineCPUs() ([]int, error) {
 	path := fs.OnlineFile()
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (fs FS) MountinfoFile() string { return fs.ProcPath("self", "mountinfo") }
 // Mounts reads and parses MountinfoFile.
 func (fs FS) Mounts() ([]Mount, error) {
 	path := fs.MountinfoFile()
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -134,7 +134,7 @@ func (fs *FS) tracingDenied() string {
 
 // readTrimmed reads a small sysfs or procfs attribute file.
 func readTrimmed(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := hostfs.ReadFile(path)
 	if err != nil {
 		return "", err
 	}

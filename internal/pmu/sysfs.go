@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
 )
 
 // PMU is one directory of /sys/bus/event_source/devices.
@@ -233,7 +234,7 @@ func eachFile(dir string, f func(name, text string)) error {
 		if e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := hostfs.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return err
 		}

@@ -22,12 +22,14 @@ func (fs *FS) errNoTracefs() error {
 // that was never meant to be one.
 func (fs *FS) tracepointID(root, subsys, event string) (uint64, string, bool, error) {
 	sdir := filepath.Join(root, "events", subsys)
-	if st, err := os.Stat(sdir); err != nil || !st.IsDir() {
-		return 0, "", false, nil
-	}
 	path := filepath.Join(sdir, event, "id")
 	s, err := readTrimmed(path)
 	if err != nil {
+		// Whether the subsystem exists matters only now: a stat of it
+		// for every tracepoint cost a system call each.
+		if st, err := os.Stat(sdir); err != nil || !st.IsDir() {
+			return 0, "", false, nil
+		}
 		if os.IsNotExist(err) {
 			return 0, path, true, fmt.Errorf("no tracepoint %s in %s", event, sdir)
 		}

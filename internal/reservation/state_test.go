@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"perfevent/internal/emulator"
+	"perfevent/internal/pcpconf"
 	"perfevent/internal/testneed"
 	"perfevent/internal/testwait"
 )
@@ -411,6 +412,12 @@ func TestDefaultLockPath(t *testing.T) {
 	if got := DefaultLockPath(); got != "/opt/pmdas/perfevent/perflock" {
 		t.Errorf("from pcp.conf: %s", got)
 	}
+	loaded := pcpconf.Load()
+	os.Remove(conf)
+	if got := LockPathIn(loaded); got != "/opt/pmdas/perfevent/perflock" {
+		t.Errorf("from pcp.conf as loaded before it went away: %s", got)
+	}
+	os.WriteFile(conf, []byte("PCP_PMDAS_DIR=/opt/pmdas\n"), 0o644)
 	t.Setenv("PCP_PMDAS_DIR", "/env/pmdas")
 	if got := DefaultLockPath(); got != "/env/pmdas/perfevent/perflock" {
 		t.Errorf("from the environment: %s", got)

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -24,6 +23,7 @@ import (
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/names"
 	"perfevent/internal/pmu"
 
@@ -116,7 +116,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 	}
 	m := Machine{PMU: fs, Topology: config.Topology{Online: online}, Sockets: map[int]int{}}
 	for _, cpu := range online {
-		data, err := os.ReadFile(filepath.Join(fs.CPUDir(cpu), "topology/physical_package_id"))
+		data, err := hostfs.ReadFile(filepath.Join(fs.CPUDir(cpu), "topology/physical_package_id"))
 		if err != nil {
 			continue
 		}
@@ -134,7 +134,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 		return dirs[i] < dirs[j]
 	})
 	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(d, "cpulist"))
+		data, err := hostfs.ReadFile(filepath.Join(d, "cpulist"))
 		if err != nil {
 			continue
 		}
