@@ -281,7 +281,8 @@ func cgroup2Mount(b *testing.B) string {
 // ping-pong with nothing attached; exit a program that only returns (the
 // dispatch and the stats' clock reads, as ns/op less none's); read one
 // that reads the events and takes the deltas; full the program, with the
-// ping-pong's two cgroups and others up to N counted.
+// ping-pong's two cgroups and others up to N counted; uncached the
+// program without its cache, walking the levels at every run.
 func BenchmarkSwitch(b *testing.B) {
 	s := newSwitchBench(b)
 	b.Run("program=none", func(b *testing.B) { s.run(b, nil, 0) })
@@ -298,6 +299,12 @@ func BenchmarkSwitch(b *testing.B) {
 	for _, n := range []int{1, 10, 100, switchBenchCgroups} {
 		b.Run(fmt.Sprintf("program=full/cgroups=%d", n), func(b *testing.B) {
 			s.run(b, func(m maps, nCPU int) asm.Instructions { return program(m, nCPU, Levels) }, n)
+		})
+		b.Run(fmt.Sprintf("program=uncached/cgroups=%d", n), func(b *testing.B) {
+			s.run(b, func(m maps, nCPU int) asm.Instructions {
+				ins := append(readEvents(m), findSlot(m, Levels, "charge")...)
+				return append(ins, charge(m, nCPU)...)
+			}, n)
 		})
 	}
 }
