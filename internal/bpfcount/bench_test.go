@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/hostfs"
+	"perfevent/internal/perf"
 	"perfevent/internal/testneed"
 )
 
@@ -284,7 +285,7 @@ func cgroup2Mount(b *testing.B) string {
 // ping-pong's two cgroups and others up to N counted; uncached the
 // program without its cache, walking the levels at every run.
 func BenchmarkSwitch(b *testing.B) {
-	s := newSwitchBench(b)
+	s := newSwitchBench(b, true)
 	b.Run("program=none", func(b *testing.B) { s.run(b, nil, 0) })
 	b.Run("program=exit", func(b *testing.B) {
 		s.run(b, func(maps, int) asm.Instructions {
@@ -320,14 +321,17 @@ type switchBench struct {
 }
 
 // newSwitchBench makes the cgroups and starts the ping-pong, with BPF
-// run-time statistics on until the benchmark ends.
-func newSwitchBench(b *testing.B) *switchBench {
+// run-time statistics on until the benchmark ends if stats says so.
+func newSwitchBench(b *testing.B, stats bool) *switchBench {
 	testneed.Root(b, "to load BPF programs (CAP_BPF) and make cgroups")
-	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-	if err != nil {
-		b.Skipf("needs BPF run-time statistics (Linux 5.8): %v", err)
+	var err error
+	if stats {
+		st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			b.Skipf("needs BPF run-time statistics (Linux 5.8): %v", err)
+		}
+		b.Cleanup(func() { st.Close() })
 	}
-	b.Cleanup(func() { stats.Close() })
 	s := &switchBench{events: []unix.PerfEventAttr{
 		{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK},
 		{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
@@ -409,4 +413,123 @@ func (s *switchBench) run(b *testing.B, variant func(maps, int) asm.Instructions
 	runs := after.RunCount - before.RunCount
 	b.ReportMetric(float64(after.Runtime-before.Runtime)/float64(max(runs, 1)), "ns/run")
 	b.ReportMetric(float64(runs)/float64(b.N), "runs/op")
+}
+
+// BenchmarkDispatch is perf's dispatch from a software event to a BPF
+// program, which BenchmarkSwitch's ns/run leaves out: at a switch between
+// cgroups perf fires context-switches and then cgroup-switches, one
+// dispatch after the other. A program on the first stamps the time as it
+// ends; one on the second takes the time as it starts. Their gap,
+// dispatch-ns, is the way out of one dispatch and into the next, one
+// dispatch in all, less the clock read it includes (clock-ns, two reads
+// in a row). No run-time statistics: they would add their own clock
+// reads to the gap.
+func BenchmarkDispatch(b *testing.B) {
+	s := newSwitchBench(b, false)
+	nCPU, err := ebpf.PossibleCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Per CPU: the stamp, the gaps' sum and count, the clock reads' sum
+	// and count.
+	const stamp, gapSum, gaps, clockSum, clocks = 0, 8, 16, 24, 32
+	times, err := ebpf.NewMap(&ebpf.MapSpec{Name: "pe_bench_disp", Type: ebpf.Array, KeySize: 4, ValueSize: 40, MaxEntries: uint32(nCPU)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer times.Close()
+	lookup := func(exit string) asm.Instructions {
+		return asm.Instructions{
+			asm.FnGetSmpProcessorId.Call(),
+			asm.StoreMem(asm.RFP, -8, asm.R0, asm.Word),
+			asm.LoadMapPtr(asm.R1, times.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -8),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, exit),
+		}
+	}
+	add := func(dst asm.Register, off int16, src asm.Register) asm.Instructions {
+		return asm.Instructions{
+			asm.LoadMem(asm.R1, dst, off, asm.DWord),
+			asm.Add.Reg(asm.R1, src),
+			asm.StoreMem(dst, off, asm.R1, asm.DWord),
+		}
+	}
+	exit := asm.Instructions{asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"), asm.Return()}
+	first := append(lookup("exit"),
+		asm.Mov.Reg(asm.R7, asm.R0),
+		asm.FnKtimeGetNs.Call(),
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.R7, stamp, asm.R0, asm.DWord),
+		asm.Sub.Reg(asm.R0, asm.R8),
+		asm.Mov.Imm(asm.R9, 1),
+	)
+	first = append(first, add(asm.R7, clockSum, asm.R0)...)
+	first = append(first, add(asm.R7, clocks, asm.R9)...)
+	first = append(first, exit...)
+	second := asm.Instructions{
+		asm.FnKtimeGetNs.Call(),
+		asm.Mov.Reg(asm.R6, asm.R0),
+	}
+	second = append(second, lookup("exit")...)
+	second = append(second,
+		asm.LoadMem(asm.R1, asm.R0, stamp, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "exit"),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.StoreMem(asm.R0, stamp, asm.R2, asm.DWord),
+		asm.Sub.Reg(asm.R6, asm.R1),
+		asm.JGT.Imm(asm.R6, 100_000, "exit"), // the vCPU was preempted
+		asm.Mov.Reg(asm.R7, asm.R0),
+		asm.Mov.Imm(asm.R9, 1),
+	)
+	second = append(second, add(asm.R7, gapSum, asm.R6)...)
+	second = append(second, add(asm.R7, gaps, asm.R9)...)
+	second = append(second, exit...)
+	attach := func(config uint64, ins asm.Instructions) {
+		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "pe_bench_disp", Type: ebpf.PerfEvent, Instructions: ins, License: license})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Close() })
+		for _, cpu := range s.cpus {
+			attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config, Size: perf.AttrSize, Sample: 1, Bits: unix.PerfBitDisabled}
+			fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			if err != nil {
+				b.Skipf("needs software event %d on cpu%d: %v", config, cpu, err)
+			}
+			b.Cleanup(func() { unix.Close(fd) })
+			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, p.FD()); err != nil {
+				b.Fatal(err)
+			}
+			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	attach(unix.PERF_COUNT_SW_CONTEXT_SWITCHES, first)
+	attach(cgroupSwitches, second)
+	s.pp.trips(b, 1000)
+	sum := func() (gap, clock [2]uint64) {
+		for cpu := range nCPU {
+			var v [5]uint64
+			if err := times.Lookup(uint32(cpu), &v); err != nil {
+				b.Fatal(err)
+			}
+			gap[0], gap[1] = gap[0]+v[1], gap[1]+v[2]
+			clock[0], clock[1] = clock[0]+v[3], clock[1]+v[4]
+		}
+		return
+	}
+	gap0, clock0 := sum()
+	b.ResetTimer()
+	s.pp.trips(b, b.N)
+	b.StopTimer()
+	gap1, clock1 := sum()
+	g := float64(gap1[0]-gap0[0]) / float64(max(gap1[1]-gap0[1], 1))
+	c := float64(clock1[0]-clock0[0]) / float64(max(clock1[1]-clock0[1], 1))
+	b.ReportMetric(g-c, "dispatch-ns")
+	b.ReportMetric(c, "clock-ns")
+	b.ReportMetric(float64(gap1[1]-gap0[1])/float64(b.N), "gaps/op")
 }
