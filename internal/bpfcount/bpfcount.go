@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -67,9 +68,9 @@ type Counter struct {
 	events []unix.PerfEventAttr
 	nCPU   int // possible CPUs: the kernel's CPU ids are below it
 
-	evArr                 []*ebpf.Map // per event: cpu → its descriptor
-	prev, slotMap, counts *ebpf.Map
-	onSwitch, onFetch     *ebpf.Program
+	evArr                        []*ebpf.Map // per event: cpu → its descriptor
+	prev, slotMap, counts, cache *ebpf.Map
+	onSwitch, onFetch            *ebpf.Program
 
 	// sums is the counts map, mapped into this process: the program's
 	// sums are read and a new cgroup's cleared without a system call.
@@ -79,6 +80,12 @@ type Counter struct {
 	// the next cgroup switched out.
 	mem  []byte
 	sums []Reading
+	// gens is the cache map mapped into this process, its entries as
+	// u64s: each CPU block's first entry holds the generation of the
+	// slots in its second u64.
+	cacheMem []byte
+	gens     []uint64
+	gen      uint64 // the generation, under mu
 
 	mu       sync.Mutex
 	slots    *slots
@@ -120,6 +127,7 @@ func Load(o Options) (*Counter, error) {
 		{&c.prev, ebpf.MapSpec{Name: "pe_prev", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(n * nCPU)}},
 		{&c.slotMap, ebpf.MapSpec{Name: "pe_slots", Type: ebpf.Hash, KeySize: 8, ValueSize: 4, MaxEntries: uint32(o.Cgroups)}},
 		{&c.counts, ebpf.MapSpec{Name: "pe_counts", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(o.Cgroups * n * nCPU), Flags: unix.BPF_F_MMAPABLE}},
+		{&c.cache, ebpf.MapSpec{Name: "pe_cache", Type: ebpf.Array, KeySize: 4, ValueSize: cacheEntrySize, MaxEntries: uint32(nCPU * cacheBlock), Flags: unix.BPF_F_MMAPABLE}},
 	}
 	c.evArr = make([]*ebpf.Map, n)
 	for ev := range n {
@@ -140,11 +148,13 @@ func Load(o Options) (*Counter, error) {
 		return nil, fmt.Errorf("bpfcount: mapping the sums: %w", err)
 	}
 	c.sums = unsafe.Slice((*Reading)(unsafe.Pointer(&c.mem[0])), o.Cgroups*n*nCPU)
-	m := maps{prev: c.prev.FD(), slots: c.slotMap.FD(), counts: c.counts.FD()}
-	for _, a := range c.evArr {
-		m.events = append(m.events, a.FD())
+	size = (nCPU*cacheBlock*cacheEntrySize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
+	if c.cacheMem, err = unix.Mmap(c.cache.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("bpfcount: mapping the cache: %w", err)
 	}
-	body := program(m, nCPU, Levels)
+	c.gens = unsafe.Slice((*uint64)(unsafe.Pointer(&c.cacheMem[0])), nCPU*cacheBlock*cacheEntrySize/8)
+	body := program(c.maps(), nCPU, Levels)
 	if c.onSwitch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: "pe_cgrp_switch", Type: ebpf.PerfEvent, Instructions: body, License: license}); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("bpfcount: the switch program: %w", err)
@@ -156,6 +166,15 @@ func Load(o Options) (*Counter, error) {
 		return nil, fmt.Errorf("bpfcount: the fetch program: %w", err)
 	}
 	return c, nil
+}
+
+// maps is the descriptors of c's maps, for the program.
+func (c *Counter) maps() maps {
+	m := maps{prev: c.prev.FD(), slots: c.slotMap.FD(), counts: c.counts.FD(), cache: c.cache.FD()}
+	for _, a := range c.evArr {
+		m.events = append(m.events, a.FD())
+	}
+	return m
 }
 
 // Events is the number of events.
@@ -341,7 +360,20 @@ func (c *Counter) Add(id uint64, path string) (int, error) {
 		c.treeMu.Unlock()
 		return 0, fmt.Errorf("bpfcount: cgroup id %d into the map: %w", id, err)
 	}
+	c.bump()
 	return slot, nil
+}
+
+// bump raises the generation of the slots after a change of the hash
+// map, on every CPU, so that the program walks each cgroup's levels
+// again instead of trusting its cache; c.mu held. It writes through the
+// mapping, not a system call: while a map syscall runs on a CPU, no
+// program runs there.
+func (c *Counter) bump() {
+	c.gen++
+	for cpu := range c.nCPU {
+		atomic.StoreUint64(&c.gens[(cpu*cacheBlock*cacheEntrySize+cacheGen)/8], c.gen)
+	}
 }
 
 // Remove undoes one Add of id; after the last the cgroup is no longer
@@ -360,6 +392,7 @@ func (c *Counter) Remove(id uint64) error {
 	// Out of the map first, so that the program charges the ancestor
 	// from now on, and then its sums to the ancestor.
 	err := c.slotMap.Delete(id)
+	c.bump()
 	c.treeMu.Lock()
 	c.tree.remove(slot, c.sums)
 	c.treeMu.Unlock()
@@ -445,7 +478,7 @@ func (c *Counter) ReadCPUs(slot, ev int, cpus []int, out []Reading) {
 func (c *Counter) FDs() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return 5 + len(c.evArr) + len(c.switches)
+	return 6 + len(c.evArr) + len(c.switches)
 }
 
 // Close detaches every CPU and releases the programs and maps.
@@ -460,12 +493,16 @@ func (c *Counter) Close() {
 		unix.Munmap(c.mem)
 		c.mem, c.sums = nil, nil
 	}
+	if c.cacheMem != nil {
+		unix.Munmap(c.cacheMem)
+		c.cacheMem, c.gens = nil, nil
+	}
 	for _, p := range []*ebpf.Program{c.onSwitch, c.onFetch} {
 		if p != nil {
 			p.Close()
 		}
 	}
-	for _, m := range append([]*ebpf.Map{c.prev, c.slotMap, c.counts}, c.evArr...) {
+	for _, m := range append([]*ebpf.Map{c.prev, c.slotMap, c.counts, c.cache}, c.evArr...) {
 		if m != nil {
 			m.Close()
 		}

@@ -387,3 +387,65 @@ func TestKernelDeepCgroupLeavesItsSums(t *testing.T) {
 		t.Errorf("the test's cgroup was not charged the loop left in its uncounted descendant: %d ns of task-clock, %d before", sum(t, c, top, 0).Value, before)
 	}
 }
+
+// TestKernelCacheFollowsTheCountedSet runs a busy loop in B, below the
+// test's counted cgroup, while the set of counted cgroups changes: the
+// program remembers per CPU which slot a cgroup's walk found, so each
+// change must reach it. B is first charged to the test's cgroup (cached
+// as not counted itself), then, once added, to its own slot; once
+// removed, to the test's cgroup again, and C, idle, added after it and
+// given B's old slot, must not be charged B's loop.
+func TestKernelCacheFollowsTheCountedSet(t *testing.T) {
+	c := load(t, 8, taskClock)
+	base := mkdirs(t, "B", "C")
+	b, cDir := filepath.Join(base, "B"), filepath.Join(base, "C")
+	top, err := c.Add(id(t, base), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attachAll(t, c)
+	pid := cgrouptest.Busy(t, b)
+	value := func(slot int) uint64 {
+		if err := c.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		return sum(t, c, slot, 0).Value
+	}
+	grows := func(slot int, by uint64) bool {
+		from := value(slot)
+		return testwait.Until(testwait.Settle, func() bool { return value(slot) > from+by })
+	}
+	const slice = uint64(20 * time.Millisecond)
+	from := onCPU(t, pid)
+	if !testwait.Until(testwait.Settle, func() bool { return onCPU(t, pid) > from+uint64(50*time.Millisecond) }) {
+		t.Fatal("the loop did not run 50 ms")
+	}
+	if !grows(top, slice) {
+		t.Fatalf("the test's cgroup was not charged the loop in its uncounted child: %d ns of task-clock", value(top))
+	}
+	bID := id(t, b)
+	slotB, err := c.Add(bID, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !grows(slotB, slice) {
+		t.Fatalf("B, counted after its loop ran, was charged %d ns of task-clock: the program kept charging its parent", value(slotB))
+	}
+	if err := c.Remove(bID); err != nil {
+		t.Fatal(err)
+	}
+	slotC, err := c.Add(id(t, cDir), cDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slotC != slotB {
+		t.Fatalf("C took slot %d, not B's freed %d", slotC, slotB)
+	}
+	before := value(top)
+	if !grows(top, 2*slice) {
+		t.Fatalf("the test's cgroup was not charged the loop in B after B was no longer counted: %d ns of task-clock, %d before", value(top), before)
+	}
+	if got := value(slotC); got > uint64(time.Millisecond) {
+		t.Errorf("C, idle, was charged %d ns of task-clock in the slot B had: the program kept charging B's slot", got)
+	}
+}

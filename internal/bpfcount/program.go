@@ -27,7 +27,31 @@ const (
 	rPrev    = asm.R7 // &prev[cpu*nEvents+e], once looked up
 	rSlot    = asm.R7 // after the events: the slot to charge, plus 1; 0 for none
 	rKeyBase = asm.R8 // (slot*nEvents)*nCPU + cpu: a cgroup's event 0 here
+	rID      = asm.R8 // before the charge: the running task's cgroup id
+	rGen     = asm.R9 // the generation of the slots this run goes by
 )
+
+// The cache remembers, per CPU, the slot the level walk found for the
+// cgroups last seen there: a switch between the same cgroups, the
+// common case, then costs one array lookup instead of a helper call and
+// a hash lookup per level. Each CPU has a block of cacheBlock entries
+// (struct cacheEntry) in one array: the first holds, in its gen field,
+// the generation of the slots, which the agent raises on every change
+// of the hash map (Counter.bump); the others, indexed by the low bits of
+// a cgroup id, hold a cgroup id, the generation its walk saw, and its
+// slot plus 1 (0: none counted). An entry of another generation is
+// walked again. Direct-mapped, so that the lookup is an index.
+const (
+	cacheWays  = 64 // entries per CPU; a power of 2
+	cacheBlock = 1 + cacheWays
+	// entry fields
+	cacheID   = 0
+	cacheGen  = 8
+	cacheSlot = 16
+)
+
+// cacheEntrySize is struct cacheEntry: id, gen, slot+1, each a u64.
+const cacheEntrySize = 24
 
 // bpfCurrentCPU is BPF_F_CURRENT_CPU: the event of the CPU the program
 // runs on, the only one bpf_perf_event_read_value can read.
@@ -45,6 +69,7 @@ type maps struct {
 	prev   int   // array: cpu*nEvents+ev → the last reading on that CPU
 	slots  int   // hash: cgroup id → slot
 	counts int   // array: (slot*nEvents+ev)*nCPU+cpu → the cgroup's sums there
+	cache  int   // array: cpu*cacheBlock → the generation; +1+(id%cacheWays) → an entry
 }
 
 // program is the body both programs run: on a cgroup switch, and at a
@@ -54,6 +79,77 @@ type maps struct {
 // runs now (the one switched out, for the switch event, which fires
 // before the switch): its own, or else its nearest counted ancestor.
 func program(m maps, nCPU, levels int) asm.Instructions {
+	ins := readEvents(m)
+	ins = append(ins, cachedSlot(m, levels)...)
+	return append(ins, charge(m, nCPU)...)
+}
+
+// cachedSlot sets rSlot from this CPU's cache entry for the running
+// task's cgroup if the entry is of the current generation, and else from
+// findSlot, and keeps the answer in the entry.
+func cachedSlot(m maps, levels int) asm.Instructions {
+	// lookup leaves in R0 the entry at rCPU*cacheBlock plus what R1
+	// holds, or jumps to miss when the verifier's null check fails.
+	lookup := func(miss string) asm.Instructions {
+		return asm.Instructions{
+			asm.Mov.Reg(asm.R2, rCPU),
+			asm.Mul.Imm(asm.R2, cacheBlock),
+			asm.Add.Reg(asm.R1, asm.R2),
+			asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
+			asm.LoadMapPtr(asm.R1, m.cache),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, keyOff),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, miss),
+		}
+	}
+	// entry puts the index of rID's entry in its block in R1.
+	entry := func() asm.Instructions {
+		return asm.Instructions{
+			asm.Mov.Reg(asm.R1, rID),
+			asm.And.Imm(asm.R1, cacheWays-1),
+			asm.Add.Imm(asm.R1, 1),
+		}
+	}
+	ins := asm.Instructions{
+		asm.Mov.Imm(rSlot, 0),
+		asm.FnGetCurrentCgroupId.Call(),
+		asm.Mov.Reg(rID, asm.R0),
+		asm.Mov.Imm(asm.R1, 0),
+	}
+	ins = append(ins, lookup("charge")...)
+	ins = append(ins, asm.LoadMem(rGen, asm.R0, cacheGen, asm.DWord))
+	ins = append(ins, entry()...)
+	ins = append(ins, lookup("charge")...)
+	ins = append(ins,
+		asm.LoadMem(asm.R1, asm.R0, cacheID, asm.DWord),
+		asm.JNE.Reg(asm.R1, rID, "cache_miss"),
+		asm.LoadMem(asm.R1, asm.R0, cacheGen, asm.DWord),
+		asm.JNE.Reg(asm.R1, rGen, "cache_miss"),
+		asm.LoadMem(rSlot, asm.R0, cacheSlot, asm.DWord),
+		asm.Ja.Label("charge"),
+	)
+	// A miss reads the generation again, atomically: a full barrier, so
+	// that the walk sees the hash map as it was when the agent raised
+	// the generation read, on a CPU that orders loads as it likes.
+	ins = append(ins, asm.Mov.Imm(asm.R1, 0).WithSymbol("cache_miss"))
+	ins = append(ins, lookup("charge")...)
+	ins = append(ins, asm.Mov.Imm(rGen, 0), fetchAdd(asm.R0, rGen, cacheGen))
+	ins = append(ins, findSlot(m, levels, "cache_store")...)
+	store := entry()
+	store[0] = store[0].WithSymbol("cache_store")
+	ins = append(ins, store...)
+	ins = append(ins, lookup("charge")...)
+	return append(ins,
+		asm.StoreMem(asm.R0, cacheID, rID, asm.DWord),
+		asm.StoreMem(asm.R0, cacheGen, rGen, asm.DWord),
+		asm.StoreMem(asm.R0, cacheSlot, rSlot, asm.DWord),
+	)
+}
+
+// readEvents reads each event on this CPU, keeps the reading in prev and
+// leaves the delta from the previous one on the stack, rCPU set.
+func readEvents(m maps) asm.Instructions {
 	nEvents := len(m.events)
 	if nEvents*readingSize-deltaBase > 512 {
 		panic(fmt.Sprintf("bpfcount: %d events do not fit the stack", nEvents))
@@ -114,6 +210,13 @@ func program(m maps, nCPU, levels int) asm.Instructions {
 		}
 		ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(next))
 	}
+	return ins
+}
+
+// findSlot sets rSlot to the slot to charge, plus 1, or 0 for none, and
+// goes on at done.
+func findSlot(m maps, levels int, done string) asm.Instructions {
+	var ins asm.Instructions
 	// Find the deepest cgroup the agent counts among the task's own and
 	// its ancestors, root (level 0) first, until the level below the
 	// task's own, where the helper returns 0. Only that one is charged:
@@ -126,7 +229,7 @@ func program(m maps, nCPU, levels int) asm.Instructions {
 		ins = append(ins,
 			asm.Mov.Imm(asm.R1, int32(l)),
 			asm.FnGetCurrentAncestorCgroupId.Call(),
-			asm.JEq.Imm(asm.R0, 0, "charge"),
+			asm.JEq.Imm(asm.R0, 0, done),
 			asm.StoreMem(asm.RFP, keyOff, asm.R0, asm.DWord),
 			asm.LoadMapPtr(asm.R1, m.slots),
 			asm.Mov.Reg(asm.R2, asm.RFP),
@@ -138,13 +241,19 @@ func program(m maps, nCPU, levels int) asm.Instructions {
 			asm.Mov.Imm(asm.R0, 0).WithSymbol(next),
 		)
 	}
-	ins = append(ins,
+	return ins
+}
+
+// charge adds the deltas to slot rSlot-1's sums on this CPU, and exits.
+func charge(m maps, nCPU int) asm.Instructions {
+	nEvents := len(m.events)
+	ins := asm.Instructions{
 		asm.JEq.Imm(rSlot, 0, "exit").WithSymbol("charge"), // no counted cgroup
 		asm.Mov.Reg(rKeyBase, rSlot),
 		asm.Sub.Imm(rKeyBase, 1),
 		asm.Mul.Imm(rKeyBase, int32(nEvents*nCPU)),
 		asm.Add.Reg(rKeyBase, rCPU),
-	)
+	}
 	for e := range nEvents {
 		skip := fmt.Sprintf("charge_event%d_done", e)
 		ins = append(ins,
@@ -168,4 +277,16 @@ func program(m maps, nCPU, levels int) asm.Instructions {
 		ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(skip))
 	}
 	return append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"), asm.Return())
+}
+
+// bpfFetch is BPF_ADD|BPF_FETCH, the immediate of an atomic fetch-add.
+const bpfFetch = 0x01
+
+// fetchAdd is *(u64 *)(dst+off) += src, src set to the value before. The
+// library's asm.FetchAdd marshals an immediate of 0, a plain add that
+// leaves src alone, unless the constant says BPF_FETCH too.
+func fetchAdd(dst, src asm.Register, off int16) asm.Instruction {
+	i := asm.FetchAdd.Mem(dst, src, asm.DWord, off)
+	i.Constant = bpfFetch
+	return i
 }

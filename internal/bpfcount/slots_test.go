@@ -1,6 +1,8 @@
 package bpfcount
 
 import (
+	"bytes"
+	"encoding/binary"
 	"strings"
 	"testing"
 
@@ -69,7 +71,7 @@ func TestIndexKeepsASlotTogether(t *testing.T) {
 // within the 512 bytes the kernel gives, the deltas of different events
 // and the scratch slots apart.
 func TestProgramStack(t *testing.T) {
-	m := maps{events: make([]int, MaxEvents), prev: 1, slots: 2, counts: 3}
+	m := maps{events: make([]int, MaxEvents), prev: 1, slots: 2, counts: 3, cache: 4}
 	ins := program(m, 2, Levels)
 	used := map[int16]string{}
 	for e := range MaxEvents {
@@ -90,8 +92,18 @@ func TestProgramStack(t *testing.T) {
 			t.Fatalf("the reading's field %d at fp%d overlaps", f, off)
 		}
 	}
-	var calls, exits int
+	var calls, exits, fetches int
 	for _, in := range ins {
+		if in.OpCode.Mode() == asm.AtomicMode {
+			var buf bytes.Buffer
+			if _, err := in.Marshal(&buf, binary.LittleEndian); err != nil {
+				t.Fatal(err)
+			}
+			if imm := binary.LittleEndian.Uint32(buf.Bytes()[4:]); imm != bpfFetch {
+				t.Fatalf("%v marshals the immediate %#x, want BPF_ADD|BPF_FETCH", in, imm)
+			}
+			fetches++
+		}
 		if in.OpCode.JumpOp() == asm.Call {
 			calls++
 		}
@@ -103,10 +115,16 @@ func TestProgramStack(t *testing.T) {
 		}
 	}
 	// One CPU id; per event a read and a lookup of the previous reading;
-	// per level the ancestor and its slot; and one lookup per event of
-	// the slot charged.
-	if want := 1 + 2*MaxEvents + 2*Levels + MaxEvents; calls != want || exits != 1 {
+	// the cgroup id and the cache's generation and entry, each looked up
+	// on a hit, again on a miss and for the store; per level the
+	// ancestor and its slot; and one lookup per event of the slot
+	// charged.
+	if want := 1 + 2*MaxEvents + 1 + 4 + 2*Levels + MaxEvents; calls != want || exits != 1 {
 		t.Fatalf("%d helper calls and %d exits, want %d and 1", calls, exits, want)
+	}
+	// A cache miss reads the generation by a fetch-add of 0.
+	if fetches != 1 {
+		t.Fatalf("%d atomic instructions, want 1", fetches)
 	}
 }
 
