@@ -9,12 +9,13 @@
 // to a cgroup's sums those of the counted cgroups below it (tree.go).
 // The agent names the cgroups it counts by id in a hash map, which gives
 // each its slot in a per-CPU array of sums. The walk up a task's levels,
-// a helper call and a hash lookup per level, is done once per cgroup: the
-// program keeps what it found in a small cache per CPU, keyed by the
-// task's cgroup id, and the agent raises a generation in that map at
-// every change of the hash map, which sends every cgroup through the walk
-// again. What remains at a switch is perf's dispatch to the program and
-// reading each event, which BenchmarkSwitch tells apart.
+// a helper call and a hash lookup per level, is done once per cgroup and
+// CPU until the counted set changes: the program keeps what it found in a
+// small cache per CPU, keyed by the task's cgroup id, and the agent raises
+// a generation in that map at every change of the hash map, which sends
+// every cgroup through the walk again. What remains at a switch is perf's
+// dispatch to the program and reading each event, which BenchmarkDispatch
+// and BenchmarkSwitch measure.
 //
 // Before a read, Sync runs the same program on each CPU through
 // BPF_PROG_TEST_RUN, so that the cgroup running there now is charged what
