@@ -41,7 +41,8 @@ type ref struct {
 type Source struct {
 	set     *counter.Set
 	version string
-	refs    []ref        // by cluster
+	refs    []ref        // by cluster, below FirstOwn
+	ownRefs []ref        // by cluster - FirstOwn: a slice from 0 would hold 2046 unused refs
 	skipped []error      // metrics Build could not number
 	cpus    cpuInstances // while Build runs
 	cgroups CgroupReader
@@ -95,11 +96,15 @@ type Source struct {
 const recentSpan = uint64(time.Second)
 
 func (s *Source) setRef(cluster int, r ref) {
-	if cluster >= len(s.refs) {
-		// Clusters need not come in order: grown once, to this one.
-		s.refs = append(s.refs, make([]ref, cluster+1-len(s.refs))...)
+	refs, i := &s.refs, cluster
+	if cluster >= FirstOwn {
+		refs, i = &s.ownRefs, cluster-FirstOwn
 	}
-	s.refs[cluster] = r
+	if i >= len(*refs) {
+		// Clusters need not come in order: grown once, to this one.
+		*refs = append(*refs, make([]ref, i+1-len(*refs))...)
+	}
+	(*refs)[i] = r
 }
 
 // prepare sizes the snapshot once, so fetches allocate nothing.
@@ -163,10 +168,17 @@ func (s *Source) Forget(client int32) {
 }
 
 func (s *Source) lookup(pmid pdu.PMID) ref {
-	if pmid.Domain() != Domain || pmid.Cluster() >= len(s.refs) {
+	if pmid.Domain() != Domain {
 		return ref{}
 	}
-	return s.refs[pmid.Cluster()]
+	refs, i := s.refs, pmid.Cluster()
+	if i >= FirstOwn {
+		refs, i = s.ownRefs, i-FirstOwn
+	}
+	if i >= len(refs) {
+		return ref{}
+	}
+	return refs[i]
 }
 
 // Prepare implements pmda.Fetcher.

@@ -658,3 +658,28 @@ func TestCompoundRatio(t *testing.T) {
 		t.Errorf("one-line help %q lacks the formula", m.OneLine)
 	}
 }
+
+// The agent's own clusters start at FirstOwn, above the C agent's: the
+// references by cluster keep no slot for the unused ones between, and every
+// metric served finds its own.
+func TestRefsByCluster(t *testing.T) {
+	_, _, table, src := newSource(t)
+	own := 0
+	for _, m := range table.Metrics() {
+		if src.lookup(m.Desc.PMID).kind == kindNone {
+			t.Errorf("%s (cluster %d): no reference", m.Name, m.Desc.PMID.Cluster())
+		}
+		if m.Desc.PMID.Cluster() >= FirstOwn {
+			own++
+		}
+	}
+	if own == 0 {
+		t.Fatal("no metric with a cluster of the agent's own: the test proves nothing")
+	}
+	if n := cap(src.refs) + cap(src.ownRefs); n > 64 {
+		t.Errorf("%d references held for %d metrics", n, len(table.Metrics()))
+	}
+	if r := src.lookup(pdu.NewPMID(Domain, FirstOwn+1000, 0)); r.kind != kindNone {
+		t.Errorf("a cluster never given: %+v", r)
+	}
+}

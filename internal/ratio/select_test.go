@@ -2,6 +2,7 @@ package ratio
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -143,6 +144,36 @@ func TestMatch(t *testing.T) {
 	} {
 		if got := match(term, names); !slices.Equal(got, want) {
 			t.Errorf("match(%q) = %v, want %v", term, got, want)
+		}
+	}
+}
+
+// TestMatchAsGlobbing: match compares plain alternatives without a glob
+// match, and finds what globbing every alternative finds.
+func TestMatchAsGlobbing(t *testing.T) {
+	glob := func(term string, names []string) []int {
+		var evs []int
+		for _, alt := range strings.Split(term, "|") {
+			for i, name := range names {
+				if ok, _ := path.Match(alt, name); name != "" && (ok || alt == name) {
+					evs = append(evs, i)
+				}
+			}
+			if len(evs) > 0 {
+				break
+			}
+		}
+		return evs
+	}
+	names := []string{"cycles", "", "instructions", "INST_RETIRED:ANY_P", "a[b", `x\y`, "x*y", "imc0.read", "imc1.read", "sched:sched_switch"}
+	alts := []string{"cycles", "instructions", "INST_RETIRED:ANY_P", "a[b", `x\y`, "x*y", "x?y", "imc*.read", "imc[01].read", "imc[", `imc\0.read`, "sched:*", "nothing", ""}
+	for _, a := range alts {
+		for _, b := range alts {
+			for _, term := range []string{a, a + "|" + b} {
+				if got, want := match(term, names), glob(term, names); !slices.Equal(got, want) {
+					t.Errorf("match(%q) = %v; globbing every alternative gives %v", term, got, want)
+				}
+			}
 		}
 	}
 }
