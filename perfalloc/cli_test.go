@@ -319,7 +319,8 @@ func TestCommandRunsUnderTheLock(t *testing.T) {
 	unix.Stat(lock, &st)
 	holders := reservation.HoldersOf(locks, st.Dev, st.Ino)
 	if len(holders) != 1 || holders[0] != cmd.Process.Pid {
-		t.Errorf("holders of %s while the command ran: %v, want perfalloc's pid %d", lock, holders, cmd.Process.Pid)
+		t.Errorf("holders of %s (device %d:%d, inode %d) while the command ran: %v, want perfalloc's pid %d; /proc/locks then:\n%s",
+			lock, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino, holders, cmd.Process.Pid, out)
 	}
 }
 

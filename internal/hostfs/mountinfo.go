@@ -36,6 +36,7 @@ func ParseMountinfo(name string, text []byte) ([]Mount, error) {
 	var out []Mount
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(nil, 1<<20)
+	sc.Split(splitLines)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -47,6 +48,19 @@ func ParseMountinfo(name string, text []byte) ([]Mount, error) {
 		return out, fmt.Errorf("%s:%d: %w", name, line+1, err)
 	}
 	return out, nil
+}
+
+// splitLines splits at each newline and nothing else. The kernel ends
+// every line with one; bufio.ScanLines would also drop a carriage return
+// before it, which in a mount table is part of the last field.
+func splitLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 func parseMount(line string) (Mount, bool) {
