@@ -86,9 +86,10 @@ type Counter struct {
 	total []bool
 	col   []int
 
-	totals  *ebpf.Map // array: slot*nTotalled+col → the cgroup's total
-	totMem  []byte
-	totSums []Reading
+	// totSums is the totals, at the end of the counts map (from
+	// totalsAt): slot*nTotalled+col → the cgroup's total.
+	totSums  []Reading
+	totalsAt int
 	// totTree is tree for the totals: they are laid out as per-CPU sums
 	// of one CPU.
 	totTree *tree
@@ -147,14 +148,16 @@ func Load(o Options) (*Counter, error) {
 		c.events[i].Read_format = perf.ReadFormat
 		c.events[i].Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
 	}
+	// The counts map holds the sums per CPU, then the totals.
+	c.totalsAt = o.Cgroups * nPer * nCPU
+	entries := c.totalsAt + o.Cgroups*nTot
 	specs := []struct {
 		m    **ebpf.Map
 		spec ebpf.MapSpec
 	}{
 		{&c.prev, ebpf.MapSpec{Name: "pe_prev", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(n * nCPU)}},
 		{&c.slotMap, ebpf.MapSpec{Name: "pe_slots", Type: ebpf.Hash, KeySize: 8, ValueSize: 4, MaxEntries: uint32(o.Cgroups)}},
-		{&c.counts, ebpf.MapSpec{Name: "pe_counts", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(max(1, o.Cgroups*nPer*nCPU)), Flags: unix.BPF_F_MMAPABLE}},
-		{&c.totals, ebpf.MapSpec{Name: "pe_totals", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(max(1, o.Cgroups*nTot)), Flags: unix.BPF_F_MMAPABLE}},
+		{&c.counts, ebpf.MapSpec{Name: "pe_counts", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(entries), Flags: unix.BPF_F_MMAPABLE}},
 		{&c.cache, ebpf.MapSpec{Name: "pe_cache", Type: ebpf.Array, KeySize: 4, ValueSize: cacheEntrySize, MaxEntries: uint32(nCPU * cacheBlock), Flags: unix.BPF_F_MMAPABLE}},
 	}
 	c.evArr = make([]*ebpf.Map, n)
@@ -170,15 +173,14 @@ func Load(o Options) (*Counter, error) {
 			return nil, fmt.Errorf("bpfcount: map %s: %w", s.spec.Name, err)
 		}
 	}
-	if c.mem, c.sums, err = mmapReadings(c.counts, max(1, o.Cgroups*nPer*nCPU)); err != nil {
+	size := (entries*readingSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
+	if c.mem, err = unix.Mmap(c.counts.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("bpfcount: mapping the sums: %w", err)
 	}
-	if c.totMem, c.totSums, err = mmapReadings(c.totals, max(1, o.Cgroups*nTot)); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("bpfcount: mapping the totals: %w", err)
-	}
-	size := (nCPU*cacheBlock*cacheEntrySize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
+	all := unsafe.Slice((*Reading)(unsafe.Pointer(&c.mem[0])), entries)
+	c.sums, c.totSums = all[:c.totalsAt:c.totalsAt], all[c.totalsAt:]
+	size = (nCPU*cacheBlock*cacheEntrySize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
 	if c.cacheMem, err = unix.Mmap(c.cache.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("bpfcount: mapping the cache: %w", err)
@@ -196,16 +198,6 @@ func Load(o Options) (*Counter, error) {
 		return nil, fmt.Errorf("bpfcount: the fetch program: %w", err)
 	}
 	return c, nil
-}
-
-// mmapReadings maps the n Readings of the array m into this process.
-func mmapReadings(m *ebpf.Map, n int) ([]byte, []Reading, error) {
-	size := (n*readingSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
-	mem, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, nil, err
-	}
-	return mem, unsafe.Slice((*Reading)(unsafe.Pointer(&mem[0])), n), nil
 }
 
 // layout says of each event whether it is Totalled and its column among
@@ -227,7 +219,7 @@ func layout(events []unix.PerfEventAttr) (total []bool, col []int, nPer, nTot in
 
 // maps is the descriptors of c's maps, for the program.
 func (c *Counter) maps() maps {
-	m := maps{prev: c.prev.FD(), slots: c.slotMap.FD(), counts: c.counts.FD(), cache: c.cache.FD(), totals: c.totals.FD(), total: c.total}
+	m := maps{prev: c.prev.FD(), slots: c.slotMap.FD(), counts: c.counts.FD(), cache: c.cache.FD(), totalsAt: c.totalsAt, total: c.total}
 	for _, a := range c.evArr {
 		m.events = append(m.events, a.FD())
 	}
@@ -573,7 +565,7 @@ func (c *Counter) Total(slot, ev int) Reading {
 func (c *Counter) FDs() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return 7 + len(c.evArr) + len(c.switches)
+	return 6 + len(c.evArr) + len(c.switches)
 }
 
 // Close detaches every CPU and releases the programs and maps.
@@ -586,11 +578,7 @@ func (c *Counter) Close() {
 	c.mu.Unlock()
 	if c.mem != nil {
 		unix.Munmap(c.mem)
-		c.mem, c.sums = nil, nil
-	}
-	if c.totMem != nil {
-		unix.Munmap(c.totMem)
-		c.totMem, c.totSums = nil, nil
+		c.mem, c.sums, c.totSums = nil, nil, nil
 	}
 	if c.cacheMem != nil {
 		unix.Munmap(c.cacheMem)
@@ -601,7 +589,7 @@ func (c *Counter) Close() {
 			p.Close()
 		}
 	}
-	for _, m := range append([]*ebpf.Map{c.prev, c.slotMap, c.counts, c.totals, c.cache}, c.evArr...) {
+	for _, m := range append([]*ebpf.Map{c.prev, c.slotMap, c.counts, c.cache}, c.evArr...) {
 		if m != nil {
 			m.Close()
 		}

@@ -68,12 +68,12 @@ type maps struct {
 	events []int // per event, a perf event array: cpu → the event there
 	prev   int   // array: cpu*nEvents+ev → the last reading on that CPU
 	slots  int   // hash: cgroup id → slot
-	counts int   // array: (slot*nPerCPU+col)*nCPU+cpu → the cgroup's sums there
-	totals int   // array: slot*nTotalled+col → the cgroup's totals
+	counts int   // array: (slot*nPerCPU+col)*nCPU+cpu → the cgroup's sums there; totalsAt+slot*nTotalled+col → its totals
 	cache  int   // array: cpu*cacheBlock → the generation; +1+(id%cacheWays) → an entry
 	// total says per event whether it is Totalled (nil: none is); an
 	// event's col is its index among the events of its kind.
-	total []bool
+	total    []bool
+	totalsAt int // the first total in counts
 }
 
 // layout is m's events' columns and the number of each kind.
@@ -282,9 +282,9 @@ func charge(m maps, nCPU int) asm.Instructions {
 		if total {
 			ins = append(ins,
 				asm.Mov.Reg(asm.R1, rSlot),
-				asm.Add.Imm(asm.R1, int32(col[e])),
+				asm.Add.Imm(asm.R1, int32(m.totalsAt+col[e])),
 				asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
-				asm.LoadMapPtr(asm.R1, m.totals),
+				asm.LoadMapPtr(asm.R1, m.counts),
 			)
 		} else {
 			ins = append(ins,

@@ -53,18 +53,22 @@ func TestTotalledTypes(t *testing.T) {
 // TestProgramChargesTotalsAtomically checks the charge of a mixed set:
 // each per-CPU event's sums looked up in the counts map and added by a
 // load and a store (this CPU alone writes them), each totalled event's
-// in the totals map and added by a plain atomic add of each field
+// past the per-CPU sums, at totalsAt, and added by a plain atomic add of each field
 // (every CPU may add to them at once), and the cache's one fetch-add
 // still a fetch.
 func TestProgramChargesTotalsAtomically(t *testing.T) {
-	const counts, totals = 3, 5
+	const counts, nCPU, totalsAt = 3, 768, 100 * 2 * 768
 	total := []bool{false, true, false, true, true}
-	m := maps{events: make([]int, len(total)), prev: 1, slots: 2, counts: counts, totals: totals, cache: 4, total: total}
-	ins := charge(m, 768)
+	m := maps{events: make([]int, len(total)), prev: 1, slots: 2, counts: counts, cache: 4, total: total, totalsAt: totalsAt}
+	ins := charge(m, nCPU)
 	adds, fetches, stores, lookups := 0, 0, 0, map[int64]int{}
+	var keys []int64
 	for i, in := range ins {
 		if in.IsLoadFromMap() {
 			lookups[in.Constant]++
+		}
+		if in.OpCode.ALUOp() == asm.Add && in.OpCode.Source() == asm.ImmSource && in.Dst == asm.R1 {
+			keys = append(keys, in.Constant)
 		}
 		if in.OpCode.Class().IsStore() && in.OpCode.Mode() == asm.MemMode && in.Dst == asm.R0 {
 			stores++
@@ -81,8 +85,13 @@ func TestProgramChargesTotalsAtomically(t *testing.T) {
 		}
 		adds++
 	}
-	if lookups[counts] != 2 || lookups[totals] != 3 {
-		t.Errorf("%d lookups in the counts map and %d in the totals map, want 2 and 3", lookups[counts], lookups[totals])
+	if lookups[counts] != 5 || len(lookups) != 1 {
+		t.Errorf("lookups by map %v, want 5 in the counts map", lookups)
+	}
+	// Per event, what is added to the slot's first key: a per-CPU
+	// event's column of CPUs, a totalled one's total past the sums.
+	if want := []int64{0, totalsAt, nCPU, totalsAt + 1, totalsAt + 2}; !slices.Equal(keys, want) {
+		t.Errorf("keys at %v past the slot's, want %v", keys, want)
 	}
 	if adds != 3*3 || stores != 2*3 {
 		t.Errorf("%d atomic adds and %d stores into sums, want 9 (3 totalled events × 3 fields) and 6", adds, stores)
