@@ -260,7 +260,7 @@ func (a *Agent) bpfCounter(h cgroup.Hierarchy, events []cgroup.Event, cpus []int
 		attrs[i] = e.Attr
 	}
 	c := a.bpf
-	if c == nil || !c.Counts(attrs) || c.Room() < bpfcount.RoomFor(len(attrs), room) {
+	if c == nil || !c.Counts(attrs) || c.Room() < bpfcount.RoomFor(attrs, room) {
 		nc, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: room})
 		switch {
 		case err == nil:

@@ -24,11 +24,24 @@ const Levels = 32
 // its 512-byte stack.
 const MaxEvents = 16
 
-// MaxSums bounds the kernel memory of the sums, cgroups × events ×
-// possible CPUs × 24 bytes: Load makes room for fewer cgroups than asked
-// rather than take more (1,024 cgroups of 2 events on 768 CPUs take 36
-// MiB).
+// MaxSums bounds the kernel memory of the sums, 24 bytes per cgroup and
+// event per possible CPU for an event that may be multiplexed, and per
+// cgroup and event alone for one that never is (see Totalled): Load
+// makes room for fewer cgroups than asked rather than take more (1,024
+// cgroups of 2 hardware events on 768 CPUs take 36 MiB, of 2 software
+// events 48 KiB).
 const MaxSums = 64 << 20
+
+// Totalled says whether an event of type typ is charged to one total per
+// cgroup rather than one sum per CPU. The per-CPU sums exist so that a
+// multiplexed event is scaled by its own enabled and running times on
+// each CPU; a software event or a tracepoint is never multiplexed (its
+// running time is its enabled time), so its counts may be added up
+// across CPUs as they come. Hardware, raw, cache and PMU types may be
+// multiplexed.
+func Totalled(typ uint32) bool {
+	return typ == unix.PERF_TYPE_SOFTWARE || typ == unix.PERF_TYPE_TRACEPOINT
+}
 
 // cgroupSwitches is PERF_COUNT_SW_CGROUP_SWITCHES (Linux 5.13): a software
 // event that counts each switch between tasks of different cgroups on a
@@ -55,7 +68,8 @@ type Options struct {
 	PossibleCPUs int
 }
 
-// Reading is one event's sums in one cgroup on one CPU, as the program
+// Reading is one event's sums in one cgroup on one CPU (or on all, for a
+// Totalled event), as the program
 // adds them up (struct bpf_perf_event_value's layout): the count, and the
 // time the event was enabled and running while the cgroup was charged.
 type Reading struct {
@@ -67,6 +81,18 @@ type Reading struct {
 type Counter struct {
 	events []unix.PerfEventAttr
 	nCPU   int // possible CPUs: the kernel's CPU ids are below it
+	// Per event: whether it is Totalled, and its column among the
+	// events of its kind, per CPU or totalled.
+	total []bool
+	col   []int
+
+	// totSums is the totals, at the end of the counts map (from
+	// totalsAt): slot*nTotalled+col → the cgroup's total.
+	totSums  []Reading
+	totalsAt int
+	// totTree is tree for the totals: they are laid out as per-CPU sums
+	// of one CPU.
+	totTree *tree
 
 	evArr                        []*ebpf.Map // per event: cpu → its descriptor
 	prev, slotMap, counts, cache *ebpf.Map
@@ -113,20 +139,25 @@ func Load(o Options) (*Counter, error) {
 	}
 	nCPU = max(nCPU, o.PossibleCPUs)
 	n := len(o.Events)
-	o.Cgroups = roomFor(n, o.Cgroups, nCPU)
-	c := &Counter{events: slices.Clone(o.Events), nCPU: nCPU, slots: newSlots(o.Cgroups), switches: map[int]int{}, tree: newTree(o.Cgroups, n, nCPU)}
+	total, col, nPer, nTot := layout(o.Events)
+	o.Cgroups = roomFor(nPer, nTot, o.Cgroups, nCPU)
+	c := &Counter{events: slices.Clone(o.Events), nCPU: nCPU, total: total, col: col, slots: newSlots(o.Cgroups), switches: map[int]int{},
+		tree: newTree(o.Cgroups, nPer, nCPU), totTree: newTree(o.Cgroups, nTot, 1)}
 	for i := range c.events {
 		c.events[i].Size = perf.AttrSize
 		c.events[i].Read_format = perf.ReadFormat
 		c.events[i].Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
 	}
+	// The counts map holds the sums per CPU, then the totals.
+	c.totalsAt = o.Cgroups * nPer * nCPU
+	entries := c.totalsAt + o.Cgroups*nTot
 	specs := []struct {
 		m    **ebpf.Map
 		spec ebpf.MapSpec
 	}{
 		{&c.prev, ebpf.MapSpec{Name: "pe_prev", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(n * nCPU)}},
 		{&c.slotMap, ebpf.MapSpec{Name: "pe_slots", Type: ebpf.Hash, KeySize: 8, ValueSize: 4, MaxEntries: uint32(o.Cgroups)}},
-		{&c.counts, ebpf.MapSpec{Name: "pe_counts", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(o.Cgroups * n * nCPU), Flags: unix.BPF_F_MMAPABLE}},
+		{&c.counts, ebpf.MapSpec{Name: "pe_counts", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(entries), Flags: unix.BPF_F_MMAPABLE}},
 		{&c.cache, ebpf.MapSpec{Name: "pe_cache", Type: ebpf.Array, KeySize: 4, ValueSize: cacheEntrySize, MaxEntries: uint32(nCPU * cacheBlock), Flags: unix.BPF_F_MMAPABLE}},
 	}
 	c.evArr = make([]*ebpf.Map, n)
@@ -142,12 +173,13 @@ func Load(o Options) (*Counter, error) {
 			return nil, fmt.Errorf("bpfcount: map %s: %w", s.spec.Name, err)
 		}
 	}
-	size := (o.Cgroups*n*nCPU*readingSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
+	size := (entries*readingSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
 	if c.mem, err = unix.Mmap(c.counts.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("bpfcount: mapping the sums: %w", err)
 	}
-	c.sums = unsafe.Slice((*Reading)(unsafe.Pointer(&c.mem[0])), o.Cgroups*n*nCPU)
+	all := unsafe.Slice((*Reading)(unsafe.Pointer(&c.mem[0])), entries)
+	c.sums, c.totSums = all[:c.totalsAt:c.totalsAt], all[c.totalsAt:]
 	size = (nCPU*cacheBlock*cacheEntrySize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
 	if c.cacheMem, err = unix.Mmap(c.cache.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		c.Close()
@@ -168,9 +200,26 @@ func Load(o Options) (*Counter, error) {
 	return c, nil
 }
 
+// layout says of each event whether it is Totalled and its column among
+// the events of its kind, and counts the events of each kind.
+func layout(events []unix.PerfEventAttr) (total []bool, col []int, nPer, nTot int) {
+	for _, e := range events {
+		t := Totalled(e.Type)
+		total = append(total, t)
+		if t {
+			col = append(col, nTot)
+			nTot++
+		} else {
+			col = append(col, nPer)
+			nPer++
+		}
+	}
+	return total, col, nPer, nTot
+}
+
 // maps is the descriptors of c's maps, for the program.
 func (c *Counter) maps() maps {
-	m := maps{prev: c.prev.FD(), slots: c.slotMap.FD(), counts: c.counts.FD(), cache: c.cache.FD()}
+	m := maps{prev: c.prev.FD(), slots: c.slotMap.FD(), counts: c.counts.FD(), cache: c.cache.FD(), totalsAt: c.totalsAt, total: c.total}
 	for _, a := range c.evArr {
 		m.events = append(m.events, a.FD())
 	}
@@ -197,17 +246,20 @@ func (c *Counter) Counts(events []unix.PerfEventAttr) bool {
 	return true
 }
 
-// RoomFor is the Room a Counter of nEvents loaded for cgroups would have.
-func RoomFor(nEvents, cgroups int) int {
+// RoomFor is the Room a Counter of events loaded for cgroups would have.
+func RoomFor(events []unix.PerfEventAttr, cgroups int) int {
 	nCPU, err := ebpf.PossibleCPU()
 	if err != nil {
 		return cgroups
 	}
-	return roomFor(nEvents, cgroups, nCPU)
+	_, _, nPer, nTot := layout(events)
+	return roomFor(nPer, nTot, cgroups, nCPU)
 }
 
-func roomFor(nEvents, cgroups, nCPU int) int {
-	return max(1, min(cgroups, MaxSums/(nEvents*nCPU*readingSize)))
+// roomFor is how many cgroups of nPer events summed per CPU and nTot
+// totalled fit in MaxSums, up to cgroups.
+func roomFor(nPer, nTot, cgroups, nCPU int) int {
+	return max(1, min(cgroups, MaxSums/((nPer*nCPU+nTot)*readingSize)))
 }
 
 // Room is the number of cgroups that may be counted at once: as many as
@@ -345,18 +397,21 @@ func (c *Counter) Add(id uint64, path string) (int, error) {
 		return slot, err
 	}
 	if !fresh {
-		n := len(c.events)
-		clear(c.sums[index(slot, 0, 0, n, c.nCPU):index(slot+1, 0, 0, n, c.nCPU)])
+		nPer, nTot := c.tree.nEvents, c.totTree.nEvents
+		clear(c.sums[index(slot, 0, 0, nPer, c.nCPU):index(slot+1, 0, 0, nPer, c.nCPU)])
+		clear(c.totSums[index(slot, 0, 0, nTot, 1):index(slot+1, 0, 0, nTot, 1)])
 	}
 	// Into the tree first: from the moment the program charges the slot,
 	// its ancestors' values include it.
 	c.treeMu.Lock()
 	c.tree.add(slot, path)
+	c.totTree.add(slot, path)
 	c.treeMu.Unlock()
 	if err := c.slotMap.Update(id, uint32(slot), ebpf.UpdateNoExist); err != nil {
 		c.slots.remove(id)
 		c.treeMu.Lock()
 		c.tree.remove(slot, c.sums)
+		c.totTree.remove(slot, c.totSums)
 		c.treeMu.Unlock()
 		return 0, fmt.Errorf("bpfcount: cgroup id %d into the map: %w", id, err)
 	}
@@ -395,6 +450,7 @@ func (c *Counter) Remove(id uint64) error {
 	c.bump()
 	c.treeMu.Lock()
 	c.tree.remove(slot, c.sums)
+	c.totTree.remove(slot, c.totSums)
 	c.treeMu.Unlock()
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("bpfcount: cgroup id %d out of the map: %w", id, err)
@@ -454,22 +510,53 @@ func (c *Counter) Sync() error {
 	return nil
 }
 
+// Totalled says whether event ev is charged to one total per cgroup,
+// which Total reads, rather than per CPU (see the function Totalled).
+func (c *Counter) Totalled(ev int) bool { return c.total[ev] }
+
 // Read is slot's sums of event ev on cpu, as of the last Sync (and the
 // switches since): its cgroup's and those of the counted cgroups below
-// it, as a perf cgroup event counts. It makes no system call and
-// allocates nothing.
+// it, as a perf cgroup event counts. A Totalled event has no sums per
+// CPU: Read of one is zero (Total reads it). It makes no system call
+// and allocates nothing.
 func (c *Counter) Read(slot, ev, cpu int) Reading {
+	if c.total[ev] {
+		return Reading{}
+	}
 	c.treeMu.RLock()
 	defer c.treeMu.RUnlock()
-	return c.tree.sum(c.sums, slot, ev, cpu)
+	return c.tree.sum(c.sums, slot, c.col[ev], cpu)
 }
 
 // ReadCPUs is Read of slot's event ev on each of cpus, into out (as long
 // as cpus), under one lock.
 func (c *Counter) ReadCPUs(slot, ev int, cpus []int, out []Reading) {
+	if c.total[ev] {
+		clear(out)
+		return
+	}
 	c.treeMu.RLock()
 	defer c.treeMu.RUnlock()
-	c.tree.sumCPUs(c.sums, slot, ev, cpus, out)
+	c.tree.sumCPUs(c.sums, slot, c.col[ev], cpus, out)
+}
+
+// Total is slot's sums of event ev over every CPU, as Read adds them up:
+// for a Totalled event, read from its one total without a loop over the
+// CPUs.
+func (c *Counter) Total(slot, ev int) Reading {
+	c.treeMu.RLock()
+	defer c.treeMu.RUnlock()
+	if c.total[ev] {
+		return c.totTree.sum(c.totSums, slot, c.col[ev], 0)
+	}
+	var s Reading
+	for cpu := range c.nCPU {
+		r := c.tree.sum(c.sums, slot, c.col[ev], cpu)
+		s.Value += r.Value
+		s.Enabled += r.Enabled
+		s.Running += r.Running
+	}
+	return s
 }
 
 // FDs is the number of descriptors held: the maps, the programs and one
@@ -491,7 +578,7 @@ func (c *Counter) Close() {
 	c.mu.Unlock()
 	if c.mem != nil {
 		unix.Munmap(c.mem)
-		c.mem, c.sums = nil, nil
+		c.mem, c.sums, c.totSums = nil, nil, nil
 	}
 	if c.cacheMem != nil {
 		unix.Munmap(c.cacheMem)

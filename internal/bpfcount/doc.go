@@ -8,7 +8,11 @@
 // perf cgroup event counts the cgroups below its own too, so Read adds
 // to a cgroup's sums those of the counted cgroups below it (tree.go).
 // The agent names the cgroups it counts by id in a hash map, which gives
-// each its slot in a per-CPU array of sums. The walk up a task's levels,
+// each its slot in an array of sums: per CPU for an event that may be
+// multiplexed, which is scaled by its enabled and running times on each
+// CPU; one total per cgroup, added to atomically from every CPU, for a
+// software event or a tracepoint, which never is (Totalled), so that a
+// cgroup of those costs 24 bytes per event however many CPUs. The walk up a task's levels,
 // a helper call and a hash lookup per level, is done once per cgroup and
 // CPU until the counted set changes: the program keeps what it found in a
 // small cache per CPU, keyed by the task's cgroup id, and the agent raises

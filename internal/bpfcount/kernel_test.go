@@ -108,7 +108,8 @@ func id(tb testing.TB, dir string) uint64 {
 	return st.Ino
 }
 
-// sum is slot's event ev summed over CPUs.
+// sum is slot's event ev summed over CPUs: its total, for a Totalled
+// event, which has no sums per CPU.
 func sum(tb testing.TB, c *bpfcount.Counter, slot, ev int) bpfcount.Reading {
 	tb.Helper()
 	var s bpfcount.Reading
@@ -118,7 +119,13 @@ func sum(tb testing.TB, c *bpfcount.Counter, slot, ev int) bpfcount.Reading {
 		s.Enabled += r.Enabled
 		s.Running += r.Running
 	}
-	return s
+	if !c.Totalled(ev) {
+		return s
+	}
+	if s != (bpfcount.Reading{}) {
+		tb.Fatalf("slot %d event %d is totalled, and Read finds %+v on the CPUs", slot, ev, s)
+	}
+	return c.Total(slot, ev)
 }
 
 // cgroupClock opens task-clock on dir's cgroup the perf way

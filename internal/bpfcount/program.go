@@ -26,7 +26,7 @@ const (
 	rCPU     = asm.R6 // this CPU's id
 	rPrev    = asm.R7 // &prev[cpu*nEvents+e], once looked up
 	rSlot    = asm.R7 // after the events: the slot to charge, plus 1; 0 for none
-	rKeyBase = asm.R8 // (slot*nEvents)*nCPU + cpu: a cgroup's event 0 here
+	rKeyBase = asm.R8 // (slot*nPerCPU)*nCPU + cpu: a cgroup's first per-CPU event here
 	rID      = asm.R8 // before the charge: the running task's cgroup id
 	rGen     = asm.R9 // the generation of the slots this run goes by
 )
@@ -68,8 +68,26 @@ type maps struct {
 	events []int // per event, a perf event array: cpu → the event there
 	prev   int   // array: cpu*nEvents+ev → the last reading on that CPU
 	slots  int   // hash: cgroup id → slot
-	counts int   // array: (slot*nEvents+ev)*nCPU+cpu → the cgroup's sums there
+	counts int   // array: (slot*nPerCPU+col)*nCPU+cpu → the cgroup's sums there; totalsAt+slot*nTotalled+col → its totals
 	cache  int   // array: cpu*cacheBlock → the generation; +1+(id%cacheWays) → an entry
+	// total says per event whether it is Totalled (nil: none is); an
+	// event's col is its index among the events of its kind.
+	total    []bool
+	totalsAt int // the first total in counts
+}
+
+// layout is m's events' columns and the number of each kind.
+func (m maps) layout() (col []int, nPer, nTot int) {
+	for e := range m.events {
+		if e < len(m.total) && m.total[e] {
+			col = append(col, nTot)
+			nTot++
+		} else {
+			col = append(col, nPer)
+			nPer++
+		}
+	}
+	return col, nPer, nTot
 }
 
 // program is the body both programs run: on a cgroup switch, and at a
@@ -244,29 +262,52 @@ func findSlot(m maps, levels int, done string) asm.Instructions {
 	return ins
 }
 
-// charge adds the deltas to slot rSlot-1's sums on this CPU, and exits.
+// charge adds the deltas to slot rSlot-1's sums on this CPU, or to its
+// totals for a Totalled event, and exits. A sum on this CPU is written
+// by this CPU alone, a load and a store; a total is added to by every
+// CPU that runs the cgroup, so atomically.
 func charge(m maps, nCPU int) asm.Instructions {
-	nEvents := len(m.events)
+	col, nPer, nTot := m.layout()
 	ins := asm.Instructions{
 		asm.JEq.Imm(rSlot, 0, "exit").WithSymbol("charge"), // no counted cgroup
+		asm.Sub.Imm(rSlot, 1),
 		asm.Mov.Reg(rKeyBase, rSlot),
-		asm.Sub.Imm(rKeyBase, 1),
-		asm.Mul.Imm(rKeyBase, int32(nEvents*nCPU)),
+		asm.Mul.Imm(rKeyBase, int32(nPer*nCPU)),
 		asm.Add.Reg(rKeyBase, rCPU),
+		asm.Mul.Imm(rSlot, int32(nTot)),
 	}
-	for e := range nEvents {
+	for e := range m.events {
 		skip := fmt.Sprintf("charge_event%d_done", e)
+		total := e < len(m.total) && m.total[e]
+		if total {
+			ins = append(ins,
+				asm.Mov.Reg(asm.R1, rSlot),
+				asm.Add.Imm(asm.R1, int32(m.totalsAt+col[e])),
+				asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
+				asm.LoadMapPtr(asm.R1, m.counts),
+			)
+		} else {
+			ins = append(ins,
+				asm.Mov.Reg(asm.R1, rKeyBase),
+				asm.Add.Imm(asm.R1, int32(col[e]*nCPU)),
+				asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
+				asm.LoadMapPtr(asm.R1, m.counts),
+			)
+		}
 		ins = append(ins,
-			asm.Mov.Reg(asm.R1, rKeyBase),
-			asm.Add.Imm(asm.R1, int32(e*nCPU)),
-			asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
-			asm.LoadMapPtr(asm.R1, m.counts),
 			asm.Mov.Reg(asm.R2, asm.RFP),
 			asm.Add.Imm(asm.R2, keyOff),
 			asm.FnMapLookupElem.Call(),
 			asm.JEq.Imm(asm.R0, 0, skip),
 		)
 		for f := range 3 {
+			if total {
+				ins = append(ins,
+					asm.LoadMem(asm.R1, asm.RFP, deltaOff(e, f), asm.DWord),
+					atomicAdd(asm.R0, asm.R1, int16(8*f)),
+				)
+				continue
+			}
 			ins = append(ins,
 				asm.LoadMem(asm.R1, asm.R0, int16(8*f), asm.DWord),
 				asm.LoadMem(asm.R2, asm.RFP, deltaOff(e, f), asm.DWord),
@@ -277,6 +318,12 @@ func charge(m maps, nCPU int) asm.Instructions {
 		ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(skip))
 	}
 	return append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"), asm.Return())
+}
+
+// atomicAdd is *(u64 *)(dst+off) += src, atomically: BPF_ADD without
+// BPF_FETCH, an immediate of 0, which is how the library marshals it.
+func atomicAdd(dst, src asm.Register, off int16) asm.Instruction {
+	return asm.AddAtomic.Mem(dst, src, asm.DWord, off)
 }
 
 // bpfFetch is BPF_ADD|BPF_FETCH, the immediate of an atomic fetch-add.

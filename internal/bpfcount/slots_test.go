@@ -129,19 +129,23 @@ func TestProgramStack(t *testing.T) {
 }
 
 func TestRoomStaysWithinMaxSums(t *testing.T) {
-	for _, c := range []struct{ events, cgroups, cpus, want int }{
-		{2, 1024, 2, 1024},
-		{2, 1024, 768, 1024},
-		{2, 4096, 768, MaxSums / (2 * 768 * readingSize)},
-		{16, 4096, 8192, MaxSums / (16 * 8192 * readingSize)},
-		{16, 4096, 1 << 18, 1}, // never none
+	for _, c := range []struct{ events, totalled, cgroups, cpus, want int }{
+		{2, 0, 1024, 2, 1024},
+		{2, 0, 1024, 768, 1024},
+		{2, 0, 4096, 768, MaxSums / (2 * 768 * readingSize)},
+		{16, 0, 4096, 8192, MaxSums / (16 * 8192 * readingSize)},
+		{16, 0, 4096, 1 << 18, 1}, // never none
+		// Totalled events take 24 bytes a cgroup whatever the CPUs.
+		{0, 2, 4096, 768, 4096},
+		{0, 16, 1 << 20, 1 << 18, MaxSums / (16 * readingSize)},
+		{1, 1, 4096, 768, MaxSums / ((768 + 1) * readingSize)},
 	} {
-		got := roomFor(c.events, c.cgroups, c.cpus)
+		got := roomFor(c.events, c.totalled, c.cgroups, c.cpus)
 		if got != c.want {
-			t.Errorf("%d events, %d cgroups, %d CPUs: room for %d, want %d", c.events, c.cgroups, c.cpus, got, c.want)
+			t.Errorf("%d events per CPU and %d totalled, %d cgroups, %d CPUs: room for %d, want %d", c.events, c.totalled, c.cgroups, c.cpus, got, c.want)
 		}
-		if got > 1 && got*c.events*c.cpus*readingSize > MaxSums {
-			t.Errorf("%d events, %d cgroups, %d CPUs: room for %d takes more than %d bytes", c.events, c.cgroups, c.cpus, got, MaxSums)
+		if got > 1 && got*(c.events*c.cpus+c.totalled)*readingSize > MaxSums {
+			t.Errorf("%d events per CPU and %d totalled, %d cgroups, %d CPUs: room for %d takes more than %d bytes", c.events, c.totalled, c.cgroups, c.cpus, got, MaxSums)
 		}
 	}
 }

@@ -448,8 +448,10 @@ func functionCalls(tb testing.TB) int64 {
 // BenchmarkScaleBPF is a fetch with BPF counting of 1,000 cgroups × the 4
 // events on a machine of 768 (or 256) possible CPUs: the maps are made
 // for that many (bpfcount.Options.PossibleCPUs) while this machine's CPUs
-// attach, and the Tracker reads every cgroup's sums on each of them, as
-// the agent would there. The cgroups are empty directories, as BPF
+// attach, and the Tracker reads every cgroup's sums, as the agent would
+// there: the 4 events are software events, so one total per cgroup and
+// event (bpfcount.Totalled); hardware events, which cannot attach on a
+// machine without a PMU, would read a sum per CPU. The cgroups are empty directories, as BPF
 // counting needs only their inodes. It reports the cgroups counted (the
 // sums' room, within bpfcount.MaxSums), the Tracker's start (the scan,
 // each cgroup added, its first readings), the kernel memory of the maps

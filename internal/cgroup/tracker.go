@@ -77,8 +77,9 @@ type member struct {
 	dir *os.File     // kept open: Reopen after perfalloc needs it; nil with BPF
 	set *counter.Set // one spec per Options.Events, in order; nil with BPF
 	// With BPF: the cgroup's slot, the slot's sums as last read (per
-	// event, per Options.CPUs), and what they added up to, scaled, since
-	// the member was opened.
+	// event, per Options.CPUs, or one total for a Totalled event: from
+	// Tracker.lastAt), and what they added up to, scaled, since the
+	// member was opened.
 	bpf  *bpfcount.Counter
 	slot int
 	last []bpfcount.Reading
@@ -122,6 +123,9 @@ type Tracker struct {
 
 	snap     []*member          // the members of the last Read; Read's caller only
 	readings []bpfcount.Reading // per CPU, advance's; t.mu
+	// lastAt is with BPF where member.last holds each event's readings,
+	// and at the end their number.
+	lastAt   []int
 	wake     chan struct{}
 	started  chan struct{} // a rescan started since the last poke
 	done     chan struct{}
@@ -153,7 +157,19 @@ func New(o Options) *Tracker {
 		o.Opener = func(dir *os.File) counter.Opener { return counter.CgroupOpener{Dir: int(dir.Fd())} }
 	}
 	o.Log = logging.Or(o.Log)
+	var lastAt []int
+	if o.BPF != nil {
+		lastAt = make([]int, len(o.Events)+1)
+		for ev := range o.Events {
+			n := len(o.CPUs)
+			if o.BPF.Totalled(ev) {
+				n = 1
+			}
+			lastAt[ev+1] = lastAt[ev] + n
+		}
+	}
 	return &Tracker{
+		lastAt:   lastAt,
 		o:        o,
 		notify:   -1,
 		capWhy:   capWhy,
@@ -647,13 +663,16 @@ func (t *Tracker) open(path string, prev *member) *member {
 	m := &member{id: id, path: path, ino: st.Ino, dir: dir, set: set, base: make([]uint64, n), vals: make([]uint64, n), duty: make([]float64, n), fds: fds}
 	if slot >= 0 {
 		m.bpf, m.slot = t.o.BPF, slot
-		m.last = make([]bpfcount.Reading, n*len(t.o.CPUs))
+		m.last = make([]bpfcount.Reading, t.lastAt[n])
 		m.acc = make([]uint64, n)
 		// The slot may hold what another generation's member counted:
 		// this one counts from here.
-		nc := len(t.o.CPUs)
 		for ev := range n {
-			m.bpf.ReadCPUs(slot, ev, t.o.CPUs, m.last[ev*nc:(ev+1)*nc])
+			if m.bpf.Totalled(ev) {
+				m.last[t.lastAt[ev]] = m.bpf.Total(slot, ev)
+				continue
+			}
+			m.bpf.ReadCPUs(slot, ev, t.o.CPUs, m.last[t.lastAt[ev]:t.lastAt[ev+1]])
 		}
 	}
 	for i, e := range t.o.Events {
@@ -691,11 +710,24 @@ func (t *Tracker) openSet(path string, dir *os.File) (*counter.Set, int) {
 // advance adds to m what its slot counted of event ev since the last
 // look, each CPU's increase scaled by its enabled/running as
 // internal/counter scales a multiplexed counter, and returns the mean
-// dutycycle over the CPUs; t.mu held.
+// dutycycle over the CPUs; t.mu held. A Totalled event is never
+// multiplexed: its total's increase is added as it is, and its
+// dutycycle is 1 once the cgroup has run.
 func (t *Tracker) advance(m *member, ev int) (duty float64) {
+	if m.bpf.Totalled(ev) {
+		r, l := m.bpf.Total(m.slot, ev), &m.last[t.lastAt[ev]]
+		if r.Value >= l.Value && r.Enabled >= l.Enabled && r.Running >= l.Running {
+			m.acc[ev] += counter.Scale(r.Value-l.Value, r.Enabled-l.Enabled, r.Running-l.Running)
+		}
+		*l = r
+		if r.Enabled == 0 {
+			return 0
+		}
+		return 1
+	}
 	nc := len(t.o.CPUs)
 	m.bpf.ReadCPUs(m.slot, ev, t.o.CPUs, t.readings)
-	last := m.last[ev*nc : (ev+1)*nc]
+	last := m.last[t.lastAt[ev]:t.lastAt[ev+1]]
 	for i, r := range t.readings {
 		// At 768 CPUs this runs for every CPU of every cgroup and event
 		// at each fetch: most CPUs did not run the cgroup since the last
