@@ -316,7 +316,9 @@ func TestCommandRunsUnderTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st unix.Stat_t
-	unix.Stat(lock, &st)
+	if err := unix.Stat(lock, &st); err != nil {
+		t.Fatal(err)
+	}
 	holders := reservation.HoldersOf(locks, st.Dev, st.Ino)
 	if len(holders) != 1 || holders[0] != cmd.Process.Pid {
 		t.Errorf("holders of %s (device %d:%d, inode %d) while the command ran: %v, want perfalloc's pid %d; /proc/locks then:\n%s",
