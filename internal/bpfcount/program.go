@@ -106,20 +106,14 @@ func program(m maps, nCPU, levels int) asm.Instructions {
 // task's cgroup if the entry is of the current generation, and else from
 // findSlot, and keeps the answer in the entry.
 func cachedSlot(m maps, levels int) asm.Instructions {
-	// lookup leaves in R0 the entry at rCPU*cacheBlock plus what R1
+	// lookupEntry leaves in R0 the entry at rCPU*cacheBlock plus what R1
 	// holds, or jumps to miss when the verifier's null check fails.
-	lookup := func(miss string) asm.Instructions {
-		return asm.Instructions{
+	lookupEntry := func(miss string) asm.Instructions {
+		return append(asm.Instructions{
 			asm.Mov.Reg(asm.R2, rCPU),
 			asm.Mul.Imm(asm.R2, cacheBlock),
 			asm.Add.Reg(asm.R1, asm.R2),
-			asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
-			asm.LoadMapPtr(asm.R1, m.cache),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, keyOff),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, miss),
-		}
+		}, lookup(m.cache, asm.R1, asm.Word, miss)...)
 	}
 	// entry puts the index of rID's entry in its block in R1.
 	entry := func() asm.Instructions {
@@ -135,10 +129,10 @@ func cachedSlot(m maps, levels int) asm.Instructions {
 		asm.Mov.Reg(rID, asm.R0),
 		asm.Mov.Imm(asm.R1, 0),
 	}
-	ins = append(ins, lookup("charge")...)
+	ins = append(ins, lookupEntry("charge")...)
 	ins = append(ins, asm.LoadMem(rGen, asm.R0, cacheGen, asm.DWord))
 	ins = append(ins, entry()...)
-	ins = append(ins, lookup("charge")...)
+	ins = append(ins, lookupEntry("charge")...)
 	ins = append(ins,
 		asm.LoadMem(asm.R1, asm.R0, cacheID, asm.DWord),
 		asm.JNE.Reg(asm.R1, rID, "cache_miss"),
@@ -151,13 +145,13 @@ func cachedSlot(m maps, levels int) asm.Instructions {
 	// that the walk sees the hash map as it was when the agent raised
 	// the generation read, on a CPU that orders loads as it likes.
 	ins = append(ins, asm.Mov.Imm(asm.R1, 0).WithSymbol("cache_miss"))
-	ins = append(ins, lookup("charge")...)
+	ins = append(ins, lookupEntry("charge")...)
 	ins = append(ins, asm.Mov.Imm(rGen, 0), fetchAdd(asm.R0, rGen, cacheGen))
 	ins = append(ins, findSlot(m, levels, "cache_store")...)
 	store := entry()
 	store[0] = store[0].WithSymbol("cache_store")
 	ins = append(ins, store...)
-	ins = append(ins, lookup("charge")...)
+	ins = append(ins, lookupEntry("charge")...)
 	return append(ins,
 		asm.StoreMem(asm.R0, cacheID, rID, asm.DWord),
 		asm.StoreMem(asm.R0, cacheGen, rGen, asm.DWord),
@@ -196,12 +190,9 @@ func readEvents(m maps) asm.Instructions {
 			asm.Mov.Reg(asm.R1, rCPU),
 			asm.Mul.Imm(asm.R1, int32(nEvents)),
 			asm.Add.Imm(asm.R1, int32(e)),
-			asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
-			asm.LoadMapPtr(asm.R1, m.prev),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, keyOff),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, next),
+		)
+		ins = append(ins, lookup(m.prev, asm.R1, asm.Word, next)...)
+		ins = append(ins,
 			asm.Mov.Reg(rPrev, asm.R0),
 			// No previous reading (enabled 0: Attach cleared it), or one of
 			// an event closed since (its enabled time is ahead of the new
@@ -248,12 +239,10 @@ func findSlot(m maps, levels int, done string) asm.Instructions {
 			asm.Mov.Imm(asm.R1, int32(l)),
 			asm.FnGetCurrentAncestorCgroupId.Call(),
 			asm.JEq.Imm(asm.R0, 0, done),
-			asm.StoreMem(asm.RFP, keyOff, asm.R0, asm.DWord),
-			asm.LoadMapPtr(asm.R1, m.slots),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, keyOff),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, next), // a cgroup the agent does not count
+		)
+		// Not found: a cgroup the agent does not count.
+		ins = append(ins, lookup(m.slots, asm.R0, asm.DWord, next)...)
+		ins = append(ins,
 			asm.LoadMem(rSlot, asm.R0, 0, asm.Word),
 			asm.Add.Imm(rSlot, 1),
 			asm.Mov.Imm(asm.R0, 0).WithSymbol(next),
@@ -283,23 +272,14 @@ func charge(m maps, nCPU int) asm.Instructions {
 			ins = append(ins,
 				asm.Mov.Reg(asm.R1, rSlot),
 				asm.Add.Imm(asm.R1, int32(m.totalsAt+col[e])),
-				asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
-				asm.LoadMapPtr(asm.R1, m.counts),
 			)
 		} else {
 			ins = append(ins,
 				asm.Mov.Reg(asm.R1, rKeyBase),
 				asm.Add.Imm(asm.R1, int32(col[e]*nCPU)),
-				asm.StoreMem(asm.RFP, keyOff, asm.R1, asm.Word),
-				asm.LoadMapPtr(asm.R1, m.counts),
 			)
 		}
-		ins = append(ins,
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, keyOff),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, skip),
-		)
+		ins = append(ins, lookup(m.counts, asm.R1, asm.Word, skip)...)
 		for f := range 3 {
 			if total {
 				ins = append(ins,
@@ -318,6 +298,21 @@ func charge(m maps, nCPU int) asm.Instructions {
 		ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(skip))
 	}
 	return append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"), asm.Return())
+}
+
+// lookup looks up, in the map mapFD, the key that register key holds
+// (size bytes of it, stored on the stack at keyOff), and leaves a pointer
+// to the value in R0, or jumps to miss when there is none: the verifier
+// lets the value be used only past that null check.
+func lookup(mapFD int, key asm.Register, size asm.Size, miss string) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreMem(asm.RFP, keyOff, key, size),
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, keyOff),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, miss),
+	}
 }
 
 // atomicAdd is *(u64 *)(dst+off) += src, atomically: BPF_ADD without
