@@ -83,14 +83,7 @@ func runBound(cpu int, work []func()) {
 // their CPUs, see onCPUs. The Sets must be distinct; the caller must not
 // run two ReleaseAll or ResumeAll on Sets they share at once.
 func ReleaseAll(sets []*Set) ([]Released, []error) {
-	for _, s := range sets {
-		s.opMu.Lock()
-	}
-	defer func() {
-		for _, s := range sets {
-			s.opMu.Unlock()
-		}
-	}()
+	defer lockOps(sets)()
 	sts := make([]*stopping, len(sets))
 	opErrs := make([][]error, len(sets))
 	var run onCPUs
@@ -116,14 +109,7 @@ func ReleaseAll(sets []*Set) ([]Released, []error) {
 // ResumeAll resumes each Set of sets, as Resume does, the leaders'
 // enables made on their CPUs as in ReleaseAll.
 func ResumeAll(sets []*Set) ([]Resumed, []error) {
-	for _, s := range sets {
-		s.opMu.Lock()
-	}
-	defer func() {
-		for _, s := range sets {
-			s.opMu.Unlock()
-		}
-	}()
+	defer lockOps(sets)()
 	sts := make([]*stopping, len(sets))
 	opErrs := make([][]error, len(sets))
 	res := make([]Resumed, len(sets))
@@ -144,6 +130,19 @@ func ResumeAll(sets []*Set) ([]Resumed, []error) {
 		errs = appendAt(errs, i, len(sets), errors.Join(es...))
 	}
 	return res, errs
+}
+
+// lockOps takes the opMu of every Set of sets, as Release and Resume
+// each take their own, and returns what unlocks them.
+func lockOps(sets []*Set) (unlock func()) {
+	for _, s := range sets {
+		s.opMu.Lock()
+	}
+	return func() {
+		for _, s := range sets {
+			s.opMu.Unlock()
+		}
+	}
 }
 
 // appendAt sets errs[i] to err, making errs n long at the first error.
