@@ -509,25 +509,7 @@ func BenchmarkScaleBPF(b *testing.B) {
 // maps made for cpus possible CPUs, attached to this machine's CPUs.
 func loadBPFOn(tb testing.TB, cgroups, cpus int) *bpfcount.Counter {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root, to load BPF programs (CAP_BPF)")
-	}
-	attrs := make([]unix.PerfEventAttr, len(benchEvents))
-	for i, e := range benchEvents {
-		attrs[i] = e.Attr
-	}
-	c, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: cgroups, PossibleCPUs: cpus})
-	if err != nil {
-		tb.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
-	}
-	tb.Cleanup(c.Close)
-	if c.CPUs() != cpus {
-		tb.Skipf("this machine has %d possible CPUs, more than the %d to measure", c.CPUs(), cpus)
-	}
-	if err := c.AttachOnly(onlineCPUs(tb)); err != nil {
-		tb.Skipf("needs the cgroup-switches software event (Linux 5.13): %v", err)
-	}
-	return c
+	return loadBPFFor(tb, cgroups, benchEvents, cpus)
 }
 
 // rssKiB is this process's resident set, in KiB.

@@ -24,6 +24,13 @@ func loadBPF(tb testing.TB, cgroups int) *bpfcount.Counter {
 
 func loadBPFOf(tb testing.TB, cgroups int, events []Event) *bpfcount.Counter {
 	tb.Helper()
+	return loadBPFFor(tb, cgroups, events, 0)
+}
+
+// loadBPFFor is loadBPFOf with the maps made for possible CPUs (0: this
+// machine's), skipping when the machine has more.
+func loadBPFFor(tb testing.TB, cgroups int, events []Event, possible int) *bpfcount.Counter {
+	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Skip("needs root, to load BPF programs (CAP_BPF)")
 	}
@@ -31,11 +38,14 @@ func loadBPFOf(tb testing.TB, cgroups int, events []Event) *bpfcount.Counter {
 	for i, e := range events {
 		attrs[i] = e.Attr
 	}
-	c, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: cgroups})
+	c, err := bpfcount.Load(bpfcount.Options{Events: attrs, Cgroups: cgroups, PossibleCPUs: possible})
 	if err != nil {
 		tb.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
 	}
 	tb.Cleanup(c.Close)
+	if possible != 0 && c.CPUs() != possible {
+		tb.Skipf("this machine has %d possible CPUs, more than the %d to measure", c.CPUs(), possible)
+	}
 	if err := c.AttachOnly(onlineCPUs(tb)); err != nil {
 		tb.Skipf("needs the cgroup-switches software event (Linux 5.13): %v", err)
 	}
