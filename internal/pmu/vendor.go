@@ -58,8 +58,14 @@ func (fs *FS) VendorPMUs() []*vendorPMU {
 			}
 		}
 		// Every kind of Arm core, each on its own core PMU: a big.LITTLE
-		// machine has one per kind.
-		for _, core := range fs.armCores() {
+		// machine has one per kind. An x86 cpuinfo (the one with a
+		// vendor_id) holds no Arm core, and reading it all again, every
+		// processor of a large machine, would find none.
+		var cores []armCore
+		if cpu.Vendor == "" {
+			cores = fs.armCores()
+		}
+		for _, core := range cores {
 			for _, p := range vendorevents.Detect(vendorevents.CPU{Implementer: core.implementer, Part: core.part}) {
 				if k := fs.armKernelPMU(p, core.cpus, names); k != "" {
 					fs.vendor = append(fs.vendor, &vendorPMU{PMU: p, kernel: []string{k}})

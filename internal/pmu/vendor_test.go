@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"perfevent/internal/cpulist"
 )
@@ -213,5 +216,41 @@ func TestVendorListing(t *testing.T) {
 		if n < least {
 			t.Errorf("%s: %d vendor events listed", fixture, n)
 		}
+	}
+}
+
+// TestVendorPMUsReadCPUInfoOnce: on an x86 machine the vendor lists take
+// the model from the cpuinfo that detection read, and do not read the
+// whole file again (every processor of a large machine) to look for Arm
+// cores. An Arm fixture still finds its cores: TestVendorDetection.
+func TestVendorPMUsReadCPUInfoOnce(t *testing.T) {
+	fs := testFS("sierraforest")
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	// With the closes watched too, no two opens are next to each other in
+	// the queue, where inotify would merge them into one event.
+	if _, err := unix.InotifyAddWatch(fd, fs.CPUInfoFile(), unix.IN_OPEN|unix.IN_CLOSE); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs.VendorPMUs()) == 0 {
+		t.Fatal("sierraforest: no vendor PMU; the fixture should have Intel's lists' PMUs")
+	}
+	// A watch on a file names nothing: each event is the bare header.
+	buf := make([]byte, 64*unix.SizeofInotifyEvent)
+	n, err := unix.Read(fd, buf)
+	if err != nil && err != unix.EAGAIN {
+		t.Fatal(err)
+	}
+	opens := 0
+	for b := buf[:max(n, 0)]; len(b) >= unix.SizeofInotifyEvent; b = b[unix.SizeofInotifyEvent:] {
+		if ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0])); ev.Mask&unix.IN_OPEN != 0 {
+			opens++
+		}
+	}
+	if opens != 1 {
+		t.Errorf("%s opened %d times by detection and the vendor lists, want once", fs.CPUInfoFile(), opens)
 	}
 }
