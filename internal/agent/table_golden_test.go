@@ -25,7 +25,7 @@ func tableText(t *pmda.Table) string {
 	var b strings.Builder
 	for i := range t.Metrics() {
 		m := &t.Metrics()[i]
-		fmt.Fprintf(&b, "metric %s %+v labels %v\n  oneline %q\n  help %q\n", m.Name, m.Desc, m.Labels, m.OneLine, m.Help)
+		fmt.Fprintf(&b, "metric %s %+v labels %v\n  oneline %q\n  help %q\n", m.Name, m.Desc, m.Labels, m.OneLine, m.LongHelp())
 		if m.Desc.InDom == pdu.InDomNull {
 			continue
 		}

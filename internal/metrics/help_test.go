@@ -19,7 +19,7 @@ func TestHelpTexts(t *testing.T) {
 	var b strings.Builder
 	for i := range table.Metrics() {
 		m := &table.Metrics()[i]
-		fmt.Fprintf(&b, "%s\n  %q\n  %q\n", m.Name, m.OneLine, m.Help)
+		fmt.Fprintf(&b, "%s\n  %q\n  %q\n", m.Name, m.OneLine, m.LongHelp())
 	}
 	got := b.String()
 	if *updateHelp {
@@ -39,5 +39,26 @@ func TestHelpTexts(t *testing.T) {
 			}
 		}
 		t.Fatalf("testdata/help.txt: %d lines, want %d", len(gl), len(wl))
+	}
+}
+
+// Build leaves the counters', ratios' and reservations' long help to be
+// written when a client asks for it (pmda.Metric.MakeHelp): a start-up
+// writes none of it.
+func TestBuildWritesNoLongHelp(t *testing.T) {
+	_, set, table, _ := newSource(t)
+	defer set.Close()
+	n := 0
+	for _, m := range table.Metrics() {
+		if !strings.HasPrefix(m.Name, "perfevent.hwcounters.") && !strings.HasPrefix(m.Name, "perfevent.ratio.") {
+			continue
+		}
+		n++
+		if m.Help != "" || m.MakeHelp == nil {
+			t.Errorf("%s: Build wrote its help (%d bytes), or has none to make", m.Name, len(m.Help))
+		}
+	}
+	if n == 0 {
+		t.Fatal("no counter or ratio in the table")
 	}
 }

@@ -83,18 +83,18 @@ func (s *Source) addReservation(ts *pmda.TableSpec, r *Reservations, clusters *C
 	})
 	scalar := func(item int, name string, t pdu.ValueType, sem pdu.Sem, units pdu.Units, one, help string) {
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
-			Name:    "perfevent.reservation." + name,
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, item), Type: t, InDom: pdu.InDomNull, Sem: sem, Units: units},
-			OneLine: one,
-			Help:    wrap(help),
+			Name:     "perfevent.reservation." + name,
+			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, item), Type: t, InDom: pdu.InDomNull, Sem: sem, Units: units},
+			OneLine:  one,
+			MakeHelp: func() string { return wrap(help) },
 		})
 	}
 	holder := func(item int, name string, t pdu.ValueType, units pdu.Units, one, help string) {
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
-			Name:    "perfevent.reservation.holder." + name,
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, item), Type: t, InDom: indom, Sem: pdu.SemInstant, Units: units},
-			OneLine: one,
-			Help:    wrap(help),
+			Name:     "perfevent.reservation.holder." + name,
+			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, item), Type: t, InDom: indom, Sem: pdu.SemInstant, Units: units},
+			OneLine:  one,
+			MakeHelp: func() string { return wrap(help) },
 		})
 	}
 	scalar(itemResvHeld, "held", pdu.ValueUint32, pdu.SemInstant, pdu.UnitsNone,

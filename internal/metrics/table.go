@@ -218,9 +218,14 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
 		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, spec.Set.CPUs(c.Event), nil))
+		about := c.About
 		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
-			fmt.Sprintf("%s.\n\n%s\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, c.About),
-			fmt.Sprintf("%s.\n\n%s\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed.", oneLineDutycycle, c.About))...)
+			func() string {
+				return oneLineValue + ".\n\n" + about + "\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter."
+			},
+			func() string {
+				return oneLineDutycycle + ".\n\n" + about + "\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed."
+			})...)
 		src.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
 	}
 
@@ -232,11 +237,12 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, spec.Set.DerivedCPUs(d.Derived), nil))
+		about := d.About
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
-			Name:    "perfevent.derived." + d.Metric + ".value",
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
-			OneLine: oneLineDerived,
-			Help:    fmt.Sprintf("%s.\n\n%s", oneLineDerived, d.About),
+			Name:     "perfevent.derived." + d.Metric + ".value",
+			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+			OneLine:  oneLineDerived,
+			MakeHelp: func() string { return oneLineDerived + ".\n\n" + about },
 		})
 		src.setRef(cluster, ref{kind: kindDerived, idx: d.Derived})
 	}
@@ -248,11 +254,6 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			continue
 		}
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
-		formula := c.Formula(spec.Set)
-		den := "duration_time"
-		if !c.Elapsed() {
-			den = spec.Set.Name(c.DenEv)
-		}
 		units := pdu.UnitsNone
 		switch c.Unit {
 		case ratio.PerSecond:
@@ -260,48 +261,27 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		case ratio.BytesPerSecond:
 			units = pdu.NewUnits(1, -1, 0, pdu.SpaceByte, pdu.TimeSec, 0)
 		}
-		events := make([]string, len(c.NumEv))
-		for j, ev := range c.NumEv {
-			events[j] = spec.Set.Name(ev)
-		}
-		help := fmt.Sprintf("Computed by the agent from %s and %s, counted in one perf group per CPU "+
-			"where the PMU allows, over the interval since the same client context's previous fetch of "+
-			"this metric. %s An interval in which %s did not move has no value.", strings.Join(events, " + "), den, firstFetch, den)
-		if c.Elapsed() {
-			help = fmt.Sprintf("Computed by the agent from %s, each counted on the CPUs of its PMU's cpumask "+
-				"(one per package for an uncore PMU), which are the instances, over the wall-clock time "+
-				"since the same client context's previous fetch of this metric (duration_time). %s",
-				strings.Join(events, " + "), firstFetch)
-		}
-		operands := fmt.Sprintf("The operands are perfevent.ratio.numerator.%s and perfevent.ratio.denominator.%s: "+
-			"the value is %g × Δnumerator / Δdenominator over the interval.", c.Name, c.Name, c.Scale)
-		allOperands := fmt.Sprintf("The operands are perfevent.ratio.all.numerator.%s and perfevent.ratio.all.denominator.%s.", c.Name, c.Name)
-		if c.Compound != nil {
-			// A product of ratios has no one numerator: its events are
-			// counters of their own, from which a client computes it.
-			help = fmt.Sprintf("Computed by the agent from the increases of %s, counted in perf groups per CPU "+
-				"where the PMU allows, over the interval since the same client context's previous fetch of "+
-				"this metric. %s An interval in which the denominator did not move has no value.", strings.Join(events, ", "), firstFetch)
-			operands = fmt.Sprintf("The value is %s over the increases; each event is a cumulative counter of "+
-				"its own under perfevent.hwcounters, from which a client computes it over any interval.", formula)
-			allOperands = "Its operands are the per-instance events' counters, summed."
+		h := &ratioHelp{c: c, set: spec.Set}
+		oneLine, oneLineAll := c.OneLine, c.OneLineAll
+		if oneLine == "" || oneLineAll == "" {
+			formula := c.Formula(spec.Set)
+			oneLine, oneLineAll = cmp.Or(oneLine, formula+" per CPU"), cmp.Or(oneLineAll, formula+" over all CPUs")
 		}
 		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, c.CPUs, spec.Sockets))
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
-			Name:    "perfevent.ratio." + c.Name,
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
-			OneLine: cmp.Or(c.OneLine, formula+" per CPU") + ", since this client's previous fetch",
-			Help:    wrap(c.About) + "\n\n" + wrap(help+" "+operands+" Source: "+c.Source+"."),
+			Name:     "perfevent.ratio." + c.Name,
+			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioCPU), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: units},
+			OneLine:  oneLine + ", since this client's previous fetch",
+			MakeHelp: h.perCPU,
 		})
 		ts.Metrics = append(ts.Metrics, pmda.Metric{
-			Name:    "perfevent.ratio.all." + c.Name,
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
-			OneLine: cmp.Or(c.OneLineAll, formula+" over all CPUs") + ", since this client's previous fetch",
-			Help: wrap(c.About) + "\n\n" + wrap(fmt.Sprintf("The whole machine's value of perfevent.ratio.%s: %s, over the same interval. %s %s",
-				c.Name, allWhat(c, den), firstFetch, allOperands)),
+			Name:     "perfevent.ratio.all." + c.Name,
+			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemRatioAll), Type: pdu.ValueDouble, InDom: pdu.InDomNull, Sem: pdu.SemInstant, Units: units},
+			OneLine:  oneLineAll + ", since this client's previous fetch",
+			MakeHelp: h.all,
 		})
 		if c.Compound == nil {
-			ts.Metrics = append(ts.Metrics, operandMetrics(c, cluster, indom, strings.Join(events, " + "), den)...)
+			ts.Metrics = append(ts.Metrics, operandMetrics(h, cluster, indom)...)
 		}
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
@@ -338,25 +318,121 @@ const firstFetch = "A context's first fetch of the metric, and its first after t
 	"open, never on a timer: if nobody fetched the ratio in the last second, that interval reaches " +
 	"back to the last fetch by anyone, or to the opening."
 
+// ratioHelp writes a ratio's long help texts when a client asks for one
+// (pmda.Metric.MakeHelp).
+type ratioHelp struct {
+	c   ratio.Chosen
+	set *counter.Set
+}
+
+// den names the ratio's denominator.
+func (h *ratioHelp) den() string {
+	if h.c.Elapsed() {
+		return "duration_time"
+	}
+	return h.set.Name(h.c.DenEv)
+}
+
+// events lists the numerator's events, joined by sep.
+func (h *ratioHelp) events(sep string) string {
+	events := make([]string, len(h.c.NumEv))
+	for j, ev := range h.c.NumEv {
+		events[j] = h.set.Name(ev)
+	}
+	return strings.Join(events, sep)
+}
+
+// texts are what the per-CPU and the whole machine's help say of how the
+// ratio is computed and of its operands.
+func (h *ratioHelp) texts() (help, operands, allOperands string) {
+	c, den := &h.c, h.den()
+	help = fmt.Sprintf("Computed by the agent from %s and %s, counted in one perf group per CPU "+
+		"where the PMU allows, over the interval since the same client context's previous fetch of "+
+		"this metric. %s An interval in which %s did not move has no value.", h.events(" + "), den, firstFetch, den)
+	if c.Elapsed() {
+		help = fmt.Sprintf("Computed by the agent from %s, each counted on the CPUs of its PMU's cpumask "+
+			"(one per package for an uncore PMU), which are the instances, over the wall-clock time "+
+			"since the same client context's previous fetch of this metric (duration_time). %s",
+			h.events(" + "), firstFetch)
+	}
+	operands = fmt.Sprintf("The operands are perfevent.ratio.numerator.%s and perfevent.ratio.denominator.%s: "+
+		"the value is %g × Δnumerator / Δdenominator over the interval.", c.Name, c.Name, c.Scale)
+	allOperands = fmt.Sprintf("The operands are perfevent.ratio.all.numerator.%s and perfevent.ratio.all.denominator.%s.", c.Name, c.Name)
+	if c.Compound != nil {
+		// A product of ratios has no one numerator: its events are
+		// counters of their own, from which a client computes it.
+		help = fmt.Sprintf("Computed by the agent from the increases of %s, counted in perf groups per CPU "+
+			"where the PMU allows, over the interval since the same client context's previous fetch of "+
+			"this metric. %s An interval in which the denominator did not move has no value.", h.events(", "), firstFetch)
+		operands = fmt.Sprintf("The value is %s over the increases; each event is a cumulative counter of "+
+			"its own under perfevent.hwcounters, from which a client computes it over any interval.", c.Formula(h.set))
+		allOperands = "Its operands are the per-instance events' counters, summed."
+	}
+	return help, operands, allOperands
+}
+
+// perCPU is the help of perfevent.ratio.NAME.
+func (h *ratioHelp) perCPU() string {
+	help, operands, _ := h.texts()
+	return wrap(h.c.About) + "\n\n" + wrap(help+" "+operands+" Source: "+h.c.Source+".")
+}
+
+// all is the help of perfevent.ratio.all.NAME.
+func (h *ratioHelp) all() string {
+	_, _, allOperands := h.texts()
+	return wrap(h.c.About) + "\n\n" + wrap(fmt.Sprintf("The whole machine's value of perfevent.ratio.%s: %s, over the same interval. %s %s",
+		h.c.Name, allWhat(h.c, h.den()), firstFetch, allOperands))
+}
+
 // operandMetrics are a ratio's cumulative operands, per CPU and for the
 // whole machine, with counter semantics, so that a client computes the
 // ratio over any interval it likes, from archives too: Scale × rate(num) /
 // rate(den).
-func operandMetrics(c ratio.Chosen, cluster int, indom pdu.InDom, events, den string) []pmda.Metric {
+func operandMetrics(h *ratioHelp, cluster int, indom pdu.InDom) []pmda.Metric {
+	c := &h.c
 	numUnits := pdu.UnitsCount
-	numWhat := "the sum of the counts of " + events
 	if c.Bytes {
 		numUnits = pdu.NewUnits(1, 0, 0, pdu.SpaceByte, 0, 0)
-		numWhat = "the bytes that the counts of " + events + " stand for (each count times its size, as the formula says)"
 	}
 	denUnits := pdu.UnitsCount
+	switch {
+	case c.Elapsed(), c.Unit == ratio.PerSecond || c.Unit == ratio.BytesPerSecond:
+		denUnits = pdu.NewUnits(0, 1, 0, 0, pdu.TimeNSec, 0)
+	}
+	one := func(item int, name string, in pdu.InDom, units pdu.Units, oneLine string) pmda.Metric {
+		return pmda.Metric{
+			Name:     name,
+			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, item), Type: pdu.ValueUint64, InDom: in, Sem: pdu.SemCounter, Units: units},
+			OneLine:  oneLine,
+			MakeHelp: func() string { return h.operandHelp(item) },
+		}
+	}
+	return []pmda.Metric{
+		one(ItemNumeratorCPU, "perfevent.ratio.numerator."+c.Name, indom, numUnits,
+			"Numerator of perfevent.ratio."+c.Name+", cumulative, per CPU"),
+		one(ItemDenominatorCPU, "perfevent.ratio.denominator."+c.Name, indom, denUnits,
+			"Denominator of perfevent.ratio."+c.Name+", cumulative, per CPU"),
+		one(ItemNumeratorAll, "perfevent.ratio.all.numerator."+c.Name, pdu.InDomNull, numUnits,
+			"Numerator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs"),
+		one(ItemDenominatorAll, "perfevent.ratio.all.denominator."+c.Name, pdu.InDomNull, denUnits,
+			"Denominator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs"),
+	}
+}
+
+// operandHelp is the help of one of the ratio's operands (operandMetrics),
+// by its item.
+func (h *ratioHelp) operandHelp(item int) string {
+	c := &h.c
+	events, den := h.events(" + "), h.den()
+	numWhat := "the sum of the counts of " + events
+	if c.Bytes {
+		numWhat = "the bytes that the counts of " + events + " stand for (each count times its size, as the formula says)"
+	}
 	denWhat := "the count of " + den
 	switch {
 	case c.Elapsed():
-		denUnits = pdu.NewUnits(0, 1, 0, 0, pdu.TimeNSec, 0)
 		denWhat = "the agent's monotonic clock, nanoseconds since it started (duration_time)"
 	case c.Unit == ratio.PerSecond || c.Unit == ratio.BytesPerSecond:
-		denUnits = pdu.NewUnits(0, 1, 0, 0, pdu.TimeNSec, 0)
 		denWhat = "the nanoseconds of " + den
 	}
 	rel := func(ratio string) string {
@@ -364,32 +440,19 @@ func operandMetrics(c ratio.Chosen, cluster int, indom pdu.InDom, events, den st
 			"is the ratio over any interval a client chooses. Cumulative since the counters were opened, carried across reloads, "+
 			"and scaled up by time_enabled/time_running when the kernel multiplexed them.", ratio, c.Scale, c.Scale)
 	}
-	one := func(item int, name string, in pdu.InDom, units pdu.Units, oneLine, what string) pmda.Metric {
-		ratio := "perfevent.ratio." + c.Name
-		if in == pdu.InDomNull {
-			ratio = "perfevent.ratio.all." + c.Name
-		}
-		return pmda.Metric{
-			Name:    name,
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, item), Type: pdu.ValueUint64, InDom: in, Sem: pdu.SemCounter, Units: units},
-			OneLine: oneLine,
-			Help:    wrap(what + ". " + rel(ratio)),
-		}
+	perCPU, all := "perfevent.ratio."+c.Name, "perfevent.ratio.all."+c.Name
+	var what, of string
+	switch item {
+	case ItemNumeratorCPU:
+		what, of = "The numerator of perfevent.ratio."+c.Name+" per instance: "+numWhat, perCPU
+	case ItemDenominatorCPU:
+		what, of = "The denominator of perfevent.ratio."+c.Name+" per instance: "+denWhat, perCPU
+	case ItemNumeratorAll:
+		what, of = "The numerator of perfevent.ratio.all."+c.Name+": the per-instance numerators summed, each "+numWhat, all
+	default:
+		what, of = "The denominator of perfevent.ratio.all."+c.Name+": "+allDenOperand(c.Elapsed(), denWhat), all
 	}
-	return []pmda.Metric{
-		one(ItemNumeratorCPU, "perfevent.ratio.numerator."+c.Name, indom, numUnits,
-			"Numerator of perfevent.ratio."+c.Name+", cumulative, per CPU",
-			"The numerator of perfevent.ratio."+c.Name+" per instance: "+numWhat),
-		one(ItemDenominatorCPU, "perfevent.ratio.denominator."+c.Name, indom, denUnits,
-			"Denominator of perfevent.ratio."+c.Name+", cumulative, per CPU",
-			"The denominator of perfevent.ratio."+c.Name+" per instance: "+denWhat),
-		one(ItemNumeratorAll, "perfevent.ratio.all.numerator."+c.Name, pdu.InDomNull, numUnits,
-			"Numerator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs",
-			"The numerator of perfevent.ratio.all."+c.Name+": the per-instance numerators summed, each "+numWhat),
-		one(ItemDenominatorAll, "perfevent.ratio.all.denominator."+c.Name, pdu.InDomNull, denUnits,
-			"Denominator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs",
-			"The denominator of perfevent.ratio.all."+c.Name+": "+allDenOperand(c.Elapsed(), denWhat)),
-	}
+	return wrap(what + ". " + rel(of))
 }
 
 // allDenOperand says what the whole machine's denominator operand is.
@@ -443,19 +506,19 @@ var started = time.Now()
 
 // counterMetrics are the value and dutycycle metrics of one counter's
 // cluster, as the C agent lays them out (items 0 and 1).
-func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDuty string) []pmda.Metric {
+func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDuty func() string) []pmda.Metric {
 	return []pmda.Metric{
 		{
-			Name:    name + ".value",
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
-			OneLine: oneLineValue,
-			Help:    helpValue,
+			Name:     name + ".value",
+			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
+			OneLine:  oneLineValue,
+			MakeHelp: helpValue,
 		},
 		{
-			Name:    name + ".dutycycle",
-			Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
-			OneLine: oneLineDutycycle,
-			Help:    helpDuty,
+			Name:     name + ".dutycycle",
+			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
+			OneLine:  oneLineDutycycle,
+			MakeHelp: helpDuty,
 		},
 	}
 }
@@ -530,6 +593,7 @@ func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
 		}
 		return true
 	}
+	set := spec.Set
 	for _, c := range spec.C {
 		name := "perfevent." + c.Key
 		hw := strings.HasPrefix(c.Key, "hwcounters.")
@@ -560,9 +624,11 @@ func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
 			cpus = spec.Set.CPUs(c.Event)
 		}
 		ts.InDoms = append(ts.InDoms, s.cpus.inDom(indom, cpus, nil))
-		about := "A name of PCP's C agent for this event, served so that switching agents keeps its PMID; it has no values here, as under the C agent, because the configuration does not count the event."
-		if c.Event >= 0 {
-			about = fmt.Sprintf("A name of PCP's C agent for this event, served so that switching agents keeps its PMID; the values are those of %s.", spec.Set.Name(c.Event))
+		about := func() string {
+			if c.Event < 0 {
+				return "A name of PCP's C agent for this event, served so that switching agents keeps its PMID; it has no values here, as under the C agent, because the configuration does not count the event."
+			}
+			return fmt.Sprintf("A name of PCP's C agent for this event, served so that switching agents keeps its PMID; the values are those of %s.", set.Name(c.Event))
 		}
 		s.setRef(cluster, ref{kind: kindEmpty})
 		if !hw {
@@ -570,17 +636,22 @@ func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
 				Name:    name + ".value",
 				Desc:    pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, 0), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
 				OneLine: oneLineDerived,
-				Help:    oneLineDerived + ".\n\nA derived metric of PCP's C agent, served so that switching agents keeps its PMID; it has no values here: the configuration does not define it.",
+				Help:    cDerivedHelp,
 			})
 			continue
 		}
 		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
-			oneLineValue+".\n\n"+wrap(about), oneLineDutycycle+".\n\n"+wrap(about))...)
+			func() string { return oneLineValue + ".\n\n" + wrap(about()) },
+			func() string { return oneLineDutycycle + ".\n\n" + wrap(about()) })...)
 		if c.Event >= 0 {
 			s.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
 		}
 	}
 }
+
+// cDerivedHelp is the help of a C agent's derived metric that the
+// configuration does not define.
+const cDerivedHelp = oneLineDerived + ".\n\nA derived metric of PCP's C agent, served so that switching agents keeps its PMID; it has no values here: the configuration does not define it."
 
 // addCgroups adds the per-cgroup metrics: a cluster per event, as for
 // hwcounters, and one instance domain for all of them, numbered from a
@@ -610,9 +681,14 @@ func (s *Source) addCgroups(ts *pmda.TableSpec, cg *Cgroups, clusters *Clusters)
 			s.cgNeed = append(s.cgNeed, false)
 		}
 		name := "perfevent.cgroup." + e.Metric
+		about := e.About
 		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
-			fmt.Sprintf("%s, per cgroup.\n\n%s\nCounted only while a task of the cgroup (or of one below it) runs, summed\nover CPUs, accumulated since the cgroup was first counted and scaled up by\ntime_enabled/time_running when the kernel multiplexed the counter.", oneLineValue, e.About),
-			fmt.Sprintf("%s, per cgroup.\n\n%s\nThe mean over CPUs of time_running/time_enabled since the counters were\nopened: 1 means never multiplexed.", oneLineDutycycle, e.About))...)
+			func() string {
+				return oneLineValue + ", per cgroup.\n\n" + about + "\nCounted only while a task of the cgroup (or of one below it) runs, summed\nover CPUs, accumulated since the cgroup was first counted and scaled up by\ntime_enabled/time_running when the kernel multiplexed the counter."
+			},
+			func() string {
+				return oneLineDutycycle + ", per cgroup.\n\n" + about + "\nThe mean over CPUs of time_running/time_enabled since the counters were\nopened: 1 means never multiplexed."
+			})...)
 		s.setRef(cluster, ref{kind: kindCgroup, idx: e.Event})
 	}
 	return nil

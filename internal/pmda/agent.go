@@ -474,7 +474,7 @@ func (a *Agent) text(h pdu.Header, t *Table) error {
 	switch {
 	case typ&pdu.TextPMID != 0:
 		if m, ok := t.Metric(pdu.PMID(ident)); ok {
-			one, help = m.OneLine, m.Help
+			one, help = m.OneLine, m.LongHelp()
 		}
 	case typ&pdu.TextInDom != 0:
 		if d, ok := t.InDom(pdu.InDom(ident)); ok {

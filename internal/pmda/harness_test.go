@@ -369,6 +369,33 @@ func TestText(t *testing.T) {
 	}
 }
 
+// A metric's MakeHelp makes its long help when a client asks for it,
+// each time, and not before; Help, when given, is served instead.
+func TestMakeHelp(t *testing.T) {
+	spec := exampleSpec()
+	made := 0
+	for i := range spec.Metrics {
+		switch spec.Metrics[i].Desc.PMID {
+		case pmidActive:
+			spec.Metrics[i].MakeHelp = func() string { made++; return fmt.Sprintf("Made %d.", made) }
+		case pmidVersion:
+			spec.Metrics[i].MakeHelp = func() string { t.Error("MakeHelp called beside Help"); return "" }
+		}
+	}
+	h := startAgent(t, &exampleFetcher{}, spec, Config{})
+	if made != 0 {
+		t.Fatalf("MakeHelp ran %d times before any request", made)
+	}
+	for _, want := range []string{"Made 1.", "Made 2."} {
+		if text, err := h.Text(uint32(pmidActive), pdu.TextHelp|pdu.TextPMID); err != nil || text != want {
+			t.Errorf("help of example.active = %q %v, want %q", text, err, want)
+		}
+	}
+	if text, err := h.Text(uint32(pmidVersion), pdu.TextHelp|pdu.TextPMID); err != nil || text != "The version of the example agent." {
+		t.Errorf("help of example.version = %q %v", text, err)
+	}
+}
+
 func (h *harness) traverse(name string) []string {
 	h.t.Helper()
 	ns, err := h.Traverse(name)

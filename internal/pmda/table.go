@@ -18,9 +18,21 @@ type Metric struct {
 	Desc    pdu.Desc // Desc.PMID identifies the metric; Desc.InDom must be in the table or InDomNull
 	OneLine string   // one-line help
 	Help    string   // long help
-	Labels  Labels   // item labels
+	// MakeHelp, when Help is "", makes the long help each time a client
+	// asks for it: few ever do, and an agent with many metrics would
+	// otherwise spend its start-up writing texts nobody reads.
+	MakeHelp func() string
+	Labels   Labels // item labels
 
 	labels []byte // canonical JSON of Labels, or nil
+}
+
+// LongHelp is the metric's long help: Help, or what MakeHelp makes.
+func (m *Metric) LongHelp() string {
+	if m.Help == "" && m.MakeHelp != nil {
+		return m.MakeHelp()
+	}
+	return m.Help
 }
 
 // Instance is one instance of an instance domain.
