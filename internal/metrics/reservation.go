@@ -60,6 +60,8 @@ const (
 	itemHolderUID
 	itemHolderCommand
 	itemHolderSeconds
+
+	reservationMetrics // how many metrics addReservation adds
 )
 
 var (

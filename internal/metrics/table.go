@@ -3,6 +3,7 @@ package metrics
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -205,6 +206,17 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			},
 		},
 	}
+	// The spec's lists are sized once: grown by append they were copied
+	// over and over, each metric a hundred bytes.
+	nMetrics := len(ts.Metrics) + 2*len(spec.Counters) + len(spec.Derived) + 6*len(spec.Ratios) + 2*len(spec.C)
+	if cg := spec.Cgroups; cg != nil {
+		nMetrics += 2 * len(cg.Events)
+	}
+	if spec.Reservations != nil {
+		nMetrics += reservationMetrics
+	}
+	ts.Metrics = slices.Grow(ts.Metrics, nMetrics-len(ts.Metrics))
+	ts.InDoms = make([]pmda.InDom, 0, len(spec.Counters)+len(spec.Derived)+len(spec.Ratios)+len(spec.C)+2)
 	src.refs = make([]ref, firstDynamic)
 	src.refs[ClusterStatic] = ref{kind: kindStatic}
 	src.refs[ClusterDerived] = ref{kind: kindDerivedActive}

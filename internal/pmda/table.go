@@ -3,6 +3,8 @@ package pmda
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -269,8 +271,16 @@ func (t *Table) insert(name string, leaf bool, pmid pdu.PMID) (*node, error) {
 		return nil, fmt.Errorf("empty name")
 	}
 	n := t.root
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
+	// Each component and each node's full name are slices of name.
+	for start := 0; start <= len(name); {
+		end := strings.IndexByte(name[start:], '.')
+		if end < 0 {
+			end = len(name)
+		} else {
+			end += start
+		}
+		p := name[start:end]
+		start = end + 1
 		if p == "" {
 			return nil, fmt.Errorf("empty component in name")
 		}
@@ -280,7 +290,7 @@ func (t *Table) insert(name string, leaf bool, pmid pdu.PMID) (*node, error) {
 		n.dir = true
 		c := n.child(p)
 		if c == nil {
-			c = &node{name: p, full: strings.Join(parts[:i+1], ".")}
+			c = &node{name: p, full: name[:end]}
 			if n.index == nil {
 				n.index = make(map[string]*node)
 			}
@@ -317,14 +327,79 @@ func canonical(l Labels) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b, err := json.Marshal(map[string]any(l))
-	if err != nil {
-		return nil, err
+	b, ok := plainJSON(l)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(map[string]any(l)); err != nil {
+			return nil, err
+		}
 	}
 	if len(b) >= 65535 {
 		return nil, fmt.Errorf("%d bytes of JSON, the limit is 65534", len(b))
 	}
 	return b, nil
+}
+
+// plainJSON is what json.Marshal makes of the usual small label set, of
+// integers and of strings that JSON writes as they are, without its
+// reflection, which the agent's many instances and domains paid for at
+// every build; ok is false for anything else (json.Marshal's then).
+func plainJSON(l Labels) (b []byte, ok bool) {
+	var keys [8]string
+	if len(l) > len(keys) {
+		return nil, false
+	}
+	n := 0
+	for k, v := range l {
+		switch v := v.(type) {
+		case int, int32, int64, uint32:
+		case string:
+			if !plainString(v) {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+		if !plainString(k) {
+			return nil, false
+		}
+		keys[n] = k
+		n++
+	}
+	slices.Sort(keys[:n])
+	b = make([]byte, 0, 16*n+2)
+	b = append(b, '{')
+	for i, k := range keys[:n] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, '"'), k...), '"', ':')
+		switch v := l[k].(type) {
+		case int:
+			b = strconv.AppendInt(b, int64(v), 10)
+		case int32:
+			b = strconv.AppendInt(b, int64(v), 10)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case uint32:
+			b = strconv.AppendUint(b, uint64(v), 10)
+		case string:
+			b = append(append(append(b, '"'), v...), '"')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// plainString is whether JSON writes s as it is between its quotes:
+// printable ASCII, none of which encoding/json escapes.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // Domain returns the agent's domain number.
