@@ -142,8 +142,15 @@ func ready(o *Options, files *confFiles) (*readied, error) {
 	}
 	r := &readied{plan: setup.Make(f, perr, m, o.Compat), src: src}
 	if o.CLayout != "" {
+		// The C agent's configuration is most often this one (both are
+		// PCP_PMDAS_DIR's perfevent.conf): then the reading the plan was
+		// made of serves, rather than reading and parsing it again.
+		cf := f
+		if o.CLayout != files.config.Path() {
+			cf, _ = config.ParseFile(o.CLayout)
+		}
 		// In this pass: the events it shares with the plan are read once.
-		if cf, _ := config.ParseFile(o.CLayout); cf != nil {
+		if cf != nil {
 			r.cLayout = setup.PrepareCLayout(cf, m, o.Compat)
 		}
 	}

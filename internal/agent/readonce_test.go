@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/pmu"
+	"perfevent/internal/setup"
 )
 
 // opens counts the opens of the files in a directory, as the kernel sees
@@ -24,7 +28,10 @@ func watchOpens(t *testing.T, dir string) *opens {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
-	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_OPEN); err != nil {
+	// The closes are watched too, though not counted: inotify merges an
+	// event with the one before it when they are alike and unread, so two
+	// opens of a file with nothing between would count as one.
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_OPEN|unix.IN_CLOSE); err != nil {
 		t.Fatal(err)
 	}
 	return &opens{fd: fd}
@@ -53,7 +60,9 @@ func (o *opens) since(t *testing.T) map[string]int {
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 				t.Fatal("inotify's queue overflowed")
 			}
-			n[string(bytes.TrimRight(name, "\x00"))]++
+			if ev.Mask&unix.IN_OPEN != 0 {
+				n[string(bytes.TrimRight(name, "\x00"))]++
+			}
 			b = b[unix.SizeofInotifyEvent+int(ev.Len):]
 		}
 	}
@@ -95,15 +104,57 @@ func TestCheckReadsEachFileOnce(t *testing.T) {
 	}
 }
 
+// When the C agent's configuration is the agent's own file (both are
+// PCP_PMDAS_DIR's perfevent.conf), a build reads it once for both, and
+// the C agent's numbering is that of its names all the same.
+func TestCLayoutOfTheSameFileReadsItOnce(t *testing.T) {
+	dir := confDir(t)
+	conf := filepath.Join(dir, "perfevent.conf")
+	src, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watchOpens(t, dir)
+	h := newAgentOn(t, "vm", "0-1", string(src), func(a *Agent) {
+		a.o.Config, a.o.CLayout = conf, conf
+	})
+	if n := w.since(t)["perfevent.conf"]; n != 2 {
+		t.Errorf("start-up opened perfevent.conf %d times, want twice (held, then read once)\n%s", n, h.log)
+	}
+	o := Options{Config: conf, CLayout: conf, NoCatalog: true, FS: fixtureFS("vm", filepath.Join(dir, "none"))}
+	files := holdFiles(&o)
+	defer files.Close()
+	r, err := ready(&o, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := func(c *setup.CPrepared) string {
+		var b bytes.Buffer
+		for _, s := range c.Slots(func(*pmu.Event, []int) bool { return true }) {
+			fmt.Fprintf(&b, "%s %v %v", s.Key, s.CPUs, s.Counted)
+			if s.Event != nil {
+				fmt.Fprintf(&b, " %+v", *s.Event)
+			}
+			b.WriteByte('\n')
+		}
+		return b.String()
+	}
+	want := slots(setup.PrepareCLayout(r.plan.Config, machineOf(t, "vm"), false))
+	got := slots(r.cLayout)
+	if got == "" || got != want {
+		t.Errorf("the C layout's slots:\n%v\nwant\n%v", got, want)
+	}
+}
+
 // The agent holds each file from start-up and reads it once per build:
 // once at start-up and once for each reload.
 func TestBuildReadsEachFileOnce(t *testing.T) {
 	dir := confDir(t)
-	w := watchOpens(t, dir)
 	conf, err := os.ReadFile(filepath.Join(dir, "perfevent.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	w := watchOpens(t, dir)
 	h := newAgentOn(t, "vm", "0-1", string(conf), func(a *Agent) {
 		a.o.Config = filepath.Join(dir, "perfevent.conf")
 	})
