@@ -27,7 +27,11 @@ type reportLine struct {
 }
 
 func (r *report) add(level, key, format string, args ...any) {
-	text := fmt.Sprintf(format, args...)
+	r.addText(level, key, fmt.Sprintf(format, args...))
+}
+
+// addText is add of a text already written.
+func (r *report) addText(level, key, text string) {
 	if key == "" {
 		key = text
 	}
@@ -46,11 +50,14 @@ func (r *report) note(n setup.Note) {
 	// Compared without its CPU list: a CPU going offline or coming back
 	// changes every line's list, and the summary and the hotplug line
 	// already say so.
-	r.add(level, maskCPULists(n.Text), "%s", n)
 	short, _, _ := strings.Cut(n.Text, ": ")
+	text := n.Text
 	if n.Pos.Line != 0 {
-		short = n.Pos.String() + ": " + short
+		// As n.String() writes it, with the position written once.
+		pos := n.Pos.String()
+		short, text = pos+": "+short, pos+": "+text
 	}
+	r.addText(level, maskCPULists(n.Text), text)
 	r.lines[len(r.lines)-1].short = short
 }
 

@@ -124,14 +124,17 @@ func match(term string, names []string) []int {
 		// Most alternatives are plain names: comparing them with each
 		// served name costs a glob match less apiece, thousands at a
 		// start with many events and the catalog's ratios.
-		glob := strings.ContainsAny(alt, `*?[\`)
+		// A glob's part before its first special character matches only
+		// itself: a name without it is no match, and needs no glob match.
+		lit := strings.IndexAny(alt, `*?[\`)
+		glob := lit >= 0
 		for i, name := range names {
 			if name == "" {
 				continue
 			}
 			if alt == name {
 				evs = append(evs, i)
-			} else if glob {
+			} else if glob && strings.HasPrefix(name, alt[:lit]) {
 				if ok, _ := path.Match(alt, name); ok {
 					evs = append(evs, i)
 				}
