@@ -159,6 +159,7 @@ type Table struct {
 	domainLabels  []byte
 	clusterLabels map[int][]byte
 	root          *node
+	nodes         []node // the block newNode takes nodes from
 }
 
 // node is one PMNS name component. Children keep insertion order so that
@@ -170,11 +171,21 @@ type node struct {
 	dir      bool // a declared subtree or a prefix of another name
 	pmid     pdu.PMID
 	children []*node
-	index    map[string]*node
+	index    map[string]*node // by name, once there are more than indexFrom children
 }
+
+// indexFrom is how many children a node looks through before it indexes
+// them: most nodes have a few (a counter's value and dutycycle), and a
+// map each cost more to make than a look through them saves.
+const indexFrom = 8
 
 func (n *node) child(name string) *node {
 	if n.index == nil {
+		for _, c := range n.children {
+			if c.name == name {
+				return c
+			}
+		}
 		return nil
 	}
 	return n.index[name]
@@ -191,6 +202,8 @@ func NewTable(spec TableSpec) (*Table, error) {
 		byInDom:       make(map[pdu.InDom]int, len(spec.InDoms)),
 		clusterLabels: make(map[int][]byte, len(spec.ClusterLabels)),
 		root:          &node{},
+		// Enough for a leaf and an interior node per metric.
+		nodes: make([]node, 0, 2*len(spec.Metrics)+len(spec.Subtrees)+8),
 	}
 	var err error
 	if t.domainLabels, err = canonical(spec.DomainLabels); err != nil {
@@ -265,6 +278,16 @@ func NewTable(spec TableSpec) (*Table, error) {
 	return t, nil
 }
 
+// newNode is a node of the table's namespace, from a block of them: a
+// table's nodes live and die together.
+func (t *Table) newNode() *node {
+	if len(t.nodes) == cap(t.nodes) {
+		t.nodes = make([]node, 0, max(64, 2*cap(t.nodes)))
+	}
+	t.nodes = t.nodes[:len(t.nodes)+1]
+	return &t.nodes[len(t.nodes)-1]
+}
+
 // insert adds a dotted name as a leaf or as an interior node.
 func (t *Table) insert(name string, leaf bool, pmid pdu.PMID) (*node, error) {
 	if name == "" {
@@ -290,12 +313,18 @@ func (t *Table) insert(name string, leaf bool, pmid pdu.PMID) (*node, error) {
 		n.dir = true
 		c := n.child(p)
 		if c == nil {
-			c = &node{name: p, full: name[:end]}
-			if n.index == nil {
-				n.index = make(map[string]*node)
-			}
-			n.index[p] = c
+			c = t.newNode()
+			c.name, c.full = p, name[:end]
 			n.children = append(n.children, c)
+			switch {
+			case n.index != nil:
+				n.index[p] = c
+			case len(n.children) > indexFrom:
+				n.index = make(map[string]*node, 2*len(n.children))
+				for _, c := range n.children {
+					n.index[c.name] = c
+				}
+			}
 		}
 		n = c
 	}
