@@ -323,7 +323,8 @@ func cLayout(c *counted, opener counter.Opener) (keys []string, extra []metrics.
 		return len(set.CPUs(0)) > 0
 	}
 	slots := c.cLayout.Slots(opens)
-	served := map[string]bool{}
+	keys = make([]string, 0, len(slots))
+	served := make(map[string]bool, len(c.opened.counters)+len(c.opened.derived)+len(slots))
 	for _, pc := range c.opened.counters {
 		served["hwcounters."+pc.Metric] = true
 	}

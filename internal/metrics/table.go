@@ -538,6 +538,10 @@ func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDu
 // Skipped returns why Build left metrics out (see Clusters.Cluster).
 func (s *Source) Skipped() []error { return s.skipped }
 
+// cpuDomainLabels are the labels of every per-CPU instance domain, one
+// map for all of them: nothing changes a table's labels once it is made.
+var cpuDomainLabels = pmda.Labels{"device_type": "cpu", "indom_name": "per cpu"}
+
 // cpuInstances are the instance lists of a table's per-CPU domains, one
 // list per distinct CPU list (and socket labelling), which every domain
 // with those CPUs shares: the C agent's layout gives each counter a domain
@@ -554,7 +558,7 @@ type cpuInstances map[string][]pmda.Instance
 func (c cpuInstances) inDom(indom pdu.InDom, cpus []int, sockets map[int]int) pmda.InDom {
 	d := pmda.InDom{
 		InDom:  indom,
-		Labels: pmda.Labels{"device_type": "cpu", "indom_name": "per cpu"},
+		Labels: cpuDomainLabels,
 	}
 	key := make([]byte, 0, 4*len(cpus)+1)
 	if sockets != nil {

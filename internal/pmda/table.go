@@ -202,8 +202,8 @@ func NewTable(spec TableSpec) (*Table, error) {
 		byInDom:       make(map[pdu.InDom]int, len(spec.InDoms)),
 		clusterLabels: make(map[int][]byte, len(spec.ClusterLabels)),
 		root:          &node{},
-		// Enough for a leaf and an interior node per metric.
-		nodes: make([]node, 0, 2*len(spec.Metrics)+len(spec.Subtrees)+8),
+		// Enough for a leaf per metric and an interior node per two.
+		nodes: make([]node, 0, 3*len(spec.Metrics)/2+len(spec.Subtrees)+8),
 	}
 	var err error
 	if t.domainLabels, err = canonical(spec.DomainLabels); err != nil {

@@ -139,14 +139,14 @@ func (c *CPrepared) Slots(opens Opens) []CSlot {
 	if c == nil || !c.ok {
 		return nil
 	}
-	var slots []CSlot
-	byName := map[string]bool{} // config names that got a slot, for derived members
-	for _, e := range c.section {
-		resolved := e.event
-		if !opens(&resolved, e.cpus) {
+	slots := make([]CSlot, 0, len(c.section)+len(c.dynamic)+len(c.derived))
+	byName := make(map[string]bool, len(c.section)+len(c.dynamic)) // config names that got a slot, for derived members
+	for i := range c.section {
+		e := &c.section[i]
+		if !opens(&e.event, e.cpus) {
 			continue
 		}
-		slots = append(slots, CSlot{Key: "hwcounters." + names.Metric(e.name, c.compat), Event: &resolved, CPUs: e.cpus, Counted: true})
+		slots = append(slots, CSlot{Key: "hwcounters." + names.Metric(e.name, c.compat), Event: &e.event, CPUs: e.cpus, Counted: true})
 		byName[e.name] = true
 	}
 	for _, d := range c.dynamic {
