@@ -196,6 +196,7 @@ func defsWith(path string, mine []Def, sws []Switch, err error, catalog []Def) (
 			errs = append(errs, fmt.Errorf("%s: no group %q in this machine's catalog (it has %s)", path, sw.Group, strings.Join(slices.Sorted(maps.Keys(known)), ", ")))
 		}
 	}
+	defs = make([]Def, 0, len(mine)+len(catalog)+len(Builtin)) // each a few hundred bytes: sized once
 	defs = append(defs, mine...)
 	for _, d := range catalog {
 		on := true

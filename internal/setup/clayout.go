@@ -94,6 +94,7 @@ func PrepareCLayout(f *config.File, m Machine, compat bool) *CPrepared {
 	}
 	c.ok = true
 	if section, _ := f.ChoosePMUSection(func(name string) bool { return present[name] }); section != nil {
+		c.section = make([]cEvent, 0, len(section.Events))
 		for i := len(section.Events) - 1; i >= 0; i-- {
 			ev := section.Events[i]
 			opts := pmu.Options{RawCode: ev.RawCode, HasRawCode: ev.HasRawCode}

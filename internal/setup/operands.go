@@ -33,7 +33,8 @@ type Operand struct {
 // counter counts on every online CPU, or on its PMU's cpumask.
 func (p *Plan) WithOperands(ops []Operand, notes ...Note) *Plan {
 	q := *p
-	q.Counters = slices.Clone(p.Counters)
+	// Room for an event per operand, most often all it takes.
+	q.Counters = append(make([]Counter, 0, len(p.Counters)+len(ops)), p.Counters...)
 	q.Notes = append(slices.Clone(p.Notes), notes...)
 	q.taken = maps.Clone(p.taken)
 	if p.tree != nil {

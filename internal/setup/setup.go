@@ -191,7 +191,14 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 		p.Notes = append(p.Notes, Note{Severity: Problem, Text: err.Error()})
 		return p
 	}
-	taken := map[string]config.Pos{}
+	dynamic := f.DynamicEvents()
+	n := len(dynamic)
+	if section != nil {
+		n += len(section.Events)
+	}
+	// Sized once: a Counter is a few hundred bytes.
+	p.Counters = make([]Counter, 0, n)
+	taken := make(map[string]config.Pos, n)
 	tree := newSubtree("perfevent.hwcounters")
 	p.alloc, p.taken, p.tree = alloc, taken, tree
 	if section != nil {
@@ -199,7 +206,7 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 			p.addCounter(m.PMU, alloc, ev, false, taken, tree)
 		}
 	}
-	for _, ev := range f.DynamicEvents() {
+	for _, ev := range dynamic {
 		p.addCounter(m.PMU, alloc, ev, true, taken, tree)
 	}
 
