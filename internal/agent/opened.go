@@ -37,7 +37,8 @@ type opened struct {
 // opened nowhere is not kept. Not being supported on this machine is
 // normal on a VM and noted as Info; any other failure is a Problem.
 func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
-	o := &opened{unsupported: map[string]bool{}}
+	// Sized once: a Counter is a few hundred bytes.
+	o := &opened{unsupported: map[string]bool{}, counters: make([]setup.Counter, 0, len(p.Counters)), notes: make([]setup.Note, 0, len(p.Counters)+len(p.Derived))}
 	byEvent := map[string][]*counter.OpenError{}
 	for _, f := range sum.Failures {
 		byEvent[f.Event] = append(byEvent[f.Event], f)
@@ -51,7 +52,7 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 		}
 		fails := byEvent[c.Event.Name]
 		if len(fails) == 0 {
-			o.notes = append(o.notes, setup.Note{Pos: c.Pos, Severity: setup.Info, Text: fmt.Sprintf("%s, on %s", text, cpulist.Describe(served))})
+			o.notes = append(o.notes, setup.Note{Pos: c.Pos, Severity: setup.Info, Text: text + ", on " + cpulist.Describe(served)})
 			o.counters = append(o.counters, c)
 			continue
 		}

@@ -356,15 +356,21 @@ func (p *Plan) sysfsPMU(fs *pmu.FS, name string) bool {
 func (c Counter) Describe() string {
 	ev := c.Event
 	a := ev.Attr
-	s := fmt.Sprintf("%s: type %d config %#x", ev.Source, a.Type, a.Config)
+	// Written with strconv, as fmt's %d, %#x and %g write them: one line
+	// per counter in every start's log.
+	b := make([]byte, 0, len(ev.Source)+len(c.Metric)+96)
+	b = append(b, ev.Source...)
+	b = strconv.AppendUint(append(b, ": type "...), uint64(a.Type), 10)
+	b = strconv.AppendUint(append(b, " config 0x"...), a.Config, 16)
 	if a.Ext1 != 0 || a.Ext2 != 0 {
-		s += fmt.Sprintf(" config1 %#x config2 %#x", a.Ext1, a.Ext2)
+		b = strconv.AppendUint(append(b, " config1 0x"...), a.Ext1, 16)
+		b = strconv.AppendUint(append(b, " config2 0x"...), a.Ext2, 16)
 	}
-	s += " exclude " + excludeNames(a.Bits)
+	b = append(append(b, " exclude "...), excludeNames(a.Bits)...)
 	if ev.Scale != 1 || ev.Unit != "" {
-		s += fmt.Sprintf(" (scale %g %s)", ev.Scale, ev.Unit)
+		b = fmt.Appendf(b, " (scale %g %s)", ev.Scale, ev.Unit)
 	}
-	return s + " -> perfevent.hwcounters." + c.Metric
+	return string(append(append(b, " -> perfevent.hwcounters."...), c.Metric...))
 }
 
 // excludeNames lists the exclude bits that are set, as perf_event_attr
