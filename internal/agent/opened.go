@@ -37,12 +37,14 @@ type opened struct {
 // opened nowhere is not kept. Not being supported on this machine is
 // normal on a VM and noted as Info; any other failure is a Problem.
 func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
-	// Sized once: a Counter is a few hundred bytes.
-	o := &opened{unsupported: map[string]bool{}, counters: make([]setup.Counter, 0, len(p.Counters)), notes: make([]setup.Note, 0, len(p.Counters)+len(p.Derived))}
+	o := &opened{unsupported: map[string]bool{}}
 	byEvent := map[string][]*counter.OpenError{}
 	for _, f := range sum.Failures {
 		byEvent[f.Event] = append(byEvent[f.Event], f)
 	}
+
+	// Sized once: a Counter is a few hundred bytes.
+	o.counters, o.notes = make([]setup.Counter, 0, len(p.Counters)), make([]setup.Note, 0, len(p.Counters)+len(p.Derived))
 	for _, c := range p.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
 		served := set.CPUs(ev)

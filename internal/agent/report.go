@@ -27,11 +27,7 @@ type reportLine struct {
 }
 
 func (r *report) add(level, key, format string, args ...any) {
-	r.addText(level, key, fmt.Sprintf(format, args...))
-}
-
-// addText is add of a text already written.
-func (r *report) addText(level, key, text string) {
+	text := fmt.Sprintf(format, args...)
 	if key == "" {
 		key = text
 	}
@@ -50,14 +46,11 @@ func (r *report) note(n setup.Note) {
 	// Compared without its CPU list: a CPU going offline or coming back
 	// changes every line's list, and the summary and the hotplug line
 	// already say so.
+	r.add(level, maskCPULists(n.Text), "%s", n)
 	short, _, _ := strings.Cut(n.Text, ": ")
-	text := n.Text
 	if n.Pos.Line != 0 {
-		// As n.String() writes it, with the position written once.
-		pos := n.Pos.String()
-		short, text = pos+": "+short, pos+": "+text
+		short = n.Pos.String() + ": " + short
 	}
-	r.addText(level, maskCPULists(n.Text), text)
 	r.lines[len(r.lines)-1].short = short
 }
 
