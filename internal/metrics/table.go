@@ -231,13 +231,13 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		name := "perfevent.hwcounters." + c.Metric
 		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, spec.Set.CPUs(c.Event), nil))
 		about := c.About
-		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
+		ts.Metrics = counterMetrics(ts.Metrics, name, cluster, indom,
 			func() string {
 				return oneLineValue + ".\n\n" + about + "\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter."
 			},
 			func() string {
 				return oneLineDutycycle + ".\n\n" + about + "\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed."
-			})...)
+			})
 		src.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
 	}
 
@@ -293,7 +293,7 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 			MakeHelp: h.all,
 		})
 		if c.Compound == nil {
-			ts.Metrics = append(ts.Metrics, operandMetrics(h, cluster, indom)...)
+			ts.Metrics = operandMetrics(ts.Metrics, h, cluster, indom)
 		}
 		src.setRef(cluster, ref{kind: kindRatio, idx: len(src.ratios)})
 		src.ratios = append(src.ratios, c)
@@ -396,11 +396,11 @@ func (h *ratioHelp) all() string {
 		h.c.Name, allWhat(h.c, h.den()), firstFetch, allOperands))
 }
 
-// operandMetrics are a ratio's cumulative operands, per CPU and for the
+// operandMetrics appends a ratio's cumulative operands, per CPU and for the
 // whole machine, with counter semantics, so that a client computes the
 // ratio over any interval it likes, from archives too: Scale × rate(num) /
 // rate(den).
-func operandMetrics(h *ratioHelp, cluster int, indom pdu.InDom) []pmda.Metric {
+func operandMetrics(dst []pmda.Metric, h *ratioHelp, cluster int, indom pdu.InDom) []pmda.Metric {
 	c := &h.c
 	numUnits := pdu.UnitsCount
 	if c.Bytes {
@@ -419,7 +419,7 @@ func operandMetrics(h *ratioHelp, cluster int, indom pdu.InDom) []pmda.Metric {
 			MakeHelp: func() string { return h.operandHelp(item) },
 		}
 	}
-	return []pmda.Metric{
+	return append(dst,
 		one(ItemNumeratorCPU, "perfevent.ratio.numerator."+c.Name, indom, numUnits,
 			"Numerator of perfevent.ratio."+c.Name+", cumulative, per CPU"),
 		one(ItemDenominatorCPU, "perfevent.ratio.denominator."+c.Name, indom, denUnits,
@@ -428,7 +428,7 @@ func operandMetrics(h *ratioHelp, cluster int, indom pdu.InDom) []pmda.Metric {
 			"Numerator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs"),
 		one(ItemDenominatorAll, "perfevent.ratio.all.denominator."+c.Name, pdu.InDomNull, denUnits,
 			"Denominator of perfevent.ratio.all."+c.Name+", cumulative, all CPUs"),
-	}
+	)
 }
 
 // operandHelp is the help of one of the ratio's operands (operandMetrics),
@@ -516,23 +516,23 @@ func monotonic() uint64 { return uint64(time.Since(started)) }
 
 var started = time.Now()
 
-// counterMetrics are the value and dutycycle metrics of one counter's
-// cluster, as the C agent lays them out (items 0 and 1).
-func counterMetrics(name string, cluster int, indom pdu.InDom, helpValue, helpDuty func() string) []pmda.Metric {
-	return []pmda.Metric{
-		{
+// counterMetrics appends the value and dutycycle metrics of one
+// counter's cluster, as the C agent lays them out (items 0 and 1).
+func counterMetrics(dst []pmda.Metric, name string, cluster int, indom pdu.InDom, helpValue, helpDuty func() string) []pmda.Metric {
+	return append(dst,
+		pmda.Metric{
 			Name:     name + ".value",
 			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemValue), Type: pdu.ValueInt64, InDom: indom, Sem: pdu.SemCounter, Units: pdu.UnitsCount},
 			OneLine:  oneLineValue,
 			MakeHelp: helpValue,
 		},
-		{
+		pmda.Metric{
 			Name:     name + ".dutycycle",
 			Desc:     pdu.Desc{PMID: pdu.NewPMID(Domain, cluster, ItemDutycycle), Type: pdu.ValueDouble, InDom: indom, Sem: pdu.SemInstant, Units: pdu.UnitsNone},
 			OneLine:  oneLineDutycycle,
 			MakeHelp: helpDuty,
 		},
-	}
+	)
 }
 
 // Skipped returns why Build left metrics out (see Clusters.Cluster).
@@ -656,9 +656,9 @@ func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
 			})
 			continue
 		}
-		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
+		ts.Metrics = counterMetrics(ts.Metrics, name, cluster, indom,
 			func() string { return oneLineValue + ".\n\n" + wrap(about()) },
-			func() string { return oneLineDutycycle + ".\n\n" + wrap(about()) })...)
+			func() string { return oneLineDutycycle + ".\n\n" + wrap(about()) })
 		if c.Event >= 0 {
 			s.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
 		}
@@ -698,13 +698,13 @@ func (s *Source) addCgroups(ts *pmda.TableSpec, cg *Cgroups, clusters *Clusters)
 		}
 		name := "perfevent.cgroup." + e.Metric
 		about := e.About
-		ts.Metrics = append(ts.Metrics, counterMetrics(name, cluster, indom,
+		ts.Metrics = counterMetrics(ts.Metrics, name, cluster, indom,
 			func() string {
 				return oneLineValue + ", per cgroup.\n\n" + about + "\nCounted only while a task of the cgroup (or of one below it) runs, summed\nover CPUs, accumulated since the cgroup was first counted and scaled up by\ntime_enabled/time_running when the kernel multiplexed the counter."
 			},
 			func() string {
 				return oneLineDutycycle + ", per cgroup.\n\n" + about + "\nThe mean over CPUs of time_running/time_enabled since the counters were\nopened: 1 means never multiplexed."
-			})...)
+			})
 		s.setRef(cluster, ref{kind: kindCgroup, idx: e.Event})
 	}
 	return nil

@@ -55,9 +55,17 @@ func TestCanonicalIsJSONMarshal(t *testing.T) {
 		if err != nil || string(got) != string(want) {
 			t.Errorf("canonical(%#v) = %s %v, want %s", l, got, err, want)
 		}
-		if _, ok := plainJSON(l); ok {
+		if _, ok := appendPlainJSON(nil, l); ok {
 			plain++
 		}
+	}
+	// Of equal bytes, canonicalLike gives back the slice it was given.
+	like, _ := canonical(Labels{"device_type": "cpu", "indom_name": "per cpu"})
+	if got, err := canonicalLike(Labels{"indom_name": "per cpu", "device_type": "cpu"}, like); err != nil || &got[0] != &like[0] {
+		t.Errorf("canonicalLike made %s anew (%v)", got, err)
+	}
+	if got, _ := canonicalLike(Labels{"device_type": "cpu"}, like); string(got) != `{"device_type":"cpu"}` {
+		t.Errorf("canonicalLike of other labels = %s", got)
 	}
 	if plain < 10 {
 		t.Errorf("plainJSON wrote only %d of %d label sets", plain, len(sets))

@@ -215,6 +215,7 @@ func NewTable(spec TableSpec) (*Table, error) {
 		}
 	}
 	indexed := map[*Instance]instList{}
+	var prevLabels []byte
 	for i := range t.indoms {
 		d := &t.indoms[i]
 		if d.InDom == pdu.InDomNull {
@@ -224,9 +225,10 @@ func NewTable(spec TableSpec) (*Table, error) {
 			return nil, fmt.Errorf("instance domain %s: defined twice", d.InDom)
 		}
 		t.byInDom[d.InDom] = i
-		if d.labels, err = canonical(d.Labels); err != nil {
+		if d.labels, err = canonicalLike(d.Labels, prevLabels); err != nil {
 			return nil, fmt.Errorf("labels of instance domain %s: %w", d.InDom, err)
 		}
+		prevLabels = d.labels
 		if d.Live != nil && len(d.Instances) > 0 {
 			return nil, fmt.Errorf("instance domain %s: has both static and live instances", d.InDom)
 		}
@@ -348,6 +350,12 @@ func (t *Table) insert(name string, leaf bool, pmid pdu.PMID) (*node, error) {
 // keys (encoding/json sorts map keys). Names are checked here, so that a
 // bad label is reported when the table is built, not at request time.
 func canonical(l Labels) ([]byte, error) {
+	return canonicalLike(l, nil)
+}
+
+// canonicalLike is canonical, returning like itself when the encoding is
+// the same bytes: the domains of a table mostly share their labels.
+func canonicalLike(l Labels, like []byte) ([]byte, error) {
 	if len(l) == 0 {
 		return nil, nil
 	}
@@ -356,8 +364,14 @@ func canonical(l Labels) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b, ok := plainJSON(l)
-	if !ok {
+	var buf [128]byte
+	b, ok := appendPlainJSON(buf[:0], l)
+	if ok && like != nil && string(b) == string(like) {
+		return like, nil
+	}
+	if ok {
+		b = slices.Clone(b)
+	} else {
 		var err error
 		if b, err = json.Marshal(map[string]any(l)); err != nil {
 			return nil, err
@@ -369,11 +383,12 @@ func canonical(l Labels) ([]byte, error) {
 	return b, nil
 }
 
-// plainJSON is what json.Marshal makes of the usual small label set, of
-// integers and of strings that JSON writes as they are, without its
-// reflection, which the agent's many instances and domains paid for at
-// every build; ok is false for anything else (json.Marshal's then).
-func plainJSON(l Labels) (b []byte, ok bool) {
+// appendPlainJSON appends what json.Marshal makes of the usual small
+// label set, of integers and of strings that JSON writes as they are,
+// without its reflection, which the agent's many instances and domains
+// paid for at every build; ok is false for anything else (json.Marshal's
+// then).
+func appendPlainJSON(b []byte, l Labels) (_ []byte, ok bool) {
 	var keys [8]string
 	if len(l) > len(keys) {
 		return nil, false
@@ -396,7 +411,6 @@ func plainJSON(l Labels) (b []byte, ok bool) {
 		n++
 	}
 	slices.Sort(keys[:n])
-	b = make([]byte, 0, 16*n+2)
 	b = append(b, '{')
 	for i, k := range keys[:n] {
 		if i > 0 {
