@@ -221,13 +221,18 @@ func (r *readied) open(o *Options, cfg counter.Config) (*counted, error) {
 // that --check and the agent share.
 func buildTable(o *Options, c *counted, clusters *metrics.Clusters, cgroups *metrics.Cgroups, resv *metrics.Reservations, cExtra ...metrics.CMetric) (*pmda.Table, *metrics.Source, error) {
 	spec := metrics.Spec{Version: version, Set: c.set, Clusters: clusters, Cgroups: cgroups, Sockets: c.plan.Sockets, Reservations: resv, C: cExtra}
+	spec.Counters = make([]metrics.Counter, 0, len(c.opened.counters))
 	for _, pc := range c.opened.counters {
 		ev, _ := c.set.Lookup(pc.Event.Name)
-		about := fmt.Sprintf("Configured as %q at %s: %s.", pc.Event.Name, pc.Pos, pc.Event.Source)
-		if pc.For != "" {
-			about = fmt.Sprintf("Opened by the metric catalog as %q %s: %s.", pc.Event.Name, pc.For, pc.Event.Source)
+		// Written only for the help a client asks for.
+		name, pos, source, by := pc.Event.Name, pc.Pos, pc.Event.Source, pc.For
+		about := func() string {
+			if by != "" {
+				return fmt.Sprintf("Opened by the metric catalog as %q %s: %s.", name, by, source)
+			}
+			return fmt.Sprintf("Configured as %q at %s: %s.", name, pos, source)
 		}
-		spec.Counters = append(spec.Counters, metrics.Counter{Event: ev, Metric: pc.Metric, About: about})
+		spec.Counters = append(spec.Counters, metrics.Counter{Event: ev, Metric: pc.Metric, MakeAbout: about})
 	}
 	for i, d := range c.opened.derived {
 		spec.Derived = append(spec.Derived, metrics.Derived{

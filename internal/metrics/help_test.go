@@ -6,6 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"perfevent/internal/counter"
+	"perfevent/internal/counter/countertest"
+	"perfevent/internal/pdu"
 )
 
 var updateHelp = flag.Bool("update-help", false, "rewrite testdata/help.txt from the table built now")
@@ -60,5 +64,35 @@ func TestBuildWritesNoLongHelp(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no counter or ratio in the table")
+	}
+}
+
+// A counter's MakeAbout is called for its help, when a client asks, not
+// by Build.
+func TestMakeAboutWhenAsked(t *testing.T) {
+	fake := countertest.New()
+	set, err := counter.New([]counter.Spec{{Name: "cpu-clock", CPUs: []int{0}}}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	made := 0
+	table, _, err := Build(Spec{Version: "test", Set: set, Clusters: NewClusters(),
+		Counters: []Counter{{Event: 0, Metric: "cpu_clock", MakeAbout: func() string { made++; return "Made." }}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made != 0 {
+		t.Fatalf("Build called MakeAbout %d times", made)
+	}
+	m, ok := table.Metric(pdu.NewPMID(Domain, FirstOwn, ItemDutycycle))
+	if !ok {
+		t.Fatal("no cpu_clock.dutycycle")
+	}
+	if help := m.LongHelp(); !strings.HasPrefix(help, oneLineDutycycle+".\n\nMade.\n") || made != 1 {
+		t.Errorf("help %q after %d calls of MakeAbout", help, made)
 	}
 }

@@ -62,6 +62,17 @@ type Counter struct {
 	Event  int    // index in the counter.Set
 	Metric string // name below perfevent.hwcounters, from names.Metric
 	About  string // what it counts, for the long help, e.g. the config line and encoding
+	// MakeAbout, when About is "", writes it when a client asks for the
+	// help.
+	MakeAbout func() string
+}
+
+// about is what the counter counts, for its help.
+func (c *Counter) about() string {
+	if c.About == "" && c.MakeAbout != nil {
+		return c.MakeAbout()
+	}
+	return c.About
 }
 
 // Derived describes one derived metric for the table.
@@ -230,13 +241,13 @@ func Build(spec Spec) (*pmda.Table, *Source, error) {
 		indom := pdu.NewInDom(Domain, cluster-firstDynamic)
 		name := "perfevent.hwcounters." + c.Metric
 		ts.InDoms = append(ts.InDoms, src.cpus.inDom(indom, spec.Set.CPUs(c.Event), nil))
-		about := c.About
+		about := c.about
 		ts.Metrics = counterMetrics(ts.Metrics, name, cluster, indom,
 			func() string {
-				return oneLineValue + ".\n\n" + about + "\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter."
+				return oneLineValue + ".\n\n" + about() + "\nThe count is accumulated by the agent since it started, and scaled up\nby time_enabled/time_running when the kernel multiplexed the counter."
 			},
 			func() string {
-				return oneLineDutycycle + ".\n\n" + about + "\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed."
+				return oneLineDutycycle + ".\n\n" + about() + "\ntime_running/time_enabled since the counter was opened: 1 means the\ncounter was never multiplexed."
 			})
 		src.setRef(cluster, ref{kind: kindCounter, idx: c.Event})
 	}
