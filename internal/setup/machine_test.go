@@ -1,0 +1,46 @@
+package setup
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"perfevent/internal/hostfs"
+	"perfevent/internal/pmu"
+)
+
+// ReadMachine reads one CPU's topology per package, where the kernel
+// lists the package's CPUs (package_cpus_list), and each CPU's without;
+// offline CPUs get no socket.
+func TestReadMachineReadsAPackageOnce(t *testing.T) {
+	sys := t.TempDir()
+	write := func(path, text string) {
+		t.Helper()
+		path = filepath.Join(sys, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cpu := func(n int) string { return filepath.Join("devices/system/cpu", "cpu"+string(rune('0'+n)), "topology") }
+	write("devices/system/cpu/online", "0-3,5-7")
+	// Package 0 is CPUs 0-3 and 4 (offline); only CPU 0's files are there,
+	// so a read of CPU 1, 2 or 3 would find nothing.
+	write(filepath.Join(cpu(0), "physical_package_id"), "0")
+	write(filepath.Join(cpu(0), "package_cpus_list"), "0-4")
+	// Package 1: CPUs 5 and 6 list it; 7 has an id but an older kernel's
+	// files, without the list.
+	write(filepath.Join(cpu(5), "physical_package_id"), "1")
+	write(filepath.Join(cpu(5), "package_cpus_list"), "5-6")
+	write(filepath.Join(cpu(7), "physical_package_id"), "3")
+	m, err := ReadMachine(&pmu.FS{FS: hostfs.FS{Sys: sys}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int]int{0: 0, 1: 0, 2: 0, 3: 0, 5: 1, 6: 1, 7: 3}; !maps.Equal(m.Sockets, want) {
+		t.Errorf("sockets %v, want %v", m.Sockets, want)
+	}
+}
