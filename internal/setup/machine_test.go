@@ -44,3 +44,24 @@ func TestReadMachineReadsAPackageOnce(t *testing.T) {
 		t.Errorf("sockets %v, want %v", m.Sockets, want)
 	}
 }
+
+// A plan made with no operands shares the counters and names of the one
+// it was made from, and a plan made from it in turn leaves both as they
+// were.
+func TestWithNoOperandsShares(t *testing.T) {
+	p := plan(t, fixture(t, "vm"), "[perf]\ncpu-clock\n")
+	q := p.WithOperands(nil, Note{Text: "catalog: nothing usable"})
+	if len(q.Counters) != 1 || len(q.Notes) != len(p.Notes)+1 {
+		t.Fatalf("q: %d counters, %d notes", len(q.Counters), len(q.Notes))
+	}
+	r := q.WithOperands([]Operand{{Term: "page-faults", For: []string{"faults"}}})
+	if len(r.Counters) != 2 || len(q.Counters) != 1 || len(p.Counters) != 1 {
+		t.Errorf("counters: r %d, q %d, p %d; want 2, 1, 1", len(r.Counters), len(q.Counters), len(p.Counters))
+	}
+	if _, ok := p.taken["page_faults"]; ok {
+		t.Error("r's name was taken in p")
+	}
+	if q.WithOperands([]Operand{{Term: "page-faults", For: []string{"again"}}}).Counters[1].For != "for perfevent.ratio.again" {
+		t.Error("a second plan from q did not get page-faults for itself")
+	}
+}

@@ -33,9 +33,15 @@ type Operand struct {
 // counter counts on every online CPU, or on its PMU's cpumask.
 func (p *Plan) WithOperands(ops []Operand, notes ...Note) *Plan {
 	q := *p
+	q.Notes = append(slices.Clone(p.Notes), notes...)
+	if len(ops) == 0 {
+		// Nothing to add: the counters and the names they took are
+		// p's, which q only reads (a WithOperands of q copies them).
+		q.Counters = slices.Clip(p.Counters)
+		return &q
+	}
 	// Room for an event per operand, most often all it takes.
 	q.Counters = append(make([]Counter, 0, len(p.Counters)+len(ops)), p.Counters...)
-	q.Notes = append(slices.Clone(p.Notes), notes...)
 	q.taken = maps.Clone(p.taken)
 	if p.tree != nil {
 		q.tree = p.tree.clone()
