@@ -230,7 +230,10 @@ func Choose(path string, set *counter.Set, scales Scales) (chosen []Chosen, prob
 // gets a line too, served or not, with its formula and source, but those
 // quiet names: the caller has said why already.
 func ChooseFrom(path string, defs []Def, user, catalog int, off []string, quiet func(name string) bool, set *counter.Set, scales Scales) (chosen []Chosen, info []string) {
-	chosen, why := Select(defs, set, scales)
+	// Only the user's and the catalog's lines not quiet are logged.
+	chosen, why := selectSaying(defs, set, scales, func(i int) bool {
+		return i < user || i < user+catalog-len(off) && (quiet == nil || !quiet(defs[i].Name))
+	})
 	for _, w := range why[:user] {
 		if w != "" {
 			info = append(info, w)

@@ -38,6 +38,12 @@ type Scales func(event string) (scale float64, unit string, ok bool)
 // Call it after set.Open. Of a name defined twice, the first definition
 // that can be served is kept.
 func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why []string) {
+	return selectSaying(defs, set, scales, nil)
+}
+
+// selectSaying is Select writing why only of the defs that say reports
+// (nil: every def), the others' lines being read by nobody.
+func selectSaying(defs []Def, set *counter.Set, scales Scales, say func(i int) bool) (chosen []Chosen, why []string) {
 	seen := map[string]bool{}
 	why = make([]string, len(defs))
 	names := make([]string, set.NumEvents())
@@ -47,12 +53,17 @@ func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why [
 		}
 	}
 	for i, d := range defs {
+		quiet := say != nil && !say(i)
 		if err := d.Check(); err != nil {
-			why[i] = err.Error()
+			if !quiet {
+				why[i] = err.Error()
+			}
 			continue
 		}
 		if seen[d.Name] {
-			why[i] = fmt.Sprintf("ratio %q is defined twice; the first definition is kept", d.Name)
+			if !quiet {
+				why[i] = fmt.Sprintf("ratio %q is defined twice; the first definition is kept", d.Name)
+			}
 			continue
 		}
 		c := Chosen{Def: d, DenEv: -1}
@@ -77,6 +88,9 @@ func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why [
 			}
 		}
 		if len(missing) > 0 {
+			if quiet {
+				continue
+			}
 			why[i] = fmt.Sprintf("ratio %q not served: %s not counted here (not configured, or opened on no CPU)", d.Name, orList(missing))
 			continue
 		}
@@ -91,6 +105,9 @@ func Select(defs []Def, set *counter.Set, scales Scales) (chosen []Chosen, why [
 			apart = append(apart, set.Name(c.DenEv))
 		}
 		if len(apart) > 0 {
+			if quiet {
+				continue
+			}
 			why[i] = fmt.Sprintf("ratio %q not served: %s and %s count on different CPUs", d.Name, set.Name(c.NumEv[0]), strings.Join(apart, ", "))
 			continue
 		}

@@ -1,6 +1,7 @@
 package ratio
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -241,5 +242,51 @@ func TestWeightsAndKernelScale(t *testing.T) {
 	}
 	if got := defs[0].Formula(); got != "(4 × x - y) / x × 0.25" {
 		t.Errorf("Def.Formula %q", got)
+	}
+}
+
+// ChooseFrom has Select write only the lines it logs: the same ratios are
+// chosen, the lines asked for are Select's, and the others are not written.
+func TestSelectSayingOnlyAsked(t *testing.T) {
+	fake := countertest.New()
+	fake.FailOpen("cycles", countertest.AnyCPU, unix.ENOENT)
+	set, err := counter.New([]counter.Spec{
+		spec("cycles", unix.PERF_TYPE_HARDWARE, 0, 1), spec("instructions", unix.PERF_TYPE_HARDWARE, 0, 1),
+		spec("cpu-clock", unix.PERF_TYPE_SOFTWARE, 0, 1), spec("context-switches", unix.PERF_TYPE_SOFTWARE, 0, 1),
+		spec("page-faults", unix.PERF_TYPE_SOFTWARE, 1),
+	}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	defs := append([]Def{
+		{Name: "faults", Num: []string{"page-faults"}, Den: "cpu-clock", Scale: 1},
+		{Name: "bad name", Num: []string{"page-faults"}, Den: "cpu-clock", Scale: 1},
+		{Name: "faults", Num: []string{"page-faults"}, Den: "cpu-clock", Scale: 1},
+		{Name: "context_switches_per_cpu_second", Num: []string{"cpu-migrations"}, Den: "cpu-clock", Scale: 1},
+	}, Builtin...)
+	chosen, why := Select(defs, set, nil)
+	even := func(i int) bool { return i%2 == 0 }
+	chosen2, why2 := selectSaying(defs, set, nil, even)
+	if fmt.Sprint(chosen) != fmt.Sprint(chosen2) {
+		t.Errorf("chosen %+v, Select chose %+v", chosen2, chosen)
+	}
+	said := 0
+	for i := range defs {
+		want := why[i]
+		if !even(i) {
+			want = ""
+		} else if want != "" {
+			said++
+		}
+		if why2[i] != want {
+			t.Errorf("why[%d] = %q, want %q", i, why2[i], want)
+		}
+	}
+	if said < 3 {
+		t.Errorf("only %d lines asked for and written: %q", said, why)
 	}
 }
