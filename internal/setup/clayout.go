@@ -113,7 +113,13 @@ func PrepareCLayout(f *config.File, m Machine, compat bool) *CPrepared {
 	var dynamic []string
 	dynamic, c.derived, c.hasDyn = cSections(f)
 	if c.hasDyn {
-		for _, p := range cPMUs(m.PMU) {
+		pmus := cPMUs(m.PMU)
+		n := 0
+		for _, p := range pmus {
+			n += len(p.events)
+		}
+		c.dynamic = make([]cDynamic, 0, n)
+		for _, p := range pmus {
 			for _, e := range p.events {
 				d := cDynamic{full: p.name + "." + e}
 				for _, l := range dynamic {
