@@ -226,11 +226,8 @@ func writeState(d *Directory, name string, s *State) error {
 	return d.replace(name, data)
 }
 
-// encodeState is the state file's content for s.
-func encodeState(s *State) ([]byte, error) {
-	data, err := json.MarshalIndent(s, "", "  ")
-	return append(data, '\n'), err
-}
+// encodeState is the state file's content for s (see appendState).
+func encodeState(s *State) ([]byte, error) { return appendState(nil, s) }
 
 // ReadState reads and decodes the state file. A missing file gives an
 // error satisfying errors.Is(err, fs.ErrNotExist).
@@ -279,6 +276,7 @@ type StateFile struct {
 	// writeMu orders the writes, so that the file's generation only goes
 	// up; it is taken before mu, which guards the state itself.
 	writeMu sync.Mutex
+	buf     []byte // the last write's content, its space reused; under writeMu
 	mu      sync.Mutex
 	state   State
 	failed  func(error) // the last Post's, until a write carries its change
@@ -407,7 +405,8 @@ func (f *StateFile) write() (failed func(error), err error) {
 	f.mu.Lock()
 	f.state.Generation++
 	f.state.Written = time.Now()
-	data, err := encodeState(&f.state)
+	data, err := appendState(f.buf[:0], &f.state)
+	f.buf = data
 	failed = f.failed
 	f.failed = nil
 	f.mu.Unlock()

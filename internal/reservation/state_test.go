@@ -1,10 +1,13 @@
 package reservation
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -589,5 +592,49 @@ func TestStateFilePostChangeUnchanged(t *testing.T) {
 	s, err := WaitState(ctx, path, 0, func(s *State) bool { return slices.Equal(s.Holders, []int{7}) })
 	if err != nil || s.Generation != before.Generation+1 {
 		t.Errorf("after a change and an update that changed nothing: %+v, %v; want one write (generation %d)", s, err, before.Generation+1)
+	}
+}
+
+// TestEncodeStateIsMarshalIndent: the state file is what encoding/json
+// would write, byte for byte, for states with and without holders, events,
+// errors and start ticks, in zones with and without an offset, and for
+// strings every escape applies to.
+func TestEncodeStateIsMarshalIndent(t *testing.T) {
+	odd := "a\"b\\c\b\f\n\r\t\x00\x1f\x7f <>& \u2028\u2029 é 日本 \xff\xc3 \xed\xa0\x80 end"
+	zone := time.FixedZone("X", -(3*3600 + 30*60))
+	states := []State{
+		{},
+		{Generation: 1, Written: time.Date(2026, 12, 5, 14, 23, 4, 123456789, time.UTC), RefreshSeconds: 60,
+			Program: "pmdaperfevent", PID: 4242, StartTicks: 987654321, Started: time.Date(2026, 12, 5, 14, 23, 4, 0, zone),
+			Config: "/etc/pcp/perfevent/perfevent.conf", LockFile: "/var/lib/pcp/pmdas/perfevent/perflock",
+			Counters: CountersOpen, Since: time.Date(2026, 1, 2, 3, 4, 5, 600, time.Local), Holders: []int{},
+			Events: []EventState{}},
+		{Generation: 1<<64 - 1, RefreshSeconds: 0.25, PID: -1, Counters: CountersReleased, Holders: []int{100, 200, 300},
+			Events: []EventState{{Name: "perf:cpu_clock", State: EventReleased, CPUs: 2}, {Name: odd, State: EventFailed, Error: odd}}},
+		{RefreshSeconds: 1e-7, Program: odd, Holders: []int{7}},
+		{RefreshSeconds: 1e21, Config: "<script>&amp;</script>"},
+		{RefreshSeconds: 123456.789e-3, Events: []EventState{{Name: "x", Error: "e"}}},
+	}
+	for i, s := range states {
+		want, err := json.MarshalIndent(&s, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, '\n')
+		got, err := encodeState(&s)
+		if err != nil {
+			t.Errorf("state %d: %v", i, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("state %d:\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	for _, s := range []State{{Written: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, {RefreshSeconds: math.NaN()}, {RefreshSeconds: math.Inf(1)}} {
+		if _, err := json.Marshal(&s); err == nil {
+			t.Fatalf("encoding/json takes %+v", s)
+		}
+		if _, err := encodeState(&s); err == nil {
+			t.Errorf("encodeState takes what encoding/json refuses: %+v", s)
+		}
 	}
 }
