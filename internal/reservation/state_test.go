@@ -638,3 +638,27 @@ func TestEncodeStateIsMarshalIndent(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessStatReadsWhatReadFileDoes: the start ticks of this process
+// as its whole /proc/PID/stat gives them, and a missing pid as a missing file.
+func TestProcessStatReadsWhatReadFileDoes(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Skipf("needs /proc: %v", err)
+	}
+	want, err := parseStat(os.Getpid(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := processStat(os.Getpid())
+	if err != nil || got.startTicks != want.startTicks || got.startTicks == 0 {
+		t.Errorf("processStat = %+v, %v; /proc/self/stat says %+v", got, err, want)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("needs true(1)")
+	}
+	if _, err := processStat(cmd.Process.Pid); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "/proc/"+itoa(cmd.Process.Pid)+"/stat") {
+		t.Errorf("a reaped pid: %v", err)
+	}
+}
