@@ -126,7 +126,12 @@ func (a *Agent) logLine(l reportLine) {
 // are new and those that are gone; a new line that this agent has logged
 // before (an event that cannot open here, in a generation before the
 // last) is counted, not repeated: each is explained once per agent life.
+// The lines go to the log in one write.
 func (a *Agent) logReport(r, prev *report, summary string) {
+	a.log.Batch(func() { a.writeReport(r, prev, summary) })
+}
+
+func (a *Agent) writeReport(r, prev *report, summary string) {
 	if prev == nil {
 		for _, l := range r.lines {
 			a.told[l.key] = true
