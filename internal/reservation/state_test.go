@@ -571,20 +571,25 @@ func TestStateFilePostChangeUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sf.writeMu.Lock() // the refresher takes the first post, then waits here
+	due := func() bool {
+		sf.mu.Lock()
+		defer sf.mu.Unlock()
+		return sf.posted
+	}
+	sf.writeMu.Lock() // the writer takes the first post, then waits here
 	sf.PostChange(func(s *State) bool { s.Holders = []int{7}; return true }, nil)
 	deadline := time.Now().Add(patience)
-	for len(sf.posted) > 0 && time.Now().Before(deadline) {
+	for due() && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
-	if len(sf.posted) > 0 {
+	if due() {
 		sf.writeMu.Unlock()
-		t.Fatal("the refresher did not take the first post")
+		t.Fatal("the writer did not take the first post")
 	}
 	sf.PostChange(func(s *State) bool { return false }, nil)
-	due := len(sf.posted)
+	again := due()
 	sf.writeMu.Unlock()
-	if due != 0 {
+	if again {
 		t.Errorf("an update that changed nothing asked for a write")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -660,5 +665,43 @@ func TestProcessStatReadsWhatReadFileDoes(t *testing.T) {
 	}
 	if _, err := processStat(cmd.Process.Pid); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "/proc/"+itoa(cmd.Process.Pid)+"/stat") {
 		t.Errorf("a reaped pid: %v", err)
+	}
+}
+
+// Close waits for the writes under way, heartbeats and Posts, and nothing
+// writes the file again after it, not even a late Update: an agent that
+// has stopped reports nothing.
+func TestStateFileCloseEndsWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.state")
+	sf, err := NewStateFile(path, State{Program: "pmdaperfevent", Counters: CountersOpen}, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 200 {
+			sf.Post(func(s *State) { s.Holders = []int{i} }, nil)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if s, err := WaitState(ctx, path, 0, func(s *State) bool { return s.Generation >= 3 }); err != nil {
+		t.Fatalf("posts and heartbeats wrote nothing: %v (last %+v)", err, s)
+	}
+	if err := sf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait() // Posts after Close start no writer
+	if err := sf.Update(func(s *State) { s.Holders = []int{-1} }); err != nil {
+		t.Errorf("Update after Close: %v", err)
+	}
+	sf.Post(func(s *State) { s.Holders = []int{-2} }, nil)
+	if err := sf.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the state file is back after Close: %v", err)
 	}
 }
