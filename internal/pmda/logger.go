@@ -52,7 +52,8 @@ type Logger struct {
 
 	debug bool // Debugf writes
 
-	// batch holds the lines written while Batch runs, for one write.
+	// batch holds the lines written while Batch runs, up to batchSize
+	// bytes a write.
 	batch    []byte
 	batching int
 }
@@ -159,10 +160,8 @@ func (l *Logger) Batch(fn func()) {
 	defer func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.batching--; l.batching == 0 && len(l.batch) > 0 {
-			b := l.batch
-			l.batch = nil
-			l.write(b)
+		if l.batching--; l.batching == 0 {
+			l.flushBatch()
 		}
 	}()
 	fn()
@@ -338,10 +337,38 @@ func onlyVerbs(format string) bool {
 // write writes b and rotates the file when it has grown past its cap, or
 // keeps it for the end of a Batch; the caller holds l.mu.
 func (l *Logger) write(b []byte) {
-	if l.batching > 0 {
+	if l.batching > 0 && len(b) <= batchSize {
+		if len(l.batch)+len(b) > batchSize {
+			l.flushBatch()
+		}
+		if l.batch == nil {
+			l.batch = make([]byte, 0, batchSize)
+		}
 		l.batch = append(l.batch, b...)
 		return
 	}
+	l.flushBatch()
+	l.writeOut(b)
+}
+
+// batchSize is what a Batch writes at a time: a page, about 15 lines
+// of the agent's start-up report, the buffer made once and reused. A
+// buffer grown to hold a whole report cost more in fresh memory than the
+// writes it saved.
+const batchSize = 4096
+
+// flushBatch writes what a Batch holds; the caller holds l.mu.
+func (l *Logger) flushBatch() {
+	if len(l.batch) == 0 {
+		return
+	}
+	b := l.batch
+	l.batch = l.batch[:0]
+	l.writeOut(b)
+}
+
+// writeOut is write's, now; the caller holds l.mu.
+func (l *Logger) writeOut(b []byte) {
 	n, _ := l.w.Write(b)
 	if l.file == nil {
 		return

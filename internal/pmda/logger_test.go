@@ -203,3 +203,37 @@ func TestKindOf(t *testing.T) {
 		}
 	}
 }
+
+// A Batch longer than batchSize is written batchSize bytes at most at a
+// time, a line longer than that by itself, in order.
+func TestLoggerBatchPages(t *testing.T) {
+	var lines, batched writes
+	long := strings.Repeat("x", batchSize)
+	for _, c := range []struct {
+		w     *writes
+		batch bool
+	}{{&lines, false}, {&batched, true}} {
+		l := NewLogger(c.w, "pmdaperfevent")
+		l.now = func() time.Time { return time.Date(2026, 12, 2, 9, 0, 5, 0, time.UTC) }
+		body := func() {
+			for i := range 30 {
+				l.Infof("%s", fmt.Sprintf("line %c %s", 'A'+i, strings.Repeat("y", 250)))
+			}
+			l.Infof("%s", long)
+			l.Infof("last")
+		}
+		if c.batch {
+			l.Batch(body)
+		} else {
+			body()
+		}
+	}
+	if lines.String() != batched.String() {
+		t.Fatalf("batched:\n%s\nline by line:\n%s", batched.String(), lines.String())
+	}
+	// 30 lines of 300 bytes: 13 fill a batch, then 13, then 4 are written
+	// before the long line; "last" with the Batch's end.
+	if lines.n != 32 || batched.n != 5 {
+		t.Errorf("%d writes line by line, %d batched; want 32 and 5", lines.n, batched.n)
+	}
+}
