@@ -3,6 +3,7 @@ package reservation
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -15,7 +16,13 @@ import (
 // the agent's first write of the file; perfalloc still reads it with
 // encoding/json.
 func appendState(b []byte, s *State) ([]byte, error) {
-	e := stateEncoder{b: b}
+	// Room for it all at once, escapes aside: growing from nothing took
+	// as long as the encoding.
+	n := 512 + len(s.Program) + len(s.Config) + len(s.LockFile) + len(s.Counters) + 12*len(s.Holders)
+	for _, ev := range s.Events {
+		n += 128 + len(ev.Name) + len(ev.State) + len(ev.Error)
+	}
+	e := stateEncoder{b: slices.Grow(b, n)}
 	e.b = append(e.b, '{')
 	e.key(1, "generation")
 	e.b = strconv.AppendUint(e.b, s.Generation, 10)

@@ -705,3 +705,18 @@ func TestStateFileCloseEndsWrites(t *testing.T) {
 		t.Errorf("the state file is back after Close: %v", err)
 	}
 }
+
+// The state file's content is made in one allocation: appendState sizes
+// its buffer for the state before it writes.
+func TestAppendStateAllocatesOnce(t *testing.T) {
+	s := State{Generation: 3, Written: time.Now(), RefreshSeconds: 60, Program: "pmdaperfevent", PID: 4242, StartTicks: 99,
+		Started: time.Now(), Config: "/var/lib/pcp/pmdas/perfevent-go/perfevent.conf", LockFile: "/var/lib/pcp/pmdas/perfevent/perflock",
+		Counters: CountersOpen, Since: time.Now(), Holders: []int{1, 22, 333}}
+	for i := range 40 {
+		s.Events = append(s.Events, EventState{Name: "hwcounters.some_event_name_" + strconv.Itoa(i), State: EventFailed, CPUs: 768,
+			Error: "not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)"})
+	}
+	if n := testing.AllocsPerRun(10, func() { appendState(nil, &s) }); n != 1 {
+		t.Errorf("%v allocations, want 1", n)
+	}
+}
