@@ -145,10 +145,11 @@ func (l *Logger) SetDebug(on bool) {
 	l.debug = on
 }
 
-// Batch runs fn and writes the lines it logs (from any goroutine) in one
-// Write when it returns: the agent's start-up report is tens of lines,
-// each a system call of its own otherwise. fn must not wait for another
-// goroutine that logs; lines are written as they come again after it.
+// Batch runs fn and writes the lines it logs (from any goroutine) a page
+// at a time, the rest when it returns: the agent's start-up report is
+// tens of lines, each a system call of its own otherwise. fn must not
+// wait for another goroutine that logs; lines are written as they come
+// again after it.
 func (l *Logger) Batch(fn func()) {
 	if l == nil {
 		fn()
