@@ -3,7 +3,9 @@ package counter_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -107,11 +109,37 @@ func TestNewRejectsBadSpecs(t *testing.T) {
 		{[]counter.Spec{sw("a", 0, 0), sw("a", 1, 0)}, `event "a" is listed twice (#1 and #2)`},
 		{[]counter.Spec{sw("a", 0, 0, -1)}, `event "a": CPU id -1 is negative`},
 		{[]counter.Spec{sw("a", 0, 1, 0, 1)}, `event "a": CPU 1 is listed twice`},
+		{[]counter.Spec{sw("a", 0, 0, 1), sw("b", 0, 3, 1, 2, 3)}, `event "b": CPU 3 is listed twice`},
 	} {
 		_, err := counter.New(tc.specs, counter.Config{Opener: countertest.New()})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%v) = %v, want an error containing %q", tc.specs, err, tc.want)
 		}
+	}
+}
+
+// A slot keeps its CPU id in an int32; a larger id is refused rather than
+// cut short.
+func TestNewRejectsCPUIdsBeyondInt32(t *testing.T) {
+	if strconv.IntSize < 64 {
+		t.Skip("needs a 64-bit int to hold a CPU id beyond int32")
+	}
+	big := math.MaxInt32
+	big++
+	_, err := counter.New([]counter.Spec{sw("a", 0, 0, big)}, counter.Config{Opener: countertest.New()})
+	if want := fmt.Sprintf(`event "a": CPU id %d is out of range`, big); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New: %v, want an error containing %q", err, want)
+	}
+}
+
+// CPUs listed in any order are served in that order.
+func TestCPUsInSpecOrder(t *testing.T) {
+	s, _ := newSet(t, sw("a", 0, 3, 0, 2), hw("b", 0, 2, 1))
+	if got := s.CPUs(0); !slices.Equal(got, []int{3, 0, 2}) {
+		t.Errorf("CPUs of a: %v, want [3 0 2]", got)
+	}
+	if got := s.CPUs(1); !slices.Equal(got, []int{2, 1}) {
+		t.Errorf("CPUs of b: %v, want [2 1]", got)
 	}
 }
 

@@ -46,8 +46,10 @@ func (k Kind) String() string {
 // Classify maps an error from opening a counter to a Kind. Errors that are
 // not errnos are Other.
 func Classify(err error) Kind {
-	var errno unix.Errno
-	if !errors.As(err, &errno) {
+	// A bare errno, as the kernel's opener returns, needs no errors.As,
+	// whose target would be one more allocation for each failed open.
+	errno, ok := err.(unix.Errno)
+	if !ok && !errors.As(err, &errno) {
 		return Other
 	}
 	switch errno {
@@ -82,7 +84,11 @@ type OpenError struct {
 // when they matter, so it says what is true at the time of the failure.
 func NewOpenError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
 	e := &OpenError{Event: event, CPU: cpu, Kind: Classify(err), Err: err}
-	errors.As(err, &e.Errno)
+	if errno, ok := err.(unix.Errno); ok {
+		e.Errno = errno
+	} else {
+		errors.As(err, &e.Errno)
+	}
 	switch e.Kind {
 	case Permission:
 		e.Advice = fmt.Sprintf("permission denied: kernel.perf_event_paranoid is %s (see %s); run as root or grant CAP_PERFMON",
