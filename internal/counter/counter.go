@@ -992,6 +992,25 @@ func (s *Set) Status(ev int) []CPUStatus {
 	return out
 }
 
+// Counting is what Status says of an event in short, without allocating:
+// how many of its CPUs count now (open, not disabled by Release), and the
+// error of the first CPU that has one, its open's or its read's. Like
+// Status, it must not be called between Begin and End.
+func (s *Set) Counting(ev int) (cpus int, why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.events[ev].slots {
+		sl := &s.events[ev].slots[k]
+		if sl.src != nil && !sl.off {
+			cpus++
+		}
+		if why == nil && sl.err != nil {
+			why = sl.err
+		}
+	}
+	return cpus, why
+}
+
 // Fetch is the view of the Set during one fetch, from Begin to End. The
 // metrics layer marks the events the requested metrics touch, reads them
 // once with Read, then takes the values:
