@@ -38,9 +38,19 @@ type opened struct {
 // normal on a VM and noted as Info; any other failure is a Problem.
 func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 	o := &opened{unsupported: map[string]bool{}}
+	// The failures come event by event: each event's are a run of them.
 	byEvent := map[string][]*counter.OpenError{}
-	for _, f := range sum.Failures {
-		byEvent[f.Event] = append(byEvent[f.Event], f)
+	for i := 0; i < len(sum.Failures); {
+		j := i + 1
+		for j < len(sum.Failures) && sum.Failures[j].Event == sum.Failures[i].Event {
+			j++
+		}
+		ev, run := sum.Failures[i].Event, sum.Failures[i:j:j]
+		if prev, ok := byEvent[ev]; ok {
+			run = append(prev, run...) // a copy: neither has room
+		}
+		byEvent[ev] = run
+		i = j
 	}
 	for _, c := range p.Counters {
 		ev, _ := set.Lookup(c.Event.Name)

@@ -555,7 +555,7 @@ type Summary struct {
 	Events   int          // events configured
 	Served   int          // events with at least one open CPU
 	FDs      int          // descriptors open now
-	Failures []*OpenError // every (event, CPU) that did not open
+	Failures []*OpenError // every (event, CPU) that did not open, in event order, then Spec CPU order
 }
 
 // String is one line for the log, e.g.

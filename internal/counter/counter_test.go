@@ -560,3 +560,26 @@ func fetchUntil(t *testing.T, s *counter.Set, stop <-chan struct{}, actives ...i
 		}
 	}
 }
+
+// Summary.Failures come event by event, each in its Spec's CPU order, so
+// that a caller takes each event's failures as one run of them.
+func TestFailuresInEventThenCPUOrder(t *testing.T) {
+	fake := countertest.New()
+	fake.FailOpen("a", countertest.AnyCPU, unix.ENOENT)
+	fake.FailOpen("c", countertest.AnyCPU, unix.EACCES)
+	s, err := counter.New([]counter.Spec{hw("a", 0, 2, 0, 1), sw("b", 0, 0, 1), hw("c", 1, 1, 0)}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range sum.Failures {
+		got = append(got, fmt.Sprintf("%s/%d", f.Event, f.CPU))
+	}
+	if want := []string{"a/2", "a/0", "a/1", "c/1", "c/0"}; !slices.Equal(got, want) {
+		t.Errorf("failures %v, want %v", got, want)
+	}
+}

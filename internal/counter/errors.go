@@ -49,8 +49,12 @@ func Classify(err error) Kind {
 	// A bare errno, as the kernel's opener returns, needs no errors.As,
 	// whose target would be one more allocation for each failed open.
 	errno, ok := err.(unix.Errno)
-	if !ok && !errors.As(err, &errno) {
-		return Other
+	if !ok {
+		var wrapped unix.Errno // apart from errno, so that only this path allocates it
+		if !errors.As(err, &wrapped) {
+			return Other
+		}
+		errno = wrapped
 	}
 	switch errno {
 	case unix.EACCES, unix.EPERM:
