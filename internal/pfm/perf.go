@@ -407,6 +407,11 @@ var perfAttrs = [numPerfAttrs]attrDesc{
 	{Name: "hw_smpl", Type: attrBool},
 }
 
+// attrRoom is a family's attributes of ev, n of its own and its PMU's
+// modifiers: a slice with room for them and for the perf layer's, which
+// parseAttrs adds, so that it never grows.
+func attrRoom(n int) []attrDesc { return make([]attrDesc, 0, n+len(perfAttrs)) }
+
 // perfKeep is the part of a family's validate_pattrs every family
 // shares: a PMU that cannot sample has no period, freq or precise; one
 // that filters no privilege level has no u, k, mg or mh.
@@ -432,7 +437,9 @@ func perfKeep(p *PMU, idx int) bool {
 // r.pattrs and r.vals from the name's attributes, as
 // pfmlib_parse_event_attr and pfmlib_sanitize_event do.
 func (r *request) parseAttrs(pmuAttrs []attrDesc, keep func(idx int) bool) error {
-	r.pattrs = append(r.pattrs[:0], pmuAttrs...)
+	// The families make pmuAttrs afresh for each request, with room for
+	// the perf layer's (attrRoom): they are appended to it in place.
+	r.pattrs = slices.Grow(pmuAttrs, len(perfAttrs))
 	for i, a := range perfAttrs {
 		if keep(i) {
 			a.Perf = true
