@@ -132,7 +132,7 @@ func encode(name string, env Env, active []string) (Encoding, error) {
 	if err := r.perfLayer(); err != nil {
 		return Encoding{}, err
 	}
-	full := r.pmu.Name + "::" + r.fstr
+	full := r.pmu.Name + "::" + string(r.fstr)
 	if r.noMods {
 		full = ""
 	}
@@ -687,7 +687,7 @@ func (r *request) sortVals() {
 // (given and default) in table order.
 func (r *request) canonicalUmasks() {
 	r.sortVals()
-	r.fstr = ""
+	r.fstr = r.fstr[:0]
 	r.addf("%s", r.event.Name)
 	for _, v := range r.vals {
 		switch d := r.desc(v); {
@@ -704,13 +704,20 @@ func (r *request) canonicalUmasks() {
 // prefix: longer ones are cut short.
 const fstrMax = 255
 
-// addf appends to the canonical name, which libpfm4 cuts at fstrMax.
+// addf appends to the canonical name, which libpfm4 cuts at fstrMax. The
+// name is written into one buffer of that size, not made anew at each
+// attribute as a string would be.
 func (r *request) addf(format string, args ...any) {
-	s := fmt.Sprintf(format, args...)
-	if room := fstrMax - len(r.fstr); len(s) > room {
-		s = s[:max(room, 0)]
+	if r.fstr == nil {
+		r.fstr = make([]byte, 0, fstrMax+1)
 	}
-	r.fstr += s
+	if len(r.fstr) >= fstrMax {
+		return
+	}
+	r.fstr = fmt.Appendf(r.fstr, format, args...)
+	if len(r.fstr) > fstrMax {
+		r.fstr = r.fstr[:fstrMax]
+	}
 }
 
 // perfLayer applies the perf-level modifiers once the family has
