@@ -86,3 +86,39 @@ func TestOpenAllocsDoNotGrowWithCPUs(t *testing.T) {
 		t.Errorf("New and Open make %v objects for 768 CPUs, %v for 2: want at most 8 more", large, small)
 	}
 }
+
+// An event the machine lacks fails on every CPU; the failures' OpenErrors
+// are allocated in blocks, not one by one.
+func TestFailedOpensAllocateInBlocks(t *testing.T) {
+	allocs := func(cpus int) float64 {
+		specs, cfg := allocSpecs(cpus)
+		fake := countertest.New()
+		fake.FailOpen("cycles", countertest.AnyCPU, unix.ENOENT)
+		fake.FailOpen("instructions", countertest.AnyCPU, unix.ENOENT)
+		cfg.Opener = failingOpener{fake}
+		return testing.AllocsPerRun(5, func() {
+			s, err := counter.New(specs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum, err := s.Open(); err != nil || len(sum.Failures) != 2*cpus {
+				t.Fatalf("Open: %d failures, %v; want cycles and instructions on each of %d CPUs", len(sum.Failures), err, cpus)
+			}
+		})
+	}
+	small, large := allocs(2), allocs(768)
+	if large > small+16 {
+		t.Errorf("New and Open with 2 events failing make %v objects for 768 CPUs, %v for 2: want at most 16 more", large, small)
+	}
+}
+
+// failingOpener fails what its fake would, and opens the rest as
+// nullOpener does, allocating nothing.
+type failingOpener struct{ fake *countertest.Opener }
+
+func (o failingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader counter.Source) (counter.Source, error) {
+	if event == "cycles" || event == "instructions" {
+		return o.fake.Open(event, attr, cpu, leader)
+	}
+	return nullSource{}, nil
+}

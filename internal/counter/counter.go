@@ -294,15 +294,14 @@ const maxGroup = 512
 // read() of their leader. Its slots keep their own Sources for closing and status.
 type group struct {
 	cpu     int
-	refs    []ref    // every software slot of the CPU, in Spec order
-	open    []ref    // the members open now, in open order: the leader first
-	vals    []uint64 // ReadGroup's buffer, with room for every ref
-	readErr error    // why the most recent read failed, to log once
-	read    bool     // read by the current fetch
-	name    string   // a Spec.Group; "" for the software events of the CPU
-	mixed   bool     // a group of software events that msr or tracepoint events joined
-	split   bool     // a named group that never ran: its members open on their own
-	starved bool     // split is due: seen never running, not yet reopened
+	refs    []ref  // every software slot of the CPU, in Spec order
+	open    []ref  // the members open now, in open order: the leader first
+	readErr error  // why the most recent read failed, to log once
+	read    bool   // read by the current fetch
+	name    string // a Spec.Group; "" for the software events of the CPU
+	mixed   bool   // a group of software events that msr or tracepoint events joined
+	split   bool   // a named group that never ran: its members open on their own
+	starved bool   // split is due: seen never running, not yet reopened
 }
 
 type event struct {
@@ -342,12 +341,13 @@ type Set struct {
 	groups  []group // fixed by New, but for their open members
 	derived []derived
 	state   state
-	fresh   bool  // no read has completed since the last open
-	counted bool  // Config.CountFirstRead
-	muted   bool  // this fetch did the first read after an open
-	nOK     int   // slots whose most recent read succeeded
-	needed  []int // events marked in this fetch, to clear them cheaply
-	read    []int // groups read in this fetch, to clear them cheaply
+	fresh   bool     // no read has completed since the last open
+	counted bool     // Config.CountFirstRead
+	muted   bool     // this fetch did the first read after an open
+	nOK     int      // slots whose most recent read succeeded
+	needed  []int    // events marked in this fetch, to clear them cheaply
+	read    []int    // groups read in this fetch, to clear them cheaply
+	vals    []uint64 // ReadGroup's buffer, for the largest group: groups are read one at a time, under mu
 	fetch   Fetch
 
 	splitDue bool // a group starved; End starts splitStarved
@@ -525,7 +525,7 @@ func (s *Set) makeGroups(specs []Spec) {
 	}
 	s.groups = make([]group, 0, nGroups)
 	refs := make([]ref, members)
-	vals := make([]uint64, members)
+	largest := 0
 	each(func(key groupKey, r ref) {
 		ks := &states[keys[key]]
 		g := ks.g
@@ -533,11 +533,12 @@ func (s *Set) makeGroups(specs []Spec) {
 			g = len(s.groups)
 			ks.g = g
 			n := min(ks.left, maxGroup)
-			grp := group{cpu: int(key.cpu), refs: refs[:0:n], vals: vals[:n:n]}
+			grp := group{cpu: int(key.cpu), refs: refs[:0:n]}
 			if key.name > 0 {
 				grp.name = names[key.name-1]
 			}
-			refs, vals = refs[n:], vals[n:]
+			refs = refs[n:]
+			largest = max(largest, n)
 			s.groups = append(s.groups, grp)
 		}
 		ks.left--
@@ -548,6 +549,7 @@ func (s *Set) makeGroups(specs []Spec) {
 		s.events[r.ev].slots[r.k].grp = int32(g)
 		s.events[r.ev].slots[r.k].home = int32(g)
 	})
+	s.vals = make([]uint64, largest)
 }
 
 // Summary describes the outcome of Open or Reopen, for the log.
@@ -665,7 +667,28 @@ type opened struct {
 	// attr is where an attr that differs from its event's is made for
 	// the Opener, one for every open rather than a copy on the heap each.
 	attr *unix.PerfEventAttr
+	// errBlock is where openError takes OpenErrors from: an event the
+	// machine lacks fails on every CPU, and one allocation per block
+	// rather than per failure keeps that cheap.
+	errBlock  []OpenError
+	errBlocks int // the size of the last block
 }
+
+// openError is NewOpenError, the OpenError cut from a block that grows
+// with the failures, to at most maxErrBlock.
+func (o *opened) openError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
+	if len(o.errBlock) == 0 {
+		o.errBlocks = min(max(8, 2*o.errBlocks), maxErrBlock)
+		o.errBlock = make([]OpenError, o.errBlocks)
+	}
+	e := &o.errBlock[0]
+	o.errBlock = o.errBlock[1:]
+	e.set(fs, event, cpu, err)
+	return e
+}
+
+// maxErrBlock is the most OpenErrors allocated together (about 18 kB).
+const maxErrBlock = 256
 
 // openAll opens the served slots (onlyServed) or all slots, without
 // touching the Set's state, so that it can run outside mu. The slot layout
@@ -691,7 +714,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 		}
 		src, err := s.opener.Open(ev.name, attr, int(sl.cpu), leader)
 		if err != nil {
-			o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, int(sl.cpu), err)
+			o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, int(sl.cpu), err)
 			return nil
 		}
 		o.srcs[r.ev][r.k] = src
@@ -748,7 +771,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 				ev := &s.events[r.ev]
 				o.srcs[r.ev][r.k].Close() // its error adds nothing to err
 				o.srcs[r.ev][r.k] = nil
-				o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, s.groups[g].cpu,
+				o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, s.groups[g].cpu,
 					fmt.Errorf("enabling the group of software events on cpu%d: %w", s.groups[g].cpu, err))
 			}
 			o.groups[g] = nil
@@ -1134,7 +1157,7 @@ func (s *Set) readSlot(ev *event, sl *slot) {
 // for the group, not once per member.
 func (s *Set) readGroup(g *group) {
 	lead := g.open[0]
-	vals := g.vals[:len(g.open)]
+	vals := s.vals[:len(g.open)]
 	enabled, running, err := s.events[lead.ev].slots[lead.k].src.ReadGroup(vals)
 	if err != nil {
 		if g.readErr == nil {

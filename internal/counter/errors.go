@@ -87,7 +87,14 @@ type OpenError struct {
 // current perf_event_paranoid setting (in fs's procfs) or RLIMIT_NOFILE
 // when they matter, so it says what is true at the time of the failure.
 func NewOpenError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
-	e := &OpenError{Event: event, CPU: cpu, Kind: Classify(err), Err: err}
+	e := new(OpenError)
+	e.set(fs, event, cpu, err)
+	return e
+}
+
+// set is NewOpenError into e.
+func (e *OpenError) set(fs hostfs.FS, event string, cpu int, err error) {
+	*e = OpenError{Event: event, CPU: cpu, Kind: Classify(err), Err: err}
 	if errno, ok := err.(unix.Errno); ok {
 		e.Errno = errno
 	} else {
@@ -114,7 +121,6 @@ func NewOpenError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
 	default:
 		e.Advice = err.Error()
 	}
-	return e
 }
 
 // Error reads like the C agent's log line, with the advice in place of the
