@@ -671,7 +671,8 @@ type opened struct {
 	// machine lacks fails on every CPU, and one allocation per block
 	// rather than per failure keeps that cheap.
 	errBlock  []OpenError
-	errBlocks int // the size of the last block
+	errBlocks int        // the size of the last block
+	advice    readAdvice // what the failures so far read of the system
 }
 
 // openError is NewOpenError, the OpenError cut from a block that grows
@@ -683,7 +684,7 @@ func (o *opened) openError(fs hostfs.FS, event string, cpu int, err error) *Open
 	}
 	e := &o.errBlock[0]
 	o.errBlock = o.errBlock[1:]
-	e.set(fs, event, cpu, err)
+	e.set(fs, event, cpu, err, &o.advice)
 	return e
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 	"perfevent/internal/testlog"
 )
@@ -582,4 +585,53 @@ func TestFailuresInEventThenCPUOrder(t *testing.T) {
 	if want := []string{"a/2", "a/0", "a/1", "c/1", "c/0"}; !slices.Equal(got, want) {
 		t.Errorf("failures %v, want %v", got, want)
 	}
+}
+
+// A pass of opens reads perf_event_paranoid once for its advice, however
+// many CPUs refuse: here the setting changes after the first refusal, and
+// every failure of that Open still says what the first one read.
+func TestPermissionAdviceReadOncePerOpen(t *testing.T) {
+	fs := hostfs.FS{Proc: t.TempDir()}
+	p := fs.ParanoidFile()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := countertest.New()
+	fake.FailOpen("cycles", countertest.AnyCPU, unix.EACCES)
+	opener := &rewritingOpener{Opener: fake, path: p}
+	s, err := counter.New([]counter.Spec{hw("cycles", 0, 0, 1, 2, 3)}, counter.Config{Opener: opener, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range sum.Failures {
+		got = append(got, f.Advice)
+	}
+	want := "permission denied: kernel.perf_event_paranoid is 2 (see " + p + "); run as root or grant CAP_PERFMON"
+	if !slices.Equal(got, []string{want, want, want, want}) {
+		t.Errorf("Open's advice %q, want the first reading, %q, on all 4 CPUs", got, want)
+	}
+}
+
+// rewritingOpener sets perf_event_paranoid to 3 before its second open,
+// once the first refusal's advice is written, as an administrator
+// changing it during the opens would.
+type rewritingOpener struct {
+	counter.Opener
+	path  string
+	opens int
+}
+
+func (o *rewritingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader counter.Source) (counter.Source, error) {
+	if o.opens++; o.opens == 2 {
+		os.WriteFile(o.path, []byte("3\n"), 0o644)
+	}
+	return o.Opener.Open(event, attr, cpu, leader)
 }

@@ -88,12 +88,18 @@ type OpenError struct {
 // when they matter, so it says what is true at the time of the failure.
 func NewOpenError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
 	e := new(OpenError)
-	e.set(fs, event, cpu, err)
+	e.set(fs, event, cpu, err, nil)
 	return e
 }
 
-// set is NewOpenError into e.
-func (e *OpenError) set(fs hostfs.FS, event string, cpu int, err error) {
+// readAdvice is the advice that reads the system (perf_event_paranoid,
+// RLIMIT_NOFILE), kept by one pass of opens: a refused event is refused on
+// every CPU, and the pass reads the setting once rather than once each.
+type readAdvice struct{ permission, limit string }
+
+// set is NewOpenError into e; seen, if not nil, keeps the advice that
+// reads the system for the next failures.
+func (e *OpenError) set(fs hostfs.FS, event string, cpu int, err error, seen *readAdvice) {
 	*e = OpenError{Event: event, CPU: cpu, Kind: Classify(err), Err: err}
 	if errno, ok := err.(unix.Errno); ok {
 		e.Errno = errno
@@ -102,17 +108,31 @@ func (e *OpenError) set(fs hostfs.FS, event string, cpu int, err error) {
 	}
 	switch e.Kind {
 	case Permission:
+		if seen != nil && seen.permission != "" {
+			e.Advice = seen.permission
+			break
+		}
 		e.Advice = fmt.Sprintf("permission denied: kernel.perf_event_paranoid is %s (see %s); run as root or grant CAP_PERFMON",
 			paranoidLevel(fs.ParanoidFile()), fs.ParanoidFile())
+		if seen != nil {
+			seen.permission = e.Advice
+		}
 	case Unsupported:
 		e.Advice = "not supported on this machine (e.g. a VM without a hardware PMU)"
 	case CPUOffline:
 		e.Advice = fmt.Sprintf("CPU %d is offline", cpu)
 	case DescriptorLimit:
+		if seen != nil && seen.limit != "" {
+			e.Advice = seen.limit
+			break
+		}
 		if soft, hard, lerr := getFileLimit(); lerr == nil {
 			e.Advice = fmt.Sprintf("descriptor limit reached (RLIMIT_NOFILE soft=%d, hard=%d)", soft, hard)
 		} else {
 			e.Advice = fmt.Sprintf("descriptor limit reached (RLIMIT_NOFILE unknown: %v)", lerr)
+		}
+		if seen != nil {
+			seen.limit = e.Advice
 		}
 	case InvalidEncoding:
 		e.Advice = "invalid event encoding for this kernel/PMU"
