@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -52,6 +53,7 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 		byEvent[ev] = run
 		i = j
 	}
+	var cpus []int // one buffer for every event's failed CPUs: Describe keeps none
 	for _, c := range p.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
 		served := set.CPUs(ev)
@@ -65,9 +67,9 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 			o.counters = append(o.counters, c)
 			continue
 		}
-		cpus := make([]int, len(fails))
-		for i, f := range fails {
-			cpus[i] = f.CPU
+		cpus = slices.Grow(cpus[:0], len(fails))
+		for _, f := range fails {
+			cpus = append(cpus, f.CPU)
 		}
 		text += fmt.Sprintf("; cannot count on %s: %s", cpulist.Describe(cpus), fails[0].Advice)
 		if fails[0].Errno != 0 {
