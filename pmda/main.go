@@ -72,7 +72,9 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.StringVar(&o.logfile, "l", "perfevent.log", "write the log to `file` (- for stderr)")
 	o.logSize = defaultLogSize
 	fs.Var(&o.logSize, "log-size", "rotate the log when it grows past `size` bytes (K, M and G multiply by 1024s; 0 never rotates), keeping the last one as .prev")
-	fs.StringVar(&o.Config, "c", defaultConfig(pcp), "read the configuration from `file`")
+	// The default is looked for (a readlink and up to three stats) only
+	// when it is needed: pmcd gives -c.
+	fs.StringVar(&o.Config, "c", "", "read the configuration from `file`")
 	fs.StringVar(&o.User, "U", pcp.Get("PCP_USER"), "after start-up, run as `user`, keeping only the capability to open counters (root: stay root)")
 	fs.BoolVar(&o.pipe, "p", false, "talk to pmcd on stdin and stdout (the default)")
 	fs.StringVar(&o.socket, "u", "", "listen for pmcd on the unix socket `path`")
@@ -95,9 +97,17 @@ func parseFlags(args []string, pcp *pcpconf.Config, stderr io.Writer) (*options,
 	fs.BoolVar(&o.CCompatible, "c-compatible", false, "with --check, also flag what PCP's C agent (6.0.3) would reject or read differently in the file")
 	fs.BoolVar(&o.NoCatalog, "no-catalog", false, "serve only the configured events and ratios.conf's own ratios: no ratio of the metric catalog, none of its events opened")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	fs.Usage = func() { usage(fs, stderr) }
+	fs.Usage = func() {
+		fs.Lookup("c").DefValue = defaultConfig(pcp)
+		usage(fs, stderr)
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	configGiven := false
+	fs.Visit(func(f *flag.Flag) { configGiven = configGiven || f.Name == "c" })
+	if !configGiven {
+		o.Config = defaultConfig(pcp)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))

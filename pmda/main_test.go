@@ -324,6 +324,17 @@ func TestDefaultConfigIsTheInstalledOne(t *testing.T) {
 	if got := defaultConfig(pcpconf.Load()); got != ours {
 		t.Errorf("default -c %s, want the installed %s", got, ours)
 	}
+	// parseFlags looks for it when -c is not given, and -h shows it.
+	if o, err := parseFlags(nil, pcpconf.Load(), io.Discard); err != nil || o.Config != ours {
+		t.Errorf("without -c: %+v, %v; want -c %s", o, err, ours)
+	}
+	if o, err := parseFlags([]string{"-c", c}, pcpconf.Load(), io.Discard); err != nil || o.Config != c {
+		t.Errorf("-c %s: %+v, %v", c, o, err)
+	}
+	var help strings.Builder
+	if _, err := parseFlags([]string{"-h"}, pcpconf.Load(), &help); !strings.Contains(help.String(), "(default "+ours+")") {
+		t.Errorf("-h: %v, and no default -c in\n%s", err, help.String())
+	}
 	os.Remove(ours)
 	if got := defaultConfig(pcpconf.Load()); got != c {
 		t.Errorf("without an installed configuration: default -c %s, want %s", got, c)

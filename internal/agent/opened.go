@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -38,13 +39,23 @@ type opened struct {
 // normal on a VM and noted as Info; any other failure is a Problem.
 func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 	o := &opened{unsupported: map[string]bool{}}
+	// The failures come event by event: each event's are a run of them.
 	byEvent := map[string][]*counter.OpenError{}
-	for _, f := range sum.Failures {
-		byEvent[f.Event] = append(byEvent[f.Event], f)
+	for i := 0; i < len(sum.Failures); {
+		j := i + 1
+		for j < len(sum.Failures) && sum.Failures[j].Event == sum.Failures[i].Event {
+			j++
+		}
+		ev, run := sum.Failures[i].Event, sum.Failures[i:j:j]
+		if prev, ok := byEvent[ev]; ok {
+			run = append(prev, run...) // a copy: neither has room
+		}
+		byEvent[ev] = run
+		i = j
 	}
-
 	// Sized once: a Counter is a few hundred bytes.
 	o.counters, o.notes = make([]setup.Counter, 0, len(p.Counters)), make([]setup.Note, 0, len(p.Counters)+len(p.Derived))
+	var cpus []int // one buffer for every event's failed CPUs: Describe keeps none
 	for _, c := range p.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
 		served := set.CPUs(ev)
@@ -58,9 +69,9 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 			o.counters = append(o.counters, c)
 			continue
 		}
-		cpus := make([]int, len(fails))
-		for i, f := range fails {
-			cpus[i] = f.CPU
+		cpus = slices.Grow(cpus[:0], len(fails))
+		for _, f := range fails {
+			cpus = append(cpus, f.CPU)
 		}
 		text += fmt.Sprintf("; cannot count on %s: %s", cpulist.Describe(cpus), fails[0].Advice)
 		if fails[0].Errno != 0 {

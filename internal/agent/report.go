@@ -27,31 +27,43 @@ type reportLine struct {
 }
 
 func (r *report) add(level, key, format string, args ...any) {
-	text := fmt.Sprintf(format, args...)
+	r.addText(level, key, fmt.Sprintf(format, args...), "")
+}
+
+// addText adds a line of text; key "" compares it by its text, short ""
+// names it by its text.
+func (r *report) addText(level, key, text, short string) {
 	if key == "" {
 		key = text
 	}
-	r.lines = append(r.lines, reportLine{level: level, text: text, key: level + "\x00" + key, short: text})
+	if short == "" {
+		short = text
+	}
+	r.lines = append(r.lines, reportLine{level: level, text: text, key: level + "\x00" + key, short: short})
 }
 
 func (r *report) infof(format string, args ...any)    { r.add("Info", "", format, args...) }
 func (r *report) warningf(format string, args ...any) { r.add("Warning", "", format, args...) }
 func (r *report) errorf(format string, args ...any)   { r.add("Error", "", format, args...) }
 
+// note adds a plan's note: its position and text, as Note.String writes
+// them, put together once here rather than through fmt.
 func (r *report) note(n setup.Note) {
 	level := "Info"
 	if n.Severity == setup.Problem {
 		level = "Warning"
 	}
+	text := n.Text
+	short, _, _ := strings.Cut(n.Text, ": ")
+	if n.Pos.Line != 0 {
+		pos := n.Pos.String()
+		text = pos + ": " + n.Text
+		short = pos + ": " + short
+	}
 	// Compared without its CPU list: a CPU going offline or coming back
 	// changes every line's list, and the summary and the hotplug line
 	// already say so.
-	r.add(level, maskCPULists(n.Text), "%s", n)
-	short, _, _ := strings.Cut(n.Text, ": ")
-	if n.Pos.Line != 0 {
-		short = n.Pos.String() + ": " + short
-	}
-	r.lines[len(r.lines)-1].short = short
+	r.addText(level, maskCPULists(n.Text), text, short)
 }
 
 // maskCPULists replaces each CPU list in s ("cpu 3", "cpus 0-1,4",
@@ -126,7 +138,12 @@ func (a *Agent) logLine(l reportLine) {
 // are new and those that are gone; a new line that this agent has logged
 // before (an event that cannot open here, in a generation before the
 // last) is counted, not repeated: each is explained once per agent life.
+// The lines go to the log in one write.
 func (a *Agent) logReport(r, prev *report, summary string) {
+	a.log.Batch(func() { a.writeReport(r, prev, summary) })
+}
+
+func (a *Agent) writeReport(r, prev *report, summary string) {
 	if prev == nil {
 		for _, l := range r.lines {
 			a.told[l.key] = true

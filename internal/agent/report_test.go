@@ -5,6 +5,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"perfevent/internal/config"
+	"perfevent/internal/setup"
 )
 
 // logSince returns the log's lines after the first n bytes.
@@ -119,5 +122,32 @@ func TestMaskCPULists(t *testing.T) {
 	}
 	if got := maskCPULists(cases[3]); got != "perf.conf:3: cycles: type 0 config 0x0 -> perfevent.hwcounters.cycles, on cpus *" {
 		t.Errorf("a note's CPU list: %q", got)
+	}
+}
+
+// A note's line is its String, at its severity's level, compared without
+// its CPU list and named by its position and text up to the first ": ".
+func TestReportNote(t *testing.T) {
+	notes := []setup.Note{
+		{Pos: config.Pos{File: "perfevent.conf", Line: 3}, Text: "cycles: type 0 -> perfevent.hwcounters.cycles, on cpus 0-1"},
+		{Pos: config.Pos{Line: 7}, Severity: setup.Problem, Text: "bogus: no such event"},
+		{Text: "catalog ipc: perfevent.ratio.ipc: not usable here"},
+	}
+	var r report
+	for _, n := range notes {
+		r.note(n)
+	}
+	want := []reportLine{
+		{"Info", notes[0].String(), "Info\x00cycles: type 0 -> perfevent.hwcounters.cycles, on cpus *", "perfevent.conf:3: cycles"},
+		{"Warning", "line 7: bogus: no such event", "Warning\x00bogus: no such event", "line 7: bogus"},
+		{"Info", "catalog ipc: perfevent.ratio.ipc: not usable here", "Info\x00catalog ipc: perfevent.ratio.ipc: not usable here", "catalog ipc"},
+	}
+	if len(r.lines) != len(want) {
+		t.Fatalf("%d lines, want %d", len(r.lines), len(want))
+	}
+	for i := range want {
+		if r.lines[i] != want[i] {
+			t.Errorf("line %d: %+v, want %+v", i, r.lines[i], want[i])
+		}
 	}
 }

@@ -247,18 +247,8 @@ func (a *Agent) events() []reservation.EventState {
 	out := make([]reservation.EventState, 0, set.NumEvents())
 	for ev := range set.NumEvents() {
 		e := reservation.EventState{Name: set.Name(ev), State: reservation.EventFailed}
-		var why error
-		for _, c := range set.Status(ev) {
-			if c.Open && !c.Disabled {
-				e.CPUs++
-			}
-			if why == nil && c.OpenErr != nil {
-				why = c.OpenErr
-			}
-			if why == nil && c.ReadErr != nil {
-				why = c.ReadErr
-			}
-		}
+		cpus, why := set.Counting(ev)
+		e.CPUs = cpus
 		switch {
 		case e.CPUs > 0:
 			e.State = reservation.EventCounting

@@ -18,6 +18,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -89,30 +90,39 @@ func write(dirfd int, dir, name string, data []byte, o Options) error {
 	if err != nil {
 		return &fs.PathError{Op: "create temporary file", Path: shown(tmp), Err: err}
 	}
-	f := os.NewFile(uintptr(fd), tmp)
+	// The descriptor is used as it is, without an os.File: this is a
+	// regular file, which the poller does not take, and an os.File would
+	// only ask the kernel so (fcntl) before the first write.
 	fail := func(op string, err error) error {
-		if f != nil {
-			f.Close()
+		if fd >= 0 {
+			unix.Close(fd)
 		}
 		unix.Unlinkat(dirfd, tmp, 0)
-		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-			err = pe.Err // the cause alone; os.File's error repeats the name
-		}
 		return &fs.PathError{Op: op, Path: shown(tmp), Err: err}
 	}
-	if _, err := f.Write(data); err != nil {
-		return fail("write", err)
+	for rest := data; len(rest) > 0; {
+		n, err := unix.Write(fd, rest)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 0 {
+			err = io.ErrUnexpectedEOF // as os.File says of a write that makes no progress
+		}
+		if err != nil {
+			return fail("write", err)
+		}
+		rest = rest[n:]
 	}
-	if err := f.Chmod(o.Mode.Perm()); err != nil {
+	if err := ignoringEINTR(func() error { return unix.Fchmod(fd, uint32(o.Mode.Perm())) }); err != nil {
 		return fail("chmod", err)
 	}
 	if o.Sync {
-		if err := f.Sync(); err != nil {
+		if err := ignoringEINTR(func() error { return unix.Fsync(fd) }); err != nil {
 			return fail("fsync", err)
 		}
 	}
-	err = f.Close()
-	f = nil
+	err = unix.Close(fd)
+	fd = -1
 	if err != nil {
 		return fail("close", err)
 	}
@@ -121,4 +131,14 @@ func write(dirfd int, dir, name string, data []byte, o Options) error {
 		return &os.LinkError{Op: "rename", Old: shown(tmp), New: shown(name), Err: err}
 	}
 	return nil
+}
+
+// ignoringEINTR retries fn while a signal interrupts it, as os.File's
+// methods do.
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); err != unix.EINTR {
+			return err
+		}
+	}
 }

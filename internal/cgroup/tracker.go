@@ -304,6 +304,13 @@ func pipe() ([2]int, error) {
 	return p, err
 }
 
+// notifyBuffer is readNotify's buffer, on the heap: its pages are touched
+// only as reads fill them, where 64 KiB on the stack would grow the
+// goroutine's stack to 128 KiB, copied and zeroed, before its first wait.
+//
+//go:noinline
+func notifyBuffer() []byte { return make([]byte, 64<<10) }
+
 // readNotify turns inotify events into rescans. Which directory changed
 // does not matter: a rescan of the levels that can match is cheap. Once
 // it has asked for a rescan it reads no more until that rescan starts:
@@ -315,7 +322,7 @@ func pipe() ([2]int, error) {
 // and with it the scheduler, for nothing, a thousand times a second.
 func (t *Tracker) readNotify() {
 	defer t.finished.Done()
-	buf := make([]byte, 64<<10)
+	buf := notifyBuffer()
 	for {
 		fds := []unix.PollFd{{Fd: int32(t.notify), Events: unix.POLLIN}, {Fd: int32(t.stopR), Events: unix.POLLIN}}
 		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {

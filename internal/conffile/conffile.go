@@ -15,11 +15,12 @@ package conffile
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Limits on what Read and Lines accept. The agent's configuration files
@@ -33,20 +34,28 @@ const (
 
 // File is a configuration file that is read again on every reload, by a
 // process that may since have lost the right to open it.
+//
+// Its descriptor is used through the system calls alone: an os.File of a
+// descriptor opened non-blocking would first offer a regular file to the
+// poller, in two calls more an open, and every start opens perfevent.conf
+// twice (Hold, then Read).
 type File struct {
-	path string
-	f    *os.File // nil if start-up could not open it
+	path     string
+	fd       int  // what Hold opened, while held
+	held     bool // false if start-up could not open it, or after Close
+	dev, ino uint64
 }
 
 // Hold opens path for later Read calls. A failure is not fatal: Read then
 // opens the path each time.
 func Hold(path string) *File {
-	h := &File{path: path}
-	if f, err := open(path); err == nil {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			h.f = f
+	h := &File{path: path, fd: -1}
+	if fd, err := open(path); err == nil {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			h.fd, h.held, h.dev, h.ino = fd, true, st.Dev, st.Ino
 		} else {
-			f.Close()
+			unix.Close(fd)
 		}
 	}
 	return h
@@ -60,87 +69,98 @@ func (h *File) Path() string { return h.path }
 // and only if the path still names that file. A missing file is an error
 // that matches fs.ErrNotExist.
 func (h *File) Read() ([]byte, error) {
-	f, err := open(h.path)
+	fd, err := open(h.path)
 	if err == nil {
-		defer f.Close()
-		return read(f, h.path)
+		defer unix.Close(fd)
+		return read(fd, h.path)
 	}
-	if !errors.Is(err, fs.ErrPermission) || h.f == nil {
+	if !errors.Is(err, fs.ErrPermission) || !h.held {
 		return nil, err
 	}
-	held, serr := h.f.Stat()
-	if serr != nil {
-		return nil, serr
+	var now unix.Stat_t
+	if serr := unix.Stat(h.path, &now); serr != nil {
+		return nil, fmt.Errorf("%w; and %v", err, &fs.PathError{Op: "stat", Path: h.path, Err: serr})
 	}
-	now, serr := os.Stat(h.path)
-	if serr != nil {
-		return nil, fmt.Errorf("%w; and %v", err, serr)
-	}
-	if !os.SameFile(held, now) {
+	if now.Dev != h.dev || now.Ino != h.ino {
 		return nil, fmt.Errorf("%w (uid %d), and it is no longer the file opened at start-up (it was replaced, e.g. by an editor that saves by renaming): make it readable by uid %d, or restart the agent", err, os.Geteuid(), os.Geteuid())
 	}
-	return read(h.f, h.path)
+	return read(h.fd, h.path)
 }
 
 // Close releases the descriptor.
 func (h *File) Close() error {
-	if h == nil || h.f == nil {
+	if h == nil || !h.held {
 		return nil
 	}
-	return h.f.Close()
+	h.held = false
+	return unix.Close(h.fd)
 }
 
 // Read reads the file at path once, under the same rules as File.Read.
 func Read(path string) ([]byte, error) {
-	f, err := open(path)
+	fd, err := open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return read(f, path)
+	defer unix.Close(fd)
+	return read(fd, path)
 }
 
 // open follows symbolic links (a packaged configuration may be one) but
 // never blocks.
-func open(path string) (*os.File, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+func open(path string) (int, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return -1, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	return fd, nil
 }
 
-// read reads all of f, a file opened from path, from its start.
-func read(f *os.File, path string) ([]byte, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+// read reads all of fd, a file opened from path, from its start: as many
+// bytes as fstat says and one more, to see the end or that it grew.
+func read(fd int, path string) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, kindOf(fi.Mode()))
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, kindOf(st.Mode))
 	}
-	if fi.Size() > MaxSize {
-		return nil, fmt.Errorf("%s is %d bytes long, more than the %d a configuration may have", path, fi.Size(), MaxSize)
+	if st.Size > MaxSize {
+		return nil, fmt.Errorf("%s is %d bytes long, more than the %d a configuration may have", path, st.Size, MaxSize)
 	}
-	src, err := io.ReadAll(io.NewSectionReader(f, 0, MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	src := make([]byte, 0, max(st.Size, 0)+1)
+	for {
+		if len(src) == cap(src) {
+			if len(src) > MaxSize {
+				return nil, fmt.Errorf("%s grew beyond the %d bytes a configuration may have while it was read", path, MaxSize)
+			}
+			src = slices.Grow(src, min(len(src), MaxSize+1-len(src)))
+		}
+		n, err := unix.Pread(fd, src[len(src):cap(src)], int64(len(src)))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, &fs.PathError{Op: "read", Path: path, Err: err})
+		}
+		if n == 0 {
+			return src, nil
+		}
+		src = src[:len(src)+n]
 	}
-	if len(src) > MaxSize {
-		return nil, fmt.Errorf("%s grew beyond the %d bytes a configuration may have while it was read", path, MaxSize)
-	}
-	return src, nil
 }
 
-func kindOf(m os.FileMode) string {
-	switch {
-	case m.IsDir():
+// kindOf names the type of a file that is not a regular one.
+func kindOf(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
 		return "a directory"
-	case m&os.ModeNamedPipe != 0:
+	case unix.S_IFIFO:
 		return "a FIFO"
-	case m&os.ModeSocket != 0:
+	case unix.S_IFSOCK:
 		return "a socket"
-	case m&os.ModeDevice != 0:
+	case unix.S_IFCHR, unix.S_IFBLK:
 		return "a device"
 	}
 	return "something else"

@@ -37,7 +37,7 @@ func (s *Set) Carry(old *Set) {
 	for i := range old.events {
 		ev := &old.events[i]
 		for _, k := range ev.inst {
-			vals[carryKey{ev.name, ev.attr, ev.slots[k].cpu}] = ev.slots[k].value
+			vals[carryKey{ev.name, ev.attr, int(ev.slots[k].cpu)}] = ev.slots[k].value
 		}
 	}
 	old.mu.Unlock()
@@ -47,7 +47,7 @@ func (s *Set) Carry(old *Set) {
 	for i := range s.events {
 		ev := &s.events[i]
 		for _, k := range ev.inst {
-			key := carryKey{ev.name, ev.attr, ev.slots[k].cpu}
+			key := carryKey{ev.name, ev.attr, int(ev.slots[k].cpu)}
 			if v, ok := vals[key]; ok {
 				ev.slots[k].value = v
 				delete(vals, key)

@@ -90,6 +90,7 @@ package counter
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -147,7 +148,8 @@ type Source interface {
 // read_format says which); otherwise it is an open Source that this Opener
 // returned for a group on the same CPU, and the new counter joins it. A
 // leader comes with attr.disabled set and is enabled by the caller once the
-// group is complete.
+// group is complete. attr is the caller's until Open returns: an Opener that
+// keeps it must copy it.
 type Opener interface {
 	Open(event string, attr *unix.PerfEventAttr, cpu int, leader Source) (Source, error)
 }
@@ -232,24 +234,55 @@ type Config struct {
 	FS hostfs.FS
 }
 
-// slot is one (event, CPU).
+// slot is one (event, CPU). There is one per event per CPU, thousands on a
+// large machine, so it is kept small: ids in int32, and one error field,
+// since a slot whose open failed has no descriptor to read.
 type slot struct {
-	cpu     int
-	src     Source     // nil while closed or when the open failed
-	openErr *OpenError // why the most recent open failed
-	readErr error      // why the most recent read failed
-	last    perf.Count // previous reading of src; zero right after an open
-	value   uint64     // the exported accumulator
-	duty    float64    // running/enabled since the open, as of the last read
-	ok      bool       // the most recent read since the open succeeded
-	served  bool       // an instance of its event: it opened at Open
-	grp     int        // index into Set.groups, or -1 when read on its own
-	home    int        // the group New put it in, or -1; grp is -1 while it is split off
-	off     bool       // src is open but disabled by Release
+	src   Source     // nil while closed or when the open failed
+	err   error      // why the most recent open failed (openFailed), else why the most recent read failed
+	last  perf.Count // previous reading of src; zero right after an open
+	value uint64     // the exported accumulator
+	duty  float64    // running/enabled since the open, as of the last read
+	cpu   int32      // kernel CPU id
+	grp   int32      // index into Set.groups, or -1 when read on its own
+	home  int32      // the group New put it in, or -1; grp is -1 while it is split off
+
+	ok         bool // the most recent read since the open succeeded
+	served     bool // an instance of its event: it opened at Open
+	off        bool // src is open but disabled by Release
+	openFailed bool // err is the *OpenError of the most recent open
+}
+
+// openErr is why the most recent open failed, or nil.
+func (sl *slot) openErr() *OpenError {
+	if !sl.openFailed {
+		return nil
+	}
+	return sl.err.(*OpenError)
+}
+
+// readErr is why the most recent read failed, or nil.
+func (sl *slot) readErr() error {
+	if sl.openFailed {
+		return nil
+	}
+	return sl.err
+}
+
+// opened records the outcome of an open: src, or else why it failed. It
+// clears the read error, which was the previous descriptor's.
+func (sl *slot) opened(src Source, e *OpenError) {
+	sl.src = src
+	sl.err, sl.openFailed = nil, false
+	if e != nil {
+		sl.err, sl.openFailed = e, true
+	}
 }
 
 // ref names one (event, CPU) slot by indexes.
-type ref struct{ ev, k int }
+type ref struct{ ev, k int32 }
+
+func mkref(ev, k int) ref { return ref{int32(ev), int32(k)} }
 
 // maxGroup is the most events in one group. The kernel refuses a group
 // whose read would exceed 16 KiB (E2BIG, at about 2,045 members with
@@ -261,15 +294,14 @@ const maxGroup = 512
 // read() of their leader. Its slots keep their own Sources for closing and status.
 type group struct {
 	cpu     int
-	refs    []ref    // every software slot of the CPU, in Spec order
-	open    []ref    // the members open now, in open order: the leader first
-	vals    []uint64 // ReadGroup's buffer, with room for every ref
-	readErr error    // why the most recent read failed, to log once
-	read    bool     // read by the current fetch
-	name    string   // a Spec.Group; "" for the software events of the CPU
-	mixed   bool     // a group of software events that msr or tracepoint events joined
-	split   bool     // a named group that never ran: its members open on their own
-	starved bool     // split is due: seen never running, not yet reopened
+	refs    []ref  // every software slot of the CPU, in Spec order
+	open    []ref  // the members open now, in open order: the leader first
+	readErr error  // why the most recent read failed, to log once
+	read    bool   // read by the current fetch
+	name    string // a Spec.Group; "" for the software events of the CPU
+	mixed   bool   // a group of software events that msr or tracepoint events joined
+	split   bool   // a named group that never ran: its members open on their own
+	starved bool   // split is due: seen never running, not yet reopened
 }
 
 type event struct {
@@ -309,12 +341,13 @@ type Set struct {
 	groups  []group // fixed by New, but for their open members
 	derived []derived
 	state   state
-	fresh   bool  // no read has completed since the last open
-	counted bool  // Config.CountFirstRead
-	muted   bool  // this fetch did the first read after an open
-	nOK     int   // slots whose most recent read succeeded
-	needed  []int // events marked in this fetch, to clear them cheaply
-	read    []int // groups read in this fetch, to clear them cheaply
+	fresh   bool     // no read has completed since the last open
+	counted bool     // Config.CountFirstRead
+	muted   bool     // this fetch did the first read after an open
+	nOK     int      // slots whose most recent read succeeded
+	needed  []int    // events marked in this fetch, to clear them cheaply
+	read    []int    // groups read in this fetch, to clear them cheaply
+	vals    []uint64 // ReadGroup's buffer, for the largest group: groups are read one at a time, under mu
 	fetch   Fetch
 
 	splitDue bool // a group starved; End starts splitStarved
@@ -342,29 +375,7 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 	}
 	s.joinSoftware = cfg.JoinSoftware
 	s.fetch.s = s
-	type groupKey struct {
-		cpu  int
-		name string
-	}
-	groupOf := map[groupKey]int{} // → index into s.groups of its last group
-	join := func(key groupKey, r ref) {
-		g, ok := groupOf[key]
-		if !ok || len(s.groups[g].refs) == maxGroup {
-			g = len(s.groups)
-			groupOf[key] = g
-			s.groups = append(s.groups, group{cpu: key.cpu, name: key.name})
-		}
-		s.groups[g].refs = append(s.groups[g].refs, r)
-		if key.name == "" && s.events[r.ev].attr.Type != unix.PERF_TYPE_SOFTWARE {
-			s.groups[g].mixed = true
-		}
-		s.events[r.ev].slots[r.k].grp = g
-		s.events[r.ev].slots[r.k].home = g
-	}
-	// msr and tracepoint events join their CPU's software group after its
-	// software events, so that a software event leads it when one opens,
-	// and one that the kernel refuses leaves the others grouped (openAll).
-	var late []ref
+	nSlots := 0
 	for i, sp := range specs {
 		if sp.Name == "" {
 			return nil, fmt.Errorf("counter: event #%d has an empty name", i+1)
@@ -373,6 +384,17 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 			return nil, fmt.Errorf("counter: event %q is listed twice (#%d and #%d)", sp.Name, j+1, i+1)
 		}
 		s.byName[sp.Name] = i
+		if err := checkCPUs(sp.Name, sp.CPUs); err != nil {
+			return nil, err
+		}
+		nSlots += len(sp.CPUs)
+	}
+	// One array holds every event's slots, and the groups' members and
+	// read buffers are sized before they are filled: a large machine has
+	// thousands of each, which growing them one by one would copy over
+	// and over at every start.
+	slots := make([]slot, nSlots)
+	for i, sp := range specs {
 		ev := &s.events[i]
 		ev.name = sp.Name
 		ev.attr = sp.Attr
@@ -385,37 +407,149 @@ func New(specs []Spec, cfg Config) (*Set, error) {
 		// disables what it keeps explicitly, and inherit means nothing
 		// for pid -1.
 		ev.attr.Bits &^= unix.PerfBitDisabled | unix.PerfBitInherit
-		ev.slots = make([]slot, len(sp.CPUs))
-		seen := make(map[int]bool, len(sp.CPUs))
+		n := len(sp.CPUs)
+		ev.slots, slots = slots[:n:n], slots[n:]
 		for k, cpu := range sp.CPUs {
-			if cpu < 0 {
-				return nil, fmt.Errorf("counter: event %q: CPU id %d is negative", sp.Name, cpu)
-			}
-			if seen[cpu] {
-				return nil, fmt.Errorf("counter: event %q: CPU %d is listed twice", sp.Name, cpu)
-			}
-			seen[cpu] = true
-			ev.slots[k].cpu = cpu
+			ev.slots[k].cpu = int32(cpu)
 			ev.slots[k].grp = -1
 			ev.slots[k].home = -1
-			switch {
-			case sp.Group != "":
-				join(groupKey{cpu, sp.Group}, ref{i, k})
-			case ev.attr.Type == unix.PERF_TYPE_SOFTWARE:
-				join(groupKey{cpu, ""}, ref{i, k})
-			case s.grouped(&ev.attr):
-				late = append(late, ref{i, k})
+		}
+	}
+	s.makeGroups(specs)
+	s.read = make([]int, 0, len(s.groups))
+	return s, nil
+}
+
+// checkCPUs checks an event's CPU ids: non-negative, of int32's range
+// (a slot keeps them so), and none listed twice. The usual list is
+// ascending, which says all of that without a set of the ids.
+func checkCPUs(event string, cpus []int) error {
+	ascending := true
+	for k, cpu := range cpus {
+		if cpu < 0 || cpu > math.MaxInt32 || k > 0 && cpu <= cpus[k-1] {
+			ascending = false
+			break
+		}
+	}
+	if ascending {
+		return nil
+	}
+	seen := make(map[int]bool, len(cpus))
+	for _, cpu := range cpus {
+		if cpu < 0 {
+			return fmt.Errorf("counter: event %q: CPU id %d is negative", event, cpu)
+		}
+		if cpu > math.MaxInt32 {
+			return fmt.Errorf("counter: event %q: CPU id %d is out of range", event, cpu)
+		}
+		if seen[cpu] {
+			return fmt.Errorf("counter: event %q: CPU %d is listed twice", event, cpu)
+		}
+		seen[cpu] = true
+	}
+	return nil
+}
+
+// makeGroups puts the slots that are read in groups into s.groups: the
+// events of a Spec.Group on each CPU, and each CPU's software events, msr
+// and tracepoint events after the software ones, so that a software event
+// leads the group when one opens, and one that the kernel refuses leaves
+// the others grouped (openAll). A group holds at most maxGroup members;
+// more start another group of the same CPU. It walks the slots twice,
+// first to count the members, then to place them.
+func (s *Set) makeGroups(specs []Spec) {
+	type groupKey struct{ cpu, name int32 } // name: 1 + index into names, 0 for the software group
+	var names []string
+	name := make([]int32, len(specs))
+	for i, sp := range specs {
+		if sp.Group == "" {
+			continue
+		}
+		j := slices.Index(names, sp.Group)
+		if j < 0 {
+			j = len(names)
+			names = append(names, sp.Group)
+		}
+		name[i] = int32(j + 1)
+	}
+	// each calls f with every grouped slot, in the order they join.
+	each := func(f func(groupKey, ref)) {
+		for i := range s.events {
+			ev := &s.events[i]
+			if name[i] == 0 && ev.attr.Type != unix.PERF_TYPE_SOFTWARE {
+				continue
+			}
+			for k := range ev.slots {
+				f(groupKey{ev.slots[k].cpu, name[i]}, mkref(i, k))
+			}
+		}
+		for i := range s.events {
+			ev := &s.events[i]
+			if name[i] != 0 || ev.attr.Type == unix.PERF_TYPE_SOFTWARE || !s.grouped(&ev.attr) {
+				continue
+			}
+			for k := range ev.slots {
+				f(groupKey{ev.slots[k].cpu, 0}, mkref(i, k))
 			}
 		}
 	}
-	for _, r := range late {
-		join(groupKey{s.events[r.ev].slots[r.k].cpu, ""}, r)
+	type keyState struct {
+		left int // members still to place
+		g    int // index into s.groups of its last group, or -1
 	}
-	for g := range s.groups {
-		s.groups[g].vals = make([]uint64, len(s.groups[g].refs))
+	// At most one key per CPU for the software group and for each name.
+	hint, total := 0, 0
+	for i := range s.events {
+		hint = max(hint, len(s.events[i].slots))
+		total += len(s.events[i].slots)
 	}
-	s.read = make([]int, 0, len(s.groups))
-	return s, nil
+	hint = min(hint*(len(names)+1), total)
+	keys := make(map[groupKey]int, hint) // → index into states
+	states := make([]keyState, 0, hint)
+	members, nGroups := 0, 0
+	each(func(key groupKey, _ ref) {
+		j, ok := keys[key]
+		if !ok {
+			j = len(states)
+			keys[key] = j
+			states = append(states, keyState{g: -1})
+		}
+		if states[j].left%maxGroup == 0 {
+			nGroups++
+		}
+		states[j].left++
+		members++
+	})
+	if members == 0 {
+		return
+	}
+	s.groups = make([]group, 0, nGroups)
+	refs := make([]ref, members)
+	largest := 0
+	each(func(key groupKey, r ref) {
+		ks := &states[keys[key]]
+		g := ks.g
+		if g < 0 || len(s.groups[g].refs) == maxGroup {
+			g = len(s.groups)
+			ks.g = g
+			n := min(ks.left, maxGroup)
+			grp := group{cpu: int(key.cpu), refs: refs[:0:n]}
+			if key.name > 0 {
+				grp.name = names[key.name-1]
+			}
+			refs = refs[n:]
+			largest = max(largest, n)
+			s.groups = append(s.groups, grp)
+		}
+		ks.left--
+		s.groups[g].refs = append(s.groups[g].refs, r)
+		if key.name == 0 && s.events[r.ev].attr.Type != unix.PERF_TYPE_SOFTWARE {
+			s.groups[g].mixed = true
+		}
+		s.events[r.ev].slots[r.k].grp = int32(g)
+		s.events[r.ev].slots[r.k].home = int32(g)
+	})
+	s.vals = make([]uint64, largest)
 }
 
 // Summary describes the outcome of Open or Reopen, for the log.
@@ -423,7 +557,7 @@ type Summary struct {
 	Events   int          // events configured
 	Served   int          // events with at least one open CPU
 	FDs      int          // descriptors open now
-	Failures []*OpenError // every (event, CPU) that did not open
+	Failures []*OpenError // every (event, CPU) that did not open, in event order, then Spec CPU order
 }
 
 // String is one line for the log, e.g.
@@ -445,18 +579,33 @@ func (m Summary) FailureLines() []string {
 		event, advice string
 		errno         unix.Errno
 	}
+	// Counted first, so that each key's CPUs are cut from one array.
 	var order []key
-	cpus := map[key][]int{}
+	var count []int
+	index := map[key]int{}
 	for _, f := range m.Failures {
 		k := key{f.Event, f.Advice, f.Errno}
-		if _, ok := cpus[k]; !ok {
+		j, ok := index[k]
+		if !ok {
+			j = len(order)
+			index[k] = j
 			order = append(order, k)
+			count = append(count, 0)
 		}
-		cpus[k] = append(cpus[k], f.CPU)
+		count[j]++
+	}
+	all := make([]int, len(m.Failures))
+	cpus := make([][]int, len(order))
+	for j, n := range count {
+		cpus[j], all = all[:0:n], all[n:]
+	}
+	for _, f := range m.Failures {
+		j := index[key{f.Event, f.Advice, f.Errno}]
+		cpus[j] = append(cpus[j], f.CPU)
 	}
 	lines := make([]string, 0, len(order))
-	for _, k := range order {
-		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, cpulist.Describe(cpus[k]), k.advice)
+	for j, k := range order {
+		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, cpulist.Describe(cpus[j]), k.advice)
 		if k.errno != 0 {
 			line += " (" + unix.ErrnoName(k.errno) + ")"
 		}
@@ -485,11 +634,21 @@ func (s *Set) Open() (Summary, error) {
 	defer s.mu.Unlock()
 	for i := range s.events {
 		ev := &s.events[i]
+		n := 0
+		for k := range ev.slots {
+			if o.srcs[i][k] != nil {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		ev.inst, ev.cpus = make([]int, 0, n), make([]int, 0, n)
 		for k := range ev.slots {
 			if o.srcs[i][k] != nil {
 				ev.slots[k].served = true
 				ev.inst = append(ev.inst, k)
-				ev.cpus = append(ev.cpus, ev.slots[k].cpu)
+				ev.cpus = append(ev.cpus, int(ev.slots[k].cpu))
 			}
 		}
 	}
@@ -505,7 +664,32 @@ type opened struct {
 	groups [][]ref        // per group, its members in open order
 	tried  []bool         // per group: openAll opened it (it had no open member)
 	solo   [][]bool       // per event, per slot: opened on its own, out of its named group
+	// attr is where an attr that differs from its event's is made for
+	// the Opener, one for every open rather than a copy on the heap each.
+	attr *unix.PerfEventAttr
+	// errBlock is where openError takes OpenErrors from: an event the
+	// machine lacks fails on every CPU, and one allocation per block
+	// rather than per failure keeps that cheap.
+	errBlock  []OpenError
+	errBlocks int        // the size of the last block
+	advice    readAdvice // what the failures so far read of the system
 }
+
+// openError is NewOpenError, the OpenError cut from a block that grows
+// with the failures, to at most maxErrBlock.
+func (o *opened) openError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
+	if len(o.errBlock) == 0 {
+		o.errBlocks = min(max(8, 2*o.errBlocks), maxErrBlock)
+		o.errBlock = make([]OpenError, o.errBlocks)
+	}
+	e := &o.errBlock[0]
+	o.errBlock = o.errBlock[1:]
+	e.set(fs, event, cpu, err, &o.advice)
+	return e
+}
+
+// maxErrBlock is the most OpenErrors allocated together (about 18 kB).
+const maxErrBlock = 256
 
 // openAll opens the served slots (onlyServed) or all slots, without
 // touching the Set's state, so that it can run outside mu. The slot layout
@@ -525,13 +709,13 @@ func (s *Set) openAll(onlyServed bool) opened {
 		attr := &ev.attr
 		if sl.home >= 0 && leader == nil {
 			// A leader waits, disabled, for its members; see Source.Enable.
-			a := ev.attr
-			a.Bits |= unix.PerfBitDisabled
-			attr = &a
+			*o.attr = ev.attr
+			o.attr.Bits |= unix.PerfBitDisabled
+			attr = o.attr
 		}
-		src, err := s.opener.Open(ev.name, attr, sl.cpu, leader)
+		src, err := s.opener.Open(ev.name, attr, int(sl.cpu), leader)
 		if err != nil {
-			o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, sl.cpu, err)
+			o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, int(sl.cpu), err)
 			return nil
 		}
 		o.srcs[r.ev][r.k] = src
@@ -588,7 +772,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 				ev := &s.events[r.ev]
 				o.srcs[r.ev][r.k].Close() // its error adds nothing to err
 				o.srcs[r.ev][r.k] = nil
-				o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, s.groups[g].cpu,
+				o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, s.groups[g].cpu,
 					fmt.Errorf("enabling the group of software events on cpu%d: %w", s.groups[g].cpu, err))
 			}
 			o.groups[g] = nil
@@ -597,7 +781,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 	for i := range s.events {
 		for k := range s.events[i].slots {
 			if s.events[i].slots[k].home < 0 {
-				try(ref{i, k}, nil)
+				try(mkref(i, k), nil)
 			}
 		}
 	}
@@ -634,13 +818,11 @@ func (s *Set) install(o opened, mute bool) {
 			if srcs[i][k] == nil && errs[i][k] == nil {
 				continue // not attempted: a CPU that was never served
 			}
-			sl.src = srcs[i][k]
-			sl.openErr = errs[i][k]
+			sl.opened(srcs[i][k], errs[i][k])
 			sl.grp = sl.home
 			if o.solo[i][k] {
 				sl.grp = -1
 			}
-			sl.readErr = nil
 			sl.last = perf.Count{}
 			if sl.ok {
 				sl.ok = false
@@ -656,6 +838,7 @@ func (s *Set) install(o opened, mute bool) {
 
 func (s *Set) summary() Summary {
 	m := Summary{Events: len(s.events)}
+	failed := 0
 	for i := range s.events {
 		ev := &s.events[i]
 		if len(ev.inst) > 0 {
@@ -666,8 +849,19 @@ func (s *Set) summary() Summary {
 			if sl.src != nil {
 				m.FDs++
 			}
-			if sl.openErr != nil {
-				m.Failures = append(m.Failures, sl.openErr)
+			if sl.openFailed {
+				failed++
+			}
+		}
+	}
+	if failed == 0 {
+		return m
+	}
+	m.Failures = make([]*OpenError, 0, failed)
+	for i := range s.events {
+		for k := range s.events[i].slots {
+			if e := s.events[i].slots[k].openErr(); e != nil {
+				m.Failures = append(m.Failures, e)
 			}
 		}
 	}
@@ -699,10 +893,10 @@ func (s *Set) Close() error {
 			if sl.src != nil {
 				// A leader closed before its members would leave them
 				// behind as counters of their own, so leaders go last.
-				if sl.grp >= 0 && s.groups[sl.grp].open[0] == (ref{i, k}) {
-					leaders = append(leaders, closing{sl.src, i, sl.cpu})
+				if sl.grp >= 0 && s.groups[sl.grp].open[0] == mkref(i, k) {
+					leaders = append(leaders, closing{sl.src, i, int(sl.cpu)})
 				} else {
-					todo = append(todo, closing{sl.src, i, sl.cpu})
+					todo = append(todo, closing{sl.src, i, int(sl.cpu)})
 				}
 				sl.src = nil
 			}
@@ -811,15 +1005,34 @@ func (s *Set) Status(ev int) []CPUStatus {
 	for k := range e.slots {
 		sl := &e.slots[k]
 		out[k] = CPUStatus{
-			CPU:      sl.cpu,
+			CPU:      int(sl.cpu),
 			Served:   sl.served,
 			Open:     sl.src != nil,
 			Disabled: sl.off,
-			OpenErr:  sl.openErr,
-			ReadErr:  sl.readErr,
+			OpenErr:  sl.openErr(),
+			ReadErr:  sl.readErr(),
 		}
 	}
 	return out
+}
+
+// Counting is what Status says of an event in short, without allocating:
+// how many of its CPUs count now (open, not disabled by Release), and the
+// error of the first CPU that has one, its open's or its read's. Like
+// Status, it must not be called between Begin and End.
+func (s *Set) Counting(ev int) (cpus int, why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.events[ev].slots {
+		sl := &s.events[ev].slots[k]
+		if sl.src != nil && !sl.off {
+			cpus++
+		}
+		if why == nil && sl.err != nil {
+			why = sl.err
+		}
+	}
+	return cpus, why
 }
 
 // Fetch is the view of the Set during one fetch, from Begin to End. The
@@ -911,7 +1124,7 @@ func (f *Fetch) Read() {
 			}
 			if g := &s.groups[sl.grp]; !g.read {
 				g.read = true
-				s.read = append(s.read, sl.grp)
+				s.read = append(s.read, int(sl.grp))
 				s.readGroup(g)
 			}
 		}
@@ -928,13 +1141,13 @@ func (f *Fetch) Read() {
 func (s *Set) readSlot(ev *event, sl *slot) {
 	c, err := sl.src.Read()
 	if err != nil {
-		if sl.readErr == nil {
+		if sl.readErr() == nil {
 			s.tellReadFailed("reading %q on cpu%d failed, keeping its last value: %v", ev.name, sl.cpu, err)
 		}
 		s.readFailed(sl, err)
 		return
 	}
-	if sl.readErr != nil && s.log != nil {
+	if sl.readErr() != nil && s.log != nil {
 		s.log.Warningf("reading %q on cpu%d works again", ev.name, sl.cpu)
 	}
 	s.readOK(sl, c)
@@ -945,7 +1158,7 @@ func (s *Set) readSlot(ev *event, sl *slot) {
 // for the group, not once per member.
 func (s *Set) readGroup(g *group) {
 	lead := g.open[0]
-	vals := g.vals[:len(g.open)]
+	vals := s.vals[:len(g.open)]
 	enabled, running, err := s.events[lead.ev].slots[lead.k].src.ReadGroup(vals)
 	if err != nil {
 		if g.readErr == nil {
@@ -999,12 +1212,12 @@ func (s *Set) readFailed(sl *slot, err error) {
 		sl.ok = false
 		s.nOK--
 	}
-	sl.readErr = err
+	sl.err, sl.openFailed = err, false
 }
 
 // readOK accounts a successful reading c of sl's descriptor.
 func (s *Set) readOK(sl *slot, c perf.Count) {
-	sl.readErr = nil
+	sl.err, sl.openFailed = nil, false
 	if !sl.ok {
 		sl.ok = true
 		s.nOK++

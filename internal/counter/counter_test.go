@@ -3,7 +3,11 @@ package counter_test
 import (
 	"errors"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +15,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 	"perfevent/internal/testlog"
 )
@@ -107,11 +112,37 @@ func TestNewRejectsBadSpecs(t *testing.T) {
 		{[]counter.Spec{sw("a", 0, 0), sw("a", 1, 0)}, `event "a" is listed twice (#1 and #2)`},
 		{[]counter.Spec{sw("a", 0, 0, -1)}, `event "a": CPU id -1 is negative`},
 		{[]counter.Spec{sw("a", 0, 1, 0, 1)}, `event "a": CPU 1 is listed twice`},
+		{[]counter.Spec{sw("a", 0, 0, 1), sw("b", 0, 3, 1, 2, 3)}, `event "b": CPU 3 is listed twice`},
 	} {
 		_, err := counter.New(tc.specs, counter.Config{Opener: countertest.New()})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%v) = %v, want an error containing %q", tc.specs, err, tc.want)
 		}
+	}
+}
+
+// A slot keeps its CPU id in an int32; a larger id is refused rather than
+// cut short.
+func TestNewRejectsCPUIdsBeyondInt32(t *testing.T) {
+	if strconv.IntSize < 64 {
+		t.Skip("needs a 64-bit int to hold a CPU id beyond int32")
+	}
+	big := math.MaxInt32
+	big++
+	_, err := counter.New([]counter.Spec{sw("a", 0, 0, big)}, counter.Config{Opener: countertest.New()})
+	if want := fmt.Sprintf(`event "a": CPU id %d is out of range`, big); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New: %v, want an error containing %q", err, want)
+	}
+}
+
+// CPUs listed in any order are served in that order.
+func TestCPUsInSpecOrder(t *testing.T) {
+	s, _ := newSet(t, sw("a", 0, 3, 0, 2), hw("b", 0, 2, 1))
+	if got := s.CPUs(0); !slices.Equal(got, []int{3, 0, 2}) {
+		t.Errorf("CPUs of a: %v, want [3 0 2]", got)
+	}
+	if got := s.CPUs(1); !slices.Equal(got, []int{2, 1}) {
+		t.Errorf("CPUs of b: %v, want [2 1]", got)
 	}
 }
 
@@ -531,4 +562,76 @@ func fetchUntil(t *testing.T, s *counter.Set, stop <-chan struct{}, actives ...i
 			t.Fatalf("active %d, want one of %v", active, actives)
 		}
 	}
+}
+
+// Summary.Failures come event by event, each in its Spec's CPU order, so
+// that a caller takes each event's failures as one run of them.
+func TestFailuresInEventThenCPUOrder(t *testing.T) {
+	fake := countertest.New()
+	fake.FailOpen("a", countertest.AnyCPU, unix.ENOENT)
+	fake.FailOpen("c", countertest.AnyCPU, unix.EACCES)
+	s, err := counter.New([]counter.Spec{hw("a", 0, 2, 0, 1), sw("b", 0, 0, 1), hw("c", 1, 1, 0)}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range sum.Failures {
+		got = append(got, fmt.Sprintf("%s/%d", f.Event, f.CPU))
+	}
+	if want := []string{"a/2", "a/0", "a/1", "c/1", "c/0"}; !slices.Equal(got, want) {
+		t.Errorf("failures %v, want %v", got, want)
+	}
+}
+
+// A pass of opens reads perf_event_paranoid once for its advice, however
+// many CPUs refuse: here the setting changes after the first refusal, and
+// every failure of that Open still says what the first one read.
+func TestPermissionAdviceReadOncePerOpen(t *testing.T) {
+	fs := hostfs.FS{Proc: t.TempDir()}
+	p := fs.ParanoidFile()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := countertest.New()
+	fake.FailOpen("cycles", countertest.AnyCPU, unix.EACCES)
+	opener := &rewritingOpener{Opener: fake, path: p}
+	s, err := counter.New([]counter.Spec{hw("cycles", 0, 0, 1, 2, 3)}, counter.Config{Opener: opener, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range sum.Failures {
+		got = append(got, f.Advice)
+	}
+	want := "permission denied: kernel.perf_event_paranoid is 2 (see " + p + "); run as root or grant CAP_PERFMON"
+	if !slices.Equal(got, []string{want, want, want, want}) {
+		t.Errorf("Open's advice %q, want the first reading, %q, on all 4 CPUs", got, want)
+	}
+}
+
+// rewritingOpener sets perf_event_paranoid to 3 before its second open,
+// once the first refusal's advice is written, as an administrator
+// changing it during the opens would.
+type rewritingOpener struct {
+	counter.Opener
+	path  string
+	opens int
+}
+
+func (o *rewritingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, leader counter.Source) (counter.Source, error) {
+	if o.opens++; o.opens == 2 {
+		os.WriteFile(o.path, []byte("3\n"), 0o644)
+	}
+	return o.Opener.Open(event, attr, cpu, leader)
 }

@@ -46,9 +46,15 @@ func (k Kind) String() string {
 // Classify maps an error from opening a counter to a Kind. Errors that are
 // not errnos are Other.
 func Classify(err error) Kind {
-	var errno unix.Errno
-	if !errors.As(err, &errno) {
-		return Other
+	// A bare errno, as the kernel's opener returns, needs no errors.As,
+	// whose target would be one more allocation for each failed open.
+	errno, ok := err.(unix.Errno)
+	if !ok {
+		var wrapped unix.Errno // apart from errno, so that only this path allocates it
+		if !errors.As(err, &wrapped) {
+			return Other
+		}
+		errno = wrapped
 	}
 	switch errno {
 	case unix.EACCES, unix.EPERM:
@@ -81,21 +87,52 @@ type OpenError struct {
 // current perf_event_paranoid setting (in fs's procfs) or RLIMIT_NOFILE
 // when they matter, so it says what is true at the time of the failure.
 func NewOpenError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
-	e := &OpenError{Event: event, CPU: cpu, Kind: Classify(err), Err: err}
-	errors.As(err, &e.Errno)
+	e := new(OpenError)
+	e.set(fs, event, cpu, err, nil)
+	return e
+}
+
+// readAdvice is the advice that reads the system (perf_event_paranoid,
+// RLIMIT_NOFILE), kept by one pass of opens: a refused event is refused on
+// every CPU, and the pass reads the setting once rather than once each.
+type readAdvice struct{ permission, limit string }
+
+// set is NewOpenError into e; seen, if not nil, keeps the advice that
+// reads the system for the next failures.
+func (e *OpenError) set(fs hostfs.FS, event string, cpu int, err error, seen *readAdvice) {
+	*e = OpenError{Event: event, CPU: cpu, Kind: Classify(err), Err: err}
+	if errno, ok := err.(unix.Errno); ok {
+		e.Errno = errno
+	} else {
+		errors.As(err, &e.Errno)
+	}
 	switch e.Kind {
 	case Permission:
+		if seen != nil && seen.permission != "" {
+			e.Advice = seen.permission
+			break
+		}
 		e.Advice = fmt.Sprintf("permission denied: kernel.perf_event_paranoid is %s (see %s); run as root or grant CAP_PERFMON",
 			paranoidLevel(fs.ParanoidFile()), fs.ParanoidFile())
+		if seen != nil {
+			seen.permission = e.Advice
+		}
 	case Unsupported:
 		e.Advice = "not supported on this machine (e.g. a VM without a hardware PMU)"
 	case CPUOffline:
 		e.Advice = fmt.Sprintf("CPU %d is offline", cpu)
 	case DescriptorLimit:
+		if seen != nil && seen.limit != "" {
+			e.Advice = seen.limit
+			break
+		}
 		if soft, hard, lerr := getFileLimit(); lerr == nil {
 			e.Advice = fmt.Sprintf("descriptor limit reached (RLIMIT_NOFILE soft=%d, hard=%d)", soft, hard)
 		} else {
 			e.Advice = fmt.Sprintf("descriptor limit reached (RLIMIT_NOFILE unknown: %v)", lerr)
+		}
+		if seen != nil {
+			seen.limit = e.Advice
 		}
 	case InvalidEncoding:
 		e.Advice = "invalid event encoding for this kernel/PMU"
@@ -104,7 +141,6 @@ func NewOpenError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
 	default:
 		e.Advice = err.Error()
 	}
-	return e
 }
 
 // Error reads like the C agent's log line, with the advice in place of the

@@ -52,12 +52,12 @@ func (s *Set) openSolo(o *opened, r ref, onlyServed bool) {
 	if onlyServed && !sl.served {
 		return
 	}
-	a := ev.attr
-	a.Read_format = perf.ReadFormat
-	src, err := s.opener.Open(ev.name, &a, sl.cpu, nil)
+	*o.attr = ev.attr
+	o.attr.Read_format = perf.ReadFormat
+	src, err := s.opener.Open(ev.name, o.attr, int(sl.cpu), nil)
 	if err != nil {
 		o.srcs[r.ev][r.k], o.solo[r.ev][r.k] = nil, false
-		o.errs[r.ev][r.k] = NewOpenError(s.fs, ev.name, sl.cpu, err)
+		o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, int(sl.cpu), err)
 		return
 	}
 	o.srcs[r.ev][r.k], o.errs[r.ev][r.k], o.solo[r.ev][r.k] = src, nil, true
@@ -134,7 +134,7 @@ func (s *Set) splitStarved() {
 	defer s.mu.Unlock()
 	for _, r := range moved {
 		sl := &s.events[r.ev].slots[r.k]
-		sl.src, sl.openErr, sl.readErr = o.srcs[r.ev][r.k], o.errs[r.ev][r.k], nil
+		sl.opened(o.srcs[r.ev][r.k], o.errs[r.ev][r.k])
 		sl.last = perf.Count{}
 		sl.grp = -1
 	}
@@ -152,11 +152,27 @@ func (s *Set) newOpened() opened {
 		groups: make([][]ref, len(s.groups)),
 		tried:  make([]bool, len(s.groups)),
 		solo:   make([][]bool, len(s.events)),
+		attr:   new(unix.PerfEventAttr),
 	}
+	n := 0
 	for i := range s.events {
-		o.srcs[i] = make([]Source, len(s.events[i].slots))
-		o.errs[i] = make([]*OpenError, len(s.events[i].slots))
-		o.solo[i] = make([]bool, len(s.events[i].slots))
+		n += len(s.events[i].slots)
+	}
+	srcs, errs, solo := make([]Source, n), make([]*OpenError, n), make([]bool, n)
+	for i := range s.events {
+		n := len(s.events[i].slots)
+		o.srcs[i], srcs = srcs[:n:n], srcs[n:]
+		o.errs[i], errs = errs[:n:n], errs[n:]
+		o.solo[i], solo = solo[:n:n], solo[n:]
+	}
+	members := 0
+	for g := range s.groups {
+		members += len(s.groups[g].refs)
+	}
+	refs := make([]ref, members)
+	for g := range s.groups {
+		n := len(s.groups[g].refs)
+		o.groups[g], refs = refs[:0:n], refs[n:]
 	}
 	return o
 }

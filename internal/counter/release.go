@@ -78,7 +78,7 @@ func (s *Set) units() []unit {
 	for i := range s.events {
 		for k := range s.events[i].slots {
 			if sl := &s.events[i].slots[k]; sl.src != nil && sl.grp < 0 {
-				us = append(us, unit{-1, []ref{{i, k}}})
+				us = append(us, unit{-1, []ref{mkref(i, k)}})
 			}
 		}
 	}
@@ -101,7 +101,7 @@ func (s *Set) keepable(u unit) bool {
 		return false
 	}
 	for _, r := range g.refs {
-		if sl := &s.events[r.ev].slots[r.k]; sl.served && sl.src == nil && sl.grp == u.g {
+		if sl := &s.events[r.ev].slots[r.k]; sl.served && sl.src == nil && int(sl.grp) == u.g {
 			return false // a member missing since a failed reopen
 		}
 	}
@@ -123,7 +123,7 @@ func (s *Set) leaders(us []unit) []Source {
 func (s *Set) unitCPUs(us []unit) []int {
 	cpus := make([]int, len(us))
 	for j, u := range us {
-		cpus[j] = s.events[u.refs[0].ev].slots[u.refs[0].k].cpu
+		cpus[j] = int(s.events[u.refs[0].ev].slots[u.refs[0].k].cpu)
 	}
 	return cpus
 }

@@ -280,3 +280,56 @@ func TestReleaseResumeConcurrentWithFetches(t *testing.T) {
 		t.Errorf("%d counters counting at the end, want 4", fake.CountingNow())
 	}
 }
+
+// Counting is Status in short: the CPUs open and not disabled, and the
+// first CPU's error, whether its open or its read failed, through an open
+// with failures, a failing read, a Release and a Close.
+func TestCountingAgreesWithStatus(t *testing.T) {
+	fake := countertest.New()
+	fake.FailOpen("c", 1, unix.ENOENT)
+	fake.FailOpen("d", countertest.AnyCPU, unix.EACCES)
+	s, err := counter.New([]counter.Spec{sw("a", 0, 0, 1, 2), sw("b", 1, 0, 1, 2), hw("c", 0, 0, 1, 2), hw("d", 1, 2, 0)}, counter.Config{Opener: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	fake.FailRead("c", 2, unix.EIO)
+	fetch(s, 0, 1, 2, 3)
+	fetch(s, 0, 1, 2, 3)
+	check := func(when string, want [][2]any) {
+		t.Helper()
+		for ev := range s.NumEvents() {
+			cpus, why := s.Counting(ev)
+			wantCPUs, wantWhy := 0, error(nil)
+			for _, c := range s.Status(ev) {
+				if c.Open && !c.Disabled {
+					wantCPUs++
+				}
+				if wantWhy == nil && c.OpenErr != nil {
+					wantWhy = c.OpenErr
+				}
+				if wantWhy == nil && c.ReadErr != nil {
+					wantWhy = c.ReadErr
+				}
+			}
+			if cpus != wantCPUs || why != wantWhy {
+				t.Errorf("%s: Counting(%s) = %d, %v; Status says %d, %v", when, s.Name(ev), cpus, why, wantCPUs, wantWhy)
+			}
+			if cpus != want[ev][0] || (why == nil) != (want[ev][1] == nil) || why != nil && !errors.Is(why, want[ev][1].(error)) {
+				t.Errorf("%s: Counting(%s) = %d, %v; want %d, %v", when, s.Name(ev), cpus, why, want[ev][0], want[ev][1])
+			}
+		}
+	}
+	check("open", [][2]any{{3, nil}, {3, nil}, {2, unix.ENOENT}, {0, unix.EACCES}})
+	if _, err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	check("released", [][2]any{{0, nil}, {0, nil}, {0, unix.ENOENT}, {0, unix.EACCES}})
+	if _, err := s.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	check("closed", [][2]any{{0, nil}, {0, nil}, {0, unix.ENOENT}, {0, unix.EACCES}})
+}

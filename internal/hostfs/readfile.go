@@ -13,6 +13,14 @@ import (
 // fstat, reads and close, and start-up reads such a file per CPU, per PMU
 // and per event. A plain open, read and close is all these need.
 func ReadFile(path string) ([]byte, error) {
+	// Most are a line; a sysfs attribute is at most a page.
+	return AppendFile(make([]byte, 0, 512), path)
+}
+
+// AppendFile is ReadFile into b's spare room: it appends the file to b,
+// growing it only when the file does not fit. A caller that reads many
+// small files one after another (a PMU's events) keeps one buffer for all.
+func AppendFile(b []byte, path string) ([]byte, error) {
 	var fd int
 	var err error
 	for {
@@ -25,8 +33,6 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	// Most are a line; a sysfs attribute is at most a page.
-	b := make([]byte, 0, 512)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

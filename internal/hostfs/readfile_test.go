@@ -52,3 +52,24 @@ func TestReadFile(t *testing.T) {
 		t.Errorf("a missing file: %v is not fs.ErrNotExist", err)
 	}
 }
+
+// AppendFile appends to what the buffer holds, in its spare room when the
+// file fits there, and grows it when not.
+func TestAppendFile(t *testing.T) {
+	dir := t.TempDir()
+	short, long := filepath.Join(dir, "short"), filepath.Join(dir, "long")
+	os.WriteFile(short, []byte("0-3\n"), 0o644)
+	os.WriteFile(long, bytes.Repeat([]byte("x"), 3000), 0o644)
+	buf := make([]byte, 0, 64)
+	b, err := AppendFile(append(buf, "cpus: "...), short)
+	if err != nil || string(b) != "cpus: 0-3\n" || &b[0] != &buf[:1][0] {
+		t.Errorf("AppendFile(short) = %q, %v (in the buffer given: %v), want %q in it", b, err, err == nil && &b[0] == &buf[:1][0], "cpus: 0-3\n")
+	}
+	b, err = AppendFile(b[:0], long)
+	if err != nil || len(b) != 3000 || !bytes.Equal(b, bytes.Repeat([]byte("x"), 3000)) {
+		t.Errorf("AppendFile(long): %d bytes, %v; want its 3000", len(b), err)
+	}
+	if _, err := AppendFile(b[:0], filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v is not fs.ErrNotExist", err)
+	}
+}

@@ -288,3 +288,25 @@ func TestClustersPreferTheCAgents(t *testing.T) {
 		t.Errorf("Disagree() = %+v; want none", d)
 	}
 }
+
+// A FIFO at the map's path is refused by its type, without waiting for a
+// writer; a map with CRLF line ends and no final newline is read whole.
+func TestClustersReadsOnlyRegularFilesWhole(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, errs := LoadClusters(fifo); c != nil || len(errs) != 1 || !strings.HasSuffix(errs[0].Error(), "it is not a regular file (p---------)") {
+		t.Errorf("a FIFO: %v, %v", c, errs)
+	}
+	path := filepath.Join(dir, "pmids")
+	os.WriteFile(path, []byte("# header\r\n2 hwcounters.a\r\n\r\n  3\thwcounters.b  \r\n2048 derived.c"), 0o644)
+	c, errs := LoadClusters(path)
+	if c == nil || len(errs) != 0 || len(c.byKey) != 3 || c.byKey["hwcounters.a"] != 2 || c.byKey["hwcounters.b"] != 3 || c.byKey["derived.c"] != 2048 {
+		t.Errorf("LoadClusters = %v, %v", c, errs)
+	}
+	if n, _ := c.Cluster("derived.d"); n != 2049 {
+		t.Errorf("a new name got %d, want 2049", n)
+	}
+}

@@ -1,11 +1,8 @@
 package metrics
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"perfevent/internal/atomicfile"
 )
@@ -89,11 +88,15 @@ func LoadClusters(path string, trusted ...int) (*Clusters, []error) {
 		return nil, []error{fmt.Errorf("reading the PMID map %s: %w", path, err)}
 	}
 	var errs []error
-	used := map[int]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, maxMapSize+1) // a line is as long as the file may be
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
+	// The lines' names are cut from one string of the whole file, and
+	// the maps made for as many lines as it has.
+	rest := string(data)
+	lines := strings.Count(rest, "\n") + 1
+	c.byKey, c.used = make(map[string]int, lines), make(map[int]bool, lines)
+	for line := 1; rest != ""; line++ {
+		var text string
+		text, rest, _ = strings.Cut(rest, "\n")
+		text = strings.TrimSpace(text)
 		if text == "" || text[0] == '#' {
 			continue
 		}
@@ -108,18 +111,27 @@ func LoadClusters(path string, trusted ...int) (*Clusters, []error) {
 			continue
 		}
 		key := fields[1]
-		if prev, ok := used[n]; ok {
-			errs = append(errs, fmt.Errorf("%s:%d: cluster %d is already used by %s", path, line, n, prev))
+		if c.used[n] {
+			errs = append(errs, fmt.Errorf("%s:%d: cluster %d is already used by %s", path, line, n, c.keyOf(n)))
 			continue
 		}
 		if prev, ok := c.byKey[key]; ok {
 			errs = append(errs, fmt.Errorf("%s:%d: %s already has cluster %d", path, line, key, prev))
 			continue
 		}
-		used[n] = key
 		c.add(key, n)
 	}
 	return c, errs
+}
+
+// keyOf is the name that has cluster n, for a message.
+func (c *Clusters) keyOf(n int) string {
+	for k, m := range c.byKey {
+		if m == n {
+			return k
+		}
+	}
+	return ""
 }
 
 // maxMapSize bounds the map both ways: LoadClusters reads no more, and
@@ -132,7 +144,17 @@ const mapHeader = "# PMID clusters of pmdaperfevent's dynamic metrics: cluster n
 	"# Written by the agent. A name keeps its number; delete a line to forget it.\n"
 
 // lineSize is the length of key's line in the saved map.
-func lineSize(key string, n int) int { return len(strconv.Itoa(n)) + 1 + len(key) + 1 }
+func lineSize(key string, n int) int {
+	digits := 1
+	if n < 0 {
+		digits++ // never in a map LoadClusters accepts, but Cluster's bound must not be fooled
+		n = -n
+	}
+	for ; n >= 10; n /= 10 {
+		digits++
+	}
+	return digits + 1 + len(key) + 1
+}
 
 func (c *Clusters) add(key string, n int) {
 	c.byKey[key] = n
@@ -149,29 +171,69 @@ func (c *Clusters) add(key string, n int) {
 // that user: a link there must not let the user have root copy some other
 // file into the log.
 func readMap(path string, trusted []int) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	// The system calls alone: an os.File of a descriptor opened
+	// non-blocking (so that a FIFO there cannot hang the agent) would first
+	// offer the file to the poller, in five calls.
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
+		if err == unix.ELOOP {
 			return nil, errors.New("it is a symbolic link; remove it")
 		}
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("it is not a regular file (%v)", fi.Mode().Type())
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("it is not a regular file (%v)", modeType(st.Mode))
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() && !slices.Contains(trusted, int(st.Uid)) {
+	if st.Uid != 0 && int(st.Uid) != os.Geteuid() && !slices.Contains(trusted, int(st.Uid)) {
 		return nil, fmt.Errorf("it belongs to uid %d, not to root or the agent's user", st.Uid)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxMapSize+1))
-	if err == nil && len(data) > maxMapSize {
-		err = fmt.Errorf("it is larger than %d bytes", maxMapSize)
+	// As much as fstat says, and a byte more to see the end (or that the
+	// file grew), up to the bound and a byte more to see it passed.
+	data := make([]byte, 0, min(max(st.Size, 0), maxMapSize)+1)
+	for {
+		if len(data) == cap(data) {
+			if len(data) > maxMapSize {
+				return nil, fmt.Errorf("it is larger than %d bytes", maxMapSize)
+			}
+			data = slices.Grow(data, min(len(data), maxMapSize+1-len(data)))
+		}
+		n, err := unix.Read(fd, data[len(data):cap(data)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return data, nil
+		}
+		data = data[:len(data)+n]
 	}
-	return data, err
+}
+
+// modeType is the type bits of a stat mode as fs.FileMode has them, as
+// os.Stat would report them.
+func modeType(mode uint32) fs.FileMode {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
 }
 
 // clip quotes at most the start of a bad line: the log is world-readable.

@@ -32,3 +32,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseLineByLine: Parse keeps what reading the text a line at a time
+// with strings' functions keeps, the way it was read before it cut the
+// whole text at once.
+//
+//	go test -run '^$' -fuzz '^FuzzParseLineByLine$' ./internal/pcpconf
+func FuzzParseLineByLine(f *testing.F) {
+	f.Add("# c\nPCP_A=\"/a\"\n B = x\nC\t=y\r\n  PCP_D='d'  \nE==\"\nnot one\n\u00a0F=\u2028g\u0085\n=v\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		want := map[string]string{}
+		for _, line := range strings.SplitAfter(text, "\n") {
+			if line = strings.TrimSpace(line); line != "" && line[0] != '#' {
+				name, value, ok := strings.Cut(line, "=")
+				if ok && !strings.ContainsAny(name, " \t") {
+					want[name] = strings.Trim(value, `"'`)
+				}
+			}
+		}
+		got, err := Parse(strings.NewReader(text))
+		if err != nil || !maps.Equal(got, want) {
+			t.Fatalf("Parse = %q, %v; line by line %q", got, err, want)
+		}
+	})
+}

@@ -9,7 +9,11 @@ package pfm
 // enable, guest and host (through the exclude bits), so they stay clear
 // in config.
 
-import "golang.org/x/sys/unix"
+import (
+	"math/bits"
+
+	"golang.org/x/sys/unix"
+)
 
 func init() { familyEncoders[FamilyAMD64] = encodeAMD64 }
 
@@ -64,7 +68,7 @@ func amdSupportsVirt(p *PMU) bool { return p.Rev >= amdRevFam10h && p.Rev != amd
 // northbridge, which instead has no perf attributes at all
 // (pfm_amd64_perf_validate_pattrs, pfm_amd64_nb_perf_validate_pattrs).
 func amdPattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
-	var descs []attrDesc
+	descs := attrRoom(len(ev.Umasks) + bits.OnesCount32(ev.ModMask))
 	for i := range ev.Umasks {
 		if amdValid(p, ev.Umasks[i].Flags) {
 			descs = append(descs, attrDesc{Name: ev.Umasks[i].Name, Type: attrUmask, Idx: i})

@@ -73,7 +73,7 @@ type request struct {
 
 	// The encoder fills these.
 	attr unix.PerfEventAttr
-	fstr string // the canonical name without the "pmu::" prefix; see addf
+	fstr []byte // the canonical name without the "pmu::" prefix; see addf
 
 	// parseAttrs fills these for the family encoder, and perfLayer
 	// reads them.

@@ -136,7 +136,7 @@ func intelModel(p *PMU, model uint16) bool {
 // called, so the Nehalem and Westmere uncores, whose table starts with e
 // and i, lose those two in perf mode.
 func intelPattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
-	var descs []attrDesc
+	descs := attrRoom(len(ev.Umasks) + len(p.Modifiers))
 	pebs := ev.Flags&intelPEBS != 0
 	for i := range ev.Umasks {
 		u := &ev.Umasks[i]

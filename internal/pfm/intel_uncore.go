@@ -1,5 +1,7 @@
 package pfm
 
+import "math/bits"
+
 // The encoder of Intel's server uncore PMUs, SandyBridge-EP to Granite
 // Rapids and Knights Landing/Mill (libpfm4's snbep_unc family: snbep_unc_*,
 // ivbep_unc_*, hswep_unc_*, bdx_unc_*, skx_unc_*, knl_unc_*, knm_unc_*,
@@ -62,7 +64,7 @@ const (
 // of this model), its modifiers, then perf's, less those the uncore
 // cannot honour (pfm_intel_snbep_unc_perf_validate_pattrs).
 func uncorePattrs(p *PMU, ev *Event) ([]attrDesc, func(int) bool) {
-	var descs []attrDesc
+	descs := attrRoom(len(ev.Umasks) + bits.OnesCount32(ev.ModMask))
 	for i := range ev.Umasks {
 		u := &ev.Umasks[i]
 		if intelModel(p, u.Model) {

@@ -1,15 +1,17 @@
 package pfm
 
 import (
-	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"io/fs"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"perfevent/internal/pfm/tables"
 )
@@ -289,15 +291,10 @@ func decodeTable(file string, size [2]int) ([]Modifier, []Event, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("pfm: %s: %v", file, err)
 	}
-	var buf bytes.Buffer
-	if st, err := f.Stat(); err == nil {
-		buf.Grow(int(st.Size()) * 6)
-	}
-	if _, err := io.Copy(&buf, zr); err != nil {
+	text, err := readAll(f, zr)
+	if err != nil {
 		return nil, nil, fmt.Errorf("pfm: %s: %v", file, err)
 	}
-	// One string holds the whole table; names and descriptions are slices of it.
-	text := buf.String()
 	if !strings.HasPrefix(text, tableHeader) {
 		return nil, nil, fmt.Errorf("pfm: %s: the header is not the one this decoder reads", file)
 	}
@@ -388,6 +385,45 @@ func decodeTable(file string, size [2]int) ([]Modifier, []Event, error) {
 		}
 	}
 	return mods, events, nil
+}
+
+// readAll decompresses a table into one string, which the decoded names
+// and descriptions are slices of. gzip's trailer gives the size, so the
+// text is read into a buffer of its size and that buffer becomes the string:
+// no buffer grows by doubling, and none is copied.
+func readAll(f fs.File, zr *gzip.Reader) (string, error) {
+	size := -1
+	if ra, ok := f.(io.ReaderAt); ok {
+		if st, err := f.Stat(); err == nil && st.Size() >= 4 {
+			var isize [4]byte
+			if _, err := ra.ReadAt(isize[:], st.Size()-4); err == nil {
+				size = int(binary.LittleEndian.Uint32(isize[:]))
+			}
+		}
+	}
+	if size < 0 {
+		var b strings.Builder
+		_, err := io.Copy(&b, zr)
+		return b.String(), err
+	}
+	b := make([]byte, size+1)
+	n, err := io.ReadFull(zr, b)
+	switch err {
+	case nil:
+		// More than the trailer says: a stream of several members,
+		// whose last one the trailer describes.
+		rest, err := io.ReadAll(zr)
+		return string(b) + string(rest), err
+	case io.EOF, io.ErrUnexpectedEOF:
+		// The whole text, and io.EOF after it: gzip checked its CRC.
+	default:
+		return "", err
+	}
+	if n == 0 {
+		return "", nil
+	}
+	// b is not written again, nor kept but as this string.
+	return unsafe.String(&b[0], n), nil
 }
 
 // split cuts line at tabs into cols and returns how many fields it had

@@ -1,10 +1,19 @@
 package pfm
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
+	"unsafe"
+
+	"perfevent/internal/pfm/tables"
 )
 
 // The catalog is libpfm4's list at the pinned commit: these counts and
@@ -245,6 +254,77 @@ func BenchmarkDecodeSKX(b *testing.B) {
 		if _, _, err := decodeTable("amd64/skl.tsv.gz", skx.size); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// readAll reads a table's text into a buffer of the size gzip's trailer
+// gives; a stream the trailer does not describe whole still reads whole,
+// and a damaged one fails.
+func TestReadAll(t *testing.T) {
+	member := func(text string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(text))
+		w.Close()
+		return b.Bytes()
+	}
+	two := append(member("first member\n"), member("second\n")...)
+	damaged := member("a text whose CRC will not match")
+	damaged[len(damaged)-8] ^= 1
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+		err  string
+	}{
+		{"one member", member(strings.Repeat("E\tname\n", 1000)), strings.Repeat("E\tname\n", 1000), ""},
+		{"empty", member(""), "", ""},
+		{"two members", two, "first member\nsecond\n", ""},
+		{"damaged", damaged, "", "gzip: invalid checksum"},
+	} {
+		fsys := fstest.MapFS{"t.tsv.gz": {Data: c.data}}
+		f, err := fsys.Open("t.tsv.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readAll(f, zr)
+		switch {
+		case c.err != "" && (err == nil || err.Error() != c.err):
+			t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+}
+
+// Decoding a table makes its text once, at its size (the trailer's),
+// and the arrays of its records: beside gzip's decoder (its 32 KiB window
+// and tables), nothing else of the text's size.
+func TestDecodeTableBytes(t *testing.T) {
+	readIndex()
+	skx := find("amd64", "skx")
+	const file = "amd64/skl.tsv.gz"
+	data, err := fs.ReadFile(tables.FS, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := binary.LittleEndian.Uint32(data[len(data)-4:])
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	mods, events, err := decodeTable(file, skx.size)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := uint64(cap(mods))*uint64(unsafe.Sizeof(Modifier{})) + uint64(cap(events))*uint64(unsafe.Sizeof(Event{})) +
+		uint64(skx.size[1])*uint64(unsafe.Sizeof(Umask{}))
+	const decoder = 64 << 10
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(text)+records+decoder; got > limit {
+		t.Errorf("decoding %s (%d bytes of text, %d of records) allocated %d bytes, want at most %d", file, text, records, got, limit)
 	}
 }
 

@@ -43,7 +43,7 @@ const (
 
 func encodeNetburst(r *request) error {
 	p, ev := r.pmu, r.event
-	descs := make([]attrDesc, 0, len(ev.Umasks)+len(p.Modifiers))
+	descs := attrRoom(len(ev.Umasks) + len(p.Modifiers))
 	for i, u := range ev.Umasks {
 		descs = append(descs, attrDesc{Name: u.Name, Type: attrUmask, Idx: i})
 	}

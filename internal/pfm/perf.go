@@ -132,7 +132,7 @@ func encode(name string, env Env, active []string) (Encoding, error) {
 	if err := r.perfLayer(); err != nil {
 		return Encoding{}, err
 	}
-	full := r.pmu.Name + "::" + r.fstr
+	full := r.pmu.Name + "::" + string(r.fstr)
 	if r.noMods {
 		full = ""
 	}
@@ -407,6 +407,11 @@ var perfAttrs = [numPerfAttrs]attrDesc{
 	{Name: "hw_smpl", Type: attrBool},
 }
 
+// attrRoom is a family's attributes of ev, n of its own and its PMU's
+// modifiers: a slice with room for them and for the perf layer's, which
+// parseAttrs adds, so that it never grows.
+func attrRoom(n int) []attrDesc { return make([]attrDesc, 0, n+len(perfAttrs)) }
+
 // perfKeep is the part of a family's validate_pattrs every family
 // shares: a PMU that cannot sample has no period, freq or precise; one
 // that filters no privilege level has no u, k, mg or mh.
@@ -432,7 +437,9 @@ func perfKeep(p *PMU, idx int) bool {
 // r.pattrs and r.vals from the name's attributes, as
 // pfmlib_parse_event_attr and pfmlib_sanitize_event do.
 func (r *request) parseAttrs(pmuAttrs []attrDesc, keep func(idx int) bool) error {
-	r.pattrs = append(r.pattrs[:0], pmuAttrs...)
+	// The families make pmuAttrs afresh for each request, with room for
+	// the perf layer's (attrRoom): they are appended to it in place.
+	r.pattrs = slices.Grow(pmuAttrs, len(perfAttrs))
 	for i, a := range perfAttrs {
 		if keep(i) {
 			a.Perf = true
@@ -680,7 +687,7 @@ func (r *request) sortVals() {
 // (given and default) in table order.
 func (r *request) canonicalUmasks() {
 	r.sortVals()
-	r.fstr = ""
+	r.fstr = r.fstr[:0]
 	r.addf("%s", r.event.Name)
 	for _, v := range r.vals {
 		switch d := r.desc(v); {
@@ -697,13 +704,20 @@ func (r *request) canonicalUmasks() {
 // prefix: longer ones are cut short.
 const fstrMax = 255
 
-// addf appends to the canonical name, which libpfm4 cuts at fstrMax.
+// addf appends to the canonical name, which libpfm4 cuts at fstrMax. The
+// name is written into one buffer of that size, not made anew at each
+// attribute as a string would be.
 func (r *request) addf(format string, args ...any) {
-	s := fmt.Sprintf(format, args...)
-	if room := fstrMax - len(r.fstr); len(s) > room {
-		s = s[:max(room, 0)]
+	if r.fstr == nil {
+		r.fstr = make([]byte, 0, fstrMax+1)
 	}
-	r.fstr += s
+	if len(r.fstr) >= fstrMax {
+		return
+	}
+	r.fstr = fmt.Appendf(r.fstr, format, args...)
+	if len(r.fstr) > fstrMax {
+		r.fstr = r.fstr[:fstrMax]
+	}
 }
 
 // perfLayer applies the perf-level modifiers once the family has

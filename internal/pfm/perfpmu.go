@@ -57,7 +57,7 @@ func encodePerfPMU(r *request) error {
 		return encodePerfRaw(r)
 	}
 	ev := r.event
-	descs := make([]attrDesc, len(ev.Umasks))
+	descs := attrRoom(len(ev.Umasks))[:len(ev.Umasks)]
 	for i, u := range ev.Umasks {
 		descs[i] = attrDesc{Name: u.Name, Type: attrUmask, Idx: i}
 	}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,6 +51,11 @@ type Logger struct {
 	rotations int
 
 	debug bool // Debugf writes
+
+	// batch holds the lines written while Batch runs, up to batchSize
+	// bytes a write.
+	batch    []byte
+	batching int
 }
 
 // A message kind's RepeatBurst lines in a RepeatWindow are written; the
@@ -89,7 +94,15 @@ func (l *Logger) Start(host string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.host = host
-	l.write(fmt.Appendf(nil, "Log for %s on %s started %s\n\n", l.prog, host, l.now().Format(dateFormat)))
+	b := append(l.buf[:0], "Log for "...)
+	b = append(b, l.prog...)
+	b = append(b, " on "...)
+	b = append(b, host...)
+	b = append(b, " started "...)
+	b = l.now().AppendFormat(b, dateFormat)
+	b = append(b, "\n\n"...)
+	l.buf = b
+	l.write(b)
 }
 
 const dateFormat = "Mon Jan _2 15:04:05 2006"
@@ -132,16 +145,46 @@ func (l *Logger) SetDebug(on bool) {
 	l.debug = on
 }
 
+// Batch runs fn and writes the lines it logs (from any goroutine) a page
+// at a time, the rest when it returns: the agent's start-up report is
+// tens of lines, each a system call of its own otherwise. fn must not
+// wait for another goroutine that logs; lines are written as they come
+// again after it.
+func (l *Logger) Batch(fn func()) {
+	if l == nil {
+		fn()
+		return
+	}
+	l.mu.Lock()
+	l.batching++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.batching--; l.batching == 0 {
+			l.flushBatch()
+		}
+	}()
+	fn()
+}
+
 // logf writes the whole line in one Write so that concurrent writers to a
 // shared file (pmcd.log) do not interleave within a line.
 func (l *Logger) logf(level, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+	var msg string
+	if s, ok := onlyString(format, args); ok {
+		msg = s // what Sprintf would make of it, without the copy
+	} else {
+		msg = fmt.Sprintf(format, args...)
+	}
 	for len(msg) > 0 && msg[len(msg)-1] == '\n' {
 		msg = msg[:len(msg)-1]
 	}
-	key := level + "\x00" + format
+	var key string
 	if onlyVerbs(format) {
-		key = level + "\x00\x00" + withoutNumbers(msg)
+		key = kindOf(level, msg)
+	} else {
+		key = level + "\x00" + format
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -171,12 +214,52 @@ func (l *Logger) logf(level, format string, args ...any) {
 	l.line(level, msg)
 }
 
+// onlyString returns the one argument of format "%s" when it is a string:
+// the agent's report lines are logged so.
+func onlyString(format string, args []any) (string, bool) {
+	if format != "%s" || len(args) != 1 {
+		return "", false
+	}
+	s, ok := args[0].(string)
+	return s, ok
+}
+
+// kindOf is the repeat kind of a message whose format is only verbs: its
+// level and its text with each run of digits made one '#' (messages built
+// before they are logged differ only there when they are the same
+// message: durations, counts, pids).
+func kindOf(level, msg string) string {
+	var b strings.Builder
+	b.Grow(len(level) + 2 + len(msg))
+	b.WriteString(level)
+	b.WriteString("\x00\x00")
+	last := byte(0)
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if c >= '0' && c <= '9' {
+			c = '#'
+			if last == '#' {
+				continue
+			}
+		}
+		b.WriteByte(c)
+		last = c
+	}
+	return b.String()
+}
+
 // line writes one log line; the caller holds l.mu.
 func (l *Logger) line(level, msg string) {
 	b := l.buf[:0]
 	b = append(b, '[')
 	b = l.now().AppendFormat(b, "Mon Jan _2 15:04:05")
-	b = fmt.Appendf(b, "] %s(%d) %s: ", l.prog, l.pid, level)
+	b = append(b, "] "...)
+	b = append(b, l.prog...)
+	b = append(b, '(')
+	b = strconv.AppendInt(b, int64(l.pid), 10)
+	b = append(b, ") "...)
+	b = append(b, level...)
+	b = append(b, ": "...)
 	b = append(b, msg...)
 	b = append(b, '\n')
 	l.buf = b
@@ -234,23 +317,6 @@ func (l *Logger) armTimer(d time.Duration) {
 	})
 }
 
-// withoutNumbers is s with each run of digits made one '#': messages
-// built before they are logged differ only there when they are the same
-// message (durations, counts, pids).
-func withoutNumbers(s string) string {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] >= '0' && s[i] <= '9' {
-			if len(b) == 0 || b[len(b)-1] != '#' {
-				b = append(b, '#')
-			}
-			continue
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
-}
-
 // onlyVerbs says that format has nothing but verbs, spaces and
 // punctuation ("%v", "%s: %v"), so that its kind is its text.
 func onlyVerbs(format string) bool {
@@ -269,9 +335,41 @@ func onlyVerbs(format string) bool {
 	return true
 }
 
-// write writes b and rotates the file when it has grown past its cap;
-// the caller holds l.mu.
+// write writes b and rotates the file when it has grown past its cap, or
+// keeps it for the end of a Batch; the caller holds l.mu.
 func (l *Logger) write(b []byte) {
+	if l.batching > 0 && len(b) <= batchSize {
+		if len(l.batch)+len(b) > batchSize {
+			l.flushBatch()
+		}
+		if l.batch == nil {
+			l.batch = make([]byte, 0, batchSize)
+		}
+		l.batch = append(l.batch, b...)
+		return
+	}
+	l.flushBatch()
+	l.writeOut(b)
+}
+
+// batchSize is what a Batch writes at a time: a page, about 15 lines
+// of the agent's start-up report, the buffer made once and reused. A
+// buffer grown to hold a whole report cost more in fresh memory than the
+// writes it saved.
+const batchSize = 4096
+
+// flushBatch writes what a Batch holds; the caller holds l.mu.
+func (l *Logger) flushBatch() {
+	if len(l.batch) == 0 {
+		return
+	}
+	b := l.batch
+	l.batch = l.batch[:0]
+	l.writeOut(b)
+}
+
+// writeOut is write's, now; the caller holds l.mu.
+func (l *Logger) writeOut(b []byte) {
 	n, _ := l.w.Write(b)
 	if l.file == nil {
 		return
@@ -346,16 +444,19 @@ func OpenLog(path string, stderr io.Writer) (io.Writer, *os.File, func(), error)
 
 // createLog moves whatever is at path to path.prev and creates the log
 // anew there, then points fd 2 at it.
+//
+// It makes the system calls alone: rename(2) says whether there was
+// anything to move, where os.Rename would look first (lstat) and os.OpenFile
+// asks the poller to take a regular file (four fcntl and an epoll_ctl).
 func createLog(path string) (*os.File, error) {
-	if _, err := os.Lstat(path); err == nil {
-		if err := os.Rename(path, path+".prev"); err != nil {
-			return nil, err
-		}
+	if err := unix.Rename(path, path+".prev"); err != nil && err != unix.ENOENT {
+		return nil, &os.LinkError{Op: "rename", Old: path, New: path + ".prev", Err: err}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
+	fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
+	f := os.NewFile(uintptr(fd), path)
 	// Later panics and runtime errors land in the log too. Dup3, because
 	// dup2 has no system call on arm64, riscv64 and loong64; it refuses
 	// equal descriptors, which happen when the agent was started without

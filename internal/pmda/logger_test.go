@@ -138,3 +138,102 @@ func dupStderr() (func(), error) {
 	}
 	return func() { unix.Dup3(fd, 2, 0); unix.Close(fd) }, nil
 }
+
+// writes counts the Writes a Logger makes.
+type writes struct {
+	testlog.Buffer
+	n int
+}
+
+func (w *writes) Write(b []byte) (int, error) { w.n++; return w.Buffer.Write(b) }
+
+// The lines logged while Batch runs, nested Batches and messages held back
+// included, reach the writer in one Write, the same bytes as without it.
+func TestLoggerBatch(t *testing.T) {
+	log := func(l *Logger, batch bool) {
+		body := func() {
+			l.Infof("%s", "perfevent.conf:2: cpu-clock on cpus 0-1")
+			l.Batch(func() { l.Warningf("%s: %v", "nested", "x") })
+			for i := range RepeatBurst + 2 {
+				l.Infof("%s", "cannot open on cpu "+strconv.Itoa(i)) // one kind: the numbers do not count
+			}
+			l.Errorf("format %d", 7)
+		}
+		if batch {
+			l.Batch(body)
+		} else {
+			body()
+		}
+		l.Infof("after")
+	}
+	var lines, batched writes
+	for _, c := range []struct {
+		w     *writes
+		batch bool
+	}{{&lines, false}, {&batched, true}} {
+		l := NewLogger(c.w, "pmdaperfevent")
+		l.now = func() time.Time { return time.Date(2026, 12, 2, 9, 0, 5, 0, time.UTC) }
+		l.pid = 1234
+		log(l, c.batch)
+	}
+	if lines.String() != batched.String() {
+		t.Errorf("batched:\n%s\nline by line:\n%s", batched.String(), lines.String())
+	}
+	if want := 1 + 1 + RepeatBurst + 1 + 1; lines.n != want || batched.n != 2 {
+		t.Errorf("%d writes line by line, %d batched; want %d and 2 (the batch, then \"after\")", lines.n, batched.n, want)
+	}
+	if !strings.Contains(lines.String(), "[Wed Dec  2 09:00:05] pmdaperfevent(1234) Warning: nested: x\n") ||
+		!strings.Contains(lines.String(), "Info: cannot open on cpu 9\n[") || strings.Contains(lines.String(), "cpu 10") {
+		t.Errorf("log:\n%s", lines.String())
+	}
+	(*Logger)(nil).Batch(func() {}) // a nil Logger runs fn
+}
+
+// kindOf makes each run of digits one '#', a '#' before it included.
+func TestKindOf(t *testing.T) {
+	for msg, want := range map[string]string{
+		"":                "Info\x00\x00",
+		"cpu 12 of 345":   "Info\x00\x00cpu # of #",
+		"9x#1 #":          "Info\x00\x00#x# #",
+		"a1b22c333":       "Info\x00\x00a#b#c#",
+		"no digits here.": "Info\x00\x00no digits here.",
+	} {
+		if got := kindOf("Info", msg); got != want {
+			t.Errorf("kindOf(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+// A Batch longer than batchSize is written batchSize bytes at most at a
+// time, a line longer than that by itself, in order.
+func TestLoggerBatchPages(t *testing.T) {
+	var lines, batched writes
+	long := strings.Repeat("x", batchSize)
+	for _, c := range []struct {
+		w     *writes
+		batch bool
+	}{{&lines, false}, {&batched, true}} {
+		l := NewLogger(c.w, "pmdaperfevent")
+		l.now = func() time.Time { return time.Date(2026, 12, 2, 9, 0, 5, 0, time.UTC) }
+		body := func() {
+			for i := range 30 {
+				l.Infof("%s", fmt.Sprintf("line %c %s", 'A'+i, strings.Repeat("y", 250)))
+			}
+			l.Infof("%s", long)
+			l.Infof("last")
+		}
+		if c.batch {
+			l.Batch(body)
+		} else {
+			body()
+		}
+	}
+	if lines.String() != batched.String() {
+		t.Fatalf("batched:\n%s\nline by line:\n%s", batched.String(), lines.String())
+	}
+	// 30 lines of 300 bytes: 13 fill a batch, then 13, then 4 are written
+	// before the long line; "last" with the Batch's end.
+	if lines.n != 32 || batched.n != 5 {
+		t.Errorf("%d writes line by line, %d batched; want 32 and 5", lines.n, batched.n)
+	}
+}

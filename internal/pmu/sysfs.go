@@ -230,14 +230,21 @@ func eachFile(dir string, f func(name, text string)) error {
 	if err != nil {
 		return err
 	}
+	// One buffer for every file, rather than one each: f gets a string
+	// the size of the text, not of the buffer.
+	var buf []byte
 	for _, e := range ents {
 		if e.IsDir() {
 			continue
 		}
-		b, err := hostfs.ReadFile(filepath.Join(dir, e.Name()))
+		if buf == nil {
+			buf = make([]byte, 0, 512)
+		}
+		b, err := hostfs.AppendFile(buf[:0], filepath.Join(dir, e.Name()))
 		if err != nil {
 			return err
 		}
+		buf = b
 		f(e.Name(), string(b))
 	}
 	return nil

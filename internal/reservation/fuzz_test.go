@@ -1,12 +1,15 @@
 package reservation
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,4 +75,35 @@ func formatProcLock(lk ProcLock) string {
 	}
 	return fmt.Sprintf("%d: %s%s %s %s %d %02x:%02x:%d %d %s",
 		lk.ID, blocked, lk.Class, lk.Mode, lk.Access, lk.PID, lk.Major, lk.Minor, lk.Inode, lk.Start, end)
+}
+
+// FuzzEncodeState writes states with arbitrary strings, numbers and times:
+// the state file must be what encoding/json writes, byte for byte, since
+// perfalloc reads it with encoding/json, and an error exactly when
+// encoding/json refuses the state.
+//
+//	go test -run '^$' -fuzz '^FuzzEncodeState$' ./internal/reservation
+func FuzzEncodeState(f *testing.F) {
+	f.Add("pmdaperfevent", "cpu-clock", "no such device\n<x>", int64(1764944584123456789), 60.0, 3, uint64(12345))
+	f.Add("\xff\u2028\x00", "", "", int64(-62135596800000000), 1e-7, 0, uint64(0))
+	f.Fuzz(func(t *testing.T, program, name, errText string, nanos int64, refresh float64, holders int, ticks uint64) {
+		at := time.Unix(0, nanos).In(time.FixedZone("", int(ticks%100000)-50000))
+		s := State{Generation: ticks, Written: at, RefreshSeconds: refresh, Program: program, PID: holders,
+			StartTicks: ticks, Started: at.UTC(), Config: name, Counters: errText, Since: at}
+		if n := holders & 3; n != 0 {
+			s.Holders = make([]int, n-1)
+			for i := range s.Holders {
+				s.Holders[i] = holders - i
+			}
+			s.Events = []EventState{{Name: name, State: program, CPUs: holders, Error: errText}, {Name: errText}}
+		}
+		want, werr := json.MarshalIndent(&s, "", "  ")
+		got, err := encodeState(&s)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("error %v, encoding/json's %v", err, werr)
+		}
+		if werr == nil && !bytes.Equal(got, append(want, '\n')) {
+			t.Fatalf("wrote\n%s\nencoding/json writes\n%s", got, want)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,12 +166,36 @@ func (p procStat) leaving() string {
 	return ""
 }
 
+// processStat reads /proc/PID/stat through the system calls alone: the
+// agent reads its own at every start, and os.ReadFile spends as many again
+// (the poller's checks, a stat for the size) on a file whose size the
+// kernel does not tell. The line ends with a newline, so a read that
+// brings it needs no second read to see the end.
 func processStat(pid int) (procStat, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return procStat{}, err
+		return procStat{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	return parseStat(pid, b)
+	defer unix.Close(fd)
+	// 52 fields of at most 20 digits, and a command name of at most 64
+	// bytes, fit with room to spare.
+	var buf [2048]byte
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return procStat{}, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		n += m
+		if m == 0 || buf[n-1] == '\n' {
+			break
+		}
+	}
+	return parseStat(pid, buf[:n])
 }
 
 func parseStat(pid int, b []byte) (procStat, error) {
@@ -226,11 +251,8 @@ func writeState(d *Directory, name string, s *State) error {
 	return d.replace(name, data)
 }
 
-// encodeState is the state file's content for s.
-func encodeState(s *State) ([]byte, error) {
-	data, err := json.MarshalIndent(s, "", "  ")
-	return append(data, '\n'), err
-}
+// encodeState is the state file's content for s (see appendState).
+func encodeState(s *State) ([]byte, error) { return appendState(nil, s) }
 
 // ReadState reads and decodes the state file. A missing file gives an
 // error satisfying errors.Is(err, fs.ErrNotExist).
@@ -271,17 +293,25 @@ type StateFile struct {
 	name    string
 	ownDir  bool // dir was opened for this StateFile, and closes with it
 	refresh time.Duration
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	posted  chan struct{} // a Post's change awaits its write
+
+	// No goroutine waits for the writes to come: the heartbeat is a
+	// timer's function, and a Post starts a goroutine that writes what is
+	// posted until nothing more is, then ends. An agent started and
+	// stopped with no reservation between starts none. writers counts
+	// those running, for Close.
+	writers sync.WaitGroup
 
 	// writeMu orders the writes, so that the file's generation only goes
-	// up; it is taken before mu, which guards the state itself.
+	// up; it is taken before mu, which guards the rest.
 	writeMu sync.Mutex
+	buf     []byte // the last write's content, its space reused; under writeMu
 	mu      sync.Mutex
 	state   State
 	failed  func(error) // the last Post's, until a write carries its change
+	beat    *time.Timer // the heartbeat, every refresh period
+	posted  bool        // a Post's change awaits its write
+	writing bool        // a goroutine writes the posted changes
+	closed  bool        // Close has begun: nothing more is written
 }
 
 // NewStateFile writes the initial state to path and starts the periodic
@@ -327,16 +357,15 @@ func newStateFile(d *Directory, name string, initial State, refresh time.Duratio
 		dir:     d,
 		name:    name,
 		refresh: refresh,
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		posted:  make(chan struct{}, 1),
 		state:   initial,
 	}
 	if err := f.Update(func(*State) {}); err != nil {
 		d.unclaim()
 		return nil, err
 	}
-	go f.refresher()
+	f.mu.Lock()
+	f.beat = time.AfterFunc(refresh, f.heartbeat)
+	f.mu.Unlock()
 	return f, nil
 }
 
@@ -356,8 +385,8 @@ func (f *StateFile) Update(fn func(*State)) error {
 	return f.flush()
 }
 
-// Post changes the state as Update does and leaves the write to the
-// StateFile's own goroutine, which writes the newest state once for any
+// Post changes the state as Update does and leaves the write to a
+// goroutine of the StateFile's, which writes the newest state once for any
 // number of Posts made meanwhile. It is for callers that must not wait for
 // the file system: the lock watcher reports a reservation through it, and
 // on a busy ext4 the rename over the old file took 20-740 ms, during which
@@ -374,18 +403,56 @@ func (f *StateFile) Post(fn func(*State), failed func(error)) {
 // is such a one, the state NewStateFileIn wrote already.
 func (f *StateFile) PostChange(fn func(*State) (changed bool), failed func(error)) {
 	f.mu.Lock()
-	changed := fn(&f.state)
-	if changed {
+	start := false
+	if fn(&f.state) {
 		f.failed = failed
+		f.posted = true
+		// A writer under way takes this change too.
+		if !f.writing && !f.closed {
+			f.writing, start = true, true
+			f.writers.Add(1)
+		}
 	}
 	f.mu.Unlock()
-	if !changed {
+	if start {
+		go f.writePosted()
+	}
+}
+
+// writePosted writes the posted changes until there are none left.
+func (f *StateFile) writePosted() {
+	defer f.writers.Done()
+	for {
+		f.mu.Lock()
+		if !f.posted || f.closed {
+			f.writing = false
+			f.mu.Unlock()
+			return
+		}
+		f.posted = false
+		f.mu.Unlock()
+		f.flush()
+	}
+}
+
+// heartbeat rewrites the state, changed or not, and sets the timer for
+// the next. Its error has nobody to tell but a Post whose change the
+// write carries; otherwise it repeats on the next write.
+func (f *StateFile) heartbeat() {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
 		return
 	}
-	select {
-	case f.posted <- struct{}{}:
-	default: // a write is due already, and will carry this change
+	f.writers.Add(1)
+	f.mu.Unlock()
+	defer f.writers.Done()
+	f.flush()
+	f.mu.Lock()
+	if !f.closed {
+		f.beat.Reset(f.refresh)
 	}
+	f.mu.Unlock()
 }
 
 // flush writes the current state, and tells the last Post whose change
@@ -405,9 +472,16 @@ func (f *StateFile) write() (failed func(error), err error) {
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
 	f.mu.Lock()
+	if f.closed {
+		// The file is removed, or about to be: a write now would
+		// report an agent that has stopped.
+		f.mu.Unlock()
+		return nil, nil
+	}
 	f.state.Generation++
 	f.state.Written = time.Now()
-	data, err := encodeState(&f.state)
+	data, err := appendState(f.buf[:0], &f.state)
+	f.buf = data
 	failed = f.failed
 	f.failed = nil
 	f.mu.Unlock()
@@ -417,29 +491,16 @@ func (f *StateFile) write() (failed func(error), err error) {
 	return failed, f.dir.replace(f.name, data)
 }
 
-func (f *StateFile) refresher() {
-	defer close(f.done)
-	t := time.NewTicker(f.refresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.stop:
-			return
-		case <-f.posted:
-			f.flush()
-		case <-t.C:
-			// A heartbeat's error has nobody to tell but a Post whose
-			// change it carries; otherwise it repeats on the next write.
-			f.flush()
-		}
-	}
-}
-
 // Close stops the periodic rewrite and removes the file: an agent that has
 // stopped has no state to report.
 func (f *StateFile) Close() error {
-	f.once.Do(func() { close(f.stop) })
-	<-f.done
+	f.mu.Lock()
+	f.closed = true
+	if f.beat != nil {
+		f.beat.Stop()
+	}
+	f.mu.Unlock()
+	f.writers.Wait()
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
 	// Removed while the directory is still ours: the next owner's

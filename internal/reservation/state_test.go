@@ -1,10 +1,13 @@
 package reservation
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -568,20 +571,25 @@ func TestStateFilePostChangeUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sf.writeMu.Lock() // the refresher takes the first post, then waits here
+	due := func() bool {
+		sf.mu.Lock()
+		defer sf.mu.Unlock()
+		return sf.posted
+	}
+	sf.writeMu.Lock() // the writer takes the first post, then waits here
 	sf.PostChange(func(s *State) bool { s.Holders = []int{7}; return true }, nil)
 	deadline := time.Now().Add(patience)
-	for len(sf.posted) > 0 && time.Now().Before(deadline) {
+	for due() && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
-	if len(sf.posted) > 0 {
+	if due() {
 		sf.writeMu.Unlock()
-		t.Fatal("the refresher did not take the first post")
+		t.Fatal("the writer did not take the first post")
 	}
 	sf.PostChange(func(s *State) bool { return false }, nil)
-	due := len(sf.posted)
+	again := due()
 	sf.writeMu.Unlock()
-	if due != 0 {
+	if again {
 		t.Errorf("an update that changed nothing asked for a write")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -589,5 +597,126 @@ func TestStateFilePostChangeUnchanged(t *testing.T) {
 	s, err := WaitState(ctx, path, 0, func(s *State) bool { return slices.Equal(s.Holders, []int{7}) })
 	if err != nil || s.Generation != before.Generation+1 {
 		t.Errorf("after a change and an update that changed nothing: %+v, %v; want one write (generation %d)", s, err, before.Generation+1)
+	}
+}
+
+// TestEncodeStateIsMarshalIndent: the state file is what encoding/json
+// would write, byte for byte, for states with and without holders, events,
+// errors and start ticks, in zones with and without an offset, and for
+// strings every escape applies to.
+func TestEncodeStateIsMarshalIndent(t *testing.T) {
+	odd := "a\"b\\c\b\f\n\r\t\x00\x1f\x7f <>& \u2028\u2029 é 日本 \xff\xc3 \xed\xa0\x80 end"
+	zone := time.FixedZone("X", -(3*3600 + 30*60))
+	states := []State{
+		{},
+		{Generation: 1, Written: time.Date(2026, 12, 5, 14, 23, 4, 123456789, time.UTC), RefreshSeconds: 60,
+			Program: "pmdaperfevent", PID: 4242, StartTicks: 987654321, Started: time.Date(2026, 12, 5, 14, 23, 4, 0, zone),
+			Config: "/etc/pcp/perfevent/perfevent.conf", LockFile: "/var/lib/pcp/pmdas/perfevent/perflock",
+			Counters: CountersOpen, Since: time.Date(2026, 1, 2, 3, 4, 5, 600, time.Local), Holders: []int{},
+			Events: []EventState{}},
+		{Generation: 1<<64 - 1, RefreshSeconds: 0.25, PID: -1, Counters: CountersReleased, Holders: []int{100, 200, 300},
+			Events: []EventState{{Name: "perf:cpu_clock", State: EventReleased, CPUs: 2}, {Name: odd, State: EventFailed, Error: odd}}},
+		{RefreshSeconds: 1e-7, Program: odd, Holders: []int{7}},
+		{RefreshSeconds: 1e21, Config: "<script>&amp;</script>"},
+		{RefreshSeconds: 123456.789e-3, Events: []EventState{{Name: "x", Error: "e"}}},
+	}
+	for i, s := range states {
+		want, err := json.MarshalIndent(&s, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, '\n')
+		got, err := encodeState(&s)
+		if err != nil {
+			t.Errorf("state %d: %v", i, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("state %d:\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	for _, s := range []State{{Written: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, {RefreshSeconds: math.NaN()}, {RefreshSeconds: math.Inf(1)}} {
+		if _, err := json.Marshal(&s); err == nil {
+			t.Fatalf("encoding/json takes %+v", s)
+		}
+		if _, err := encodeState(&s); err == nil {
+			t.Errorf("encodeState takes what encoding/json refuses: %+v", s)
+		}
+	}
+}
+
+// TestProcessStatReadsWhatReadFileDoes: the start ticks of this process
+// as its whole /proc/PID/stat gives them, and a missing pid as a missing file.
+func TestProcessStatReadsWhatReadFileDoes(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Skipf("needs /proc: %v", err)
+	}
+	want, err := parseStat(os.Getpid(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := processStat(os.Getpid())
+	if err != nil || got.startTicks != want.startTicks || got.startTicks == 0 {
+		t.Errorf("processStat = %+v, %v; /proc/self/stat says %+v", got, err, want)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("needs true(1)")
+	}
+	if _, err := processStat(cmd.Process.Pid); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "/proc/"+itoa(cmd.Process.Pid)+"/stat") {
+		t.Errorf("a reaped pid: %v", err)
+	}
+}
+
+// Close waits for the writes under way, heartbeats and Posts, and nothing
+// writes the file again after it, not even a late Update: an agent that
+// has stopped reports nothing.
+func TestStateFileCloseEndsWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perflock.state")
+	sf, err := NewStateFile(path, State{Program: "pmdaperfevent", Counters: CountersOpen}, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 200 {
+			sf.Post(func(s *State) { s.Holders = []int{i} }, nil)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if s, err := WaitState(ctx, path, 0, func(s *State) bool { return s.Generation >= 3 }); err != nil {
+		t.Fatalf("posts and heartbeats wrote nothing: %v (last %+v)", err, s)
+	}
+	if err := sf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait() // Posts after Close start no writer
+	if err := sf.Update(func(s *State) { s.Holders = []int{-1} }); err != nil {
+		t.Errorf("Update after Close: %v", err)
+	}
+	sf.Post(func(s *State) { s.Holders = []int{-2} }, nil)
+	if err := sf.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the state file is back after Close: %v", err)
+	}
+}
+
+// The state file's content is made in one allocation: appendState sizes
+// its buffer for the state before it writes.
+func TestAppendStateAllocatesOnce(t *testing.T) {
+	s := State{Generation: 3, Written: time.Now(), RefreshSeconds: 60, Program: "pmdaperfevent", PID: 4242, StartTicks: 99,
+		Started: time.Now(), Config: "/var/lib/pcp/pmdas/perfevent-go/perfevent.conf", LockFile: "/var/lib/pcp/pmdas/perfevent/perflock",
+		Counters: CountersOpen, Since: time.Now(), Holders: []int{1, 22, 333}}
+	for i := range 40 {
+		s.Events = append(s.Events, EventState{Name: "hwcounters.some_event_name_" + strconv.Itoa(i), State: EventFailed, CPUs: 768,
+			Error: "not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)"})
+	}
+	if n := testing.AllocsPerRun(10, func() { appendState(nil, &s) }); n != 1 {
+		t.Errorf("%v allocations, want 1", n)
 	}
 }

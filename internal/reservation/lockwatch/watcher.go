@@ -60,7 +60,12 @@ type Watcher struct {
 	users users
 
 	// The rest belongs to the watcher's goroutine, once Watch returns.
-	next       time.Time // when the next check is due
+	next time.Time // when the next check is due
+	// events is the buffer for reading the inotify queue. As a field it
+	// is on the heap, where its pages are touched only as reads fill them;
+	// as a local of run it would be on the stack, which would then grow to
+	// 128 KiB, copied and zeroed, before the first check.
+	events     []byte
 	lastCheck  time.Time
 	lastEnsure time.Time
 	ensureErr  error         // from the last Ensure, reported with every check
@@ -285,9 +290,8 @@ func (w *Watcher) run() {
 		defer runtime.UnlockOSThread()
 	} // else the thread ends with the goroutine, and its policy with it
 	w.tid.Store(int32(unix.Gettid()))
-	var buf []byte
 	if w.note != nil {
-		buf = make([]byte, inotify.BufSize)
+		w.events = make([]byte, inotify.BufSize)
 	}
 	fds := make([]unix.PollFd, 0, 2)
 	for {
@@ -319,7 +323,7 @@ func (w *Watcher) run() {
 		}
 		now = time.Now()
 		if len(fds) > 1 && fds[1].Revents != 0 {
-			w.readEvents(buf, now)
+			w.readEvents(w.events, now)
 		}
 		w.step(now)
 	}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"debug/elf"
+	"testing"
+)
+
+// The agent runs without the runtime's heap profiler: the linker turns it
+// off (runtime.disableMemoryProfiling) when nothing can read a heap
+// profile, which spares a stack walk at every sampled allocation and the
+// profiler's bucket table. Linking runtime/pprof, or anything that calls
+// runtime.MemProfile, would turn it back on at every start.
+func TestAgentLinksNoHeapProfiler(t *testing.T) {
+	f, err := elf.Open(agentBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name != "runtime.disableMemoryProfiling" {
+			continue
+		}
+		sec := f.Sections[s.Section]
+		if sec.Type == elf.SHT_NOBITS {
+			t.Fatalf("runtime.disableMemoryProfiling is in %s, zero: the heap profiler is on; something links runtime.MemProfile", sec.Name)
+		}
+		b := make([]byte, 1)
+		if _, err := sec.ReadAt(b, int64(s.Value-sec.Addr)); err != nil {
+			t.Fatal(err)
+		}
+		if b[0] != 1 {
+			t.Errorf("runtime.disableMemoryProfiling is %d: the heap profiler is on; something links runtime.MemProfile", b[0])
+		}
+		return
+	}
+	t.Fatal("the agent has no symbol runtime.disableMemoryProfiling: the runtime changed how it turns the heap profiler off")
+}
