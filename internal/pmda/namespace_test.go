@@ -43,3 +43,22 @@ func TestNamespaceManyChildren(t *testing.T) {
 		}
 	}
 }
+
+// A PMID with several names (aliases, one descriptor) lists them all, in
+// the order given, and its neighbours keep theirs.
+func TestNamesOfAliases(t *testing.T) {
+	d := func(item int) pdu.Desc {
+		return pdu.Desc{PMID: pdu.NewPMID(9, 1, item), Type: pdu.ValueUint64, InDom: pdu.InDomNull}
+	}
+	table, err := NewTable(TableSpec{Domain: 9, Metrics: []Metric{
+		{Name: "a.one", Desc: d(0)}, {Name: "a.two", Desc: d(1)}, {Name: "b.one", Desc: d(0)}, {Name: "c.one", Desc: d(0)}, {Name: "a.three", Desc: d(2)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for item, want := range [][]string{{"a.one", "b.one", "c.one"}, {"a.two"}, {"a.three"}} {
+		if got, err := table.Names(pdu.NewPMID(9, 1, item)); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Names(9.1.%d) = %v %v, want %v", item, got, err, want)
+		}
+	}
+}

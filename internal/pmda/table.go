@@ -1,6 +1,7 @@
 package pmda
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -251,6 +252,7 @@ func NewTable(spec TableSpec) (*Table, error) {
 			return nil, fmt.Errorf("subtree %q: %w", s, err)
 		}
 	}
+	all := make([]string, len(t.metrics))
 	for i := range t.metrics {
 		m := &t.metrics[i]
 		if _, err := t.insert(m.Name, true, m.Desc.PMID); err != nil {
@@ -275,7 +277,14 @@ func NewTable(spec TableSpec) (*Table, error) {
 		} else {
 			t.byPMID[m.Desc.PMID] = i
 		}
-		t.names[m.Desc.PMID] = append(t.names[m.Desc.PMID], m.Name)
+		// A PMID's first name is a slice of one array of them all, its
+		// aliases (rare) a copy: not a slice made for every metric.
+		if ns, ok := t.names[m.Desc.PMID]; ok {
+			t.names[m.Desc.PMID] = append(ns, m.Name)
+		} else {
+			all[i] = m.Name
+			t.names[m.Desc.PMID] = all[i : i+1 : i+1]
+		}
 	}
 	return t, nil
 }
@@ -364,13 +373,15 @@ func canonicalLike(l Labels, like []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	// Written on the stack first: kept only when unlike like. (plain is
+	// never returned itself, so that buf stays on the stack.)
 	var buf [128]byte
-	b, ok := appendPlainJSON(buf[:0], l)
-	if ok && like != nil && string(b) == string(like) {
-		return like, nil
-	}
-	if ok {
-		b = slices.Clone(b)
+	var b []byte
+	if plain, ok := appendPlainJSON(buf[:0], l); ok {
+		if like != nil && string(plain) == string(like) {
+			return like, nil
+		}
+		b = bytes.Clone(plain)
 	} else {
 		var err error
 		if b, err = json.Marshal(map[string]any(l)); err != nil {
