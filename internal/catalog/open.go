@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"fmt"
 	"slices"
 
 	"perfevent/internal/ratio"
@@ -19,10 +18,11 @@ func Open(plan *setup.Plan, defs []ratio.Def) (_ *setup.Plan, unusable []string)
 	at := map[string]int{}
 	for _, d := range defs {
 		usable := true
-		for _, term := range Operands(d) {
+		terms := Operands(d)
+		for _, term := range terms {
 			if ok, why := plan.Usable(term); !ok {
 				notes = append(notes, setup.Note{Severity: setup.Info,
-					Text: fmt.Sprintf("catalog %s: perfevent.ratio.%s: its operand %s is not usable here: %s; none of its events opened", d.Group, d.Name, term, why)})
+					Text: "catalog " + d.Group + ": perfevent.ratio." + d.Name + ": its operand " + term + " is not usable here: " + why + "; none of its events opened"})
 				usable = false
 				break
 			}
@@ -31,7 +31,7 @@ func Open(plan *setup.Plan, defs []ratio.Def) (_ *setup.Plan, unusable []string)
 			unusable = append(unusable, d.Name)
 			continue
 		}
-		for _, term := range Operands(d) {
+		for _, term := range terms {
 			i, ok := at[term]
 			if !ok {
 				i = len(ops)
