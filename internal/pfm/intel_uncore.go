@@ -11,8 +11,6 @@ package pfm
 // it; C-boxes and CHAs have filter registers, handed to perf as config1
 // (and config2).
 
-func init() { familyEncoders[FamilyIntelUncore] = encodeIntelUncore }
-
 // Per-architecture PMU flags (pfmlib_pmu_t.flags, high 16 bits).
 const (
 	uncFlagOcc = 0x10000 // the PMU has occupancy events (PCU)

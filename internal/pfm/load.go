@@ -273,11 +273,9 @@ func (r *fields) str(i int) string { return unescape(r.f[i]) }
 
 // The table files' header lines name their columns; a table whose header
 // differs was written by another generator.
-var tableHeader = strings.Join([]string{
-	"#M\tindex\tname\ttype\tdesc",
-	"#E\tname\tcode\tcntmsk\tflags\tmodmsk\tmodmsk_req\tngrp\tmodel\ttype\tequiv\tdesc\tlongdesc",
-	"#U\tname\tcode\tcntmsk\tfilter0\tfilter1\tflags\tmodel\tgrpid\tmodhw\tmodmsk_req\tequiv\tdesc",
-}, "\n") + "\n"
+const tableHeader = "#M\tindex\tname\ttype\tdesc\n" +
+	"#E\tname\tcode\tcntmsk\tflags\tmodmsk\tmodmsk_req\tngrp\tmodel\ttype\tequiv\tdesc\tlongdesc\n" +
+	"#U\tname\tcode\tcntmsk\tfilter0\tfilter1\tflags\tmodel\tgrpid\tmodhw\tmodmsk_req\tequiv\tdesc\n"
 
 func decodeTable(file string, size [2]int) ([]Modifier, []Event, error) {
 	f, err := tables.FS.Open(file)
