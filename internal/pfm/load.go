@@ -437,9 +437,11 @@ func unescape(s string) string {
 // Source says where the catalog comes from, for a listing's provenance:
 // "libpfm4 6870a9f00412 (as bundled by PAPI 545375f7d81b)".
 func Source() string {
-	s := fmt.Sprintf("libpfm4 %.12s", tables.Libpfm4Commit)
+	// Without fmt: package pmu calls this at every start.
+	short := func(commit string) string { return commit[:min(len(commit), 12)] }
+	s := "libpfm4 " + short(tables.Libpfm4Commit)
 	if tables.PAPICommit != "" {
-		s += fmt.Sprintf(" (as bundled by PAPI %.12s)", tables.PAPICommit)
+		s += " (as bundled by PAPI " + short(tables.PAPICommit) + ")"
 	}
 	return s
 }
