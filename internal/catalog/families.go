@@ -645,38 +645,50 @@ func power9() *Family {
 // families are the catalog's families with the libpfm4 PMUs that tell
 // each, which must be its Family.PMUs. A family's metrics are built the
 // first time it is asked for: an agent starts with one family, not all.
+// The list is written out as data, so that no start spends time making
+// it.
 var families = []lazyFamily{
-	lazy(skylakeSP, "skx", "clx", "skl"),
-	lazy(iceLakeSP, "icx", "icl"),
-	lazy(sapphireRapids, "spr", "emr"),
-	lazy(graniteRapids, "gnr"),
-	lazy(func() *Family {
+	{pmus: []string{"skx", "clx", "skl"}, once: &familyOnce{build: skylakeSP}},
+	{pmus: []string{"icx", "icl"}, once: &familyOnce{build: iceLakeSP}},
+	{pmus: []string{"spr", "emr"}, once: &familyOnce{build: sapphireRapids}},
+	{pmus: []string{"gnr"}, once: &familyOnce{build: graniteRapids}},
+	{pmus: []string{"amd64_fam1ah_zen5"}, once: &familyOnce{build: func() *Family {
 		return zenFamily("AMD Zen 5", "amd64_fam1ah_zen5", &zenTopDown{slots: 8, dispatched: "cpu/event=0xaa,umask=0x3/", source: srcZen5, umcSource: srcZen5UMC})
-	}, "amd64_fam1ah_zen5"),
-	lazy(func() *Family {
+	}}},
+	{pmus: []string{"amd64_fam19h_zen4"}, once: &familyOnce{build: func() *Family {
 		return zenFamily("AMD Zen 4", "amd64_fam19h_zen4", &zenTopDown{slots: 6, dispatched: "cpu/event=0xaa,umask=0x7/", source: srcAMD,
 			umcSource: "AMD PPR for Family 19h Model 11h (55901), UMC performance counters: CAS commands (event 0x0A), read and write by RdWrMask, 64 bytes each"})
-	}, "amd64_fam19h_zen4"),
-	lazy(func() *Family { return zenFamily("AMD Zen 3", "amd64_fam19h_zen3", nil) }, "amd64_fam19h_zen3"),
-	lazy(func() *Family { return zenFamily("AMD Zen 2", "amd64_fam17h_zen2", nil) }, "amd64_fam17h_zen2"),
-	lazy(neoverseN1, "arm_n1"),
-	lazy(neoverseV2, "arm_v2"),
-	lazy(neoverseV3, "arm_v3"),
-	lazy(power9, "power9"),
+	}}},
+	{pmus: []string{"amd64_fam19h_zen3"}, once: &familyOnce{build: func() *Family { return zenFamily("AMD Zen 3", "amd64_fam19h_zen3", nil) }}},
+	{pmus: []string{"amd64_fam17h_zen2"}, once: &familyOnce{build: func() *Family { return zenFamily("AMD Zen 2", "amd64_fam17h_zen2", nil) }}},
+	{pmus: []string{"arm_n1"}, once: &familyOnce{build: neoverseN1}},
+	{pmus: []string{"arm_v2"}, once: &familyOnce{build: neoverseV2}},
+	{pmus: []string{"arm_v3"}, once: &familyOnce{build: neoverseV3}},
+	{pmus: []string{"power9"}, once: &familyOnce{build: power9}},
 }
 
 type lazyFamily struct {
 	pmus []string
-	get  func() *Family
+	once *familyOnce
 }
 
-func lazy(build func() *Family, pmus ...string) lazyFamily {
-	return lazyFamily{pmus, sync.OnceValue(build)}
+func (f lazyFamily) get() *Family { return f.once.get() }
+
+// familyOnce builds a family on first use.
+type familyOnce struct {
+	build func() *Family
+	once  sync.Once
+	fam   *Family
+}
+
+func (o *familyOnce) get() *Family {
+	o.once.Do(func() { o.fam = o.build() })
+	return o.fam
 }
 
 // generic is every other machine: the kernel's generic events, energy
 // and msr where the kernel has them.
-var generic = sync.OnceValue(func() *Family {
+var genericFamily = familyOnce{build: func() *Family {
 	return &Family{
 		Name: "generic", Counters: 4,
 		Metrics: concat(
@@ -687,4 +699,6 @@ var generic = sync.OnceValue(func() *Family {
 			mpki(instructions, "L1-dcache-load-misses", "LLC-load-misses", "branch-misses", "the kernel's generic cache and branch events"),
 		),
 	}
-})
+}}
+
+func generic() *Family { return genericFamily.get() }

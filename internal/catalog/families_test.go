@@ -3,6 +3,7 @@ package catalog
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,42 @@ func TestFamilyPMUsMatchTheirBuilders(t *testing.T) {
 	}
 	if g := Detect([]string{"perf"}); g != generic() || g.Name != "generic" {
 		t.Errorf("Detect of no known PMU = %s, want the generic family", g.Name)
+	}
+}
+
+// A family is built once however many goroutines ask for it first at the
+// same time: each gets the one Family.
+func TestFamiliesBuiltOnceConcurrently(t *testing.T) {
+	const n = 8
+	all := append(slices.Clone(families), lazyFamily{once: &genericFamily})
+	got := make([][n]*Family, len(all))
+	var start, wg sync.WaitGroup
+	start.Add(1)
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start.Wait()
+			for i, f := range all {
+				got[i][g] = f.get()
+			}
+		}()
+	}
+	start.Done()
+	wg.Wait()
+	for i, f := range all {
+		want := f.get()
+		if want == nil || len(want.Metrics) == 0 {
+			t.Fatalf("family %d: %v", i, want)
+		}
+		for g := 0; g < n; g++ {
+			if got[i][g] != want {
+				t.Errorf("%s: goroutine %d got another Family", want.Name, g)
+			}
+		}
+	}
+	if generic() != all[len(all)-1].get() {
+		t.Error("generic() is not the generic family built once")
 	}
 }
 

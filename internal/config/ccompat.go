@@ -1,16 +1,42 @@
 package config
 
 import (
-	"regexp"
 	"strings"
-	"sync"
 )
 
-// cScale is the C lexer's scale: digits, a point, at least one digit after
-// it, and an optional exponent. Anything else that starts with digits is a
-// CPU index to it. Compiled on first use: only --check --c-compatible
-// asks, and every start of the agent would pay for it at init.
-var cScale = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]*\.[0-9]+([eE][-+]?[0-9]+)?$`) })
+// isCScale reports whether w is the C lexer's scale: digits, a point, at
+// least one digit after it, and an optional exponent. Anything else that
+// starts with digits is a CPU index to it. It is written out rather than a
+// regular expression so that the agent does not link package regexp, whose
+// tables every start would build.
+func isCScale(w string) bool {
+	digits := func(i int) int {
+		for i < len(w) && '0' <= w[i] && w[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := digits(0)
+	if i == len(w) || w[i] != '.' {
+		return false
+	}
+	j := digits(i + 1)
+	if j == i+1 {
+		return false
+	}
+	if j == len(w) {
+		return true
+	}
+	if w[j] != 'e' && w[j] != 'E' {
+		return false
+	}
+	j++
+	if j < len(w) && (w[j] == '+' || w[j] == '-') {
+		j++
+	}
+	k := digits(j)
+	return k > j && k == len(w)
+}
 
 // CCompat lists what PCP's C agent (6.0.3) rejects or reads differently in
 // a file that Parse accepted as f from src, so that one file can serve both
@@ -49,7 +75,7 @@ func CCompat(f *File, src []byte, present func(pmu string) bool) ErrorList {
 			continue
 		}
 		for _, w := range optionWords(words(t)[1:]) {
-			if isDecimalFloat(w) && !cScale().MatchString(w) {
+			if isDecimalFloat(w) && !isCScale(w) {
 				add(line, "the C agent reads the scale %s as a CPU index and then rejects the whole file: write scales with a point and a digit after it, e.g. 0.000000001 for 1e-9", w)
 			}
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -35,5 +36,28 @@ func TestCCompat(t *testing.T) {
 	empty, _ := Parse("empty.conf", []byte("# nothing\n"))
 	if errs := CCompat(empty, []byte("# nothing\n"), present); len(errs) != 1 || errs[0].Pos.Line != 0 || errs[0].Msg != `empty.conf has no events: the C agent refuses to start ("Unable to create perf instance")` {
 		t.Errorf("empty file: %v", errs)
+	}
+}
+
+// isCScale is the C lexer's scale written out: it agrees with the regular
+// expression of it on every string of up to six bytes over digits, the
+// point, the exponent's letters and signs, and a letter that is none.
+func TestIsCScaleIsTheCLexersScale(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9]*\.[0-9]+([eE][-+]?[0-9]+)?$`)
+	const alphabet = "09.eE+-a"
+	var walk func(s string)
+	walk = func(s string) {
+		if got, want := isCScale(s), re.MatchString(s); got != want {
+			t.Fatalf("isCScale(%q) = %v, the C lexer's scale says %v", s, got, want)
+		}
+		if len(s) < 6 {
+			for i := 0; i < len(alphabet); i++ {
+				walk(s + alphabet[i:i+1])
+			}
+		}
+	}
+	walk("")
+	if !isCScale("0.000000001") || !isCScale(".5e-3") || isCScale("1e-9") || isCScale("1.") {
+		t.Error("isCScale: 0.000000001 and .5e-3 are scales; 1e-9 and 1. are not")
 	}
 }

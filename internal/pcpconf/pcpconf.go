@@ -15,21 +15,37 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Defaults are Debian's values, used when neither the environment nor
-// pcp.conf says otherwise.
-var Defaults = map[string]string{
-	"PCP_PMDAS_DIR":     "/var/lib/pcp/pmdas",
-	"PCP_VAR_DIR":       "/var/lib/pcp",
-	"PCP_LOG_DIR":       "/var/log/pcp",
-	"PCP_RUN_DIR":       "/run/pcp",
-	"PCP_SYSCONF_DIR":   "/etc/pcp",
-	"PCP_BINADM_DIR":    "/usr/lib/pcp/bin",
-	"PCP_SHARE_DIR":     "/usr/share/pcp",
-	"PCP_PMCDCONF_PATH": "/etc/pcp/pmcd/pmcd.conf",
-	"PCP_USER":          "pcp",
-	"PCP_GROUP":         "pcp",
-	"PCP_TMPFILE_DIR":   "/var/tmp",
-	"PCP_RC_DIR":        "/etc/init.d",
+// defaultOf is Debian's value of a PCP_* variable, used when neither the
+// environment nor pcp.conf says otherwise, or "". It is a switch, not a
+// map, so that no start of the agent spends time building it.
+func defaultOf(name string) string {
+	switch name {
+	case "PCP_PMDAS_DIR":
+		return "/var/lib/pcp/pmdas"
+	case "PCP_VAR_DIR":
+		return "/var/lib/pcp"
+	case "PCP_LOG_DIR":
+		return "/var/log/pcp"
+	case "PCP_RUN_DIR":
+		return "/run/pcp"
+	case "PCP_SYSCONF_DIR":
+		return "/etc/pcp"
+	case "PCP_BINADM_DIR":
+		return "/usr/lib/pcp/bin"
+	case "PCP_SHARE_DIR":
+		return "/usr/share/pcp"
+	case "PCP_PMCDCONF_PATH":
+		return "/etc/pcp/pmcd/pmcd.conf"
+	case "PCP_USER":
+		return "pcp"
+	case "PCP_GROUP":
+		return "pcp"
+	case "PCP_TMPFILE_DIR":
+		return "/var/tmp"
+	case "PCP_RC_DIR":
+		return "/etc/init.d"
+	}
+	return ""
 }
 
 // Config is a resolved set of PCP_* variables.
@@ -131,5 +147,5 @@ func (c *Config) Get(name string) string {
 	if v, ok := c.file[name]; ok && v != "" {
 		return v
 	}
-	return Defaults[name]
+	return defaultOf(name)
 }

@@ -46,48 +46,49 @@ const (
 )
 
 // errText holds PCP's own messages (as printed by pmerr -l for PCP 6.0.3),
-// so that logs read the same as the C agent's.
-var errText = map[Err]struct{ sym, msg string }{
-	ErrGeneric:      {"PM_ERR_GENERIC", "Generic error, already reported above"},
-	ErrPMNS:         {"PM_ERR_PMNS", "Problems parsing PMNS definitions"},
-	ErrNoPMNS:       {"PM_ERR_NOPMNS", "PMNS not accessible"},
-	ErrText:         {"PM_ERR_TEXT", "One-line or help text is not available"},
-	ErrAppVersion:   {"PM_ERR_APPVERSION", "Metric not supported by this version of monitored application"},
-	ErrValue:        {"PM_ERR_VALUE", "Missing metric value(s)"},
-	ErrTimeout:      {"PM_ERR_TIMEOUT", "Timeout waiting for a response from PMCD"},
-	ErrName:         {"PM_ERR_NAME", "Unknown metric name"},
-	ErrPMID:         {"PM_ERR_PMID", "Unknown or illegal metric identifier"},
-	ErrInDom:        {"PM_ERR_INDOM", "Unknown or illegal instance domain identifier"},
-	ErrInst:         {"PM_ERR_INST", "Unknown or illegal instance identifier"},
-	ErrUnit:         {"PM_ERR_UNIT", "Illegal pmUnits specification"},
-	ErrConv:         {"PM_ERR_CONV", "Impossible value or scale conversion"},
-	ErrTrunc:        {"PM_ERR_TRUNC", "Truncation in value conversion"},
-	ErrSign:         {"PM_ERR_SIGN", "Negative value in conversion to unsigned"},
-	ErrProfile:      {"PM_ERR_PROFILE", "Explicit instance identifier(s) required"},
-	ErrIPC:          {"PM_ERR_IPC", "IPC protocol failure"},
-	ErrEOF:          {"PM_ERR_EOF", "IPC channel closed"},
-	ErrNoContext:    {"PM_ERR_NOCONTEXT", "Attempt to use an illegal context"},
-	ErrNoProfile:    {"PM_ERR_NOPROFILE", "Missing profile - protocol botch"},
-	ErrNoAgent:      {"PM_ERR_NOAGENT", "No PMCD agent for domain of request"},
-	ErrPermission:   {"PM_ERR_PERMISSION", "No permission to perform requested operation"},
-	ErrAgain:        {"PM_ERR_AGAIN", "Try again. Information not currently available"},
-	ErrNotConn:      {"PM_ERR_NOTCONN", "Not Connected"},
-	ErrNonLeaf:      {"PM_ERR_NONLEAF", "Metric name is not a leaf in PMNS"},
-	ErrType:         {"PM_ERR_TYPE", "Unknown or illegal metric type"},
-	ErrNoContainer:  {"PM_ERR_NOCONTAINER", "Container not found"},
-	ErrBadStore:     {"PM_ERR_BADSTORE", "Bad input to pmstore"},
-	ErrNoLabels:     {"PM_ERR_NOLABELS", "No support for metric label metadata"},
-	ErrPMDAFenced:   {"PM_ERR_PMDAFENCED", "PMDA is currently fenced and unable to respond to requests"},
-	ErrTooBig:       {"PM_ERR_TOOBIG", "Result size exceeded"},
-	ErrPMDAReady:    {"PM_ERR_PMDAREADY", "PMDA is now responsive to requests"},
-	ErrPMDANotReady: {"PM_ERR_PMDANOTREADY", "PMDA is not yet ready to respond to requests"},
-	ErrNYI:          {"PM_ERR_NYI", "Functionality not yet implemented"},
+// so that logs read the same as the C agent's. It is an array, not a map,
+// so that it is data in the binary rather than a map every start builds.
+var errText = [...]errEntry{
+	{ErrGeneric, "PM_ERR_GENERIC", "Generic error, already reported above"},
+	{ErrPMNS, "PM_ERR_PMNS", "Problems parsing PMNS definitions"},
+	{ErrNoPMNS, "PM_ERR_NOPMNS", "PMNS not accessible"},
+	{ErrText, "PM_ERR_TEXT", "One-line or help text is not available"},
+	{ErrAppVersion, "PM_ERR_APPVERSION", "Metric not supported by this version of monitored application"},
+	{ErrValue, "PM_ERR_VALUE", "Missing metric value(s)"},
+	{ErrTimeout, "PM_ERR_TIMEOUT", "Timeout waiting for a response from PMCD"},
+	{ErrName, "PM_ERR_NAME", "Unknown metric name"},
+	{ErrPMID, "PM_ERR_PMID", "Unknown or illegal metric identifier"},
+	{ErrInDom, "PM_ERR_INDOM", "Unknown or illegal instance domain identifier"},
+	{ErrInst, "PM_ERR_INST", "Unknown or illegal instance identifier"},
+	{ErrUnit, "PM_ERR_UNIT", "Illegal pmUnits specification"},
+	{ErrConv, "PM_ERR_CONV", "Impossible value or scale conversion"},
+	{ErrTrunc, "PM_ERR_TRUNC", "Truncation in value conversion"},
+	{ErrSign, "PM_ERR_SIGN", "Negative value in conversion to unsigned"},
+	{ErrProfile, "PM_ERR_PROFILE", "Explicit instance identifier(s) required"},
+	{ErrIPC, "PM_ERR_IPC", "IPC protocol failure"},
+	{ErrEOF, "PM_ERR_EOF", "IPC channel closed"},
+	{ErrNoContext, "PM_ERR_NOCONTEXT", "Attempt to use an illegal context"},
+	{ErrNoProfile, "PM_ERR_NOPROFILE", "Missing profile - protocol botch"},
+	{ErrNoAgent, "PM_ERR_NOAGENT", "No PMCD agent for domain of request"},
+	{ErrPermission, "PM_ERR_PERMISSION", "No permission to perform requested operation"},
+	{ErrAgain, "PM_ERR_AGAIN", "Try again. Information not currently available"},
+	{ErrNotConn, "PM_ERR_NOTCONN", "Not Connected"},
+	{ErrNonLeaf, "PM_ERR_NONLEAF", "Metric name is not a leaf in PMNS"},
+	{ErrType, "PM_ERR_TYPE", "Unknown or illegal metric type"},
+	{ErrNoContainer, "PM_ERR_NOCONTAINER", "Container not found"},
+	{ErrBadStore, "PM_ERR_BADSTORE", "Bad input to pmstore"},
+	{ErrNoLabels, "PM_ERR_NOLABELS", "No support for metric label metadata"},
+	{ErrPMDAFenced, "PM_ERR_PMDAFENCED", "PMDA is currently fenced and unable to respond to requests"},
+	{ErrTooBig, "PM_ERR_TOOBIG", "Result size exceeded"},
+	{ErrPMDAReady, "PM_ERR_PMDAREADY", "PMDA is now responsive to requests"},
+	{ErrPMDANotReady, "PM_ERR_PMDANOTREADY", "PMDA is not yet ready to respond to requests"},
+	{ErrNYI, "PM_ERR_NYI", "Functionality not yet implemented"},
 }
 
 // Error returns PCP's message for the code. Codes outside the PM_ERR range
 // are negated errnos, which only the sending host can name reliably.
 func (e Err) Error() string {
-	if t, ok := errText[e]; ok {
+	if t, ok := e.text(); ok {
 		return t.msg
 	}
 	if e < 0 && e > -12345 {
@@ -96,10 +97,25 @@ func (e Err) Error() string {
 	return "PCP error " + strconv.Itoa(int(e))
 }
 
+type errEntry struct {
+	code     Err
+	sym, msg string
+}
+
+// text is the code's entry in errText.
+func (e Err) text() (errEntry, bool) {
+	for _, t := range errText {
+		if t.code == e {
+			return t, true
+		}
+	}
+	return errEntry{}, false
+}
+
 // Symbol returns the C name of the code, such as "PM_ERR_PMID", or the
 // decimal value when the code has no name here.
 func (e Err) Symbol() string {
-	if t, ok := errText[e]; ok {
+	if t, ok := e.text(); ok {
 		return t.sym
 	}
 	return strconv.Itoa(int(e))

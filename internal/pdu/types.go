@@ -35,21 +35,43 @@ const (
 	TypeDescs         Type = 0x7017
 )
 
-var typeNames = map[Type]string{
-	TypeError: "ERROR", TypeResult: "RESULT", TypeProfile: "PROFILE", TypeFetch: "FETCH",
-	TypeDescReq: "DESC_REQ", TypeDesc: "DESC", TypeInstanceReq: "INSTANCE_REQ",
-	TypeInstance: "INSTANCE", TypeTextReq: "TEXT_REQ", TypeText: "TEXT",
-	TypeControlReq: "CONTROL_REQ", TypeCreds: "CREDS", TypePMNSIDs: "PMNS_IDS",
-	TypePMNSNames: "PMNS_NAMES", TypePMNSChild: "PMNS_CHILD", TypePMNSTraverse: "PMNS_TRAVERSE",
-	TypeAttr: "ATTR", TypeLabelReq: "LABEL_REQ", TypeLabel: "LABEL",
-	TypeHighResFetch: "HIGHRES_FETCH", TypeHighResResult: "HIGHRES_RESULT",
-	TypeDescIDs: "DESC_IDS", TypeDescs: "DESCS",
+// typeNames is an array, not a map, so that it is data in the binary
+// rather than a map every start builds.
+var typeNames = [...]struct {
+	t    Type
+	name string
+}{
+	{TypeError, "ERROR"},
+	{TypeResult, "RESULT"},
+	{TypeProfile, "PROFILE"},
+	{TypeFetch, "FETCH"},
+	{TypeDescReq, "DESC_REQ"},
+	{TypeDesc, "DESC"},
+	{TypeInstanceReq, "INSTANCE_REQ"},
+	{TypeInstance, "INSTANCE"},
+	{TypeTextReq, "TEXT_REQ"},
+	{TypeText, "TEXT"},
+	{TypeControlReq, "CONTROL_REQ"},
+	{TypeCreds, "CREDS"},
+	{TypePMNSIDs, "PMNS_IDS"},
+	{TypePMNSNames, "PMNS_NAMES"},
+	{TypePMNSChild, "PMNS_CHILD"},
+	{TypePMNSTraverse, "PMNS_TRAVERSE"},
+	{TypeAttr, "ATTR"},
+	{TypeLabelReq, "LABEL_REQ"},
+	{TypeLabel, "LABEL"},
+	{TypeHighResFetch, "HIGHRES_FETCH"},
+	{TypeHighResResult, "HIGHRES_RESULT"},
+	{TypeDescIDs, "DESC_IDS"},
+	{TypeDescs, "DESCS"},
 }
 
 // String returns PCP's name for the type without the PDU_ prefix, e.g. "FETCH".
 func (t Type) String() string {
-	if s, ok := typeNames[t]; ok {
-		return s
+	for _, n := range typeNames {
+		if n.t == t {
+			return n.name
+		}
 	}
 	return fmt.Sprintf("TYPE_%#x", int32(t))
 }
@@ -122,11 +144,14 @@ const (
 )
 
 // NewUnits packs dimensions (signed, -8..7) and scales into a pmUnits word.
+// It is small enough to inline, so that the compiler folds the units of
+// package variables (UnitsCount, ...) into data.
 func NewUnits(dimSpace, dimTime, dimCount, scaleSpace, scaleTime, scaleCount int) Units {
-	n := func(v int) uint32 { return uint32(v) & 0xF }
-	return Units(n(dimSpace)<<28 | n(dimTime)<<24 | n(dimCount)<<20 |
-		n(scaleSpace)<<16 | n(scaleTime)<<12 | n(scaleCount)<<8)
+	return Units(nibble(dimSpace)<<28 | nibble(dimTime)<<24 | nibble(dimCount)<<20 |
+		nibble(scaleSpace)<<16 | nibble(scaleTime)<<12 | nibble(scaleCount)<<8)
 }
+
+func nibble(v int) uint32 { return uint32(v) & 0xF }
 
 // Common units.
 var (

@@ -15,8 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() { familyEncoders[FamilyAMD64] = encodeAMD64 }
-
 // amd64_entry_t flags: the low byte is flags, then the first and last
 // PMU revision (pmu_rev) the event or unit mask exists on.
 const (

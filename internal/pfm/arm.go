@@ -11,12 +11,6 @@ import "golang.org/x/sys/unix"
 // pfm_kunpeng_unc_get_perf_encoding do; docs/libpfm4-encoding.md says
 // what that is.
 
-func init() {
-	familyEncoders[FamilyARM] = encodeARM
-	familyEncoders[FamilyARMTX2Uncore] = encodeARMUncore
-	familyEncoders[FamilyARMKunpengUncore] = encodeARMUncore
-}
-
 // Bits of the ARM event type register (PMEVTYPER) that filter privilege
 // levels: libpfm4 sets them from the levels asked for, then its perf layer
 // clears them again, because perf_events controls them through the

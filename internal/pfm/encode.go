@@ -91,8 +91,10 @@ type request struct {
 }
 
 // familyEncoders holds each family's encoder, which does for its tables
-// what libpfm4's pmu->get_event_encoding[PFM_OS_PERF_EVENT_EXT] does.
-// Each family's file adds its own, in an init function.
+// what libpfm4's pmu->get_event_encoding[PFM_OS_PERF_EVENT_EXT] does, nil
+// for a family without one. It is an array over every Family value rather
+// than a map that init functions fill, so that it is data in the binary
+// and no start of the agent spends time building it.
 //
 // Encode has found r.pmu and r.event (aliases followed) before calling
 // it. The encoder
@@ -109,7 +111,20 @@ type request struct {
 // Encode then applies the perf layer (perfLayer: u, k, h, period, freq,
 // precise, excl, mg, mh, cpu, pinned, hw_smpl; the exclude bits; the
 // rest of the canonical name). intel.go is the worked example.
-var familyEncoders = map[Family]func(*request) error{}
+var familyEncoders = [1 << 8]func(*request) error{
+	FamilyIntelX86:         encodeIntelX86,
+	FamilyIntelUncore:      encodeIntelUncore,
+	FamilyIntelRAPL:        encodeRAPL,
+	FamilyAMD64:            encodeAMD64,
+	FamilyARM:              encodeARM,
+	FamilyPower:            encodePower,
+	FamilyPerf:             encodePerfPMU,
+	FamilyIntelNHMUncore:   encodeIntelNHMUncore,
+	FamilyNetburst:         encodeNetburst,
+	FamilyARMKunpengUncore: encodeARMUncore,
+	FamilyARMTX2Uncore:     encodeARMUncore,
+	FamilyPowerTorrent:     encodeTorrent,
+}
 
 // Privilege levels, as libpfm4 numbers them.
 const (

@@ -13,12 +13,6 @@ import (
 // and pfm_intel_x86_get_perf_encoding do; docs/libpfm4-encoding.md says
 // what that is.
 
-func init() {
-	familyEncoders[FamilyIntelX86] = encodeIntelX86
-	familyEncoders[FamilyIntelNHMUncore] = encodeIntelNHMUncore
-	pmuInits["ix86arch"] = initIX86Arch
-}
-
 // initIX86Arch is pfm_intel_x86_arch_init: ix86arch has the
 // architectural events CPUID does not mark missing (the first seven of
 // its table at most), each taking the modifiers of the perfmon version

@@ -13,8 +13,6 @@ import "math/bits"
 // it; C-boxes and CHAs have filter registers, handed to perf as config1
 // (and config2).
 
-func init() { familyEncoders[FamilyIntelUncore] = encodeIntelUncore }
-
 // Per-architecture PMU flags (pfmlib_pmu_t.flags, high 16 bits).
 const (
 	uncFlagOcc = 0x10000 // the PMU has occupancy events (PCU)
@@ -126,9 +124,11 @@ var (
 )
 
 // uncMods are the modifiers other than e, i (whose field depends on the
-// event), ff and addr. Values past the field's width are cut, as the C
-// bit-fields cut them (cf on SandyBridge-EP takes 0-15 in 3 bits).
-var uncMods = map[int]uncMod{
+// event), ff and addr, nil for those. Values past the field's width are
+// cut, as the C bit-fields cut them (cf on SandyBridge-EP takes 0-15 in 3
+// bits). An array, not a map, so that it is data in the binary rather than
+// a map every start builds.
+var uncMods = [uncNumMods]*uncMod{
 	uncT8:     {max: 255, set: ctlThres8, show: ctlThres8},
 	uncT5:     {max: 31, set: ctlThres5, show: ctlThres5},
 	uncTF:     {max: 1, set: uncField{1, 0, 1}, show: ctlTID, tid: true},
@@ -151,6 +151,14 @@ var uncMods = map[int]uncMod{
 	// for rmem.
 	uncLMem: {bool: true, set: uncField{2, 1, 1}, show: uncField{2, 1, 1}},
 	uncRMem: {bool: true, set: uncField{2, 5, 1}, show: uncField{2, 0, 1}},
+}
+
+// uncModOf is modifier i's entry of uncMods.
+func uncModOf(i int) (uncMod, bool) {
+	if i < 0 || i >= len(uncMods) || uncMods[i] == nil {
+		return uncMod{}, false
+	}
+	return *uncMods[i], true
 }
 
 // uncEdgeInv is where e and i go: the PCU's occupancy events have their
@@ -308,7 +316,7 @@ func (s *uncState) umask(u *Umask) error {
 
 func (s *uncState) modifier(a attrDesc, iv uint64) error {
 	regs := [3]*bitReg{&s.reg, &s.filt[0], &s.filt[1]}
-	switch m, ok := uncMods[a.Idx]; {
+	switch m, ok := uncModOf(a.Idx); {
 	case a.Idx == uncE || a.Idx == uncI:
 		f := uncEdgeInv(a.Idx, s.occ)
 		regs[f.reg].set(f.pos, 1, b2u(iv != 0))
@@ -402,7 +410,7 @@ func (s *uncState) canonical() error {
 		}
 		regs := [3]bitReg{s.reg, s.filt[0], s.filt[1]}
 		var v uint64
-		switch m, ok := uncMods[a.Idx]; {
+		switch m, ok := uncModOf(a.Idx); {
 		case a.Idx == uncE || a.Idx == uncI:
 			f := uncEdgeInv(a.Idx, s.occ)
 			v = regs[f.reg].get(f.pos, 1)

@@ -275,11 +275,9 @@ func (r *fields) str(i int) string { return unescape(r.f[i]) }
 
 // The table files' header lines name their columns; a table whose header
 // differs was written by another generator.
-var tableHeader = strings.Join([]string{
-	"#M\tindex\tname\ttype\tdesc",
-	"#E\tname\tcode\tcntmsk\tflags\tmodmsk\tmodmsk_req\tngrp\tmodel\ttype\tequiv\tdesc\tlongdesc",
-	"#U\tname\tcode\tcntmsk\tfilter0\tfilter1\tflags\tmodel\tgrpid\tmodhw\tmodmsk_req\tequiv\tdesc",
-}, "\n") + "\n"
+const tableHeader = "#M\tindex\tname\ttype\tdesc\n" +
+	"#E\tname\tcode\tcntmsk\tflags\tmodmsk\tmodmsk_req\tngrp\tmodel\ttype\tequiv\tdesc\tlongdesc\n" +
+	"#U\tname\tcode\tcntmsk\tfilter0\tfilter1\tflags\tmodel\tgrpid\tmodhw\tmodmsk_req\tequiv\tdesc\n"
 
 func decodeTable(file string, size [2]int) ([]Modifier, []Event, error) {
 	f, err := tables.FS.Open(file)
@@ -475,9 +473,11 @@ func unescape(s string) string {
 // Source says where the catalog comes from, for a listing's provenance:
 // "libpfm4 6870a9f00412 (as bundled by PAPI 545375f7d81b)".
 func Source() string {
-	s := fmt.Sprintf("libpfm4 %.12s", tables.Libpfm4Commit)
+	// Without fmt: package pmu calls this at every start.
+	short := func(commit string) string { return commit[:min(len(commit), 12)] }
+	s := "libpfm4 " + short(tables.Libpfm4Commit)
 	if tables.PAPICommit != "" {
-		s += fmt.Sprintf(" (as bundled by PAPI %.12s)", tables.PAPICommit)
+		s += " (as bundled by PAPI " + short(tables.PAPICommit) + ")"
 	}
 	return s
 }

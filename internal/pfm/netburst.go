@@ -11,10 +11,6 @@ package pfm
 
 import "golang.org/x/sys/unix"
 
-func init() {
-	familyEncoders[FamilyNetburst] = encodeNetburst
-}
-
 // The netburst modifiers, by position in its table.
 const (
 	netburstModU = iota

@@ -147,7 +147,10 @@ func encode(name string, env Env, active []string) (Encoding, error) {
 
 // pmuInits are what some PMUs' pmu_init does in libpfm4: build the
 // table the machine has from the one compiled in.
-var pmuInits = map[string]func(*PMU, Env) *PMU{}
+var pmuInits = map[string]func(*PMU, Env) *PMU{
+	"ix86arch": initIX86Arch,
+	"rapl":     initRAPL,
+}
 
 // loadActive loads a PMU and initialises it for the machine.
 func loadActive(name string, env Env) (*PMU, error) {

@@ -14,10 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	familyEncoders[FamilyPerf] = encodePerfPMU
-}
-
 // Umask flags of the perf PMU's table (PERF_FL_*).
 const perfFlDefault = 0x1 // the umask is its group's default
 

@@ -9,11 +9,6 @@ import "golang.org/x/sys/unix"
 // pfm_gen_powerpc_get_nest_perf_encoding and pfm_torrent_get_encoding do;
 // docs/libpfm4-encoding.md says what that is.
 
-func init() {
-	familyEncoders[FamilyPower] = encodePower
-	familyEncoders[FamilyPowerTorrent] = encodeTorrent
-}
-
 // encodePower gives the event code as config: raw on a core PMU, on the
 // kernel PMU of its perf name for a nest PMU.
 func encodePower(r *request) error {

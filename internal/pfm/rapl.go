@@ -10,11 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	familyEncoders[FamilyIntelRAPL] = encodeRAPL
-	pmuInits["rapl"] = initRAPL
-}
-
 // initRAPL is pfm_rapl_detect's choice of table: the CPU model says which
 // energy counters the package has (DRAM on servers, GPU and PSYS on
 // clients). A model with no table of its own keeps the compiled-in one.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -54,9 +53,13 @@ type Endpoint struct {
 // Listener is an endpoint that is ready for pmcd. For sockets the agent is
 // already listening, so it can Listen first thing (pmcd connects only 2 s
 // after starting it) and finish its set-up before Accept.
+//
+// The sockets are made with system calls and served through os.File, not
+// package net: linking net costs every start its package initialisation
+// (net/netip's among it), and pipe mode, the usual one, never listens.
 type Listener struct {
 	ep Endpoint
-	ln net.Listener
+	ln *os.File // the listening socket, non-blocking, in the runtime's poller; nil for a pipe
 }
 
 // Listen prepares the endpoint. In socket modes it binds and listens now;
@@ -81,11 +84,7 @@ func Listen(ep Endpoint) (*Listener, error) {
 		if ep.Port <= 0 || ep.Port > 65535 {
 			return nil, fmt.Errorf("%s socket: port %d is outside 1..65535", ep.Transport, ep.Port)
 		}
-		network, host := "tcp4", "127.0.0.1"
-		if ep.Transport == IPv6 {
-			network, host = "tcp6", "::1"
-		}
-		l.ln, err = net.Listen(network, net.JoinHostPort(host, strconv.Itoa(ep.Port)))
+		l.ln, err = listenLoopback(ep.Transport == IPv6, ep.Port)
 		if err != nil {
 			return nil, fmt.Errorf("%s socket: %w", ep.Transport, err)
 		}
@@ -107,7 +106,7 @@ func Listen(ep Endpoint) (*Listener, error) {
 // working directory): nothing happens there that its owner could not do.
 // The thread is thrown away afterwards (it exits locked), so no other
 // goroutine ever runs with those ids or that umask.
-func listenUnix(path, owner string) (net.Listener, error) {
+func listenUnix(path, owner string) (*os.File, error) {
 	gid := -1
 	if owner != "" {
 		g, err := groupOf(owner)
@@ -132,7 +131,7 @@ func listenUnix(path, owner string) (net.Listener, error) {
 	if err := unix.Fstat(dfd, &st); err != nil {
 		return nil, &os.PathError{Op: "stat", Path: dir, Err: err}
 	}
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
@@ -150,11 +149,88 @@ func listenUnix(path, owner string) (net.Listener, error) {
 		unix.Close(fd)
 		return nil, os.NewSyscallError("listen", err)
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
 	// pmcd removes the path when it drops the agent, as with libpcp_pmda;
-	// a listener made from a file never unlinks it.
-	return net.FileListener(f)
+	// the agent never unlinks it. NewFile puts the non-blocking socket in
+	// the runtime's poller.
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// listenLoopback listens on the loopback address's port, 127.0.0.1 or
+// [::1], as net.Listen("tcp4" or "tcp6") does: the address reusable at
+// once after a restart, the IPv6 socket for IPv6 only.
+func listenLoopback(ipv6 bool, port int) (*os.File, error) {
+	family := unix.AF_INET
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}
+	if ipv6 {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: port, Addr: [16]byte{15: 1}}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	if ipv6 {
+		err = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
+	}
+	if err == nil {
+		err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("bind", err)
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("listen", err)
+	}
+	return os.NewFile(uintptr(fd), "listener"), nil
+}
+
+// accept takes one connection from the listening socket ln, waiting in the
+// runtime's poller, and gives it as a non-blocking os.File. A TCP
+// connection gets what net gives one, as net does at best effort: no
+// Nagle delay for pmcd's small PDUs, and keep-alive probes after 15 s
+// idle, 15 s apart, 9 of them.
+func accept(ln *os.File, tcp bool) (*os.File, error) {
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd := -1
+	var aerr error
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			nfd, _, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			// A connection reset before it was accepted, or a signal: the
+			// next one may be queued already, which the poller, edge
+			// triggered, would not announce again.
+			if aerr != unix.EINTR && aerr != unix.ECONNABORTED {
+				return aerr != unix.EAGAIN
+			}
+		}
+	})
+	if err == nil && aerr != nil {
+		err = os.NewSyscallError("accept4", aerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if tcp {
+		for _, o := range []struct{ level, opt, v int }{
+			{unix.IPPROTO_TCP, unix.TCP_NODELAY, 1},
+			{unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1},
+			{unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, 15},
+			{unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, 15},
+			{unix.IPPROTO_TCP, unix.TCP_KEEPCNT, 9},
+		} {
+			unix.SetsockoptInt(nfd, o.level, o.opt, o.v)
+		}
+	}
+	return os.NewFile(uintptr(nfd), "pmcd"), nil
 }
 
 // bindAs removes the old socket and binds fd to name in the directory dfd,
@@ -218,10 +294,13 @@ func (l *Listener) Addr() string {
 	if l.ln == nil {
 		return "pipe"
 	}
-	if l.ep.Transport == Unix {
+	switch l.ep.Transport {
+	case Unix:
 		return "unix:" + l.ep.Path // the socket knows only its name within the directory
+	case IPv6:
+		return "ipv6:[::1]:" + strconv.Itoa(l.ep.Port)
 	}
-	return l.ep.Transport.String() + ":" + l.ln.Addr().String()
+	return "inet:127.0.0.1:" + strconv.Itoa(l.ep.Port)
 }
 
 // Accept waits for pmcd and returns the connection. A socket listener
@@ -230,7 +309,7 @@ func (l *Listener) Accept() (io.ReadWriteCloser, error) {
 	if l.ln == nil {
 		return newStdio()
 	}
-	c, err := l.ln.Accept()
+	c, err := accept(l.ln, l.ep.Transport != Unix)
 	l.ln.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%s: accepting pmcd's connection: %w", l.Addr(), err)
@@ -317,12 +396,8 @@ func newQuietConn(in, out syscall.Conn, close func() error) (*quietConn, error) 
 }
 
 // wrapConn serves a socket from pmcd the same quiet way, when it can.
-func wrapConn(c net.Conn) io.ReadWriteCloser {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return c
-	}
-	q, err := newQuietConn(sc, sc, c.Close)
+func wrapConn(c *os.File) io.ReadWriteCloser {
+	q, err := newQuietConn(c, c, c.Close)
 	if err != nil {
 		return c
 	}

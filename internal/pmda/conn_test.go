@@ -114,6 +114,95 @@ func TestInet(t *testing.T) {
 	conn.Close()
 }
 
+// The loopback listeners, made without package net, are what net.Listen
+// makes, and the connection accepted from one gets net's TCP options.
+func TestLoopbackSockets(t *testing.T) {
+	for _, c := range []struct {
+		tr      Transport
+		network string
+		host    string
+	}{{Inet, "tcp4", "127.0.0.1"}, {IPv6, "tcp6", "[::1]"}} {
+		t.Run(c.tr.String(), func(t *testing.T) {
+			probe, err := net.Listen(c.network, c.host+":0")
+			if err != nil {
+				t.Skipf("needs a %s loopback address: %v", c.network, err)
+			}
+			port := probe.Addr().(*net.TCPAddr).Port
+			probe.Close()
+			ln, err := Listen(Endpoint{Transport: c.tr, Port: port})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if got, want := ln.Addr(), c.tr.String()+":"+c.host+":"+strconv.Itoa(port); got != want {
+				t.Errorf("Addr() = %q, want %q", got, want)
+			}
+			lfd := int(ln.ln.Fd())
+			if v, err := unix.GetsockoptInt(lfd, unix.SOL_SOCKET, unix.SO_REUSEADDR); v != 1 || err != nil {
+				t.Errorf("listener SO_REUSEADDR = %d, %v", v, err)
+			}
+			if c.tr == IPv6 {
+				if v, err := unix.GetsockoptInt(lfd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY); v != 1 || err != nil {
+					t.Errorf("listener IPV6_V6ONLY = %d, %v", v, err)
+				}
+			}
+			dialed := make(chan net.Conn, 1)
+			go func() {
+				cl, err := net.Dial(c.network, c.host+":"+strconv.Itoa(port))
+				if err != nil {
+					t.Error(err)
+				}
+				dialed <- cl
+			}()
+			conn, err := accept(ln.ln, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			cl := <-dialed
+			if cl == nil {
+				return
+			}
+			defer cl.Close()
+			fd := int(conn.Fd())
+			for _, o := range []struct {
+				name       string
+				level, opt int
+				want       int
+			}{
+				{"TCP_NODELAY", unix.IPPROTO_TCP, unix.TCP_NODELAY, 1},
+				{"SO_KEEPALIVE", unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1},
+				{"TCP_KEEPIDLE", unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, 15},
+				{"TCP_KEEPINTVL", unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, 15},
+				{"TCP_KEEPCNT", unix.IPPROTO_TCP, unix.TCP_KEEPCNT, 9},
+			} {
+				if v, err := unix.GetsockoptInt(fd, o.level, o.opt); v != o.want || err != nil {
+					t.Errorf("accepted %s = %d, %v; want %d", o.name, v, err, o.want)
+				}
+			}
+			if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK == 0 {
+				t.Errorf("accepted socket flags %#x, %v: not non-blocking", fl, err)
+			}
+			// Bytes go both ways.
+			cl.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := cl.Write([]byte("pmcd")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 4)
+			if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "pmcd" {
+				t.Fatalf("read %q, %v", buf, err)
+			}
+			if _, err := conn.Write([]byte("agent")); err != nil {
+				t.Fatal(err)
+			}
+			buf = make([]byte, 5)
+			if _, err := io.ReadFull(cl, buf); err != nil || string(buf) != "agent" {
+				t.Fatalf("client read %q, %v", buf, err)
+			}
+		})
+	}
+}
+
 func TestLogger(t *testing.T) {
 	var buf bytes.Buffer
 	l := NewLogger(&buf, "pmdaperfevent")

@@ -41,7 +41,7 @@ func detects(c CPUInfo, p *pfm.PMU, device func(string) bool) bool {
 	case c.Implementer != 0 || c.Part != 0:
 		return armDetects(c, name)
 	case c.PVR != 0:
-		return slices.Contains(powerPVRs[name], c.PVR)
+		return powerDetects(name, c.PVR)
 	}
 	return false
 }
@@ -180,14 +180,19 @@ func amdRevision(c CPUInfo) string {
 }
 
 // amdCompanions are the PMUs detected by another PMU's revision: the
-// northbridge and L3 PMUs, the deprecated fam17h name, and RAPL.
-var amdCompanions = map[string][]string{
-	"amd64_fam15h_nb":      {"amd64_fam15h_interlagos"},
-	"amd64_fam17h":         {"amd64_fam17h_zen1"},
-	"amd64_fam19h_zen3_l3": {"amd64_fam19h_zen3"},
-	"amd64_fam1ah_zen5_l3": {"amd64_fam1ah_zen5"},
-	"amd64_fam1ah_zen6_l3": {"amd64_fam1ah_zen6"},
-	"amd64_rapl":           {"amd64_fam17h_zen2", "amd64_fam19h_zen3", "amd64_fam19h_zen4"},
+// northbridge and L3 PMUs, the deprecated fam17h name, and RAPL. It and
+// powerPVRs are slices, not maps, so that they are data in the binary
+// rather than maps every start builds.
+var amdCompanions = []struct {
+	name string
+	revs []string
+}{
+	{"amd64_fam15h_nb", []string{"amd64_fam15h_interlagos"}},
+	{"amd64_fam17h", []string{"amd64_fam17h_zen1"}},
+	{"amd64_fam19h_zen3_l3", []string{"amd64_fam19h_zen3"}},
+	{"amd64_fam1ah_zen5_l3", []string{"amd64_fam1ah_zen5"}},
+	{"amd64_fam1ah_zen6_l3", []string{"amd64_fam1ah_zen6"}},
+	{"amd64_rapl", []string{"amd64_fam17h_zen2", "amd64_fam19h_zen3", "amd64_fam19h_zen4"}},
 }
 
 func amdDetects(c CPUInfo, name string) bool {
@@ -195,8 +200,10 @@ func amdDetects(c CPUInfo, name string) bool {
 	if rev == "" {
 		return false
 	}
-	if revs, ok := amdCompanions[name]; ok {
-		return slices.Contains(revs, rev)
+	for _, c := range amdCompanions {
+		if c.name == name {
+			return slices.Contains(c.revs, rev)
+		}
 	}
 	return name == rev
 }
@@ -252,17 +259,31 @@ func armDetects(c CPUInfo, name string) bool {
 }
 
 // powerPVRs gives the processor versions each POWER PMU accepts.
-var powerPVRs = map[string][]int{
-	"power4":                 {0x35, 0x38},
-	"ppc970":                 {0x39, 0x3c, 0x45},
-	"ppc970mp":               {0x44},
-	"power5":                 {0x3a},
-	"power5p":                {0x3b},
-	"power6":                 {0x3e},
-	"power7":                 {0x3f, 0x4a},
-	"power8":                 {0x4b, 0x4c, 0x4d},
-	"power9":                 {0x4e},
-	"power10":                {0x80},
-	"powerpc_nest_mcs_read":  {0x4d},
-	"powerpc_nest_mcs_write": {0x4d},
+var powerPVRs = []struct {
+	name string
+	pvrs []int
+}{
+	{"power4", []int{0x35, 0x38}},
+	{"ppc970", []int{0x39, 0x3c, 0x45}},
+	{"ppc970mp", []int{0x44}},
+	{"power5", []int{0x3a}},
+	{"power5p", []int{0x3b}},
+	{"power6", []int{0x3e}},
+	{"power7", []int{0x3f, 0x4a}},
+	{"power8", []int{0x4b, 0x4c, 0x4d}},
+	{"power9", []int{0x4e}},
+	{"power10", []int{0x80}},
+	{"powerpc_nest_mcs_read", []int{0x4d}},
+	{"powerpc_nest_mcs_write", []int{0x4d}},
+}
+
+// powerDetects reports whether the POWER PMU name accepts the processor
+// version pvr.
+func powerDetects(name string, pvr int) bool {
+	for _, p := range powerPVRs {
+		if p.name == name {
+			return slices.Contains(p.pvrs, pvr)
+		}
+	}
+	return false
 }

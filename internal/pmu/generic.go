@@ -81,14 +81,16 @@ var caches = []cacheDef{
 var allOps = []uint64{unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_OP_WRITE, unix.PERF_COUNT_HW_CACHE_OP_PREFETCH}
 
 // opWords are perf's words for an operation: "<cache>-loads",
-// "<cache>-load-misses".
-var opWords = map[uint64][2]string{
+// "<cache>-load-misses". It, opDesc and libpfmOp are arrays indexed by
+// the operation, not maps, so that they are data in the binary rather
+// than maps every start builds.
+var opWords = [...][2]string{
 	unix.PERF_COUNT_HW_CACHE_OP_READ:     {"loads", "load-misses"},
 	unix.PERF_COUNT_HW_CACHE_OP_WRITE:    {"stores", "store-misses"},
 	unix.PERF_COUNT_HW_CACHE_OP_PREFETCH: {"prefetches", "prefetch-misses"},
 }
 
-var opDesc = map[uint64]string{
+var opDesc = [...]string{
 	unix.PERF_COUNT_HW_CACHE_OP_READ:     "load",
 	unix.PERF_COUNT_HW_CACHE_OP_WRITE:    "store",
 	unix.PERF_COUNT_HW_CACHE_OP_PREFETCH: "prefetch",
@@ -117,7 +119,7 @@ func cacheEvents() []genericEvent {
 	return evs
 }
 
-var libpfmOp = map[uint64]string{
+var libpfmOp = [...]string{
 	unix.PERF_COUNT_HW_CACHE_OP_READ:     "READ",
 	unix.PERF_COUNT_HW_CACHE_OP_WRITE:    "WRITE",
 	unix.PERF_COUNT_HW_CACHE_OP_PREFETCH: "PREFETCH",

@@ -99,19 +99,28 @@ func (fs *FS) perfNamePMU(perfName string) (string, bool) {
 	return "", false
 }
 
-// raplNames maps the C agent's RAPL: names, which it reads from
+// raplEvent maps the C agent's RAPL: names, which it reads from
 // /dev/cpu/N/msr, onto the kernel's power PMU events that count the same
 // energy. Its power-limit names (THERMAL_SPEC, MINIMUM_POWER,
-// MAXIMUM_POWER) are settings, not counters, and have no perf event.
-var raplNames = map[string]string{
-	"RAPL:PACKAGE_ENERGY": "energy-pkg",
-	"RAPL:PP0_ENERGY":     "energy-cores",
-	"RAPL:PP1_ENERGY":     "energy-gpu",
-	"RAPL:DRAM_ENERGY":    "energy-ram",
+// MAXIMUM_POWER) are settings, not counters, and have no perf event. A
+// switch, not a map, so that no start of the agent spends time building
+// it.
+func raplEvent(name string) (string, bool) {
+	switch name {
+	case "RAPL:PACKAGE_ENERGY":
+		return "energy-pkg", true
+	case "RAPL:PP0_ENERGY":
+		return "energy-cores", true
+	case "RAPL:PP1_ENERGY":
+		return "energy-gpu", true
+	case "RAPL:DRAM_ENERGY":
+		return "energy-ram", true
+	}
+	return "", false
 }
 
 func (fs *FS) resolveRAPL(name string) (Event, error) {
-	ev, ok := raplNames[name]
+	ev, ok := raplEvent(name)
 	if !ok {
 		return Event{}, fmt.Errorf("event %q: only RAPL:PACKAGE_ENERGY, RAPL:PP0_ENERGY, RAPL:PP1_ENERGY and RAPL:DRAM_ENERGY have a perf event (the kernel's power PMU); the C agent's power limits are read from MSRs, which this agent does not do", name)
 	}

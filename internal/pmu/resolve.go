@@ -291,11 +291,17 @@ func cacheByLibpfm(base string) (cacheDef, bool) {
 	return cacheDef{}, false
 }
 
-// libpfmCacheOps are the operation modifiers of libpfm4's cache events.
-var libpfmCacheOps = map[string]uint64{
-	"READ":     unix.PERF_COUNT_HW_CACHE_OP_READ,
-	"WRITE":    unix.PERF_COUNT_HW_CACHE_OP_WRITE,
-	"PREFETCH": unix.PERF_COUNT_HW_CACHE_OP_PREFETCH,
+// libpfmCacheOp is the operation of one of libpfm4's operation modifiers
+// of cache events: READ, WRITE or PREFETCH (in upper case). A switch, not
+// a map, so that no start of the agent spends time building it.
+func libpfmCacheOp(mod string) uint64 {
+	switch mod {
+	case "WRITE":
+		return unix.PERF_COUNT_HW_CACHE_OP_WRITE
+	case "PREFETCH":
+		return unix.PERF_COUNT_HW_CACHE_OP_PREFETCH
+	}
+	return unix.PERF_COUNT_HW_CACHE_OP_READ
 }
 
 // libpfmCache handles PERF_COUNT_HW_CACHE_<cache>[:op][:result]; libpfm4
@@ -307,7 +313,7 @@ func (fs *FS) libpfmCache(name string, c cacheDef, mods []string) (Event, error)
 	for _, m := range mods {
 		switch u := strings.ToUpper(m); u {
 		case "READ", "WRITE", "PREFETCH":
-			o := libpfmCacheOps[u]
+			o := libpfmCacheOp(u)
 			if opSet {
 				return Event{}, fmt.Errorf("event %q: more than one of READ, WRITE, PREFETCH", name)
 			}

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"perfevent/internal/conffile"
 	"perfevent/internal/counter"
@@ -28,7 +26,17 @@ import (
 // unit is per-second or bytes-per-second. It is a file of its own, so that
 // the C agent, which reads the same perfevent.conf, never sees a syntax it
 // does not know.
-var units = map[string]Unit{"per-second": PerSecond, "bytes-per-second": BytesPerSecond}
+
+// unitNamed is the Unit a ratios file spells name.
+func unitNamed(name string) (Unit, bool) {
+	switch name {
+	case "per-second":
+		return PerSecond, true
+	case "bytes-per-second":
+		return BytesPerSecond, true
+	}
+	return 0, false
+}
 
 const syntax = `want "name = numerator [+ numerator ...] / denominator [* scale] [per-second|bytes-per-second]"`
 
@@ -100,7 +108,7 @@ func parse(name string, src []byte) ([]Def, []Switch, error) {
 			return nil
 		}
 		if f := strings.Fields(line); len(f) > 0 && (f[0] == "enable" || f[0] == "disable") {
-			if len(f) != 2 || !nameRE().MatchString(f[1]) {
+			if len(f) != 2 || !validName(f[1]) {
 				return fmt.Errorf("want \"%s GROUP\", GROUP a group of the catalog or \"catalog\"", f[0])
 			}
 			sws = append(sws, Switch{Group: f[1], On: f[0] == "enable"})
@@ -126,12 +134,12 @@ func parse(name string, src []byte) ([]Def, []Switch, error) {
 func parseLine(line string) (Def, error) {
 	name, rhs, ok := strings.Cut(line, "=")
 	name = strings.TrimSpace(name)
-	if !ok || !nameRE().MatchString(name) {
+	if !ok || !validName(name) {
 		return Def{}, errors.New(syntax)
 	}
 	d := Def{Name: name, Scale: 1}
 	if f := strings.Fields(rhs); len(f) > 0 {
-		if u, ok := units[f[len(f)-1]]; ok {
+		if u, ok := unitNamed(f[len(f)-1]); ok {
 			d.Unit = u
 			rhs = strings.Join(f[:len(f)-1], " ")
 		}
@@ -160,9 +168,19 @@ func parseLine(line string) (Def, error) {
 	return d, d.Check()
 }
 
-// nameRE is compiled on first use, when a ratios.conf names a ratio, not
-// at every start's package init.
-var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`) })
+// validName reports whether name can name a ratio: a letter, then letters,
+// digits and underscores. It is written out rather than a regular
+// expression so that the agent does not link package regexp, whose tables
+// every start would build.
+func validName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && ('0' <= c && c <= '9' || c == '_')) {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // DefsWith are the user's ratios of the file at path, then the catalog's
 // ratios for this machine less those of the groups the file turns off,

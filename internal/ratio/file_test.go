@@ -3,6 +3,7 @@ package ratio
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -87,4 +88,30 @@ func TestGroupSwitches(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `no group "nosuch"`) {
 		t.Errorf("errs %v", errs)
 	}
+}
+
+// validName is the grammar's ratio name, written out: it agrees with the
+// regular expression of the grammar on every string of up to four bytes
+// over letters, digits and the bytes around them.
+func TestValidNameIsTheGrammarsName(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+	const alphabet = "@AZ[`az{/09:_-.\xc3"
+	var walk func(s string)
+	n := 0
+	walk = func(s string) {
+		n++
+		if got, want := validName(s), re.MatchString(s); got != want {
+			t.Fatalf("validName(%q) = %v, the grammar says %v", s, got, want)
+		}
+		if len(s) < 4 {
+			for i := 0; i < len(alphabet); i++ {
+				walk(s + alphabet[i:i+1])
+			}
+		}
+	}
+	walk("")
+	if !validName("ipc") || !validName("l1d_miss_ratio") || validName("1ipc") || validName("") {
+		t.Error("validName: ipc, l1d_miss_ratio yes; 1ipc and the empty name no")
+	}
+	t.Logf("%d names", n)
 }

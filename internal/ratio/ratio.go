@@ -241,19 +241,32 @@ var Builtin = []Def{
 	// reports each topdown-* event in slots, so each share is that event
 	// over slots. The kernel opens topdown-* only in a group led by slots,
 	// which Group gives them when cpu.slots comes first in perfevent.conf.
-	topdown("retiring", "cpu.topdown-retiring", "slots that retired a micro-op"),
-	topdown("bad_speculation", "cpu.topdown-bad-spec", "slots wasted on mispredicted work"),
-	topdown("frontend_bound", "cpu.topdown-fe-bound", "slots the front end left without a micro-op"),
-	topdown("backend_bound", "cpu.topdown-be-bound", "slots stalled for back-end resources"),
+	{
+		Name: "topdown_retiring", Num: []string{"cpu.topdown-retiring"}, Den: "cpu.slots", Scale: 1,
+		About:  "TopDown level 1: the share of pipeline slots that were slots that retired a micro-op (cpu.topdown-retiring / cpu.slots).",
+		Source: topdownSource,
+	},
+	{
+		Name: "topdown_bad_speculation", Num: []string{"cpu.topdown-bad-spec"}, Den: "cpu.slots", Scale: 1,
+		About:  "TopDown level 1: the share of pipeline slots that were slots wasted on mispredicted work (cpu.topdown-bad-spec / cpu.slots).",
+		Source: topdownSource,
+	},
+	{
+		Name: "topdown_frontend_bound", Num: []string{"cpu.topdown-fe-bound"}, Den: "cpu.slots", Scale: 1,
+		About:  "TopDown level 1: the share of pipeline slots that were slots the front end left without a micro-op (cpu.topdown-fe-bound / cpu.slots).",
+		Source: topdownSource,
+	},
+	{
+		Name: "topdown_backend_bound", Num: []string{"cpu.topdown-be-bound"}, Den: "cpu.slots", Scale: 1,
+		About:  "TopDown level 1: the share of pipeline slots that were slots stalled for back-end resources (cpu.topdown-be-bound / cpu.slots).",
+		Source: topdownSource,
+	},
 }
 
-func topdown(name, event, what string) Def {
-	return Def{
-		Name: "topdown_" + name, Num: []string{event}, Den: "cpu.slots", Scale: 1,
-		About:  fmt.Sprintf("TopDown level 1: the share of pipeline slots that were %s (%s / cpu.slots).", what, event),
-		Source: "Intel Optimization Reference Manual, Top-down Microarchitecture Analysis; the kernel's and perf's topdown documentation (metrics in slots)",
-	}
-}
+// topdownSource is every TopDown ratio's source. The four are written out
+// rather than made by a function so that Builtin is data in the binary,
+// not code that every start runs.
+const topdownSource = "Intel Optimization Reference Manual, Top-down Microarchitecture Analysis; the kernel's and perf's topdown documentation (metrics in slots)"
 
 // Check reports what is wrong with d, if anything.
 func (d Def) Check() error {

@@ -171,11 +171,25 @@ func orList(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
-// byteUnits are the kernel's .unit spellings of sizes, in bytes.
-var byteUnits = map[string]float64{
-	"Bytes": 1, "B": 1,
-	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
-	"KB": 1e3, "MB": 1e6, "GB": 1e9,
+// byteUnit is the size of one of the kernel's .unit spellings, in bytes.
+func byteUnit(unit string) (float64, bool) {
+	switch unit {
+	case "Bytes", "B":
+		return 1, true
+	case "KiB":
+		return 1 << 10, true
+	case "MiB":
+		return 1 << 20, true
+	case "GiB":
+		return 1 << 30, true
+	case "KB":
+		return 1e3, true
+	case "MB":
+		return 1e6, true
+	case "GB":
+		return 1e9, true
+	}
+	return 0, false
 }
 
 // bytesPerCount is what one count of event stands for: the kernel's scale
@@ -183,7 +197,7 @@ var byteUnits = map[string]float64{
 func bytesPerCount(event string, scales Scales) float64 {
 	if scales != nil {
 		if s, unit, ok := scales(event); ok && s > 0 {
-			if f, ok := byteUnits[unit]; ok {
+			if f, ok := byteUnit(unit); ok {
 				return s * f
 			}
 		}

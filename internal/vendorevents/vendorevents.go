@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,12 +45,12 @@ type PMU struct {
 	Version string // the vendor's version of the list; "-" when it has none
 	Catalog *Catalog
 
-	// Intel: the CPUID strings of mapfile.csv's pattern, as its literal
-	// alternatives when it is only those (compiling a regular expression
-	// per PMU at every start cost more than the rest of detection), else
-	// as the pattern compiled.
+	// Intel: the CPUID strings of mapfile.csv's pattern, which tables/gen
+	// expands into its literal alternatives: comparing strings costs the
+	// agent's start-up nothing, where compiling a regular expression per
+	// PMU cost more than the rest of detection, and linking package regexp
+	// made every start build its tables.
 	models      []string
-	match       *regexp.Regexp
 	implementer int // Arm
 	part        int
 	file        string
@@ -146,15 +145,10 @@ func loadIndex(fsys fs.FS, vendor string) ([]*PMU, *Catalog, error) {
 		p := &PMU{Name: f[0], Kernel: f[2], file: f[3], Version: f[4], Desc: f[5], Catalog: cat, dir: vendor}
 		switch vendor {
 		case "intel":
-			if !strings.ContainsAny(f[1], `\.+*?()[]{}^$`) {
-				p.models = strings.Split(f[1], "|")
-				break
+			if strings.ContainsAny(f[1], `\.+*?()[]{}^$`) {
+				return nil, nil, fmt.Errorf("vendorevents: %s:%d: match %q is a pattern, not CPUID strings: regenerate the tables (tables/gen expands mapfile.csv's patterns)", path, i+1, f[1])
 			}
-			re, err := regexp.Compile(intelPattern(f[1]))
-			if err != nil {
-				return nil, nil, fmt.Errorf("vendorevents: %s:%d: %v", path, i+1, err)
-			}
-			p.match = re
+			p.models = strings.Split(f[1], "|")
 		case "arm":
 			impl, part, ok := strings.Cut(f[1], ":")
 			iv, err1 := strconv.ParseInt(impl, 0, 32)
@@ -180,9 +174,6 @@ func (p *PMU) Matches(c CPU) bool {
 			return false
 		}
 		id := c.IntelID()
-		if p.match != nil {
-			return p.match.MatchString(id)
-		}
 		for _, m := range p.models {
 			if id == m || strings.HasPrefix(id, m+"-") && isHex(id[len(m)+1:]) {
 				return true
@@ -194,10 +185,6 @@ func (p *PMU) Matches(c CPU) bool {
 	}
 	return false
 }
-
-// intelPattern is mapfile.csv's pattern as a regular expression over the
-// whole CPUID string, its stepping optional.
-func intelPattern(p string) string { return `^(?:` + p + `)(?:-[0-9A-F]+)?$` }
 
 // isHex reports whether s is upper-case hexadecimal digits, one or more.
 func isHex(s string) bool {

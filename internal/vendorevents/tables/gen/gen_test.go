@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -77,6 +78,29 @@ func TestNames(t *testing.T) {
 	for in, want := range map[string]string{"Cortex-A78": "arm_ac78", "Cortex-X1C": "arm_x1c", "Neoverse V3AE": "arm_v3ae", "Neoverse E1": "arm_e1"} {
 		if got := armPMUName(in); got != want {
 			t.Errorf("armPMUName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// cpuids lists the CPUID strings of mapfile.csv's patterns, literal or
+// not, and refuses a pattern that matches without bound.
+func TestCPUIDs(t *testing.T) {
+	for _, c := range []struct{ pattern, want string }{
+		{"GenuineIntel-6-AF", "GenuineIntel-6-AF"},
+		{"GenuineIntel-6-55-[01234]", "GenuineIntel-6-55-0 GenuineIntel-6-55-1 GenuineIntel-6-55-2 GenuineIntel-6-55-3 GenuineIntel-6-55-4"},
+		{"GenuineIntel-6-(97|9A)(-[0-2])?", "GenuineIntel-6-97 GenuineIntel-6-97-0 GenuineIntel-6-97-1 GenuineIntel-6-97-2 GenuineIntel-6-9A GenuineIntel-6-9A-0 GenuineIntel-6-9A-1 GenuineIntel-6-9A-2"},
+		{"GenuineIntel-6-(2C|2C)", "GenuineIntel-6-2C"},
+		{"GenuineIntel-6-5[5-6]-[5-9A-F]", "GenuineIntel-6-55-5 GenuineIntel-6-55-6 GenuineIntel-6-55-7 GenuineIntel-6-55-8 GenuineIntel-6-55-9 GenuineIntel-6-55-A GenuineIntel-6-55-B GenuineIntel-6-55-C GenuineIntel-6-55-D GenuineIntel-6-55-E GenuineIntel-6-55-F " +
+			"GenuineIntel-6-56-5 GenuineIntel-6-56-6 GenuineIntel-6-56-7 GenuineIntel-6-56-8 GenuineIntel-6-56-9 GenuineIntel-6-56-A GenuineIntel-6-56-B GenuineIntel-6-56-C GenuineIntel-6-56-D GenuineIntel-6-56-E GenuineIntel-6-56-F"},
+	} {
+		got, err := cpuids(c.pattern)
+		if err != nil || strings.Join(got, " ") != c.want {
+			t.Errorf("cpuids(%q) = %q, %v; want %q", c.pattern, got, err, c.want)
+		}
+	}
+	for _, p := range []string{"GenuineIntel-6-55-.*", "GenuineIntel-6-55-[0-9]+", "(?i)genuineintel-6-55", "GenuineIntel-6-55-.", "GenuineIntel-6-[0-9A-F][0-9A-F]-[0-9A-F]", "GenuineIntel-6-55("} {
+		if got, err := cpuids(p); err == nil {
+			t.Errorf("cpuids(%q) = %q, want an error", p, got)
 		}
 	}
 }

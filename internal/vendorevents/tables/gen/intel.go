@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,10 @@ func genIntel(root, commit, note string, k known, out string) error {
 		if m == nil {
 			return fmt.Errorf("mapfile.csv:%d: %q is not GenuineIntel-FAMILY-MODEL", i+1, match)
 		}
+		ids, err := cpuids(match)
+		if err != nil {
+			return fmt.Errorf("mapfile.csv:%d: %v", i+1, err)
+		}
 		family, _ := strconv.Atoi(m[1])
 		model, _ := strconv.ParseInt(m[2], 16, 32)
 		coreKnown := family == 6 && k.intelCore[int(model)]
@@ -111,11 +116,13 @@ func genIntel(root, commit, note string, k known, out string) error {
 				}
 				tables[pmu] = t
 			}
-			if !slices.Contains(strings.Split(t.match, "|"), match) {
-				if t.match != "" {
-					t.match += "|"
+			for _, id := range ids {
+				if !slices.Contains(strings.Split(t.match, "|"), id) {
+					if t.match != "" {
+						t.match += "|"
+					}
+					t.match += id
 				}
-				t.match += match
 			}
 		}
 		core := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), strings.ToLower(strings.Split(filepath.Base(file), "_")[0])+"_"), "_core.json")
@@ -224,4 +231,94 @@ func intelTerms(file string, e intelEvent) string {
 		}
 	}
 	return strings.Join(terms, ",")
+}
+
+// maxCPUIDs bounds what one pattern of mapfile.csv may expand to.
+const maxCPUIDs = 256
+
+// cpuids expands a pattern of mapfile.csv (a regular expression over the
+// CPUID string, "GenuineIntel-6-55-[01234]") into the strings it matches,
+// so that the agent compares strings rather than compiling regular
+// expressions, and linking package regexp, at every start. The patterns
+// are finite sets: literals, alternatives, classes and optional parts;
+// any other is refused here, where someone regenerating the tables sees
+// it.
+func cpuids(pattern string) ([]string, error) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %v", pattern, err)
+	}
+	ids, err := expand(re.Simplify())
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %v", pattern, err)
+	}
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// expand lists the strings re matches, in the pattern's order.
+func expand(re *syntax.Regexp) ([]string, error) {
+	tooMany := fmt.Errorf("%s matches more than %d strings", re, maxCPUIDs)
+	switch re.Op {
+	case syntax.OpEmptyMatch:
+		return []string{""}, nil
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil, fmt.Errorf("%s ignores case", re)
+		}
+		return []string{string(re.Rune)}, nil
+	case syntax.OpCharClass:
+		var out []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if len(out) == maxCPUIDs {
+					return nil, tooMany
+				}
+				out = append(out, string(r))
+			}
+		}
+		return out, nil
+	case syntax.OpCapture:
+		return expand(re.Sub[0])
+	case syntax.OpQuest:
+		sub, err := expand(re.Sub[0])
+		return append([]string{""}, sub...), err
+	case syntax.OpAlternate:
+		var out []string
+		for _, s := range re.Sub {
+			sub, err := expand(s)
+			if err != nil {
+				return nil, err
+			}
+			if out = append(out, sub...); len(out) > maxCPUIDs {
+				return nil, tooMany
+			}
+		}
+		return out, nil
+	case syntax.OpConcat:
+		out := []string{""}
+		for _, s := range re.Sub {
+			sub, err := expand(s)
+			if err != nil {
+				return nil, err
+			}
+			if len(out)*len(sub) > maxCPUIDs {
+				return nil, tooMany
+			}
+			var next []string
+			for _, a := range out {
+				for _, b := range sub {
+					next = append(next, a+b)
+				}
+			}
+			out = next
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s is not a finite set of strings", re)
 }
