@@ -238,8 +238,24 @@ func (a *Agent) Start() error {
 	return nil
 }
 
+// Begin lets the lock watcher, which Start leaves asleep, check the lock
+// file; events since Start are acted on at once. The caller does the rest
+// of its start-up first (signal handlers, the listener), so that the
+// watcher's thread, asleep in ppoll with a processor of the runtime's, is
+// not left there while the caller still runs: the runtime's monitor would
+// take the processor back, and then watch every 20 µs again. Serve calls
+// it too; calls after the first do nothing.
+func (a *Agent) Begin() {
+	if a.watcher != nil {
+		a.watcher.Begin()
+	}
+}
+
 // Serve answers pmcd on conn until it closes it (pmda.Agent.Serve).
-func (a *Agent) Serve(conn io.ReadWriter) error { return a.pm.Serve(conn) }
+func (a *Agent) Serve(conn io.ReadWriter) error {
+	a.Begin()
+	return a.pm.Serve(conn)
+}
 
 // Close stops the reloader and the watchers and removes the state file:
 // no agent, no state. Calls after the first do nothing.

@@ -152,6 +152,7 @@ func newAgentOn(t testing.TB, fixture, online, conf string, before func(*Agent))
 	if err := h.a.Start(); err != nil {
 		t.Fatal(err)
 	}
+	h.a.Begin()
 	t.Cleanup(func() {
 		h.close()
 		if t.Failed() {

@@ -64,6 +64,9 @@ func (a *Agent) watchLock() error {
 		Poll:     a.o.Poll,
 		NoNotify: a.o.NoInotify,
 		Log:      a.log,
+		// Start lets it check once the privileges are dropped: Drop's
+		// all-thread calls then find its thread asleep (see Paused).
+		Paused: true,
 	}, a.reservationChanged)
 	if err != nil {
 		return err

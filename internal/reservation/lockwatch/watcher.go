@@ -43,11 +43,15 @@ type Watcher struct {
 	pending uint32 // hint* bits of the events since the watcher last looked
 	unseen  uint32 // hint* bits of the events since the last check
 	// wake is an eventfd that Close writes to, to end the watcher's wait.
-	wake        int
-	floodLogged time.Time     // when a flood was last logged
-	readAt      time.Time     // the last read of the inotify queue
-	readGap     time.Duration // the least time between two reads (see readEvents)
-	done        chan struct{}
+	wake int
+	// ready is closed when the watcher's thread has its scheduling;
+	// begin, when it may start checking (Options.Paused).
+	ready, begin chan struct{}
+	beginOnce    sync.Once
+	floodLogged  time.Time     // when a flood was last logged
+	readAt       time.Time     // the last read of the inotify queue
+	readGap      time.Duration // the least time between two reads (see readEvents)
+	done         chan struct{}
 
 	closeOnce sync.Once
 
@@ -137,7 +141,18 @@ func Watch(lf *reservation.LockFile, opts Options, fn func(reservation.Status)) 
 	w.schedule(now, false)
 	fn(st)
 	go w.run()
+	if w.opts.Paused {
+		<-w.ready
+	} else {
+		w.Begin()
+	}
 	return w, nil
+}
+
+// Begin lets a watcher started with Options.Paused check; it does nothing
+// after the first call, or for a watcher that was not paused.
+func (w *Watcher) Begin() {
+	w.beginOnce.Do(func() { close(w.begin) })
 }
 
 // newWatcher fills in the defaults of opts; it starts nothing.
@@ -148,6 +163,8 @@ func newWatcher(lf lockFile, opts Options, fn func(reservation.Status)) *Watcher
 		opts:      opts,
 		fn:        fn,
 		done:      make(chan struct{}),
+		ready:     make(chan struct{}),
+		begin:     make(chan struct{}),
 		dense:     newDenseBucket(),
 		changes:   newSilentBucket(),
 		readGap:   densePoll,
@@ -290,6 +307,8 @@ func (w *Watcher) run() {
 		defer runtime.UnlockOSThread()
 	} // else the thread ends with the goroutine, and its policy with it
 	w.tid.Store(int32(unix.Gettid()))
+	close(w.ready)
+	<-w.begin
 	if w.note != nil {
 		w.events = make([]byte, inotify.BufSize)
 	}
@@ -554,6 +573,7 @@ func (w *Watcher) Current() reservation.Status {
 func (w *Watcher) Close() error {
 	w.closeOnce.Do(func() {
 		w.closing.Store(true)
+		w.Begin() // a paused watcher sees the closing at its first wait
 		one := [8]byte{1}
 		unix.Write(w.wake, one[:])
 		<-w.done

@@ -179,3 +179,66 @@ func (c chanLog) Debugf(format string, args ...any)   { c <- fmt.Sprintf(format,
 func (c chanLog) Infof(format string, args ...any)    { c <- fmt.Sprintf(format, args...) }
 func (c chanLog) Warningf(format string, args ...any) { c <- fmt.Sprintf(format, args...) }
 func (c chanLog) Errorf(format string, args ...any)   { c <- fmt.Sprintf(format, args...) }
+
+// A paused watcher has its thread, with the policy asked for, when Watch
+// returns, and checks nothing more until Begin; a lock taken meanwhile is
+// reported once it begins. Closing one that never began returns.
+func TestWatcherPaused(t *testing.T) {
+	for _, opts := range []Options{{Poll: time.Hour}, {Poll: 10 * time.Millisecond, NoNotify: true}} {
+		path := filepath.Join(t.TempDir(), "perflock")
+		lf, err := reservation.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lf.Close()
+		ch := make(chan Status, 8)
+		opts.Paused = true
+		w, err := Watch(lf, opts, func(st Status) { ch <- st })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first := nextStatus(t, ch); first.Reserved {
+			t.Fatalf("initial status %+v", first)
+		}
+		tid := w.tid.Load()
+		if tid == 0 {
+			t.Fatal("Watch returned before the watcher's thread started")
+		}
+		attr, err := unix.SchedGetAttr(int(tid), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := mayBeRealtime(); (attr.Policy == unix.SCHED_FIFO) != want {
+			t.Errorf("NoNotify=%v: paused thread's policy %d, want SCHED_FIFO %v", opts.NoNotify, attr.Policy, want)
+		}
+		h := startHolder(t, path, false)
+		if opts.NoNotify {
+			// Three polls pass without a check: a paused watcher does not
+			// look, whatever its schedule says (the lock's open is an
+			// inotify event, acted on at Begin, when hints are on).
+			checks := w.checks.Load()
+			time.Sleep(3 * opts.Poll)
+			if n := w.checks.Load(); n != checks {
+				t.Errorf("NoNotify=%v: %d checks while paused", opts.NoNotify, n-checks)
+			}
+			select {
+			case st := <-ch:
+				t.Errorf("NoNotify=%v: callback while paused: %+v", opts.NoNotify, st)
+			default:
+			}
+		}
+		w.Begin()
+		if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{h.pid()}) {
+			t.Fatalf("NoNotify=%v: after Begin: %+v, want reserved by %d", opts.NoNotify, st, h.pid())
+		}
+		h.release(t)
+		w.Close()
+
+		// Never begun.
+		w, err = Watch(lf, opts, func(Status) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+}
