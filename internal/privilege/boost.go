@@ -1,6 +1,7 @@
 package privilege
 
 import (
+	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -55,9 +56,10 @@ func boostThreads() (restore func()) {
 		hasMask bool
 	}
 	orig := map[int]saved{}
+	tasks := openTasks()
 	for pass := 0; pass < 4; pass++ {
 		found := false
-		for _, tid := range threadIDs() {
+		for _, tid := range tasks.list() {
 			if _, seen := orig[tid]; seen {
 				continue
 			}
@@ -87,23 +89,35 @@ func boostThreads() (restore func()) {
 			break
 		}
 	}
+	caller := saved{nice: callerNice, mask: callerMask, hasMask: pin >= 0}
 	return func() {
+		defer tasks.close()
 		// Each thread puts itself back, in two more all-thread calls:
 		// while one runs, the runtime starts no thread, and a thread it
 		// starts later comes from one already put back. Scanning
 		// /proc/self/task instead missed a thread being cloned from one
 		// still lifted, in 3 drops of 40. The calls are quick, as every
 		// thread is still lifted and on one CPU.
-		allThreads(unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, uintptr(callerNice))
-		if pin >= 0 {
-			allThreads(unix.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(callerMask), uintptr(unsafe.Pointer(&callerMask)))
+		err := allThreads(unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, uintptr(callerNice))
+		if err == nil && pin >= 0 {
+			err = allThreads(unix.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(callerMask), uintptr(unsafe.Pointer(&callerMask)))
 		}
 		// A thread that had other values than the caller gets its own
-		// back; so do all, if the calls failed (a cgo build).
-		for _, tid := range threadIDs() {
+		// back; so do all, if the calls failed (a cgo build). Usually
+		// none had: the runtime's threads inherit the caller's, and the
+		// listing of the threads that tells which are still ours is
+		// spared.
+		own := err != nil
+		for _, s := range orig {
+			own = own || s != caller
+		}
+		if !own {
+			return
+		}
+		for _, tid := range tasks.list() {
 			s, ok := orig[tid]
 			if !ok {
-				s = saved{nice: callerNice, mask: callerMask, hasMask: pin >= 0}
+				s = caller
 			}
 			if p, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-p != s.nice {
 				unix.Setpriority(unix.PRIO_PROCESS, tid, s.nice)
@@ -125,8 +139,57 @@ func currentCPU() int {
 	return int(cpu)
 }
 
-// threadIDs are the ids of the process's threads.
-func threadIDs() []int {
-	tids, _ := taskIDs(procDir(0))
+// tasks lists the threads of the process from one descriptor of
+// /proc/self/task, read again from its start for each listing: the boost
+// lists them three times or more, and each open of the directory is a
+// walk of procfs.
+type tasks struct {
+	fd  int // -1: not open
+	buf []byte
+}
+
+func openTasks() *tasks {
+	fd, err := unix.Open(procDir(0)+"/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fd = -1
+	}
+	return &tasks{fd: fd}
+}
+
+// list returns the thread ids, or none if the directory cannot be read.
+func (t *tasks) list() []int {
+	if t.fd < 0 {
+		return nil
+	}
+	if _, err := unix.Seek(t.fd, 0, 0); err != nil {
+		return nil
+	}
+	if t.buf == nil {
+		t.buf = make([]byte, 4096)
+	}
+	var names []string
+	for {
+		n, err := unix.Getdents(t.fd, t.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(t.buf[:n], -1, names)
+	}
+	tids := make([]int, 0, len(names))
+	for _, name := range names {
+		if tid, err := strconv.Atoi(name); err == nil {
+			tids = append(tids, tid)
+		}
+	}
 	return tids
+}
+
+func (t *tasks) close() {
+	if t.fd >= 0 {
+		unix.Close(t.fd)
+		t.fd = -1
+	}
 }

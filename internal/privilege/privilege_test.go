@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -108,18 +109,22 @@ func TestDropCalls(t *testing.T) {
 	allThreadsSyscall = func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
 		calls = append(calls, call{trap, a1, a2, a3})
 		// Every call runs with every thread lifted above the load, all
-		// on one CPU.
-		if got := threadNices(t); !slices.Equal(slices.Compact(got), []int{boostNice}) {
+		// on one CPU (the first of the two that put them back, too).
+		lifted := len(calls) <= dropCallCount+1
+		if got := threadNices(t); lifted && !slices.Equal(slices.Compact(got), []int{boostNice}) {
 			t.Errorf("call %d: thread nice values %v, want all %d", len(calls), got, boostNice)
 		}
 		cpus := map[string]bool{}
 		for _, m := range threadMasks(t) {
 			cpus[m] = true
 		}
-		if len(cpus) != 1 || strings.Contains(slices.Collect(maps.Keys(cpus))[0], " ") {
+		if lifted && (len(cpus) != 1 || strings.Contains(slices.Collect(maps.Keys(cpus))[0], " ")) {
 			t.Errorf("call %d: thread CPU masks %v, want one CPU for all", len(calls), slices.Collect(maps.Keys(cpus)))
 		}
-		return 0, 0, 0 // nothing changes: the test stays root
+		// Nothing changes, so the test stays root; but the calls that put
+		// each thread back are made on each, as the runtime would.
+		putBack(trap, a1, a2, a3)
+		return 0, 0, 0
 	}
 	a := Account{Name: "someone", UID: 1234, GID: 567, Groups: []int{567, 89}}
 	id, err := a.Drop(unix.CAP_PERFMON)
@@ -349,4 +354,81 @@ func BenchmarkDrop(b *testing.B) {
 	b.ReportMetric(at(0.9), "p90-drop-ns")
 	b.ReportMetric(at(1), "max-drop-ns")
 	b.ReportMetric(float64(dropCallCount+restoreCallCount), "all-thread-calls")
+}
+
+// putBack makes the boost's restoring calls, setpriority and
+// sched_setaffinity of the calling thread, on every thread by its id.
+func putBack(trap, a1, a2, a3 uintptr) {
+	for _, tid := range threadIDs() {
+		switch trap {
+		case unix.SYS_SETPRIORITY:
+			unix.Syscall(trap, a1, uintptr(tid), a3)
+		case unix.SYS_SCHED_SETAFFINITY:
+			unix.RawSyscall(trap, uintptr(tid), a2, a3)
+		}
+	}
+}
+
+// threadIDs are the ids of the process's threads, read afresh.
+func threadIDs() []int {
+	tids, _ := taskIDs(procDir(0))
+	return tids
+}
+
+// The boost's listing reads its one descriptor of /proc/self/task again
+// from the start each time: a thread started between two listings is in
+// the second, as a fresh read of the directory shows.
+func TestTasksListsAgain(t *testing.T) {
+	ts := openTasks()
+	defer ts.close()
+	first := ts.list()
+	if !slices.Equal(slices.Sorted(slices.Values(first)), slices.Sorted(slices.Values(threadIDs()))) || len(first) == 0 {
+		t.Fatalf("listing %v, /proc/self/task %v", first, threadIDs())
+	}
+	started, stop := make(chan int), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // a thread of its own, which ends with it
+		started <- unix.Gettid()
+		<-stop
+	}()
+	tid := <-started
+	defer close(stop)
+	second := ts.list()
+	if !slices.Contains(second, tid) || !slices.Equal(slices.Sorted(slices.Values(second)), slices.Sorted(slices.Values(threadIDs()))) {
+		t.Errorf("second listing %v lacks thread %d or differs from /proc/self/task %v", second, tid, threadIDs())
+	}
+}
+
+// A thread whose nice value differs from the caller's before Drop has its
+// own back afterwards; the others have the caller's.
+func TestDropPutsBackOwnNice(t *testing.T) {
+	testneed.Root(t, "as Drop refuses to start otherwise")
+	real := allThreadsSyscall
+	t.Cleanup(func() { allThreadsSyscall = real })
+	allThreadsSyscall = func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
+		putBack(trap, a1, a2, a3)
+		return 0, 0, 0
+	}
+	nice := ownNice(t)
+	started, stop := make(chan int), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // a thread of its own, which ends with it
+		unix.Setpriority(unix.PRIO_PROCESS, 0, nice+3)
+		started <- unix.Gettid()
+		<-stop
+	}()
+	tid := <-started
+	defer close(stop)
+	if _, err := (Account{Name: "someone", UID: 1234, GID: 567}).Drop(unix.CAP_PERFMON); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range threadIDs() {
+		want := nice
+		if id == tid {
+			want = nice + 3
+		}
+		if p, err := unix.Getpriority(unix.PRIO_PROCESS, id); err == nil && 20-p != want {
+			t.Errorf("after Drop: thread %d has nice %d, want %d", id, 20-p, want)
+		}
+	}
 }
