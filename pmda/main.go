@@ -261,9 +261,6 @@ func serve(o *options, pcp *pcpconf.Config, stderr io.Writer) int {
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1)
-	// The lock watcher starts checking once the rest of start-up is done
-	// (agent.Begin), before pmcd's first request is read.
-	a.Begin()
 	done := make(chan error, 1)
 	go func() {
 		conn, err := ln.Accept()

@@ -207,9 +207,8 @@ func (a *Agent) Start() error {
 	}
 
 	g, err := a.build(false)
-	if err == nil {
-		a.logReport(g.report, nil, "")
-	} else {
+	built := err == nil
+	if !built {
 		// An unreadable configuration: serve the static metrics and say
 		// why, rather than leave pmcd without an agent (the C agent exits).
 		a.log.Errorf("%v; serving perfevent.version and perfevent.active only until this is fixed and the agent gets SIGHUP", err)
@@ -219,13 +218,30 @@ func (a *Agent) Start() error {
 	}
 	a.gen.Store(g)
 
+	// The lock watcher's thread starts on a thread of the runtime's while
+	// the report is written, and is ready by the drop (see below).
 	if a.lock != nil {
 		if err := a.watchLock(); err != nil {
 			a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
 		}
 	}
+	if built {
+		a.logReport(g.report, nil, "")
+	}
 	if drop {
+		if a.watcher != nil {
+			// Its thread asks for a real-time policy, which root may
+			// give itself and the agent's user may not. Waiting in
+			// Watch instead parked this goroutine before that thread
+			// had started: this one's thread then ran it, and the
+			// runtime made one more thread to go on with start-up,
+			// which each of Drop's calls then had to signal.
+			a.watcher.Ready()
+		}
 		a.dropPrivileges(acct)
+	}
+	if a.watcher != nil {
+		a.watcher.Begin()
 	}
 	a.mu.Lock()
 	a.pm = pmda.New(pmda.Config{Fetcher: a, Log: a.log, OnEndContext: a.endContext}, g.table)
@@ -238,24 +254,8 @@ func (a *Agent) Start() error {
 	return nil
 }
 
-// Begin lets the lock watcher, which Start leaves asleep, check the lock
-// file; events since Start are acted on at once. The caller does the rest
-// of its start-up first (signal handlers, the listener), so that the
-// watcher's thread, asleep in ppoll with a processor of the runtime's, is
-// not left there while the caller still runs: the runtime's monitor would
-// take the processor back, and then watch every 20 µs again. Serve calls
-// it too; calls after the first do nothing.
-func (a *Agent) Begin() {
-	if a.watcher != nil {
-		a.watcher.Begin()
-	}
-}
-
 // Serve answers pmcd on conn until it closes it (pmda.Agent.Serve).
-func (a *Agent) Serve(conn io.ReadWriter) error {
-	a.Begin()
-	return a.pm.Serve(conn)
-}
+func (a *Agent) Serve(conn io.ReadWriter) error { return a.pm.Serve(conn) }
 
 // Close stops the reloader and the watchers and removes the state file:
 // no agent, no state. Calls after the first do nothing.

@@ -152,7 +152,6 @@ func newAgentOn(t testing.TB, fixture, online, conf string, before func(*Agent))
 	if err := h.a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h.a.Begin()
 	t.Cleanup(func() {
 		h.close()
 		if t.Failed() {

@@ -65,7 +65,8 @@ func (a *Agent) watchLock() error {
 		NoNotify: a.o.NoInotify,
 		Log:      a.log,
 		// Start lets it check once the privileges are dropped: Drop's
-		// all-thread calls then find its thread asleep (see Paused).
+		// all-thread calls then find its thread in a read they leave
+		// alone (see Paused).
 		Paused: true,
 	}, a.reservationChanged)
 	if err != nil {

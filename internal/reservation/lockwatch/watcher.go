@@ -45,13 +45,15 @@ type Watcher struct {
 	// wake is an eventfd that Close writes to, to end the watcher's wait.
 	wake int
 	// ready is closed when the watcher's thread has its scheduling;
-	// begin, when it may start checking (Options.Paused).
-	ready, begin chan struct{}
-	beginOnce    sync.Once
-	floodLogged  time.Time     // when a flood was last logged
-	readAt       time.Time     // the last read of the inotify queue
-	readGap      time.Duration // the least time between two reads (see readEvents)
-	done         chan struct{}
+	// beginFd, an eventfd, is written when it may start checking
+	// (Options.Paused).
+	ready       chan struct{}
+	beginFd     int
+	beginOnce   sync.Once
+	floodLogged time.Time     // when a flood was last logged
+	readAt      time.Time     // the last read of the inotify queue
+	readGap     time.Duration // the least time between two reads (see readEvents)
+	done        chan struct{}
 
 	closeOnce sync.Once
 
@@ -116,6 +118,12 @@ func Watch(lf *reservation.LockFile, opts Options, fn func(reservation.Status)) 
 	if w.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("lock file %s: eventfd: %w", lf.Path(), err)
 	}
+	if w.opts.Paused {
+		if w.beginFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
+			unix.Close(w.wake)
+			return nil, fmt.Errorf("lock file %s: eventfd: %w", lf.Path(), err)
+		}
+	}
 	if !w.opts.NoNotify {
 		if err := w.startNotify(); err != nil {
 			w.logf("lock file %s: no inotify hints, polling every %v only: %v", lf.Path(), w.opts.Poll, err)
@@ -126,6 +134,9 @@ func Watch(lf *reservation.LockFile, opts Options, fn func(reservation.Status)) 
 	if err != nil {
 		w.stopNotify()
 		unix.Close(w.wake)
+		if w.opts.Paused {
+			unix.Close(w.beginFd)
+		}
 		return nil, err
 	}
 	if w.naming {
@@ -141,18 +152,23 @@ func Watch(lf *reservation.LockFile, opts Options, fn func(reservation.Status)) 
 	w.schedule(now, false)
 	fn(st)
 	go w.run()
-	if w.opts.Paused {
-		<-w.ready
-	} else {
-		w.Begin()
-	}
 	return w, nil
 }
+
+// Ready waits until the watcher's thread has asked for its scheduling: a
+// caller about to give up the privilege a real-time policy needs waits for
+// it first. It does not wait for Begin.
+func (w *Watcher) Ready() { <-w.ready }
 
 // Begin lets a watcher started with Options.Paused check; it does nothing
 // after the first call, or for a watcher that was not paused.
 func (w *Watcher) Begin() {
-	w.beginOnce.Do(func() { close(w.begin) })
+	w.beginOnce.Do(func() {
+		if w.opts.Paused {
+			one := [8]byte{1}
+			unix.Write(w.beginFd, one[:])
+		}
+	})
 }
 
 // newWatcher fills in the defaults of opts; it starts nothing.
@@ -164,7 +180,6 @@ func newWatcher(lf lockFile, opts Options, fn func(reservation.Status)) *Watcher
 		fn:        fn,
 		done:      make(chan struct{}),
 		ready:     make(chan struct{}),
-		begin:     make(chan struct{}),
 		dense:     newDenseBucket(),
 		changes:   newSilentBucket(),
 		readGap:   densePoll,
@@ -308,7 +323,16 @@ func (w *Watcher) run() {
 	} // else the thread ends with the goroutine, and its policy with it
 	w.tid.Store(int32(unix.Gettid()))
 	close(w.ready)
-	<-w.begin
+	if w.opts.Paused {
+		// A blocking read, which the runtime's signals do not end: the
+		// kernel restarts it after the handler (see Options.Paused).
+		var b [8]byte
+		for {
+			if _, err := unix.Read(w.beginFd, b[:]); err != unix.EINTR {
+				break
+			}
+		}
+	}
 	if w.note != nil {
 		w.events = make([]byte, inotify.BufSize)
 	}
@@ -580,6 +604,9 @@ func (w *Watcher) Close() error {
 		w.namers.Wait() // a naming under way writes to wake when done
 		w.stopNotify()
 		unix.Close(w.wake)
+		if w.opts.Paused {
+			unix.Close(w.beginFd)
+		}
 	})
 	<-w.done
 	return nil

@@ -180,7 +180,7 @@ func (c chanLog) Infof(format string, args ...any)    { c <- fmt.Sprintf(format,
 func (c chanLog) Warningf(format string, args ...any) { c <- fmt.Sprintf(format, args...) }
 func (c chanLog) Errorf(format string, args ...any)   { c <- fmt.Sprintf(format, args...) }
 
-// A paused watcher has its thread, with the policy asked for, when Watch
+// A paused watcher has its thread, with the policy asked for, once Ready
 // returns, and checks nothing more until Begin; a lock taken meanwhile is
 // reported once it begins. Closing one that never began returns.
 func TestWatcherPaused(t *testing.T) {
@@ -200,9 +200,10 @@ func TestWatcherPaused(t *testing.T) {
 		if first := nextStatus(t, ch); first.Reserved {
 			t.Fatalf("initial status %+v", first)
 		}
+		w.Ready()
 		tid := w.tid.Load()
 		if tid == 0 {
-			t.Fatal("Watch returned before the watcher's thread started")
+			t.Fatal("Ready returned before the watcher's thread started")
 		}
 		attr, err := unix.SchedGetAttr(int(tid), 0)
 		if err != nil {
