@@ -117,12 +117,14 @@ type Agent struct {
 	cur  *generation                // the fetch being answered; Serve's goroutine only
 
 	// buildMu serialises rebuilds (reload, hotplug); reloadReq, quit and
-	// reloaderDone drive the reloader (RequestReload), and reloadBound
-	// is how long a rebuild may read files.
+	// reloaderDone drive the reloader (RequestReload), which the first
+	// request starts (reloaderOnce), and reloadBound is how long a
+	// rebuild may read files.
 	buildMu      sync.Mutex
 	reloadReq    chan struct{}
 	quit         chan struct{}
 	reloaderDone chan struct{}
+	reloaderOnce sync.Once
 	reloadBound  time.Duration
 	closeOnce    sync.Once
 
@@ -250,7 +252,6 @@ func (a *Agent) Start() error {
 	a.mu.Lock()
 	a.followHierarchy(g)
 	a.mu.Unlock()
-	go a.reloader()
 	return nil
 }
 
@@ -264,11 +265,10 @@ func (a *Agent) Close() { a.closeOnce.Do(a.close) }
 func (a *Agent) close() {
 	a.closing.Store(true)
 	close(a.quit)
-	if a.pm != nil {
-		// Started: a reload opening counters finishes first (a reading of
-		// files is abandoned at once).
-		<-a.reloaderDone
-	}
+	// A reload opening counters finishes first (a reading of files is
+	// abandoned at once); a reloader never started never will be.
+	a.reloaderOnce.Do(func() { close(a.reloaderDone) })
+	<-a.reloaderDone
 	if a.cpus != nil {
 		a.cpus.Close()
 	}
@@ -478,6 +478,10 @@ func (a *Agent) Reload() {
 // after the previous one, so a storm of SIGHUPs makes one or two reloads,
 // and the last request is always followed by a reading of the files.
 func (a *Agent) RequestReload() {
+	// The reloader's goroutine starts with the first request, not at
+	// start-up: each goroutine started before the agent answers pmcd
+	// wakes another of the runtime's threads, or makes one.
+	a.reloaderOnce.Do(func() { go a.reloader() })
 	select {
 	case a.reloadReq <- struct{}{}:
 	default:
