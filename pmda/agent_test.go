@@ -452,6 +452,69 @@ func TestRunsAsUserWithPerfmonOnly(t *testing.T) {
 // with no pace at all. The loop ends at the first release told after quiet
 // ones, and that line must count exactly the cycles that were not told:
 // without the pace none is quiet and the loop runs out.
+// An agent that pmcd starts under a real-time policy (pmcd run by chrt, or
+// with a real-time unit) drops to its user and serves like any other. The
+// privilege drop's all-thread calls wait for every thread; boosting them
+// onto the caller's CPU would leave the lock watcher, at a lower real-time
+// priority than the caller, waiting for ever behind the caller's yields.
+func TestRealTimeAgentDropsAndServes(t *testing.T) {
+	needPerf(t)
+	nobody := testneed.User(t, "nobody")
+	chrt, err := exec.LookPath("chrt")
+	if err != nil {
+		t.Skip("needs chrt (util-linux) to start the agent under SCHED_FIFO")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	conf := filepath.Join(dir, "perfevent.conf")
+	if err := os.WriteFile(conf, []byte("[perf]\ncpu-clock\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "perfevent.log")
+	cmd := exec.Command(chrt, "-f", "10", agentBinary(t), "-d", "127", "-c", conf, "-l", log,
+		"--lockfile", filepath.Join(dir, "perflock"), "--pmids", filepath.Join(dir, "var", "pmids"), "-U", "nobody")
+	c, err := pmcdtest.StartCommand(cmd)
+	if err != nil {
+		data, _ := os.ReadFile(log)
+		t.Fatalf("the agent under SCHED_FIFO 10 never sent its CREDS: %v\nagent log:\n%s", err, data)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Errorf("when pmcd closed its pipe: %v", err)
+			}
+		}
+	}()
+	pid := cmd.Process.Pid
+	var a unix.SchedAttr
+	if p, err := unix.SchedGetAttr(pid, 0); err != nil || p.Policy != unix.SCHED_FIFO || p.Priority != 10 {
+		if err == nil {
+			a = *p
+		}
+		t.Fatalf("agent %d: policy %d priority %d (%v); want SCHED_FIFO 10 from chrt", pid, a.Policy, a.Priority, err)
+	}
+	st, err := privilege.ReadStatus(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	if !st.Only(uid, privilege.CounterCapability()) {
+		t.Errorf("/proc/%d/status: uids %v CapEff %#x; want uid %d and only %s", pid, st.UIDs, st.CapEff, uid, privilege.Name(privilege.CounterCapability()))
+	}
+	id, err := c.PMID("perfevent.hwcounters.cpu_clock.value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Fetch(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Sets[0].NumVal; int(n) != len(onlineCPUs(t)) {
+		t.Errorf("cpu_clock has %d values; want one for each of the %d online CPUs", n, len(onlineCPUs(t)))
+	}
+}
+
 func TestFlappingReservationIsPaced(t *testing.T) {
 	h := startPMDA(t, "[perf]\ncpu-clock\ncycles\n")
 	h.fetch("perfevent.active")

@@ -34,6 +34,9 @@ const boostNice = -20
 // it had, and putting a thread back raises its nice value and widens its
 // mask, which its own user may do after the drop.
 func boostThreads() (restore func()) {
+	if realtime() {
+		return func() {}
+	}
 	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
 	if err != nil {
 		return func() {}
@@ -128,6 +131,17 @@ func boostThreads() (restore func()) {
 			}
 		}
 	}
+}
+
+// realtime says whether the calling thread runs under a real-time policy
+// (the agent started by chrt, or by a pmcd that runs so). Nice values mean
+// nothing there, and pinning every thread to the caller's CPU would be a
+// trap: a thread of a lower real-time priority than the caller's (the lock
+// watcher takes SCHED_FIFO 1) never gets that CPU while the caller spins in
+// sched_yield waiting for it, and the drop would never end.
+func realtime() bool {
+	a, err := unix.SchedGetAttr(0, 0)
+	return err == nil && (a.Policy == unix.SCHED_FIFO || a.Policy == unix.SCHED_RR)
 }
 
 // currentCPU is the CPU the calling thread runs on, or -1.

@@ -29,6 +29,12 @@ var watcherSlice = 100 * time.Microsecond
 // the thread asks for a short slice instead (setSlice). Children do not
 // inherit either.
 func setScheduling() bool {
+	if a, err := unix.SchedGetAttr(0, 0); err == nil && (a.Policy == unix.SCHED_FIFO || a.Policy == unix.SCHED_RR) {
+		// The whole agent runs real-time (started by chrt, or by a pmcd
+		// run so): the lowest priority would put the watcher below its
+		// own process's other threads.
+		return false
+	}
 	if realtime {
 		attr := unix.SchedAttr{
 			Size:     unix.SizeofSchedAttr,
