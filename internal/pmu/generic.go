@@ -58,6 +58,19 @@ var dynamicSoftware = []string{
 	"minor-faults", "major-faults", "alignment-faults", "emulation-faults",
 }
 
+// softwareNamed is the software event of perf's name, one of
+// dynamicSoftware: a scan of a dozen rows, where genericNamed would build
+// its index of every generic name, aliases and cache events included, on
+// the first [dynamic] software event of a start.
+func softwareNamed(name string) genericEvent {
+	for _, e := range softwareEvents {
+		if e.Name == name {
+			return e
+		}
+	}
+	return genericEvent{}
+}
+
 // cacheDef describes one PERF_COUNT_HW_CACHE_* cache and the operations the
 // perf tool and libpfm4 offer for it.
 type cacheDef struct {
@@ -129,7 +142,9 @@ var libpfmOp = [...]string{
 // libpfm4 matches event names case-insensitively. It is built on first
 // use: most starts resolve every name through libpfm4 first.
 var genericByName = sync.OnceValue(func() map[string]genericEvent {
-	m := map[string]genericEvent{}
+	// Sized for every name: growing the map as it fills cost more than
+	// filling it.
+	m := make(map[string]genericEvent, 3*(len(hardwareEvents)+len(softwareEvents))+6*len(caches))
 	add := func(e genericEvent) {
 		m[strings.ToLower(e.Name)] = e
 		for _, a := range e.Aliases {

@@ -527,7 +527,7 @@ func (fs *FS) dynamicSoftware(name, evName string) (Event, error) {
 		}
 		return Event{}, fmt.Errorf("event %q: the software PMU of [dynamic] has only %s%s", name, strings.Join(dynamicSoftware, ", "), didYouMean(name, names))
 	}
-	g, _ := genericNamed(evName)
+	g := softwareNamed(evName)
 	typ := uint32(unix.PERF_TYPE_SOFTWARE)
 	if t, ok := fs.typeOf("software"); ok {
 		typ = t

@@ -441,3 +441,20 @@ func TestTracingRootFollowsTheMounts(t *testing.T) {
 		t.Errorf("tracefs moved to %s: config %d, %v; want 313", second, ev.Attr.Config, err)
 	}
 }
+
+// The [dynamic] software PMU finds its events by a scan of the software
+// table, not through genericNamed's index: both must give the same row.
+func TestSoftwareNamedAgreesWithGenericNamed(t *testing.T) {
+	for _, name := range dynamicSoftware {
+		want, ok := genericNamed(name)
+		if !ok {
+			t.Fatalf("genericNamed(%q) finds nothing", name)
+		}
+		if got := softwareNamed(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("softwareNamed(%q) = %+v, want %+v", name, got, want)
+		}
+	}
+	if got := softwareNamed("cycles"); got.Name != "" {
+		t.Errorf("softwareNamed(cycles) = %+v, want no software event", got)
+	}
+}
