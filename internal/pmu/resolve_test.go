@@ -458,3 +458,39 @@ func TestSoftwareNamedAgreesWithGenericNamed(t *testing.T) {
 		t.Errorf("softwareNamed(cycles) = %+v, want no software event", got)
 	}
 }
+
+// genericNamed scans the tables; an index of every name, built as it was
+// once, must agree with it on every name, in any case, and on names that
+// are none.
+func TestGenericNamedAgreesWithIndex(t *testing.T) {
+	index := map[string]genericEvent{}
+	add := func(e genericEvent) {
+		index[strings.ToLower(e.Name)] = e
+		for _, a := range e.Aliases {
+			index[strings.ToLower(a)] = e
+		}
+		if !strings.Contains(e.Const, ":") {
+			index[strings.ToLower(e.Const)] = e
+		}
+	}
+	for _, tab := range [][]genericEvent{hardwareEvents, softwareEvents, cacheEvents()} {
+		for _, e := range tab {
+			add(e)
+		}
+	}
+	if len(index) < 80 {
+		t.Fatalf("the index has %d names, want every generic name", len(index))
+	}
+	var names []string
+	for k := range index {
+		names = append(names, k, strings.ToUpper(k), strings.ToUpper(k[:1])+k[1:], k+"x", k[:len(k)-1])
+	}
+	names = append(names, "", "-", "l1-dcache", "l1-dcache-", "L1-DCACHE-LOADS-", "llc-loads", "node-stores", "itlb-stores", "sched", "cycles:u", "K\u212a")
+	for _, n := range names {
+		want, wok := index[strings.ToLower(n)]
+		got, gok := genericNamed(n)
+		if gok != wok || !reflect.DeepEqual(got, want) {
+			t.Errorf("genericNamed(%q) = %+v, %v; the index says %+v, %v", n, got, gok, want, wok)
+		}
+	}
+}
