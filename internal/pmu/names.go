@@ -227,11 +227,7 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 			cpu = CPUInfo{}
 		}
 		device := func(name string) bool {
-			if !isPathElem(name) {
-				return false
-			}
-			_, err := os.Stat(filepath.Join(fs.devicesDir(), name))
-			return err == nil
+			return isPathElem(name) && fs.hasPMU(name)
 		}
 		fs.active = Detect(cpu, catalog(arch), device)
 		fs.arch = arch
