@@ -96,15 +96,16 @@ func (fs *FS) cachedPMU(name string, read func(string) (*PMU, error)) (*PMU, err
 	return r.p, r.err
 }
 
-// typeText is the text of PMU name's type file, read once per pass.
+// typeText is the text of PMU name's type file, read once per pass. Its
+// path is joined only for a read: every tracepoint configured asks for
+// the tracepoint PMU's type.
 func (fs *FS) typeText(name string) (string, error) {
-	path := filepath.Join(fs.devicesDir(), name, "type")
 	p := fs.current()
 	if p == nil {
-		return readTrimmed(path)
+		return readTrimmed(filepath.Join(fs.devicesDir(), name, "type"))
 	}
 	r := memo(&fs.passMu, p.types, name, func() typeRead {
-		s, err := readTrimmed(path)
+		s, err := readTrimmed(filepath.Join(fs.devicesDir(), name, "type"))
 		return typeRead{s, err}
 	})
 	return r.s, r.err

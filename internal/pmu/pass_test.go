@@ -298,3 +298,19 @@ func TestPassListsPMUsOnce(t *testing.T) {
 		t.Errorf("PMU late in the next pass: %+v, %v", p, err)
 	}
 }
+
+// TestPassTypeAllocatesNothing: in a pass, a PMU's type asked again (as
+// every tracepoint configured asks the tracepoint PMU's) is the pass's
+// read, without so much as its path joined.
+func TestPassTypeAllocatesNothing(t *testing.T) {
+	fs := testFS("vm")
+	end := fs.Pass()
+	defer end()
+	want, ok := fs.typeOf("tracepoint")
+	if !ok || want != 2 {
+		t.Fatalf("typeOf(tracepoint) = %d, %v; want 2", want, ok)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { fs.typeOf("tracepoint") }); allocs != 0 {
+		t.Errorf("typeOf(tracepoint) again in the pass: %.0f allocations, want none", allocs)
+	}
+}
