@@ -2,7 +2,6 @@ package pmu
 
 import (
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,6 +57,19 @@ var dynamicSoftware = []string{
 	"minor-faults", "major-faults", "alignment-faults", "emulation-faults",
 }
 
+// softwareNamed is the software event of perf's name, one of
+// dynamicSoftware: a scan of a dozen rows, where genericNamed would build
+// its index of every generic name, aliases and cache events included, on
+// the first [dynamic] software event of a start.
+func softwareNamed(name string) genericEvent {
+	for _, e := range softwareEvents {
+		if e.Name == name {
+			return e
+		}
+	}
+	return genericEvent{}
+}
+
 // cacheDef describes one PERF_COUNT_HW_CACHE_* cache and the operations the
 // perf tool and libpfm4 offer for it.
 type cacheDef struct {
@@ -104,19 +116,23 @@ func cacheEvents() []genericEvent {
 	var evs []genericEvent
 	for _, c := range caches {
 		for _, op := range c.Ops {
-			w := opWords[op]
-			evs = append(evs,
-				genericEvent{Name: c.Perf + "-" + w[0], Type: unix.PERF_TYPE_HW_CACHE,
-					Const:  "PERF_COUNT_HW_CACHE_" + c.Libpfm + ":" + libpfmOp[op] + ":ACCESS",
-					Config: cacheConfig(c.ID, op, unix.PERF_COUNT_HW_CACHE_RESULT_ACCESS),
-					Desc:   c.Desc + " " + opDesc[op] + " accesses"},
-				genericEvent{Name: c.Perf + "-" + w[1], Type: unix.PERF_TYPE_HW_CACHE,
-					Const:  "PERF_COUNT_HW_CACHE_" + c.Libpfm + ":" + libpfmOp[op] + ":MISS",
-					Config: cacheConfig(c.ID, op, unix.PERF_COUNT_HW_CACHE_RESULT_MISS),
-					Desc:   c.Desc + " " + opDesc[op] + " misses"})
+			evs = append(evs, cacheEvent(c, op, false), cacheEvent(c, op, true))
 		}
 	}
 	return evs
+}
+
+// cacheEvent is perf's named event for one operation of cache c, of its
+// accesses or its misses.
+func cacheEvent(c cacheDef, op uint64, miss bool) genericEvent {
+	w, res, result, what := opWords[op][0], "ACCESS", uint64(unix.PERF_COUNT_HW_CACHE_RESULT_ACCESS), " accesses"
+	if miss {
+		w, res, result, what = opWords[op][1], "MISS", unix.PERF_COUNT_HW_CACHE_RESULT_MISS, " misses"
+	}
+	return genericEvent{Name: c.Perf + "-" + w, Type: unix.PERF_TYPE_HW_CACHE,
+		Const:  "PERF_COUNT_HW_CACHE_" + c.Libpfm + ":" + libpfmOp[op] + ":" + res,
+		Config: cacheConfig(c.ID, op, result),
+		Desc:   c.Desc + " " + opDesc[op] + what}
 }
 
 var libpfmOp = [...]string{
@@ -125,33 +141,79 @@ var libpfmOp = [...]string{
 	unix.PERF_COUNT_HW_CACHE_OP_PREFETCH: "PREFETCH",
 }
 
-// genericByName indexes every plain generic name, lower-cased, because
-// libpfm4 matches event names case-insensitively. It is built on first
-// use: most starts resolve every name through libpfm4 first.
-var genericByName = sync.OnceValue(func() map[string]genericEvent {
-	m := map[string]genericEvent{}
-	add := func(e genericEvent) {
-		m[strings.ToLower(e.Name)] = e
-		for _, a := range e.Aliases {
-			m[strings.ToLower(a)] = e
-		}
-		if !strings.Contains(e.Const, ":") {
-			m[strings.ToLower(e.Const)] = e
-		}
-	}
-	for _, e := range hardwareEvents {
-		add(e)
-	}
-	for _, e := range softwareEvents {
-		add(e)
-	}
-	for _, e := range cacheEvents() {
-		add(e)
-	}
-	return m
-})
-
+// genericNamed finds a plain generic name: perf's name, an alias or the
+// PERF_COUNT_* constant, ignoring case as libpfm4 does. It scans the
+// tables rather than index them: a start looks up a few names at most
+// (most resolve through libpfm4 first), and an index of every name cost
+// more to build than all the scans. Where two rows share a name the
+// cache events win over the software ones, and those over the hardware
+// ones.
 func genericNamed(name string) (genericEvent, bool) {
-	e, ok := genericByName()[strings.ToLower(name)]
-	return e, ok
+	lower := strings.ToLower(name)
+	if e, ok := cacheNamed(lower); ok {
+		return e, true
+	}
+	for _, tab := range [...][]genericEvent{softwareEvents, hardwareEvents} {
+		for i := len(tab) - 1; i >= 0; i-- {
+			if e := tab[i]; e.named(lower) {
+				return e, true
+			}
+		}
+	}
+	return genericEvent{}, false
+}
+
+// named reports whether lower, a lower-cased name, is e's name, one of
+// its aliases, or its constant.
+func (e genericEvent) named(lower string) bool {
+	if lowerASCIIEqual(lower, e.Name) || (!strings.Contains(e.Const, ":") && lowerASCIIEqual(lower, e.Const)) {
+		return true
+	}
+	for _, a := range e.Aliases {
+		if lowerASCIIEqual(lower, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// cacheNamed finds perf's name of a cache event ("l1-dcache-load-misses",
+// lower-cased) without spelling every one out; the last of cacheEvents'
+// order wins, as for the other tables.
+func cacheNamed(lower string) (genericEvent, bool) {
+	for i := len(caches) - 1; i >= 0; i-- {
+		c := caches[i]
+		if len(lower) <= len(c.Perf) || lower[len(c.Perf)] != '-' || !lowerASCIIEqual(lower[:len(c.Perf)], c.Perf) {
+			continue
+		}
+		rest := lower[len(c.Perf)+1:]
+		for j := len(c.Ops) - 1; j >= 0; j-- {
+			op := c.Ops[j]
+			if rest == opWords[op][1] {
+				return cacheEvent(c, op, true), true
+			}
+			if rest == opWords[op][0] {
+				return cacheEvent(c, op, false), true
+			}
+		}
+	}
+	return genericEvent{}, false
+}
+
+// lowerASCIIEqual reports whether lower equals key, an ASCII name, in
+// lower case.
+func lowerASCIIEqual(lower, key string) bool {
+	if len(lower) != len(key) {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if lower[i] != c {
+			return false
+		}
+	}
+	return true
 }

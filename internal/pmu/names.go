@@ -101,7 +101,13 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 		case "stepping":
 			err = num(&info.Stepping)
 		case "flags":
-			for _, fl := range strings.Fields(val) {
+			fields := strings.Fields(val)
+			if len(info.Flags) == 0 {
+				// Sized once: a hundred flags or more grew the map
+				// several times.
+				info.Flags = make(map[string]bool, len(fields))
+			}
+			for _, fl := range fields {
 				info.Flags[fl] = true
 			}
 		case "CPU implementer":
@@ -221,11 +227,7 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 			cpu = CPUInfo{}
 		}
 		device := func(name string) bool {
-			if !isPathElem(name) {
-				return false
-			}
-			_, err := os.Stat(filepath.Join(fs.devicesDir(), name))
-			return err == nil
+			return isPathElem(name) && fs.hasPMU(name)
 		}
 		fs.active = Detect(cpu, catalog(arch), device)
 		fs.arch = arch

@@ -1,6 +1,7 @@
 package pmu
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -95,15 +96,16 @@ func (fs *FS) cachedPMU(name string, read func(string) (*PMU, error)) (*PMU, err
 	return r.p, r.err
 }
 
-// typeText is the text of PMU name's type file, read once per pass.
+// typeText is the text of PMU name's type file, read once per pass. Its
+// path is joined only for a read: every tracepoint configured asks for
+// the tracepoint PMU's type.
 func (fs *FS) typeText(name string) (string, error) {
-	path := filepath.Join(fs.devicesDir(), name, "type")
 	p := fs.current()
 	if p == nil {
-		return readTrimmed(path)
+		return readTrimmed(filepath.Join(fs.devicesDir(), name, "type"))
 	}
 	r := memo(&fs.passMu, p.types, name, func() typeRead {
-		s, err := readTrimmed(path)
+		s, err := readTrimmed(filepath.Join(fs.devicesDir(), name, "type"))
 		return typeRead{s, err}
 	})
 	return r.s, r.err
@@ -144,17 +146,46 @@ func (fs *FS) cachedNames(read func() ([]string, error)) ([]string, error) {
 	if p == nil {
 		return read()
 	}
+	names, err := fs.passNames(p, read)
+	return slices.Clone(names), err
+}
+
+// passNames is pass p's listing of the PMUs, read the first time; the
+// slice is shared, not to be changed.
+func (fs *FS) passNames(p *pass, read func() ([]string, error)) ([]string, error) {
 	fs.passMu.Lock()
 	done, names, err := p.namesRead, p.names, p.namesErr
 	fs.passMu.Unlock()
 	if done {
-		return slices.Clone(names), err
+		return names, err
 	}
 	names, err = read()
 	fs.passMu.Lock()
-	p.names, p.namesErr, p.namesRead = names, err, true
+	if p.namesRead {
+		names, err = p.names, p.namesErr
+	} else {
+		p.names, p.namesErr, p.namesRead = names, err, true
+	}
 	fs.passMu.Unlock()
-	return slices.Clone(names), err
+	return names, err
+}
+
+// hasPMU reports whether sysfs has a PMU directory of that name, a plain
+// path element. During a pass the pass's one listing of the devices
+// directory answers: a configuration's dynamic names and the metric
+// catalog's operands each asked with a stat, several for a name of a PMU
+// that is not there (cpu.cycles in a guest), and those stats were most
+// of resolving them. Outside a pass, or when the directory cannot be
+// listed, a stat answers.
+func (fs *FS) hasPMU(name string) bool {
+	if p := fs.current(); p != nil {
+		if names, err := fs.passNames(p, fs.readPMUNames); err == nil {
+			_, ok := slices.BinarySearch(names, name)
+			return ok
+		}
+	}
+	_, err := os.Stat(fs.PMUDir(name))
+	return err == nil
 }
 
 // passTracingRoot is tracingRoot, looked for once per pass.

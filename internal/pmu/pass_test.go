@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"perfevent/internal/hostfs"
@@ -247,5 +248,69 @@ func TestPassResolvesEachNameOnce(t *testing.T) {
 	defer end()
 	if next, err := fs.Resolve(name); err != nil || next.Attr.Config == outside.Attr.Config {
 		t.Errorf("the next pass: %+v, %v; want the new encoding", next, err)
+	}
+}
+
+// TestPassListsPMUsOnce: in a pass, whether a PMU exists is answered from
+// the pass's one listing of the devices directory, not by a stat per
+// question, and names of PMUs that are not there fail as they do outside
+// a pass, without reading their files.
+func TestPassListsPMUsOnce(t *testing.T) {
+	fs := copyTree(t, "skylake")
+	missing := []string{"nosuch.event", "cpu.nosuch", "hv_24x7.x", "uncore_imc_9.cas_count_read", "snbep_unc_imc0::UNC_M_CAS_COUNT:RD"}
+	outside := map[string]string{}
+	for _, n := range missing {
+		_, err := fs.Resolve(n)
+		if err == nil {
+			t.Fatalf("%s resolves outside a pass", n)
+		}
+		outside[n] = err.Error()
+	}
+	end := fs.Pass()
+	if !fs.hasPMU("cpu") || fs.hasPMU("late") {
+		t.Fatalf("in a pass: hasPMU(cpu) %v, hasPMU(late) %v; want true, false", fs.hasPMU("cpu"), fs.hasPMU("late"))
+	}
+	late := filepath.Join(fs.PMUDevices(), "late")
+	if err := os.MkdirAll(filepath.Join(late, "events"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(late, "type"), []byte("42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fs.hasPMU("late") {
+		t.Error("a PMU that appeared during the pass: hasPMU stat'ed it rather than use the pass's listing")
+	}
+	if _, err := fs.PMU("late"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("PMU late in the pass that listed none: %v, want that it does not exist", err)
+	}
+	for _, n := range missing {
+		if _, err := fs.Resolve(n); err == nil || err.Error() != outside[n] {
+			t.Errorf("%s in a pass: %v\nwant, as outside: %s", n, err, outside[n])
+		}
+	}
+	end()
+	end = fs.Pass()
+	defer end()
+	if !fs.hasPMU("late") {
+		t.Error("the next pass does not see PMU late")
+	}
+	if p, err := fs.PMU("late"); err != nil || p.Type != 42 {
+		t.Errorf("PMU late in the next pass: %+v, %v", p, err)
+	}
+}
+
+// TestPassTypeAllocatesNothing: in a pass, a PMU's type asked again (as
+// every tracepoint configured asks the tracepoint PMU's) is the pass's
+// read, without so much as its path joined.
+func TestPassTypeAllocatesNothing(t *testing.T) {
+	fs := testFS("vm")
+	end := fs.Pass()
+	defer end()
+	want, ok := fs.typeOf("tracepoint")
+	if !ok || want != 2 {
+		t.Fatalf("typeOf(tracepoint) = %d, %v; want 2", want, ok)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { fs.typeOf("tracepoint") }); allocs != 0 {
+		t.Errorf("typeOf(tracepoint) again in the pass: %.0f allocations, want none", allocs)
 	}
 }

@@ -3,7 +3,6 @@ package pmu
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -124,8 +123,7 @@ func (fs *FS) sysfsHas(pmuName string) bool {
 	if !isPathElem(pmuName) {
 		return false
 	}
-	_, err := os.Stat(fs.PMUDir(pmuName))
-	return err == nil
+	return fs.hasPMU(pmuName)
 }
 
 // errNotLocal says that resolveLocal does not know the name at all.
@@ -372,7 +370,7 @@ func (fs *FS) kernelUncoreName(libpfm string) (string, bool) {
 		candidates = []string{"uncore_" + unit + "_" + num, "uncore_" + unit + num}
 	}
 	for _, c := range candidates {
-		if _, err := os.Stat(filepath.Join(fs.devicesDir(), c)); err == nil {
+		if fs.hasPMU(c) {
 			return c, true
 		}
 	}
@@ -455,8 +453,7 @@ func (fs *FS) resolveDynamic(name string, o Options) (Event, bool, error) {
 	}
 	p, err := fs.PMU(pmuName)
 	if err != nil {
-		_, statErr := os.Stat(fs.PMUDir(pmuName))
-		if (pmuName == "hv_24x7" || pmuName == "hv_gpci") && statErr != nil {
+		if (pmuName == "hv_24x7" || pmuName == "hv_gpci") && !fs.hasPMU(pmuName) {
 			return Event{}, true, fmt.Errorf("event %q: %s parameters are only meaningful on IBM POWER; PMU %s is not present", name, pmuName, pmuName)
 		}
 		return Event{}, true, fmt.Errorf("event %q: %w", name, err)
@@ -509,7 +506,7 @@ func (fs *FS) splitDynamic(name string) (string, string, bool) {
 		if pmuName == "software" {
 			return pmuName, ev, true
 		}
-		if _, err := os.Stat(fs.PMUDir(pmuName)); err == nil {
+		if fs.hasPMU(pmuName) {
 			return pmuName, ev, true
 		}
 	}
@@ -527,7 +524,7 @@ func (fs *FS) dynamicSoftware(name, evName string) (Event, error) {
 		}
 		return Event{}, fmt.Errorf("event %q: the software PMU of [dynamic] has only %s%s", name, strings.Join(dynamicSoftware, ", "), didYouMean(name, names))
 	}
-	g, _ := genericNamed(evName)
+	g := softwareNamed(evName)
 	typ := uint32(unix.PERF_TYPE_SOFTWARE)
 	if t, ok := fs.typeOf("software"); ok {
 		typ = t

@@ -441,3 +441,56 @@ func TestTracingRootFollowsTheMounts(t *testing.T) {
 		t.Errorf("tracefs moved to %s: config %d, %v; want 313", second, ev.Attr.Config, err)
 	}
 }
+
+// The [dynamic] software PMU finds its events by a scan of the software
+// table, not through genericNamed's index: both must give the same row.
+func TestSoftwareNamedAgreesWithGenericNamed(t *testing.T) {
+	for _, name := range dynamicSoftware {
+		want, ok := genericNamed(name)
+		if !ok {
+			t.Fatalf("genericNamed(%q) finds nothing", name)
+		}
+		if got := softwareNamed(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("softwareNamed(%q) = %+v, want %+v", name, got, want)
+		}
+	}
+	if got := softwareNamed("cycles"); got.Name != "" {
+		t.Errorf("softwareNamed(cycles) = %+v, want no software event", got)
+	}
+}
+
+// genericNamed scans the tables; an index of every name, built as it was
+// once, must agree with it on every name, in any case, and on names that
+// are none.
+func TestGenericNamedAgreesWithIndex(t *testing.T) {
+	index := map[string]genericEvent{}
+	add := func(e genericEvent) {
+		index[strings.ToLower(e.Name)] = e
+		for _, a := range e.Aliases {
+			index[strings.ToLower(a)] = e
+		}
+		if !strings.Contains(e.Const, ":") {
+			index[strings.ToLower(e.Const)] = e
+		}
+	}
+	for _, tab := range [][]genericEvent{hardwareEvents, softwareEvents, cacheEvents()} {
+		for _, e := range tab {
+			add(e)
+		}
+	}
+	if len(index) < 80 {
+		t.Fatalf("the index has %d names, want every generic name", len(index))
+	}
+	var names []string
+	for k := range index {
+		names = append(names, k, strings.ToUpper(k), strings.ToUpper(k[:1])+k[1:], k+"x", k[:len(k)-1])
+	}
+	names = append(names, "", "-", "l1-dcache", "l1-dcache-", "L1-DCACHE-LOADS-", "llc-loads", "node-stores", "itlb-stores", "sched", "cycles:u", "K\u212a")
+	for _, n := range names {
+		want, wok := index[strings.ToLower(n)]
+		got, gok := genericNamed(n)
+		if gok != wok || !reflect.DeepEqual(got, want) {
+			t.Errorf("genericNamed(%q) = %+v, %v; the index says %+v, %v", n, got, gok, want, wok)
+		}
+	}
+}

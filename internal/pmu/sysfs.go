@@ -110,6 +110,10 @@ func (fs *FS) PMU(name string) (*PMU, error) {
 
 func (fs *FS) readPMU(name string) (*PMU, error) {
 	dir := filepath.Join(fs.devicesDir(), name)
+	if fs.current() != nil && !fs.hasPMU(name) {
+		// What the reads below would find, without them.
+		return nil, fmt.Errorf("no PMU %q: %s does not exist", name, dir)
+	}
 	typePath := filepath.Join(dir, "type")
 	s, err := fs.typeText(name)
 	if err != nil {

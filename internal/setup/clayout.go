@@ -240,11 +240,13 @@ var cSoftware = []string{
 
 // cPMUs lists sysfs's PMUs with an events directory, by name, each with
 // its events in the order the directory gives them (as readdir does,
-// unsorted), then the software PMU.
+// unsorted), then the software PMU. The PMUs are those of PMUNames: in
+// the agent's pass, the listing the plan already read.
 func cPMUs(fs *pmu.FS) []cPMU {
 	dir := fs.PMUDevices()
 	var out []cPMU
-	for _, name := range readdir(dir) {
+	names, _ := fs.PMUNames()
+	for _, name := range names {
 		if strings.HasPrefix(name, ".") {
 			continue
 		}

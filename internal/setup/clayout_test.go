@@ -2,12 +2,14 @@ package setup
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/config"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pmu"
 )
 
@@ -140,5 +142,43 @@ software.page-faults
 		if s.Key == "hwcounters.msr.tsc" && s.Counted {
 			t.Error("msr.tsc is counted, though only the last [dynamic] section, which does not list it, counts")
 		}
+	}
+}
+
+// In a pass, the C agent's layout takes its PMUs from the pass's listing
+// of the devices directory, which the plan read, rather than list it
+// again: a PMU that appears during the pass is not in it, and is in the
+// next pass's.
+func TestCLayoutPMUsFromThePass(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("../pmu/testdata/vm")); err != nil {
+		t.Fatal(err)
+	}
+	fs := &pmu.FS{FS: hostfs.FS{Sys: root + "/sys", Proc: root + "/proc"}, Tracing: []string{root + "/tracing"}}
+	names := func() []string {
+		var out []string
+		for _, p := range cPMUs(fs) {
+			out = append(out, p.name)
+		}
+		return out
+	}
+	end := fs.Pass()
+	before := names()
+	if want := []string{"msr", "software"}; !slices.Equal(before, want) {
+		t.Fatalf("cPMUs = %q, want %q", before, want)
+	}
+	late := filepath.Join(fs.PMUDevices(), "late")
+	if err := os.MkdirAll(filepath.Join(late, "events"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(late, "events", "x"), []byte("event=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Equal(got, before) {
+		t.Errorf("cPMUs in the same pass = %q, want the pass's %q", got, before)
+	}
+	end()
+	if got, want := names(), []string{"late", "msr", "software"}; !slices.Equal(got, want) {
+		t.Errorf("cPMUs after the pass = %q, want %q", got, want)
 	}
 }

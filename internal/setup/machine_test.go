@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"perfevent/internal/hostfs"
@@ -63,5 +64,47 @@ func TestWithNoOperandsShares(t *testing.T) {
 	}
 	if q.WithOperands([]Operand{{Term: "page-faults", For: []string{"again"}}}).Counters[1].For != "for perfevent.ratio.again" {
 		t.Error("a second plan from q did not get page-faults for itself")
+	}
+}
+
+// ReadMachine finds the nodes from one listing of the node directory:
+// node<N> directories only, numerically ordered, as the glob node[0-9]*
+// and the C agent's versionsort give them.
+func TestReadMachineNodes(t *testing.T) {
+	sys := t.TempDir()
+	write := func(path, text string) {
+		t.Helper()
+		path = filepath.Join(sys, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("devices/system/cpu/online", "0-3")
+	write("devices/system/node/possible", "0-10")
+	write("devices/system/node/node0/cpulist", "0")
+	write("devices/system/node/node10/cpulist", "3")
+	write("devices/system/node/node2/cpulist", "2")
+	write("devices/system/node/node1/cpulist", "1")
+	write("devices/system/node/nodeX/cpulist", "9")
+	write("devices/system/node/node/cpulist", "8")
+	m, err := ReadMachine(&pmu.FS{FS: hostfs.FS{Sys: sys}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int{{0}, {1}, {2}, {3}}
+	if len(m.Topology.Nodes) != len(want) {
+		t.Fatalf("nodes %v, want %v", m.Topology.Nodes, want)
+	}
+	for i := range want {
+		if !slices.Equal(m.Topology.Nodes[i], want[i]) {
+			t.Errorf("nodes %v, want %v", m.Topology.Nodes, want)
+			break
+		}
+	}
+	if got := nodeDirs(filepath.Join(sys, "devices/system/nosuch")); got != nil {
+		t.Errorf("nodeDirs of no directory = %q", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -145,7 +146,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 	}
 	// Nodes sort numerically (node10 after node9), as the C agent's
 	// versionsort does, so node_rr walks them in order.
-	dirs, _ := filepath.Glob(filepath.Join(fs.NodesDir(), "node[0-9]*"))
+	dirs := nodeDirs(fs.NodesDir())
 	sort.Slice(dirs, func(i, j int) bool {
 		if len(dirs[i]) != len(dirs[j]) {
 			return len(dirs[i]) < len(dirs[j])
@@ -164,6 +165,25 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 		m.Topology.Nodes = append(m.Topology.Nodes, cpus)
 	}
 	return m, nil
+}
+
+// nodeDirs lists dir's node<N> directories, as the glob node[0-9]* would,
+// from one listing: a glob stats the directory before it lists it, and
+// matches each name with the pattern's parser.
+func nodeDirs(dir string) []string {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var dirs []string
+	for _, n := range names {
+		if len(n) > len("node") && strings.HasPrefix(n, "node") && '0' <= n[4] && n[4] <= '9' {
+			dirs = append(dirs, filepath.Join(dir, n))
+		}
+	}
+	return dirs
 }
 
 // Make plans the counters of f. parseErr is what config.Parse returned
