@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"runtime"
 	"slices"
 	"strconv"
@@ -66,33 +65,6 @@ type Account struct {
 	Name     string
 	UID, GID int
 	Groups   []int // supplementary groups, the primary one included
-}
-
-// LookupAccount finds a user's ids and groups. Each lookup reads
-// /etc/passwd and /etc/group: a caller that needs the same user several
-// times during start-up should keep the Account.
-func LookupAccount(name string) (Account, error) {
-	a := Account{Name: name}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return a, err
-	}
-	if a.UID, err = strconv.Atoi(u.Uid); err != nil {
-		return a, fmt.Errorf("user %s: uid %q: %w", name, u.Uid, err)
-	}
-	if a.GID, err = strconv.Atoi(u.Gid); err != nil {
-		return a, fmt.Errorf("user %s: gid %q: %w", name, u.Gid, err)
-	}
-	ids, err := u.GroupIds()
-	if err != nil {
-		ids = []string{u.Gid}
-	}
-	for _, id := range ids {
-		if g, err := strconv.Atoi(id); err == nil {
-			a.Groups = append(a.Groups, g)
-		}
-	}
-	return a, nil
 }
 
 // Drop makes every thread of the process run as user name, with only
