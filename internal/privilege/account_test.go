@@ -2,6 +2,7 @@ package privilege
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestLookupAccountMatchesOSUser looks up every user of this machine's
@@ -120,5 +123,53 @@ func TestLookupAccountParsing(t *testing.T) {
 	groupFile = filepath.Join(dir, "missing")
 	if a, err := LookupAccount("pcp"); err != nil || !slices.Equal(a.Groups, []int{995}) {
 		t.Errorf("pcp without a group file = %+v, %v; want groups [995]", a, err)
+	}
+}
+
+// TestCounterCapabilityMatchesCapLastCap: the kernel's answer to
+// PR_CAPBSET_READ agrees with the last capability it lists in procfs.
+func TestCounterCapabilityMatchesCapLastCap(t *testing.T) {
+	data, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		t.Skipf("needs /proc/sys/kernel/cap_last_cap: %v", err)
+	}
+	last, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("cap_last_cap %q: %v", data, err)
+	}
+	want := unix.CAP_SYS_ADMIN
+	if last >= unix.CAP_PERFMON {
+		want = unix.CAP_PERFMON
+	}
+	if got := CounterCapability(); got != want {
+		t.Errorf("CounterCapability() = %s, want %s (cap_last_cap %d)", Name(got), Name(want), last)
+	}
+}
+
+// TestReadStatusParses every field from a status file as the kernel
+// writes it, tabs and all.
+func TestReadStatusParses(t *testing.T) {
+	text := "Name:\tpmdaperfevent\nUmask:\t0022\nState:\tS (sleeping)\n" +
+		"Uid:\t995\t996\t997\t998\nGid:\t990\t991\t992\t993\nFDSize:\t64\n" +
+		"Groups:\t995 20 4 \nVmPeak:\t  1234 kB\n" +
+		"CapInh:\t0000000000000001\nCapPrm:\t0000004000000000\nCapEff:\t0000004000000002\n" +
+		"CapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000100\nNoNewPrivs:\t1\nSeccomp:\t0\n"
+	path := filepath.Join(t.TempDir(), "status")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readStatus(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Status{UIDs: [4]int{995, 996, 997, 998}, GIDs: [4]int{990, 991, 992, 993}, Groups: []int{995, 20, 4},
+		CapEff: 0x4000000002, CapPrm: 0x4000000000, CapInh: 1, CapAmb: 0x100, NoNewPrivs: true}
+	if got.UIDs != want.UIDs || got.GIDs != want.GIDs || !slices.Equal(got.Groups, want.Groups) ||
+		got.CapEff != want.CapEff || got.CapPrm != want.CapPrm || got.CapInh != want.CapInh ||
+		got.CapAmb != want.CapAmb || got.NoNewPrivs != want.NoNewPrivs {
+		t.Errorf("readStatus = %+v, want %+v", got, want)
+	}
+	if _, err := readStatus(filepath.Join(t.TempDir(), "gone")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("readStatus of a missing file: %v, want not exist", err)
 	}
 }

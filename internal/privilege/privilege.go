@@ -15,18 +15,19 @@
 package privilege
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/hostfs"
 )
 
 // Name returns the capability's name, e.g. "CAP_PERFMON".
@@ -42,13 +43,13 @@ func Name(c int) string {
 
 // CounterCapability is the capability that lets this kernel open perf
 // counters on every CPU: CAP_PERFMON where the kernel knows it (5.8 and
-// later), CAP_SYS_ADMIN before.
+// later), CAP_SYS_ADMIN before. The kernel answers PR_CAPBSET_READ for a
+// capability it knows and refuses one beyond its last with EINVAL: one
+// system call, where reading /proc/sys/kernel/cap_last_cap took an open,
+// a walk of procfs, two reads and a close.
 func CounterCapability() int {
-	data, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err == nil {
-		if last, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && last >= unix.CAP_PERFMON {
-			return unix.CAP_PERFMON
-		}
+	if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_PERFMON, 0, 0, 0); err == nil {
+		return unix.CAP_PERFMON
 	}
 	return unix.CAP_SYS_ADMIN
 }
@@ -261,54 +262,68 @@ func taskIDs(dir string) ([]int, error) {
 	return tids, nil
 }
 
+// readStatus reads a status file with a plain open, read and close into
+// one buffer and parses it in place: it is about 1.5 KiB of text, of which
+// only a few lines matter.
 func readStatus(path string) (Status, error) {
-	f, err := os.Open(path)
+	var buf [4096]byte
+	b, err := hostfs.AppendFile(buf[:0], path)
 	if err != nil {
 		return Status{}, err
 	}
-	defer f.Close()
 	var s Status
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		key, val, ok := bytes.Cut(line, []byte{':'})
 		if !ok {
 			continue
 		}
-		fields := strings.Fields(val)
-		switch key {
+		switch string(key) {
 		case "Uid", "Gid":
 			dst := &s.UIDs
-			if key == "Gid" {
+			if key[0] == 'G' {
 				dst = &s.GIDs
 			}
-			for i := 0; i < 4 && i < len(fields); i++ {
-				dst[i], _ = strconv.Atoi(fields[i])
+			i := 0
+			for f := range bytes.FieldsSeq(val) {
+				if i == 4 {
+					break
+				}
+				dst[i], _ = strconv.Atoi(string(f))
+				i++
 			}
 		case "Groups":
-			for _, f := range fields {
-				if g, err := strconv.Atoi(f); err == nil {
+			for f := range bytes.FieldsSeq(val) {
+				if g, err := strconv.Atoi(string(f)); err == nil {
 					s.Groups = append(s.Groups, g)
 				}
 			}
 		case "CapEff", "CapPrm", "CapInh", "CapAmb":
-			if len(fields) == 1 {
-				v, _ := strconv.ParseUint(fields[0], 16, 64)
-				switch key {
-				case "CapEff":
-					s.CapEff = v
-				case "CapPrm":
-					s.CapPrm = v
-				case "CapInh":
-					s.CapInh = v
-				default:
-					s.CapAmb = v
-				}
+			f := bytes.TrimSpace(val)
+			if len(f) == 0 || bytes.IndexAny(f, " \t") >= 0 {
+				continue
+			}
+			v, _ := strconv.ParseUint(string(f), 16, 64)
+			switch string(key) {
+			case "CapEff":
+				s.CapEff = v
+			case "CapPrm":
+				s.CapPrm = v
+			case "CapInh":
+				s.CapInh = v
+			default:
+				s.CapAmb = v
 			}
 		case "NoNewPrivs":
-			s.NoNewPrivs = len(fields) == 1 && fields[0] == "1"
+			s.NoNewPrivs = string(bytes.TrimSpace(val)) == "1"
 		}
 	}
-	return s, sc.Err()
+	return s, nil
 }
 
 // Only reports whether the process has exactly capability c, effective and
