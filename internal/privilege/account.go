@@ -27,7 +27,9 @@ func LookupAccount(name string) (Account, error) {
 	if name == "" {
 		return a, fmt.Errorf("user: empty name")
 	}
-	passwd, err := hostfs.ReadFile(passwdFile)
+	// One buffer serves both files, one after the other: each is a few
+	// KiB at most on a host with local users only.
+	passwd, err := hostfs.AppendFile(make([]byte, 0, 4096), passwdFile)
 	if err != nil {
 		return a, err
 	}
@@ -39,7 +41,7 @@ func LookupAccount(name string) (Account, error) {
 	a.Groups = []int{gid}
 	// os/user's GroupIds falls back to the primary gid alone when
 	// /etc/group cannot be read; so does this.
-	if group, err := hostfs.ReadFile(groupFile); err == nil {
+	if group, err := hostfs.AppendFile(passwd[:0], groupFile); err == nil {
 		a.Groups = appendMemberGroups(a.Groups, group, name, gid)
 	}
 	return a, nil
@@ -101,14 +103,7 @@ func appendMemberGroups(groups []int, group []byte, user string, primary int) []
 		if i < 0 || i == len(line)-1 || bytes.Count(line[:i], []byte{':'}) != 2 {
 			return true
 		}
-		member := false
-		for m := range bytes.SplitSeq(line[i+1:], []byte{','}) {
-			if string(m) == user {
-				member = true
-				break
-			}
-		}
-		if !member {
+		if !isMember(line[i+1:], user) {
 			return true
 		}
 		parts := bytes.Split(line[:i], []byte{':'})
@@ -121,4 +116,20 @@ func appendMemberGroups(groups []int, group []byte, user string, primary int) []
 		return true
 	})
 	return groups
+}
+
+// isMember reports whether the comma-separated list names user.
+func isMember(list []byte, user string) bool {
+	for len(list) > 0 {
+		m := list
+		if i := bytes.IndexByte(list, ','); i >= 0 {
+			m, list = list[:i], list[i+1:]
+		} else {
+			list = nil
+		}
+		if string(m) == user {
+			return true
+		}
+	}
+	return false
 }
