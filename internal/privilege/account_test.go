@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,5 +172,25 @@ func TestReadStatusParses(t *testing.T) {
 	}
 	if _, err := readStatus(filepath.Join(t.TempDir(), "gone")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("readStatus of a missing file: %v, want not exist", err)
+	}
+}
+
+// TestSelfMatchesProc: the calling thread's credentials from system calls
+// are those its /proc status file shows.
+func TestSelfMatchesProc(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := readStatus("/proc/thread-self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self.UIDs != proc.UIDs || self.GIDs != proc.GIDs || !slices.Equal(self.Groups, proc.Groups) ||
+		self.CapEff != proc.CapEff || self.CapPrm != proc.CapPrm || self.CapInh != proc.CapInh ||
+		self.CapAmb != proc.CapAmb || self.NoNewPrivs != proc.NoNewPrivs {
+		t.Errorf("Self() = %+v, /proc/thread-self/status says %+v", self, proc)
 	}
 }

@@ -72,6 +72,7 @@ func TestDrop(t *testing.T) {
 		fmt.Sprintf("every thread back to nice %d on %d CPUs\n", ownNice(t), ownCPUs(t)),
 		fmt.Sprintf("uids [%[1]s %[1]s %[1]s %[1]s] capeff %#[2]x capprm %#[2]x capinh 0x0 nonewprivs true\n", nobody.Uid, bit),
 		"every thread dropped (",
+		"self dropped\n",
 		"perf_event_open on cpu0: ok\n",
 	} {
 		if !strings.Contains(string(out), want) {
