@@ -194,3 +194,25 @@ func TestSelfMatchesProc(t *testing.T) {
 		t.Errorf("Self() = %+v, /proc/thread-self/status says %+v", self, proc)
 	}
 }
+
+// TestTasksListsMore: a listing longer than one read of the directory
+// (more threads than its buffer holds entries) still has every thread.
+func TestTasksListsMore(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	for range 40 {
+		started := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // a thread each, which ends with it
+			close(started)
+			<-stop
+		}()
+		<-started
+	}
+	ts := openTasks()
+	defer ts.close()
+	got := ts.list()
+	if want := threadIDs(); len(got) < 40 || !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("listing of %d threads %v, /proc/self/task %v", len(got), got, want)
+	}
+}
