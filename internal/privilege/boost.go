@@ -56,12 +56,25 @@ func boostThreads() (restore func()) {
 		mask    unix.CPUSet
 		hasMask bool
 	}
-	orig := map[int]saved{}
+	// By thread id; a slice, as a process has a handful of threads.
+	type thread struct {
+		tid int
+		saved
+	}
+	orig := make([]thread, 0, 8)
+	find := func(tid int) (saved, bool) {
+		for _, t := range orig {
+			if t.tid == tid {
+				return t.saved, true
+			}
+		}
+		return saved{}, false
+	}
 	tasks := openTasks()
 	for pass := 0; pass < 4; pass++ {
 		found := false
 		for _, tid := range tasks.list() {
-			if _, seen := orig[tid]; seen {
+			if _, seen := find(tid); seen {
 				continue
 			}
 			p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
@@ -84,7 +97,7 @@ func boostThreads() (restore func()) {
 				// thread: what it has now is the boost's.
 				s = saved{nice: callerNice, mask: callerMask, hasMask: pin >= 0}
 			}
-			orig[tid] = s
+			orig = append(orig, thread{tid, s})
 		}
 		if !found {
 			break
@@ -109,14 +122,14 @@ func boostThreads() (restore func()) {
 		// listing of the threads that tells which are still ours is
 		// spared.
 		own := err != nil
-		for _, s := range orig {
-			own = own || s != caller
+		for _, t := range orig {
+			own = own || t.saved != caller
 		}
 		if !own {
 			return
 		}
 		for _, tid := range tasks.list() {
-			s, ok := orig[tid]
+			s, ok := find(tid)
 			if !ok {
 				s = caller
 			}
