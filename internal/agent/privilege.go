@@ -83,10 +83,12 @@ func (a *Agent) dropPrivileges(acct privilege.Account) {
 	// One thread's credentials stand for all: the runtime makes each
 	// all-thread call on every thread and stops the process if any
 	// thread's result differs. (The privilege tests read every thread's;
-	// here that would cost a /proc read per thread at every start.)
-	st, err := privilege.ReadStatus(0)
+	// here that would cost a /proc read per thread at every start.) The
+	// kernel's system calls answer for this one: /proc/self/status cost
+	// more than all of them together.
+	st, err := privilege.Self()
 	if err != nil || !st.Dropped(acct, c) {
-		a.log.Warningf("after dropping privileges /proc/self/status shows uids %v gids %v groups %v CapEff %#x CapPrm %#x CapInh %#x CapAmb %#x NoNewPrivs %v (err %v)",
+		a.log.Warningf("after dropping privileges the kernel reports uids %v gids %v groups %v CapEff %#x CapPrm %#x CapInh %#x CapAmb %#x NoNewPrivs %v (err %v)",
 			st.UIDs, st.GIDs, st.Groups, st.CapEff, st.CapPrm, st.CapInh, st.CapAmb, st.NoNewPrivs, err)
 		return
 	}

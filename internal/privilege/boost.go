@@ -1,6 +1,7 @@
 package privilege
 
 import (
+	"bytes"
 	"strconv"
 	"unsafe"
 
@@ -58,12 +59,25 @@ func boostThreads() (restore func()) {
 		mask    unix.CPUSet
 		hasMask bool
 	}
-	orig := map[int]saved{}
+	// By thread id; a slice, as a process has a handful of threads.
+	type thread struct {
+		tid int
+		saved
+	}
+	orig := make([]thread, 0, 8)
+	find := func(tid int) (saved, bool) {
+		for _, t := range orig {
+			if t.tid == tid {
+				return t.saved, true
+			}
+		}
+		return saved{}, false
+	}
 	tasks := openTasks()
 	for pass := 0; pass < 4; pass++ {
 		found := false
 		for _, tid := range tasks.list() {
-			if _, seen := orig[tid]; seen {
+			if _, seen := find(tid); seen {
 				continue
 			}
 			p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
@@ -86,7 +100,7 @@ func boostThreads() (restore func()) {
 				// thread: what it has now is the boost's.
 				s = saved{nice: callerNice, mask: callerMask, hasMask: pin >= 0}
 			}
-			orig[tid] = s
+			orig = append(orig, thread{tid, s})
 		}
 		if !found {
 			break
@@ -111,14 +125,14 @@ func boostThreads() (restore func()) {
 		// listing of the threads that tells which are still ours is
 		// spared.
 		own := err != nil
-		for _, s := range orig {
-			own = own || s != caller
+		for _, t := range orig {
+			own = own || t.saved != caller
 		}
 		if !own {
 			return
 		}
 		for _, tid := range tasks.list() {
-			s, ok := orig[tid]
+			s, ok := find(tid)
 			if !ok {
 				s = caller
 			}
@@ -158,8 +172,7 @@ func currentCPU() int {
 // lists them three times or more, and each open of the directory is a
 // walk of procfs.
 type tasks struct {
-	fd  int // -1: not open
-	buf []byte
+	fd int // -1: not open
 }
 
 func openTasks() *tasks {
@@ -171,6 +184,9 @@ func openTasks() *tasks {
 }
 
 // list returns the thread ids, or none if the directory cannot be read.
+// The buffer is small: a Go program has a handful of threads, each entry
+// takes 24 bytes, and a buffer of its own size class would be fresh memory
+// for the kernel to fault in.
 func (t *tasks) list() []int {
 	if t.fd < 0 {
 		return nil
@@ -178,25 +194,37 @@ func (t *tasks) list() []int {
 	if _, err := unix.Seek(t.fd, 0, 0); err != nil {
 		return nil
 	}
-	if t.buf == nil {
-		t.buf = make([]byte, 4096)
-	}
-	var names []string
+	var buf [512]byte
+	tids := make([]int, 0, 16)
 	for {
-		n, err := unix.Getdents(t.fd, t.buf)
+		n, err := unix.Getdents(t.fd, buf[:])
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || n <= 0 {
 			break
 		}
-		_, _, names = unix.ParseDirent(t.buf[:n], -1, names)
+		tids = appendTIDs(tids, buf[:n])
 	}
-	tids := make([]int, 0, len(names))
-	for _, name := range names {
-		if tid, err := strconv.Atoi(name); err == nil {
+	return tids
+}
+
+// appendTIDs appends the numeric names of the linux_dirent64 records in b.
+func appendTIDs(tids []int, b []byte) []int {
+	const nameOff = int(unsafe.Offsetof(unix.Dirent{}.Name))
+	for len(b) >= nameOff {
+		reclen := int(*(*uint16)(unsafe.Pointer(&b[unsafe.Offsetof(unix.Dirent{}.Reclen)])))
+		if reclen < nameOff || reclen > len(b) {
+			break
+		}
+		name := b[nameOff:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if tid, err := strconv.Atoi(string(name)); err == nil {
 			tids = append(tids, tid)
 		}
+		b = b[reclen:]
 	}
 	return tids
 }

@@ -15,19 +15,19 @@
 package privilege
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/hostfs"
 )
 
 // Name returns the capability's name, e.g. "CAP_PERFMON".
@@ -43,13 +43,13 @@ func Name(c int) string {
 
 // CounterCapability is the capability that lets this kernel open perf
 // counters on every CPU: CAP_PERFMON where the kernel knows it (5.8 and
-// later), CAP_SYS_ADMIN before.
+// later), CAP_SYS_ADMIN before. The kernel answers PR_CAPBSET_READ for a
+// capability it knows and refuses one beyond its last with EINVAL: one
+// system call, where reading /proc/sys/kernel/cap_last_cap took an open,
+// a walk of procfs, two reads and a close.
 func CounterCapability() int {
-	data, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err == nil {
-		if last, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && last >= unix.CAP_PERFMON {
-			return unix.CAP_PERFMON
-		}
+	if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_PERFMON, 0, 0, 0); err == nil {
+		return unix.CAP_PERFMON
 	}
 	return unix.CAP_SYS_ADMIN
 }
@@ -66,33 +66,6 @@ type Account struct {
 	Name     string
 	UID, GID int
 	Groups   []int // supplementary groups, the primary one included
-}
-
-// LookupAccount finds a user's ids and groups. Each lookup reads
-// /etc/passwd and /etc/group: a caller that needs the same user several
-// times during start-up should keep the Account.
-func LookupAccount(name string) (Account, error) {
-	a := Account{Name: name}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return a, err
-	}
-	if a.UID, err = strconv.Atoi(u.Uid); err != nil {
-		return a, fmt.Errorf("user %s: uid %q: %w", name, u.Uid, err)
-	}
-	if a.GID, err = strconv.Atoi(u.Gid); err != nil {
-		return a, fmt.Errorf("user %s: gid %q: %w", name, u.Gid, err)
-	}
-	ids, err := u.GroupIds()
-	if err != nil {
-		ids = []string{u.Gid}
-	}
-	for _, id := range ids {
-		if g, err := strconv.Atoi(id); err == nil {
-			a.Groups = append(a.Groups, g)
-		}
-	}
-	return a, nil
 }
 
 // Drop makes every thread of the process run as user name, with only
@@ -167,10 +140,7 @@ func (a Account) Drop(c int) (Identity, error) {
 		if i == 0 && errors.Is(err, syscall.ENOTSUP) {
 			return id, errors.New("this build cannot change the credentials of every thread (build with CGO_ENABLED=0)")
 		}
-		if s.state != "" {
-			return id, fmt.Errorf("%s: %w (%s)", s.what, err, s.state)
-		}
-		return id, fmt.Errorf("%s: %w", s.what, err)
+		return id, p.failed(i, a, c, err)
 	}
 	runtime.KeepAlive(p) // the kernel read its arrays during the calls
 	return id, nil
@@ -185,10 +155,33 @@ type dropCalls struct {
 }
 
 type dropStep struct {
-	what       string
 	trap       uintptr
 	a1, a2, a3 uintptr
-	state      string // what the process is left as when this step fails
+}
+
+// failed is the error of step i, naming the call and what the process is
+// left as. It is built only when a step fails: formatting the groups with
+// fmt for every drop cost more than the building of the calls.
+func (p *dropCalls) failed(i int, a Account, c int, err error) error {
+	var what, state string
+	switch i {
+	case 0:
+		what, state = "prctl(PR_SET_KEEPCAPS)", "unchanged"
+	case 1:
+		what, state = fmt.Sprintf("setgroups(%v)", a.Groups), "still root"
+	case 2:
+		what, state = fmt.Sprintf("setresgid(%d)", a.GID), "still root"
+	case 3:
+		what, state = fmt.Sprintf("setresuid(%d)", a.UID), "still root"
+	case 4:
+		what, state = "capset("+Name(c)+")", fmt.Sprintf("now uid %d, without capabilities", a.UID)
+	default:
+		what = "prctl(PR_SET_NO_NEW_PRIVS)"
+	}
+	if state != "" {
+		return fmt.Errorf("%s: %w (%s)", what, err, state)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 func newDropCalls(a Account, c int) *dropCalls {
@@ -205,13 +198,12 @@ func newDropCalls(a Account, c int) *dropCalls {
 	p.data[c/32].Permitted = 1 << (c % 32)
 	uid, gid := uintptr(a.UID), uintptr(a.GID)
 	p.steps = [dropCallCount]dropStep{
-		{"prctl(PR_SET_KEEPCAPS)", unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0, "unchanged"},
-		{fmt.Sprintf("setgroups(%v)", a.Groups), unix.SYS_SETGROUPS, uintptr(len(p.gids)), gids, 0, "still root"},
-		{fmt.Sprintf("setresgid(%d)", a.GID), unix.SYS_SETRESGID, gid, gid, gid, "still root"},
-		{fmt.Sprintf("setresuid(%d)", a.UID), unix.SYS_SETRESUID, uid, uid, uid, "still root"},
-		{"capset(" + Name(c) + ")", unix.SYS_CAPSET, uintptr(unsafe.Pointer(&p.hdr)), uintptr(unsafe.Pointer(&p.data[0])), 0,
-			fmt.Sprintf("now uid %d, without capabilities", a.UID)},
-		{"prctl(PR_SET_NO_NEW_PRIVS)", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, ""},
+		{unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0},
+		{unix.SYS_SETGROUPS, uintptr(len(p.gids)), gids, 0},
+		{unix.SYS_SETRESGID, gid, gid, gid},
+		{unix.SYS_SETRESUID, uid, uid, uid},
+		{unix.SYS_CAPSET, uintptr(unsafe.Pointer(&p.hdr)), uintptr(unsafe.Pointer(&p.data[0])), 0},
+		{unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0},
 	}
 	return p
 }
@@ -289,54 +281,68 @@ func taskIDs(dir string) ([]int, error) {
 	return tids, nil
 }
 
+// readStatus reads a status file with a plain open, read and close into
+// one buffer and parses it in place: it is about 1.5 KiB of text, of which
+// only a few lines matter.
 func readStatus(path string) (Status, error) {
-	f, err := os.Open(path)
+	var buf [4096]byte
+	b, err := hostfs.AppendFile(buf[:0], path)
 	if err != nil {
 		return Status{}, err
 	}
-	defer f.Close()
 	var s Status
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		key, val, ok := bytes.Cut(line, []byte{':'})
 		if !ok {
 			continue
 		}
-		fields := strings.Fields(val)
-		switch key {
+		switch string(key) {
 		case "Uid", "Gid":
 			dst := &s.UIDs
-			if key == "Gid" {
+			if key[0] == 'G' {
 				dst = &s.GIDs
 			}
-			for i := 0; i < 4 && i < len(fields); i++ {
-				dst[i], _ = strconv.Atoi(fields[i])
+			i := 0
+			for f := range bytes.FieldsSeq(val) {
+				if i == 4 {
+					break
+				}
+				dst[i], _ = strconv.Atoi(string(f))
+				i++
 			}
 		case "Groups":
-			for _, f := range fields {
-				if g, err := strconv.Atoi(f); err == nil {
+			for f := range bytes.FieldsSeq(val) {
+				if g, err := strconv.Atoi(string(f)); err == nil {
 					s.Groups = append(s.Groups, g)
 				}
 			}
 		case "CapEff", "CapPrm", "CapInh", "CapAmb":
-			if len(fields) == 1 {
-				v, _ := strconv.ParseUint(fields[0], 16, 64)
-				switch key {
-				case "CapEff":
-					s.CapEff = v
-				case "CapPrm":
-					s.CapPrm = v
-				case "CapInh":
-					s.CapInh = v
-				default:
-					s.CapAmb = v
-				}
+			f := bytes.TrimSpace(val)
+			if len(f) == 0 || bytes.IndexAny(f, " \t") >= 0 {
+				continue
+			}
+			v, _ := strconv.ParseUint(string(f), 16, 64)
+			switch string(key) {
+			case "CapEff":
+				s.CapEff = v
+			case "CapPrm":
+				s.CapPrm = v
+			case "CapInh":
+				s.CapInh = v
+			default:
+				s.CapAmb = v
 			}
 		case "NoNewPrivs":
-			s.NoNewPrivs = len(fields) == 1 && fields[0] == "1"
+			s.NoNewPrivs = string(bytes.TrimSpace(val)) == "1"
 		}
 	}
-	return s, sc.Err()
+	return s, nil
 }
 
 // Only reports whether the process has exactly capability c, effective and

@@ -72,6 +72,7 @@ func TestDrop(t *testing.T) {
 		fmt.Sprintf("every thread back to nice %d on %d CPUs\n", ownNice(t), ownCPUs(t)),
 		fmt.Sprintf("uids [%[1]s %[1]s %[1]s %[1]s] capeff %#[2]x capprm %#[2]x capinh 0x0 nonewprivs true\n", nobody.Uid, bit),
 		"every thread dropped (",
+		"self dropped\n",
 		"perf_event_open on cpu0: ok\n",
 	} {
 		if !strings.Contains(string(out), want) {
@@ -196,6 +197,32 @@ func TestDropCalls(t *testing.T) {
 	}
 	if len(calls) != 5+restoreCallCount || calls[4].trap != unix.SYS_CAPSET {
 		t.Errorf("calls after a failed capset %v, want it the last but the restoring ones", calls)
+	}
+	// Each step's error names its call and what the process is left as.
+	for trap, want := range map[uintptr]string{
+		unix.SYS_SETGROUPS: fmt.Sprintf("setgroups(%v): operation not permitted (still root)", a.Groups),
+		unix.SYS_SETRESGID: fmt.Sprintf("setresgid(%d): operation not permitted (still root)", a.GID),
+		unix.SYS_SETRESUID: "setresuid(1234): operation not permitted (still root)",
+		unix.SYS_PRCTL:     "prctl(PR_SET_KEEPCAPS): operation not permitted (unchanged)",
+	} {
+		allThreadsSyscall = func(tr, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
+			if tr == trap {
+				return 0, 0, syscall.EPERM
+			}
+			return 0, 0, 0
+		}
+		if _, err := a.Drop(unix.CAP_PERFMON); err == nil || err.Error() != want {
+			t.Errorf("%d failing: %v, want %s", trap, err, want)
+		}
+	}
+	allThreadsSyscall = func(tr, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
+		if tr == unix.SYS_PRCTL && a1 == unix.PR_SET_NO_NEW_PRIVS {
+			return 0, 0, syscall.EPERM
+		}
+		return 0, 0, 0
+	}
+	if _, err := a.Drop(unix.CAP_PERFMON); err == nil || err.Error() != "prctl(PR_SET_NO_NEW_PRIVS): operation not permitted" {
+		t.Errorf("no_new_privs failing: %v", err)
 	}
 	allThreadsSyscall = func(uintptr, uintptr, uintptr, uintptr) (uintptr, uintptr, syscall.Errno) {
 		return ^uintptr(0), ^uintptr(0), syscall.ENOTSUP

@@ -69,14 +69,20 @@ func (d *Directory) prepare() (int, *unix.Stat_t, error) {
 		return -1, nil, fmt.Errorf("state directory %s: %w", d.path, err)
 	}
 	defer unix.Close(pfd)
-	if err := unix.Mkdirat(pfd, base, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-		if errors.Is(err, unix.EACCES) && os.Geteuid() != 0 {
-			return -1, nil, fmt.Errorf("state directory %s is missing, and the agent (uid %d) cannot make it in %s: perfalloc cannot confirm releases until the agent restarts, or root makes it: install -d -o %d -g %d -m 0755 %s",
-				d.path, os.Geteuid(), parent, d.uid, d.gid, d.path)
+	// The directory is usually there from an earlier run: it is opened
+	// first, and made only when it is missing.
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(pfd, base, flags, 0)
+	if errors.Is(err, unix.ENOENT) {
+		if err := unix.Mkdirat(pfd, base, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			if errors.Is(err, unix.EACCES) && os.Geteuid() != 0 {
+				return -1, nil, fmt.Errorf("state directory %s is missing, and the agent (uid %d) cannot make it in %s: perfalloc cannot confirm releases until the agent restarts, or root makes it: install -d -o %d -g %d -m 0755 %s",
+					d.path, os.Geteuid(), parent, d.uid, d.gid, d.path)
+			}
+			return -1, nil, fmt.Errorf("state directory %s: %w", d.path, err)
 		}
-		return -1, nil, fmt.Errorf("state directory %s: %w", d.path, err)
+		fd, err = unix.Openat(pfd, base, flags, 0)
 	}
-	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			return -1, nil, fmt.Errorf("state directory %s is not a directory (a symlink or file is in the way); remove it and restart the agent", d.path)

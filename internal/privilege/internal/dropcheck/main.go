@@ -93,6 +93,14 @@ func main() {
 		if len(bad) == 0 {
 			fmt.Printf("every thread dropped (%d)\n", len(all))
 		}
+		// What the agent checks after its drop: the kernel's answers to
+		// the calling thread's system calls.
+		if self, err := privilege.Self(); err != nil || !self.Dropped(acct, c) {
+			bad = append(bad, fmt.Sprintf("self: uids %v gids %v groups %v capeff %#x capprm %#x capinh %#x capamb %#x nonewprivs %v (err %v)",
+				self.UIDs, self.GIDs, self.Groups, self.CapEff, self.CapPrm, self.CapInh, self.CapAmb, self.NoNewPrivs, err))
+		} else {
+			fmt.Println("self dropped")
+		}
 		for _, b := range bad {
 			fmt.Println(b)
 		}
