@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -122,8 +121,10 @@ func newAgentOn(t testing.TB, fixture, online, conf string, before func(*Agent))
 	t.Helper()
 	dir := t.TempDir()
 	sys := filepath.Join(dir, "sys")
-	if out, err := exec.Command("cp", "-r", filepath.Join("..", "pmu", "testdata", fixture, "sys"), sys).CombinedOutput(); err != nil {
-		t.Fatalf("copying the %s fixture: %v\n%s", fixture, err, out)
+	// Copied in-process: a fork of cp from a test under qemu-user can
+	// deadlock in the child before its exec, in qemu.
+	if err := os.CopyFS(sys, os.DirFS(filepath.Join("..", "pmu", "testdata", fixture, "sys"))); err != nil {
+		t.Fatalf("copying the %s fixture: %v", fixture, err)
 	}
 	h := &tester{fake: &fakes{}, log: &testlog.Buffer{}, dir: dir,
 		conf:   filepath.Join(dir, "perfevent.conf"),
