@@ -50,13 +50,7 @@ func LookupAccount(name string) (Account, error) {
 // colonLines calls f with each line of b that os/user's parsers consider:
 // leading blanks and trailing space trimmed, neither empty nor a comment.
 func colonLines(b []byte, f func(line []byte) bool) {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	for line := range bytes.Lines(b) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 || line[0] == '#' {
 			continue

@@ -291,13 +291,7 @@ func readStatus(path string) (Status, error) {
 		return Status{}, err
 	}
 	var s Status
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	for line := range bytes.Lines(b) {
 		key, val, ok := bytes.Cut(line, []byte{':'})
 		if !ok {
 			continue

@@ -49,47 +49,46 @@ func appendState(b []byte, s *State) ([]byte, error) {
 	e.key(1, "since")
 	e.time(s.Since)
 	e.key(1, "holders")
-	switch {
-	case s.Holders == nil:
-		e.b = append(e.b, "null"...)
-	case len(s.Holders) == 0:
-		e.b = append(e.b, "[]"...)
-	default:
-		e.b = append(e.b, '[')
-		for i, pid := range s.Holders {
-			e.next(i, 2)
-			e.b = strconv.AppendInt(e.b, int64(pid), 10)
-		}
-		e.end(1, ']')
-	}
+	appendArray(&e, s.Holders, func(pid int) {
+		e.b = strconv.AppendInt(e.b, int64(pid), 10)
+	})
 	e.key(1, "events")
-	switch {
-	case s.Events == nil:
-		e.b = append(e.b, "null"...)
-	case len(s.Events) == 0:
-		e.b = append(e.b, "[]"...)
-	default:
-		e.b = append(e.b, '[')
-		for i, ev := range s.Events {
-			e.next(i, 2)
-			e.b = append(e.b, '{')
-			e.key(3, "name")
-			e.str(ev.Name)
-			e.key(3, "state")
-			e.str(ev.State)
-			e.key(3, "cpus")
-			e.b = strconv.AppendInt(e.b, int64(ev.CPUs), 10)
-			if ev.Error != "" {
-				e.key(3, "error")
-				e.str(ev.Error)
-			}
-			e.end(2, '}')
+	appendArray(&e, s.Events, func(ev EventState) {
+		e.b = append(e.b, '{')
+		e.key(3, "name")
+		e.str(ev.Name)
+		e.key(3, "state")
+		e.str(ev.State)
+		e.key(3, "cpus")
+		e.b = strconv.AppendInt(e.b, int64(ev.CPUs), 10)
+		if ev.Error != "" {
+			e.key(3, "error")
+			e.str(ev.Error)
 		}
-		e.end(1, ']')
-	}
+		e.end(2, '}')
+	})
 	e.end(0, '}')
 	e.b = append(e.b, '\n')
 	return e.b, e.err
+}
+
+// appendArray writes a member's slice as encoding/json does: null when
+// nil, [] when empty, else each element on its own line one level below
+// the member, written by elem.
+func appendArray[T any](e *stateEncoder, s []T, elem func(T)) {
+	switch {
+	case s == nil:
+		e.b = append(e.b, "null"...)
+	case len(s) == 0:
+		e.b = append(e.b, "[]"...)
+	default:
+		e.b = append(e.b, '[')
+		for i, v := range s {
+			e.next(i, 2)
+			elem(v)
+		}
+		e.end(1, ']')
+	}
 }
 
 // stateEncoder writes indented JSON, two spaces a level, as
