@@ -34,14 +34,23 @@ func hw(name string, config uint64, cpus ...int) counter.Spec {
 func newSet(t testing.TB, specs ...counter.Spec) (*counter.Set, *countertest.Opener) {
 	t.Helper()
 	fake := countertest.New()
-	s, err := counter.New(specs, counter.Config{Opener: fake})
+	s, _ := openSet(t, specs, counter.Config{Opener: fake})
+	return s, fake
+}
+
+// openSet makes and opens a Set, failing the test if either fails, and
+// returns the Open's summary.
+func openSet(t testing.TB, specs []counter.Spec, cfg counter.Config) (*counter.Set, counter.Summary) {
+	t.Helper()
+	s, err := counter.New(specs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Open(); err != nil {
+	sum, err := s.Open()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return s, fake
+	return s, sum
 }
 
 // fetch reads the given events and returns their values and Active.
@@ -297,18 +306,11 @@ func TestPartialOpenFailure(t *testing.T) {
 	fake := countertest.New()
 	fake.FailOpen("cycles", countertest.AnyCPU, unix.ENOENT)
 	fake.FailOpen("tsc", 1, unix.ENODEV)
-	s, err := counter.New([]counter.Spec{
+	s, sum := openSet(t, []counter.Spec{
 		{Name: "cycles", CPUs: []int{0, 1}},
 		{Name: "tsc", CPUs: []int{0, 1, 2}},
 		sw("cpu-clock", 0, 0, 1),
 	}, counter.Config{Opener: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := s.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if sum.Events != 3 || sum.Served != 2 || sum.FDs != 4 || len(sum.Failures) != 3 {
 		t.Errorf("summary %+v, want 3 events, 2 served, 4 fds, 3 failures", sum)
 	}
@@ -407,13 +409,7 @@ func TestActiveAndValuesAcrossCloseReopen(t *testing.T) {
 // reservation (or the start) may show active 0.
 func TestCountFirstRead(t *testing.T) {
 	fake := countertest.New()
-	s, err := counter.New([]counter.Spec{sw("a", 0, 0, 1)}, counter.Config{Opener: fake, CountFirstRead: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Open(); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openSet(t, []counter.Spec{sw("a", 0, 0, 1)}, counter.Config{Opener: fake, CountFirstRead: true})
 	fake.AddAll(5, 10, 10)
 	if vals, active := fetch(s, 0); active != 2 || vals[0][0] != 5 {
 		t.Errorf("first read: active %d value %d, want 2 and 5", active, vals[0][0])
@@ -570,14 +566,7 @@ func TestFailuresInEventThenCPUOrder(t *testing.T) {
 	fake := countertest.New()
 	fake.FailOpen("a", countertest.AnyCPU, unix.ENOENT)
 	fake.FailOpen("c", countertest.AnyCPU, unix.EACCES)
-	s, err := counter.New([]counter.Spec{hw("a", 0, 2, 0, 1), sw("b", 0, 0, 1), hw("c", 1, 1, 0)}, counter.Config{Opener: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := s.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := openSet(t, []counter.Spec{hw("a", 0, 2, 0, 1), sw("b", 0, 0, 1), hw("c", 1, 1, 0)}, counter.Config{Opener: fake})
 	var got []string
 	for _, f := range sum.Failures {
 		got = append(got, fmt.Sprintf("%s/%d", f.Event, f.CPU))
@@ -602,14 +591,7 @@ func TestPermissionAdviceReadOncePerOpen(t *testing.T) {
 	fake := countertest.New()
 	fake.FailOpen("cycles", countertest.AnyCPU, unix.EACCES)
 	opener := &rewritingOpener{Opener: fake, path: p}
-	s, err := counter.New([]counter.Spec{hw("cycles", 0, 0, 1, 2, 3)}, counter.Config{Opener: opener, FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := s.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := openSet(t, []counter.Spec{hw("cycles", 0, 0, 1, 2, 3)}, counter.Config{Opener: opener, FS: fs})
 	var got []string
 	for _, f := range sum.Failures {
 		got = append(got, f.Advice)

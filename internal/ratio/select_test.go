@@ -47,7 +47,10 @@ func TestGroup(t *testing.T) {
 	}
 }
 
-func TestSelect(t *testing.T) {
+// selectSet opens five events on a fake, where cycles fails on every CPU
+// and page-faults counts on CPU 1 alone.
+func selectSet(t *testing.T) *counter.Set {
+	t.Helper()
 	fake := countertest.New()
 	fake.FailOpen("cycles", countertest.AnyCPU, unix.ENOENT)
 	set, err := counter.New([]counter.Spec{
@@ -61,6 +64,11 @@ func TestSelect(t *testing.T) {
 	if _, err := set.Open(); err != nil {
 		t.Fatal(err)
 	}
+	return set
+}
+
+func TestSelect(t *testing.T) {
+	set := selectSet(t)
 	defs := append([]Def{
 		{Name: "faults", Num: []string{"page-faults"}, Den: "cpu-clock", Scale: 1},
 		{Name: "context_switches_per_cpu_second", Num: []string{"cpu-migrations"}, Den: "cpu-clock", Scale: 1},
@@ -248,19 +256,7 @@ func TestWeightsAndKernelScale(t *testing.T) {
 // ChooseFrom has Select write only the lines it logs: the same ratios are
 // chosen, the lines asked for are Select's, and the others are not written.
 func TestSelectSayingOnlyAsked(t *testing.T) {
-	fake := countertest.New()
-	fake.FailOpen("cycles", countertest.AnyCPU, unix.ENOENT)
-	set, err := counter.New([]counter.Spec{
-		spec("cycles", unix.PERF_TYPE_HARDWARE, 0, 1), spec("instructions", unix.PERF_TYPE_HARDWARE, 0, 1),
-		spec("cpu-clock", unix.PERF_TYPE_SOFTWARE, 0, 1), spec("context-switches", unix.PERF_TYPE_SOFTWARE, 0, 1),
-		spec("page-faults", unix.PERF_TYPE_SOFTWARE, 1),
-	}, counter.Config{Opener: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := set.Open(); err != nil {
-		t.Fatal(err)
-	}
+	set := selectSet(t)
 	defer set.Close()
 	defs := append([]Def{
 		{Name: "faults", Num: []string{"page-faults"}, Den: "cpu-clock", Scale: 1},

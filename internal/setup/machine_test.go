@@ -11,12 +11,11 @@ import (
 	"perfevent/internal/pmu"
 )
 
-// ReadMachine reads one CPU's topology per package, where the kernel
-// lists the package's CPUs (package_cpus_list), and each CPU's without;
-// offline CPUs get no socket.
-func TestReadMachineReadsAPackageOnce(t *testing.T) {
+// sysTree returns a new directory standing for /sys, and a function that
+// writes a file of one line below it, making its directories.
+func sysTree(t *testing.T) (string, func(path, text string)) {
 	sys := t.TempDir()
-	write := func(path, text string) {
+	return sys, func(path, text string) {
 		t.Helper()
 		path = filepath.Join(sys, path)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -26,6 +25,13 @@ func TestReadMachineReadsAPackageOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// ReadMachine reads one CPU's topology per package, where the kernel
+// lists the package's CPUs (package_cpus_list), and each CPU's without;
+// offline CPUs get no socket.
+func TestReadMachineReadsAPackageOnce(t *testing.T) {
+	sys, write := sysTree(t)
 	cpu := func(n int) string { return filepath.Join("devices/system/cpu", "cpu"+string(rune('0'+n)), "topology") }
 	write("devices/system/cpu/online", "0-3,5-7")
 	// Package 0 is CPUs 0-3 and 4 (offline); only CPU 0's files are there,
@@ -71,17 +77,7 @@ func TestWithNoOperandsShares(t *testing.T) {
 // node<N> directories only, numerically ordered, as the glob node[0-9]*
 // and the C agent's versionsort give them.
 func TestReadMachineNodes(t *testing.T) {
-	sys := t.TempDir()
-	write := func(path, text string) {
-		t.Helper()
-		path = filepath.Join(sys, path)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sys, write := sysTree(t)
 	write("devices/system/cpu/online", "0-3")
 	write("devices/system/node/possible", "0-10")
 	write("devices/system/node/node0/cpulist", "0")

@@ -198,7 +198,7 @@ func waitChecks(t *testing.T, w *Watcher, n int64, why string) {
 }
 
 // tempLockFile opens a fresh lock file, closed when the test ends.
-func tempLockFile(t *testing.T) (string, *reservation.LockFile) {
+func tempLockFile(t testing.TB) (string, *reservation.LockFile) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "perflock")
 	lf, err := reservation.Open(path)

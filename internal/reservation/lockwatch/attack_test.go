@@ -122,12 +122,7 @@ func processUsage() (time.Duration, int64) {
 // and returns the cost. The process must not be doing anything else.
 func runAttack(t testing.TB, kind string, opts Options, d time.Duration) attackCost {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := reservation.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
+	path, lf := tempLockFile(t)
 	var calls atomic.Int64
 	w, err := Watch(lf, opts, func(Status) { calls.Add(1) })
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -176,12 +175,7 @@ func benchReaction(b *testing.B, opts Options) {
 // dropping the lock to the next callback; it returns both, sorted, in
 // milliseconds.
 func reaction(b *testing.B, kind string, opts Options) (lock, unlock []float64) {
-	path := filepath.Join(b.TempDir(), "perflock")
-	lf, err := reservation.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer lf.Close()
+	path, lf := tempLockFile(b)
 	seen := make(chan int64, 16)
 	w, err := Watch(lf, opts, func(Status) { seen <- monoNow() })
 	if err != nil {

@@ -3,13 +3,10 @@ package lockwatch
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
-
-	"perfevent/internal/reservation"
 )
 
 // cPerfalloc is PCP's C perfalloc, where Debian installs it.
@@ -21,12 +18,7 @@ func TestWatcherSeesCPerfalloc(t *testing.T) {
 	if _, err := os.Stat(cPerfalloc); err != nil {
 		t.Skip("needs PCP's C perfalloc at " + cPerfalloc)
 	}
-	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := reservation.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
+	path, lf := tempLockFile(t)
 	ch := make(chan Status, 8)
 	w, err := Watch(lf, Options{Poll: time.Hour}, func(st Status) { ch <- st }) // hints only
 	if err != nil {

@@ -3,7 +3,6 @@ package lockwatch
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"perfevent/internal/reservation"
 	"perfevent/internal/testwait"
 )
 
@@ -31,12 +29,7 @@ func nextStatus(t *testing.T, ch <-chan Status) Status {
 }
 
 func testWatcher(t *testing.T, opts Options) {
-	path := filepath.Join(t.TempDir(), "perflock")
-	lf, err := reservation.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
+	path, lf := tempLockFile(t)
 	ch := make(chan Status, 8)
 	w, err := Watch(lf, opts, func(st Status) { ch <- st })
 	if err != nil {
@@ -94,11 +87,7 @@ func TestWatcherPoll(t *testing.T) {
 
 func TestWatcherRecreatesDeletedFile(t *testing.T) {
 	for _, opts := range []Options{{Poll: time.Hour}, {Poll: 10 * time.Millisecond, NoNotify: true}} {
-		path := filepath.Join(t.TempDir(), "perflock")
-		lf, err := reservation.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		path, lf := tempLockFile(t)
 		logs := make(chan string, 8)
 		opts.Log = chanLog(logs)
 		ch := make(chan Status, 8)
@@ -185,12 +174,7 @@ func (c chanLog) Errorf(format string, args ...any)   { c <- fmt.Sprintf(format,
 // reported once it begins. Closing one that never began returns.
 func TestWatcherPaused(t *testing.T) {
 	for _, opts := range []Options{{Poll: time.Hour}, {Poll: 10 * time.Millisecond, NoNotify: true}} {
-		path := filepath.Join(t.TempDir(), "perflock")
-		lf, err := reservation.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lf.Close()
+		path, lf := tempLockFile(t)
 		ch := make(chan Status, 8)
 		opts.Paused = true
 		w, err := Watch(lf, opts, func(st Status) { ch <- st })
