@@ -1,3 +1,10 @@
+// The agent keeps the GOMAXPROCS it starts with: it needs no more threads
+// than the CPUs it had then, and no update to follow a container's CPU
+// limit, so the runtime starts no goroutine for that and sysmon does not
+// read the cgroup's limit and the affinity mask again every second.
+
+//go:debug updatemaxprocs=0
+
 package main
 
 import (
