@@ -49,8 +49,9 @@ func Totalled(typ uint32) bool {
 const cgroupSwitches = 11
 
 // license must be GPL-compatible: the kernel lends bpf_perf_event_read_value
-// only to such programs.
-const license = "Dual MIT/GPL"
+// only to such programs. A variable, so that a test can have the kernel
+// refuse the program.
+var license = "Dual MIT/GPL"
 
 // Options configure Load.
 type Options struct {
