@@ -11,12 +11,21 @@ import (
 
 	"perfevent/internal/bpf"
 	"perfevent/internal/bpf/asm"
+	"perfevent/internal/emulator"
 	"perfevent/internal/testneed"
 )
 
+// needBPF skips a test under an emulator, which has no bpf(2), or as an
+// ordinary user.
+func needBPF(t *testing.T) {
+	t.Helper()
+	emulator.Skip(t, "bpf(2) is not emulated: it fails with ENOSYS")
+	testneed.Root(t, "to create BPF maps and load programs (CAP_BPF)")
+}
+
 func newMap(t *testing.T, spec bpf.MapSpec) *bpf.Map {
 	t.Helper()
-	testneed.Root(t, "to create BPF maps (CAP_BPF)")
+	needBPF(t)
 	m, err := bpf.NewMap(&spec)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +64,7 @@ func TestKernelMapElements(t *testing.T) {
 // TestKernelRefusesAMap checks the error of a map the kernel will not
 // make: it names the map and the errno, and leaves no descriptor.
 func TestKernelRefusesAMap(t *testing.T) {
-	testneed.Root(t, "to create BPF maps (CAP_BPF)")
+	needBPF(t)
 	before := fds(t)
 	// An array's keys are u32 indexes.
 	_, err := bpf.NewMap(&bpf.MapSpec{Name: "pe_test_bad", Type: bpf.Array, KeySize: 8, ValueSize: 8, MaxEntries: 1})
@@ -116,7 +125,7 @@ func TestKernelLoadsAndRuns(t *testing.T) {
 // refuses: the program's name, the errno and the log's last lines, where
 // the reason is, within bounds; and no descriptor left behind.
 func TestKernelRefusesAProgram(t *testing.T) {
-	testneed.Root(t, "to load BPF programs (CAP_BPF)")
+	needBPF(t)
 	// Many instructions the verifier logs, and then an exit with R0
 	// never written.
 	var insns asm.Instructions
