@@ -35,12 +35,24 @@ func ptrToBytes(b []byte) pointer {
 // for cmd, and returns its result (a descriptor, for the commands that
 // make one).
 func bpf[T any](cmd int, attr *T) (int, error) {
-	r, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
-	if errno != 0 {
-		return -1, errno
+	for try := 0; ; try++ {
+		r, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
+		// The verifier gives up with EAGAIN when a signal is pending,
+		// and the runtime sends its threads signals of its own
+		// (preemption, profiling): the load starts again.
+		if errno == unix.EAGAIN && cmd == cmdProgLoad && try < progLoadTries {
+			continue
+		}
+		if errno != 0 {
+			return -1, errno
+		}
+		return int(r), nil
 	}
-	return int(r), nil
 }
+
+// progLoadTries bounds the loads a program's verification interrupted by
+// signals may take.
+const progLoadTries = 100
 
 // objName is name as the kernel takes it: at most 15 bytes of
 // [A-Za-z0-9_.], which the kernel checks.
