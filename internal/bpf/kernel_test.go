@@ -119,6 +119,11 @@ func TestKernelLoadsAndRuns(t *testing.T) {
 	if _, err := p.Stats(); err != nil {
 		t.Errorf("statistics: %v", err)
 	}
+	// No such CPU.
+	err = p.RunOnCPU(1 << 20)
+	if !errors.Is(err, unix.ENXIO) && !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "run program pe_test_run (raw_tracepoint) on cpu1048576: E") {
+		t.Errorf("a run on cpu 1<<20: %v, want ENXIO or EINVAL naming the program and the CPU", err)
+	}
 }
 
 // TestKernelRefusesAProgram checks the error of a program the verifier

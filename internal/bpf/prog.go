@@ -185,7 +185,7 @@ const testRunOnCPU = 1
 func (p *Program) RunOnCPU(cpu int) error {
 	attr := testRunAttr{progFD: uint32(p.fd), flags: testRunOnCPU, cpu: uint32(cpu)}
 	if _, err := bpf(cmdProgTestRun, &attr); err != nil {
-		return &Error{Op: fmt.Sprintf("run on cpu%d", cpu), Object: fmt.Sprintf("program %s (%s)", p.name, p.typ), Errno: err}
+		return &Error{Op: "run", Object: fmt.Sprintf("program %s (%s) on cpu%d", p.name, p.typ, cpu), Errno: err}
 	}
 	return nil
 }

@@ -475,7 +475,7 @@ func (c *Counter) Sync() error {
 	var errs []error
 	for cpu := range c.switches {
 		if err := c.onFetch.RunOnCPU(cpu); err != nil {
-			errs = append(errs, fmt.Errorf("cpu%d: %w", cpu, err))
+			errs = append(errs, err) // it names the CPU
 		}
 	}
 	if len(errs) > 0 {
