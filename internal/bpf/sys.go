@@ -71,7 +71,7 @@ func objName(name string) ([objNameLen]byte, error) {
 	return b, nil
 }
 
-// Errno is err's errno name and text, as "EPERM: operation not
+// errnoText is err's errno name and text, as "EPERM: operation not
 // permitted", or err's text if it is no errno.
 func errnoText(err error) string {
 	if e, ok := err.(unix.Errno); ok {
