@@ -11,11 +11,20 @@ import (
 // PossibleCPU is the number of CPUs the kernel may ever bring up, which
 // sizes per-CPU maps and perf event arrays: one more than the highest id
 // in /sys/devices/system/cpu/possible.
-func PossibleCPU() (int, error) { return possible() }
+func PossibleCPU() (int, error) {
+	possible.once.Do(func() {
+		possible.n, possible.err = possibleCPUs("/sys/devices/system/cpu/possible")
+	})
+	return possible.n, possible.err
+}
 
-var possible = sync.OnceValues(func() (int, error) {
-	return possibleCPUs("/sys/devices/system/cpu/possible")
-})
+// possible is PossibleCPU's answer, read once: a sync.Once rather than
+// sync.OnceValues, whose closure a start would make at init.
+var possible struct {
+	once sync.Once
+	n    int
+	err  error
+}
 
 func possibleCPUs(path string) (int, error) {
 	b, err := os.ReadFile(path)
