@@ -14,11 +14,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/bpf"
+	"perfevent/internal/bpf/asm"
 	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 	"perfevent/internal/testneed"
@@ -63,8 +64,7 @@ var processed = regexp.MustCompile(`processed (\d+) insns`)
 // the verifier processed.
 func verify(b *testing.B, c *Counter) (size, verified int) {
 	body := program(c.maps(), c.nCPU, Levels)
-	p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: "pe_cgrp_switch", Type: ebpf.PerfEvent, Instructions: body, License: license},
-		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats})
+	p, err := bpf.NewProgram(&bpf.ProgramSpec{Name: "pe_cgrp_switch", Type: bpf.PerfEvent, Instructions: body, License: license, LogLevel: bpf.LogLevelStats})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func newSwitchBench(b *testing.B, stats bool) *switchBench {
 	testneed.Root(b, "to load BPF programs (CAP_BPF) and make cgroups")
 	var err error
 	if stats {
-		st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		st, err := bpf.EnableStats(bpf.StatsRunTime)
 		if err != nil {
 			b.Skipf("needs BPF run-time statistics (Linux 5.8): %v", err)
 		}
@@ -378,7 +378,7 @@ func (s *switchBench) run(b *testing.B, variant func(maps, int) asm.Instructions
 		b.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
 	}
 	defer c.Close()
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "pe_bench", Type: ebpf.PerfEvent, Instructions: variant(c.maps(), c.nCPU), License: license})
+	p, err := bpf.NewProgram(&bpf.ProgramSpec{Name: "pe_bench", Type: bpf.PerfEvent, Instructions: variant(c.maps(), c.nCPU), License: license})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -426,14 +426,14 @@ func (s *switchBench) run(b *testing.B, variant func(maps, int) asm.Instructions
 // reads to the gap.
 func BenchmarkDispatch(b *testing.B) {
 	s := newSwitchBench(b, false)
-	nCPU, err := ebpf.PossibleCPU()
+	nCPU, err := bpf.PossibleCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
 	// Per CPU: the stamp, the gaps' sum and count, the clock reads' sum
 	// and count.
 	const stamp, gapSum, gaps, clockSum, clocks = 0, 8, 16, 24, 32
-	times, err := ebpf.NewMap(&ebpf.MapSpec{Name: "pe_bench_disp", Type: ebpf.Array, KeySize: 4, ValueSize: 40, MaxEntries: uint32(nCPU)})
+	times, err := bpf.NewMap(&bpf.MapSpec{Name: "pe_bench_disp", Type: bpf.Array, KeySize: 4, ValueSize: 40, MaxEntries: uint32(nCPU)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func BenchmarkDispatch(b *testing.B) {
 	second = append(second, add(asm.R7, gaps, asm.R9)...)
 	second = append(second, exit...)
 	attach := func(config uint64, ins asm.Instructions) {
-		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "pe_bench_disp", Type: ebpf.PerfEvent, Instructions: ins, License: license})
+		p, err := bpf.NewProgram(&bpf.ProgramSpec{Name: "pe_bench_disp", Type: bpf.PerfEvent, Instructions: ins, License: license})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -514,7 +514,7 @@ func BenchmarkDispatch(b *testing.B) {
 	sum := func() (gap, clock [2]uint64) {
 		for cpu := range nCPU {
 			var v [5]uint64
-			if err := times.Lookup(uint32(cpu), &v); err != nil {
+			if err := times.Lookup(uint32(cpu), unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))); err != nil {
 				b.Fatal(err)
 			}
 			gap[0], gap[1] = gap[0]+v[1], gap[1]+v[2]

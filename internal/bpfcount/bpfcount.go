@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"perfevent/internal/bpf"
 	"perfevent/internal/perf"
 )
 
@@ -49,8 +49,9 @@ func Totalled(typ uint32) bool {
 const cgroupSwitches = 11
 
 // license must be GPL-compatible: the kernel lends bpf_perf_event_read_value
-// only to such programs.
-const license = "Dual MIT/GPL"
+// only to such programs. A variable, so that a test can have the kernel
+// refuse the program.
+var license = "Dual MIT/GPL"
 
 // Options configure Load.
 type Options struct {
@@ -94,9 +95,9 @@ type Counter struct {
 	// of one CPU.
 	totTree *tree
 
-	evArr                        []*ebpf.Map // per event: cpu → its descriptor
-	prev, slotMap, counts, cache *ebpf.Map
-	onSwitch, onFetch            *ebpf.Program
+	evArr                        []*bpf.Map // per event: cpu → its descriptor
+	prev, slotMap, counts, cache *bpf.Map
+	onSwitch, onFetch            *bpf.Program
 
 	// sums is the counts map, mapped into this process: the program's
 	// sums are read and a new cgroup's cleared without a system call.
@@ -133,7 +134,7 @@ func Load(o Options) (*Counter, error) {
 	if o.Cgroups < 1 {
 		return nil, fmt.Errorf("bpfcount: room for %d cgroups", o.Cgroups)
 	}
-	nCPU, err := ebpf.PossibleCPU()
+	nCPU, err := bpf.PossibleCPU()
 	if err != nil {
 		return nil, fmt.Errorf("bpfcount: possible CPUs: %w", err)
 	}
@@ -152,25 +153,25 @@ func Load(o Options) (*Counter, error) {
 	c.totalsAt = o.Cgroups * nPer * nCPU
 	entries := c.totalsAt + o.Cgroups*nTot
 	specs := []struct {
-		m    **ebpf.Map
-		spec ebpf.MapSpec
+		m    **bpf.Map
+		spec bpf.MapSpec
 	}{
-		{&c.prev, ebpf.MapSpec{Name: "pe_prev", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(n * nCPU)}},
-		{&c.slotMap, ebpf.MapSpec{Name: "pe_slots", Type: ebpf.Hash, KeySize: 8, ValueSize: 4, MaxEntries: uint32(o.Cgroups)}},
-		{&c.counts, ebpf.MapSpec{Name: "pe_counts", Type: ebpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(entries), Flags: unix.BPF_F_MMAPABLE}},
-		{&c.cache, ebpf.MapSpec{Name: "pe_cache", Type: ebpf.Array, KeySize: 4, ValueSize: cacheEntrySize, MaxEntries: uint32(nCPU * cacheBlock), Flags: unix.BPF_F_MMAPABLE}},
+		{&c.prev, bpf.MapSpec{Name: "pe_prev", Type: bpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(n * nCPU)}},
+		{&c.slotMap, bpf.MapSpec{Name: "pe_slots", Type: bpf.Hash, KeySize: 8, ValueSize: 4, MaxEntries: uint32(o.Cgroups)}},
+		{&c.counts, bpf.MapSpec{Name: "pe_counts", Type: bpf.Array, KeySize: 4, ValueSize: readingSize, MaxEntries: uint32(entries), Flags: unix.BPF_F_MMAPABLE}},
+		{&c.cache, bpf.MapSpec{Name: "pe_cache", Type: bpf.Array, KeySize: 4, ValueSize: cacheEntrySize, MaxEntries: uint32(nCPU * cacheBlock), Flags: unix.BPF_F_MMAPABLE}},
 	}
-	c.evArr = make([]*ebpf.Map, n)
+	c.evArr = make([]*bpf.Map, n)
 	for ev := range n {
 		specs = append(specs, struct {
-			m    **ebpf.Map
-			spec ebpf.MapSpec
-		}{&c.evArr[ev], ebpf.MapSpec{Name: fmt.Sprintf("pe_event%d", ev), Type: ebpf.PerfEventArray, KeySize: 4, ValueSize: 4, MaxEntries: uint32(nCPU)}})
+			m    **bpf.Map
+			spec bpf.MapSpec
+		}{&c.evArr[ev], bpf.MapSpec{Name: fmt.Sprintf("pe_event%d", ev), Type: bpf.PerfEventArray, KeySize: 4, ValueSize: 4, MaxEntries: uint32(nCPU)}})
 	}
 	for _, s := range specs {
-		if *s.m, err = ebpf.NewMap(&s.spec); err != nil {
+		if *s.m, err = bpf.NewMap(&s.spec); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("bpfcount: map %s: %w", s.spec.Name, err)
+			return nil, fmt.Errorf("bpfcount: %w", err)
 		}
 	}
 	size := (entries*readingSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
@@ -187,15 +188,15 @@ func Load(o Options) (*Counter, error) {
 	}
 	c.gens = unsafe.Slice((*uint64)(unsafe.Pointer(&c.cacheMem[0])), nCPU*cacheBlock*cacheEntrySize/8)
 	body := program(c.maps(), nCPU, Levels)
-	if c.onSwitch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: "pe_cgrp_switch", Type: ebpf.PerfEvent, Instructions: body, License: license}); err != nil {
+	if c.onSwitch, err = bpf.NewProgram(&bpf.ProgramSpec{Name: "pe_cgrp_switch", Type: bpf.PerfEvent, Instructions: body, License: license}); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("bpfcount: the switch program: %w", err)
+		return nil, fmt.Errorf("bpfcount: %w", err)
 	}
 	// A raw tracepoint program is one that BPF_PROG_TEST_RUN can run on a
 	// chosen CPU; it is never attached to a tracepoint.
-	if c.onFetch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: "pe_cgrp_fetch", Type: ebpf.RawTracepoint, Instructions: body, License: license}); err != nil {
+	if c.onFetch, err = bpf.NewProgram(&bpf.ProgramSpec{Name: "pe_cgrp_fetch", Type: bpf.RawTracepoint, Instructions: body, License: license}); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("bpfcount: the fetch program: %w", err)
+		return nil, fmt.Errorf("bpfcount: %w", err)
 	}
 	return c, nil
 }
@@ -248,7 +249,7 @@ func (c *Counter) Counts(events []unix.PerfEventAttr) bool {
 
 // RoomFor is the Room a Counter of events loaded for cgroups would have.
 func RoomFor(events []unix.PerfEventAttr, cgroups int) int {
-	nCPU, err := ebpf.PossibleCPU()
+	nCPU, err := bpf.PossibleCPU()
 	if err != nil {
 		return cgroups
 	}
@@ -304,7 +305,7 @@ func (c *Counter) Attach(cpu int) error {
 	// A previous reading on this CPU is of events since closed: cleared,
 	// the first reading of the new ones starts the interval.
 	for ev := range n {
-		if err := c.prev.Update(uint32(cpu*n+ev), Reading{}, ebpf.UpdateAny); err != nil {
+		if err := c.prev.Update(uint32(cpu*n+ev), make([]byte, readingSize), bpf.UpdateAny); err != nil {
 			return fmt.Errorf("bpfcount: cpu%d: clearing its previous readings: %w", cpu, err)
 		}
 	}
@@ -316,7 +317,7 @@ func (c *Counter) Attach(cpu int) error {
 		}
 		// The array holds the event from here on; this descriptor is not
 		// needed (the array lets go of it when its entry is deleted).
-		err = c.evArr[ev].Update(uint32(cpu), uint32(fd), ebpf.UpdateAny)
+		err = c.evArr[ev].Update(uint32(cpu), uint32(fd), bpf.UpdateAny)
 		unix.Close(fd)
 		if err != nil {
 			c.clear(cpu)
@@ -407,7 +408,7 @@ func (c *Counter) Add(id uint64, path string) (int, error) {
 	c.tree.add(slot, path)
 	c.totTree.add(slot, path)
 	c.treeMu.Unlock()
-	if err := c.slotMap.Update(id, uint32(slot), ebpf.UpdateNoExist); err != nil {
+	if err := c.slotMap.Update(id, uint32(slot), bpf.UpdateNoExist); err != nil {
 		c.slots.remove(id)
 		c.treeMu.Lock()
 		c.tree.remove(slot, c.sums)
@@ -452,7 +453,7 @@ func (c *Counter) Remove(id uint64) error {
 	c.tree.remove(slot, c.sums)
 	c.totTree.remove(slot, c.totSums)
 	c.treeMu.Unlock()
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err != nil && !errors.Is(err, bpf.ErrKeyNotExist) {
 		return fmt.Errorf("bpfcount: cgroup id %d out of the map: %w", id, err)
 	}
 	return nil
@@ -465,33 +466,6 @@ func (c *Counter) Counted() int {
 	return len(c.slots.byID)
 }
 
-// testRunOnCPU is BPF_F_TEST_RUN_ON_CPU.
-const testRunOnCPU = 1
-
-// runOnCPU runs the program prog on cpu, through BPF_PROG_TEST_RUN with
-// BPF_F_TEST_RUN_ON_CPU (an IPI when cpu is another). It is made directly:
-// the library's Program.Run first loads a program of its own to detect
-// the command, which needs CAP_BPF, and the agent runs this as its user
-// with CAP_PERFMON alone.
-func runOnCPU(prog, cpu int) error {
-	attr := struct {
-		progFD, retval, dataSizeIn, dataSizeOut uint32
-		dataIn, dataOut                         uint64
-		repeat, duration, ctxSizeIn, ctxSizeOut uint32
-		ctxIn, ctxOut                           uint64
-		flags, cpu, batchSize                   uint32
-		_                                       uint32
-	}{progFD: uint32(prog), flags: testRunOnCPU, cpu: uint32(cpu)}
-	_, _, errno := unix.Syscall(unix.SYS_BPF, bpfProgTestRun, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-// bpfProgTestRun is the bpf(2) command BPF_PROG_TEST_RUN.
-const bpfProgTestRun = 10
-
 // Sync charges what each attached CPU counted since its last cgroup
 // switch to the cgroup running there now, so that a Read after it is
 // current: the fetch program runs on each CPU (an IPI to the others).
@@ -500,8 +474,8 @@ func (c *Counter) Sync() error {
 	defer c.mu.Unlock()
 	var errs []error
 	for cpu := range c.switches {
-		if err := runOnCPU(c.onFetch.FD(), cpu); err != nil {
-			errs = append(errs, fmt.Errorf("cpu%d: %w", cpu, err))
+		if err := c.onFetch.RunOnCPU(cpu); err != nil {
+			errs = append(errs, err) // it names the CPU
 		}
 	}
 	if len(errs) > 0 {
@@ -584,12 +558,12 @@ func (c *Counter) Close() {
 		unix.Munmap(c.cacheMem)
 		c.cacheMem, c.gens = nil, nil
 	}
-	for _, p := range []*ebpf.Program{c.onSwitch, c.onFetch} {
+	for _, p := range []*bpf.Program{c.onSwitch, c.onFetch} {
 		if p != nil {
 			p.Close()
 		}
 	}
-	for _, m := range append([]*ebpf.Map{c.prev, c.slotMap, c.counts, c.cache}, c.evArr...) {
+	for _, m := range append([]*bpf.Map{c.prev, c.slotMap, c.counts, c.cache}, c.evArr...) {
 		if m != nil {
 			m.Close()
 		}

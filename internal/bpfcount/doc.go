@@ -29,8 +29,10 @@
 // moves to another cgroup, the program sees only switches between tasks:
 // the slice in progress when a task moves is charged to its new cgroup.
 //
-// The program is assembled here (program.go), with its loops over events
-// and cgroup levels unrolled, so that nothing but Go builds it. It needs
+// The program is assembled here (program.go) with package bpf/asm, its
+// loops over events and cgroup levels unrolled, so that nothing but Go
+// builds it, and the maps made and the programs loaded through package
+// bpf: the agent links neither an ELF nor a BTF reader. It needs
 // cgroup v2 (the ancestors' ids are of the default hierarchy) and Linux
 // 5.13 (cgroup-switches). The kernel fires cgroup-switches between tasks
 // of different perf_event cgroups, so the v2 hierarchy must hold that

@@ -3,7 +3,7 @@ package bpfcount
 import (
 	"fmt"
 
-	"github.com/cilium/ebpf/asm"
+	"perfevent/internal/bpf/asm"
 )
 
 // The stack frame of the program, as offsets from the frame pointer (R10),
@@ -316,7 +316,7 @@ func lookup(mapFD int, key asm.Register, size asm.Size, miss string) asm.Instruc
 }
 
 // atomicAdd is *(u64 *)(dst+off) += src, atomically: BPF_ADD without
-// BPF_FETCH, an immediate of 0, which is how the library marshals it.
+// BPF_FETCH, an immediate of 0.
 func atomicAdd(dst, src asm.Register, off int16) asm.Instruction {
 	return asm.AddAtomic.Mem(dst, src, asm.DWord, off)
 }
@@ -324,9 +324,10 @@ func atomicAdd(dst, src asm.Register, off int16) asm.Instruction {
 // bpfFetch is BPF_ADD|BPF_FETCH, the immediate of an atomic fetch-add.
 const bpfFetch = 0x01
 
-// fetchAdd is *(u64 *)(dst+off) += src, src set to the value before. The
-// library's asm.FetchAdd marshals an immediate of 0, a plain add that
-// leaves src alone, unless the constant says BPF_FETCH too.
+// fetchAdd is *(u64 *)(dst+off) += src, src set to the value before. Our
+// asm puts BPF_FETCH in the immediate itself; the constant says it too
+// because cilium/ebpf's asm, which TestProgramBytesMatchCilium assembles
+// this file with, marshals the constant there and would leave it out.
 func fetchAdd(dst, src asm.Register, off int16) asm.Instruction {
 	i := asm.FetchAdd.Mem(dst, src, asm.DWord, off)
 	i.Constant = bpfFetch

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf/asm"
+	"perfevent/internal/bpf/asm"
 )
 
 func TestSlotsReuseTheLowestFreed(t *testing.T) {

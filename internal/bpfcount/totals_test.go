@@ -6,8 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/bpf/asm"
 )
 
 // TestTotalledTypes checks which events lose their per-CPU sums: only
