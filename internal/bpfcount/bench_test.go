@@ -40,7 +40,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			c, err := Load(Options{Events: events, Cgroups: 1024})
 			if err != nil {
-				b.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
+				SkipUnlessUnsupported(b, err)
 			}
 			size, verified := verify(b, c)
 			c.Close()
@@ -375,7 +375,7 @@ func (s *switchBench) run(b *testing.B, variant func(maps, int) asm.Instructions
 	}
 	c, err := Load(Options{Events: s.events, Cgroups: switchBenchCgroups})
 	if err != nil {
-		b.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
+		SkipUnlessUnsupported(b, err)
 	}
 	defer c.Close()
 	p, err := bpf.NewProgram(&bpf.ProgramSpec{Name: "pe_bench", Type: bpf.PerfEvent, Instructions: variant(c.maps(), c.nCPU), License: license})

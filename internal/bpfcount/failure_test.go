@@ -25,7 +25,7 @@ func TestKernelFailedLoadLeavesNothing(t *testing.T) {
 	// first calls open for good is open before the count.
 	c, err := Load(Options{Events: events, Cgroups: 8})
 	if err != nil {
-		t.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
+		SkipUnlessUnsupported(t, err)
 	}
 	c.Close()
 	fds, maps := open(t)

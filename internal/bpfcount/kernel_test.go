@@ -50,7 +50,7 @@ func load(tb testing.TB, cgroups int, events ...unix.PerfEventAttr) *bpfcount.Co
 	testneed.PerfEvents(tb)
 	c, err := bpfcount.Load(bpfcount.Options{Events: events, Cgroups: cgroups})
 	if err != nil {
-		tb.Skipf("needs BPF programs of type perf_event and raw_tp: %v", err)
+		bpfcount.SkipUnlessUnsupported(tb, err)
 	}
 	tb.Cleanup(c.Close)
 	return c
