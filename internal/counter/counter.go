@@ -235,22 +235,29 @@ type Config struct {
 }
 
 // slot is one (event, CPU). There is one per event per CPU, thousands on a
-// large machine, so it is kept small: ids in int32, and one error field,
-// since a slot whose open failed has no descriptor to read.
+// large machine, so it is kept small: ids in int32, one error field, since
+// a slot whose open failed has no descriptor to read, and what its reads
+// keep apart (reading), for the served slots only: on a machine that
+// lacks an event, or a PMU on some CPUs, most slots never read.
 type slot struct {
-	src   Source     // nil while closed or when the open failed
-	err   error      // why the most recent open failed (openFailed), else why the most recent read failed
-	last  perf.Count // previous reading of src; zero right after an open
-	value uint64     // the exported accumulator
-	duty  float64    // running/enabled since the open, as of the last read
-	cpu   int32      // kernel CPU id
-	grp   int32      // index into Set.groups, or -1 when read on its own
-	home  int32      // the group New put it in, or -1; grp is -1 while it is split off
+	src  Source   // nil while closed or when the open failed
+	err  error    // why the most recent open failed (openFailed), else why the most recent read failed
+	rd   *reading // its instance's in event.reads once Open served it, else nil
+	cpu  int32    // kernel CPU id
+	grp  int32    // index into Set.groups, or -1 when read on its own
+	home int32    // the group New put it in, or -1; grp is -1 while it is split off
 
 	ok         bool // the most recent read since the open succeeded
 	served     bool // an instance of its event: it opened at Open
 	off        bool // src is open but disabled by Release
 	openFailed bool // err is the *OpenError of the most recent open
+}
+
+// reading is what the reads of a served slot accumulate.
+type reading struct {
+	last  perf.Count // previous reading of src; zero right after an open
+	value uint64     // the exported accumulator
+	duty  float64    // running/enabled since the open, as of the last read
 }
 
 // openErr is why the most recent open failed, or nil.
@@ -310,6 +317,7 @@ type event struct {
 	slots  []slot             // one per Spec CPU
 	inst   []int              // indexes into slots of the served CPUs
 	cpus   []int              // the served CPU ids, parallel to inst
+	reads  []reading          // the served slots' readings, parallel to inst
 	needed bool               // marked in the current fetch
 }
 
@@ -632,6 +640,16 @@ func (s *Set) Open() (Summary, error) {
 	o := s.openAll(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The served slots' readings are one array, as the slots are.
+	served := 0
+	for i := range s.events {
+		for k := range s.events[i].slots {
+			if o.srcs[i][k] != nil {
+				served++
+			}
+		}
+	}
+	reads := make([]reading, served)
 	for i := range s.events {
 		ev := &s.events[i]
 		n := 0
@@ -644,9 +662,11 @@ func (s *Set) Open() (Summary, error) {
 			continue
 		}
 		ev.inst, ev.cpus = make([]int, 0, n), make([]int, 0, n)
+		ev.reads, reads = reads[:n:n], reads[n:]
 		for k := range ev.slots {
 			if o.srcs[i][k] != nil {
 				ev.slots[k].served = true
+				ev.slots[k].rd = &ev.reads[len(ev.inst)]
 				ev.inst = append(ev.inst, k)
 				ev.cpus = append(ev.cpus, int(ev.slots[k].cpu))
 			}
@@ -823,7 +843,9 @@ func (s *Set) install(o opened, mute bool) {
 			if o.solo[i][k] {
 				sl.grp = -1
 			}
-			sl.last = perf.Count{}
+			if sl.rd != nil {
+				sl.rd.last = perf.Count{}
+			}
 			if sl.ok {
 				sl.ok = false
 				s.nOK--
@@ -1222,13 +1244,15 @@ func (s *Set) readOK(sl *slot, c perf.Count) {
 		sl.ok = true
 		s.nOK++
 	}
+	// Only a served slot is ever open, so it has its reading.
+	rd := sl.rd
 	// Unsigned differences are right even if a raw count wrapped.
-	sl.value += Scale(c.Value-sl.last.Value, c.Enabled-sl.last.Enabled, c.Running-sl.last.Running)
-	sl.last = c
+	rd.value += Scale(c.Value-rd.last.Value, c.Enabled-rd.last.Enabled, c.Running-rd.last.Running)
+	rd.last = c
 	if c.Enabled != 0 {
-		sl.duty = float64(c.Running) / float64(c.Enabled)
+		rd.duty = float64(c.Running) / float64(c.Enabled)
 	} else {
-		sl.duty = 0
+		rd.duty = 0
 	}
 }
 
@@ -1250,15 +1274,13 @@ func Scale(raw, enabled, running uint64) uint64 {
 
 // Value is the accumulated value of instance i (an index into CPUs(ev)).
 func (f *Fetch) Value(ev, i int) uint64 {
-	e := &f.s.events[ev]
-	return e.slots[e.inst[i]].value
+	return f.s.events[ev].reads[i].value
 }
 
 // Dutycycle is time_running/time_enabled of instance i since its last
 // open, as of its last successful read; 0 before any time was enabled.
 func (f *Fetch) Dutycycle(ev, i int) float64 {
-	e := &f.s.events[ev]
-	return e.slots[e.inst[i]].duty
+	return f.s.events[ev].reads[i].duty
 }
 
 // Active is the number of open descriptors whose most recent read

@@ -135,7 +135,9 @@ func (s *Set) splitStarved() {
 	for _, r := range moved {
 		sl := &s.events[r.ev].slots[r.k]
 		sl.opened(o.srcs[r.ev][r.k], o.errs[r.ev][r.k])
-		sl.last = perf.Count{}
+		if sl.rd != nil {
+			sl.rd.last = perf.Count{}
+		}
 		sl.grp = -1
 	}
 }
