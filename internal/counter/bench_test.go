@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/perf"
@@ -93,5 +95,33 @@ func TestReadDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("a fetch allocates %v times", allocs)
+	}
+}
+
+// BenchmarkNew is New on a large machine: hardware events of their own,
+// software events in each CPU's group and five named groups of two, on
+// 160 CPUs.
+func BenchmarkNew(b *testing.B) {
+	ids := make([]int, 160)
+	for i := range ids {
+		ids[i] = i
+	}
+	var specs []counter.Spec
+	for i := range 10 {
+		specs = append(specs, hw(fmt.Sprintf("hw%d", i), uint64(i), ids...))
+	}
+	for i := range 8 {
+		specs = append(specs, sw(fmt.Sprintf("sw%d", i), uint64(i), ids...))
+	}
+	for g := range 5 {
+		for m := range 2 {
+			specs = append(specs, counter.Spec{Name: fmt.Sprintf("g%d-%d", g, m), Attr: unix.PerfEventAttr{Type: 4, Config: uint64(g*2 + m)}, CPUs: ids, Group: fmt.Sprintf("r%d", g)})
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := counter.New(specs, counter.Config{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -506,20 +506,24 @@ func (s *Set) makeGroups(specs []Spec) {
 		g    int // index into s.groups of its last group, or -1
 	}
 	// At most one key per CPU for the software group and for each name.
-	hint, total := 0, 0
+	hint, total, top := 0, 0, int32(-1)
 	for i := range s.events {
-		hint = max(hint, len(s.events[i].slots))
-		total += len(s.events[i].slots)
+		ev := &s.events[i]
+		hint = max(hint, len(ev.slots))
+		total += len(ev.slots)
+		for k := range ev.slots {
+			top = max(top, ev.slots[k].cpu)
+		}
 	}
 	hint = min(hint*(len(names)+1), total)
-	keys := make(map[groupKey]int, hint) // → index into states
+	keys := newKeyIndex(int(top)+1, len(names)+1, total, hint)
 	states := make([]keyState, 0, hint)
 	members, nGroups := 0, 0
 	each(func(key groupKey, _ ref) {
-		j, ok := keys[key]
-		if !ok {
+		j := keys.find(key.cpu, key.name)
+		if j < 0 {
 			j = len(states)
-			keys[key] = j
+			keys.set(key.cpu, key.name, j)
 			states = append(states, keyState{g: -1})
 		}
 		if states[j].left%maxGroup == 0 {
@@ -535,7 +539,7 @@ func (s *Set) makeGroups(specs []Spec) {
 	refs := make([]ref, members)
 	largest := 0
 	each(func(key groupKey, r ref) {
-		ks := &states[keys[key]]
+		ks := &states[keys.find(key.cpu, key.name)]
 		g := ks.g
 		if g < 0 || len(s.groups[g].refs) == maxGroup {
 			g = len(s.groups)
@@ -558,6 +562,44 @@ func (s *Set) makeGroups(specs []Spec) {
 		s.events[r.ev].slots[r.k].home = int32(g)
 	})
 	s.vals = make([]uint64, largest)
+}
+
+// keyIndex finds makeGroups' keys, a CPU and a name (0 for the software
+// group): in a table by name and CPU id, as the kernel's CPU ids are dense
+// (below nr_cpu_ids), or in a map when they are far sparser than the
+// slots, which only a made-up Spec has. A map of thousands of keys, looked
+// up twice for each grouped slot, was most of New's time on a large
+// machine.
+type keyIndex struct {
+	table  []int32 // 1 + index into the states by name*cpus + cpu; 0: none yet
+	cpus   int
+	sparse map[[2]int32]int
+}
+
+func newKeyIndex(cpus, names, slots, hint int) keyIndex {
+	if cpus*names <= 4*slots+1024 {
+		return keyIndex{table: make([]int32, cpus*names), cpus: cpus}
+	}
+	return keyIndex{sparse: make(map[[2]int32]int, hint)}
+}
+
+// find is the key's index into the states, or -1.
+func (x *keyIndex) find(cpu, name int32) int {
+	if x.table == nil {
+		if j, ok := x.sparse[[2]int32{cpu, name}]; ok {
+			return j
+		}
+		return -1
+	}
+	return int(x.table[int(name)*x.cpus+int(cpu)]) - 1
+}
+
+func (x *keyIndex) set(cpu, name int32, j int) {
+	if x.table == nil {
+		x.sparse[[2]int32{cpu, name}] = j
+		return
+	}
+	x.table[int(name)*x.cpus+int(cpu)] = int32(j + 1)
 }
 
 // Summary describes the outcome of Open or Reopen, for the log.
