@@ -8,6 +8,7 @@ import (
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 )
 
@@ -122,6 +123,28 @@ func BenchmarkNew(b *testing.B) {
 	for b.Loop() {
 		if _, err := counter.New(specs, counter.Config{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFailureLines is the log's lines for a machine whose events
+// fail on most CPUs: 28 events on 160 CPUs, each failing on every one.
+func BenchmarkFailureLines(b *testing.B) {
+	var sum counter.Summary
+	for e := range 28 {
+		err := unix.EINVAL
+		if e < 10 {
+			err = unix.ENOENT
+		}
+		name := fmt.Sprintf("event%d", e)
+		for cpu := range 160 {
+			sum.Failures = append(sum.Failures, counter.NewOpenError(hostfs.Default(), name, cpu, err))
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(sum.FailureLines()); n != 28 {
+			b.Fatalf("%d lines, want 28", n)
 		}
 	}
 }

@@ -629,14 +629,25 @@ func (m Summary) FailureLines() []string {
 		event, advice string
 		errno         unix.Errno
 	}
-	// Counted first, so that each key's CPUs are cut from one array.
+	// Counted first, so that each key's CPUs are cut from one array. An
+	// event's failures come together, mostly with one cause: the key of
+	// the previous failure is tried before the map, whose hash of the
+	// event and advice per failure was most of the cost on a large machine.
 	var order []key
 	var count []int
 	index := map[key]int{}
+	find := func(k key, last int) (int, bool) {
+		if last >= 0 && order[last] == k {
+			return last, true
+		}
+		j, ok := index[k]
+		return j, ok
+	}
+	j := -1
 	for _, f := range m.Failures {
 		k := key{f.Event, f.Advice, f.Errno}
-		j, ok := index[k]
-		if !ok {
+		var ok bool
+		if j, ok = find(k, j); !ok {
 			j = len(order)
 			index[k] = j
 			order = append(order, k)
@@ -649,8 +660,9 @@ func (m Summary) FailureLines() []string {
 	for j, n := range count {
 		cpus[j], all = all[:0:n], all[n:]
 	}
+	j = -1
 	for _, f := range m.Failures {
-		j := index[key{f.Event, f.Advice, f.Errno}]
+		j, _ = find(key{f.Event, f.Advice, f.Errno}, j)
 		cpus[j] = append(cpus[j], f.CPU)
 	}
 	lines := make([]string, 0, len(order))
