@@ -304,8 +304,8 @@ type group struct {
 	refs    []ref  // every software slot of the CPU, in Spec order
 	open    []ref  // the members open now, in open order: the leader first
 	readErr error  // why the most recent read failed, to log once
-	read    bool   // read by the current fetch
 	name    string // a Spec.Group; "" for the software events of the CPU
+	read    bool   // read by the current fetch
 	mixed   bool   // a group of software events that msr or tracepoint events joined
 	split   bool   // a named group that never ran: its members open on their own
 	starved bool   // split is due: seen never running, not yet reopened

@@ -81,3 +81,15 @@ func (nothing) ReadGroup([]uint64) (uint64, uint64, error) { return 0, 0, nil }
 func (nothing) Enable() error                              { return nil }
 func (nothing) Disable() error                             { return nil }
 func (nothing) Close() error                               { return nil }
+
+// There is a group per CPU for its software events and for each named
+// group, a thousand on a large machine, most of them never opened there
+// when a PMU is missing: its flags share one word.
+func TestGroupSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the size is set for 64-bit words")
+	}
+	if got := unsafe.Sizeof(group{}); got > 96 {
+		t.Errorf("a group takes %d bytes, want at most 96", got)
+	}
+}
