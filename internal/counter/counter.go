@@ -731,13 +731,14 @@ func (s *Set) Open() (Summary, error) {
 	return s.summary(), nil
 }
 
-// opened is what openAll opened, to be installed under mu.
+// opened is what openAll opened, to be installed under mu. A group's
+// members in open order are its refs that joined: whichever opened first
+// led it, and the others joined in the order of its refs.
 type opened struct {
-	srcs   [][]Source     // per event, per slot
-	errs   [][]*OpenError // per event, per slot
-	groups [][]ref        // per group, its members in open order
-	tried  []bool         // per group: openAll opened it (it had no open member)
-	solo   [][]bool       // per event, per slot: opened on its own, out of its named group
+	srcs  [][]Source     // per event, per slot
+	errs  [][]*OpenError // per event, per slot
+	tried []bool         // per group: openAll opened it (it had no open member)
+	solo  [][]bool       // per event, per slot: opened on its own, out of its named group
 	// attr is where an attr that differs from its event's is made for
 	// the Opener, one for every open rather than a copy on the heap each.
 	attr *unix.PerfEventAttr
@@ -748,6 +749,10 @@ type opened struct {
 	errBlocks int        // the size of the last block
 	advice    readAdvice // what the failures so far read of the system
 }
+
+// joined says whether openAll opened r in its group, rather than on its
+// own or not at all.
+func (o *opened) joined(r ref) bool { return o.srcs[r.ev][r.k] != nil && !o.solo[r.ev][r.k] }
 
 // openError is NewOpenError, the OpenError cut from a block that grows
 // with the failures, to at most maxErrBlock.
@@ -827,11 +832,8 @@ func (s *Set) openAll(onlyServed bool) opened {
 				}
 				continue
 			}
-			if src != nil {
-				if leader == nil {
-					leader = src
-				}
-				o.groups[g] = append(o.groups[g], r)
+			if src != nil && leader == nil {
+				leader = src
 			}
 		}
 		if leader == nil {
@@ -840,16 +842,18 @@ func (s *Set) openAll(onlyServed bool) opened {
 		if err := leader.Enable(); err != nil {
 			// A group that cannot start counts nothing: close it,
 			// leader last, and let each member show why.
-			members := o.groups[g]
-			for j := len(members) - 1; j >= 0; j-- {
-				r := members[j]
+			refs := s.groups[g].refs
+			for j := len(refs) - 1; j >= 0; j-- {
+				r := refs[j]
+				if !o.joined(r) {
+					continue
+				}
 				ev := &s.events[r.ev]
 				o.srcs[r.ev][r.k].Close() // its error adds nothing to err
 				o.srcs[r.ev][r.k] = nil
 				o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, s.groups[g].cpu,
 					fmt.Errorf("enabling the group of software events on cpu%d: %w", s.groups[g].cpu, err))
 			}
-			o.groups[g] = nil
 		}
 	}
 	for i := range s.events {
@@ -879,9 +883,31 @@ func (s *Set) mayGoSolo(g *group, r ref, joinErr *OpenError) bool {
 // Called with mu held.
 func (s *Set) install(o opened, mute bool) {
 	srcs, errs := o.srcs, o.errs
+	// The groups' open members, in one array: on a machine that lacks a
+	// PMU, or some CPUs, most groups have none.
+	n := 0
 	for g := range s.groups {
 		if o.tried[g] {
-			s.groups[g].open = o.groups[g]
+			for _, r := range s.groups[g].refs {
+				if o.joined(r) {
+					n++
+				}
+			}
+		}
+	}
+	joined := make([]ref, 0, n)
+	for g := range s.groups {
+		if o.tried[g] {
+			start := len(joined)
+			for _, r := range s.groups[g].refs {
+				if o.joined(r) {
+					joined = append(joined, r)
+				}
+			}
+			s.groups[g].open = nil
+			if len(joined) > start {
+				s.groups[g].open = joined[start:len(joined):len(joined)]
+			}
 			s.groups[g].readErr = nil
 		}
 	}
