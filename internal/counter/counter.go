@@ -93,6 +93,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -666,12 +667,14 @@ func (m Summary) FailureLines() []string {
 		cpus[j] = append(cpus[j], f.CPU)
 	}
 	lines := make([]string, 0, len(order))
+	var b []byte // each line is written here, then copied once
 	for j, k := range order {
-		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, cpulist.Describe(cpus[j]), k.advice)
+		b = strconv.AppendQuote(append(b[:0], "perf_event_open failed for "...), k.event)
+		b = append(append(append(append(b, " on "...), cpulist.Describe(cpus[j])...), ": "...), k.advice...)
 		if k.errno != 0 {
-			line += " (" + unix.ErrnoName(k.errno) + ")"
+			b = append(append(append(b, " ("...), unix.ErrnoName(k.errno)...), ')')
 		}
-		lines = append(lines, line)
+		lines = append(lines, string(b))
 	}
 	return lines
 }
