@@ -630,12 +630,17 @@ func (m Summary) FailureLines() []string {
 		event, advice string
 		errno         unix.Errno
 	}
-	// Counted first, so that each key's CPUs are cut from one array. An
-	// event's failures come together, mostly with one cause: the key of
-	// the previous failure is tried before the map, whose hash of the
-	// event and advice per failure was most of the cost on a large machine.
+	// An event's failures come together, mostly with one cause: the key
+	// of the previous failure is tried before the map, whose hash of the
+	// event and advice per failure was most of the cost on a large
+	// machine, and a key's CPUs are mostly one run of the failures, read
+	// from there into one buffer rather than copied out for every key.
+	type span struct {
+		first, last, n int  // its first and last failures, and how many
+		whole          bool // they are m.Failures[first : last+1]
+	}
 	var order []key
-	var count []int
+	var spans []span
 	index := map[key]int{}
 	find := func(k key, last int) (int, bool) {
 		if last >= 0 && order[last] == k {
@@ -645,32 +650,33 @@ func (m Summary) FailureLines() []string {
 		return j, ok
 	}
 	j := -1
-	for _, f := range m.Failures {
+	for i, f := range m.Failures {
 		k := key{f.Event, f.Advice, f.Errno}
 		var ok bool
 		if j, ok = find(k, j); !ok {
 			j = len(order)
 			index[k] = j
 			order = append(order, k)
-			count = append(count, 0)
+			spans = append(spans, span{first: i, last: i - 1, whole: true})
 		}
-		count[j]++
-	}
-	all := make([]int, len(m.Failures))
-	cpus := make([][]int, len(order))
-	for j, n := range count {
-		cpus[j], all = all[:0:n], all[n:]
-	}
-	j = -1
-	for _, f := range m.Failures {
-		j, _ = find(key{f.Event, f.Advice, f.Errno}, j)
-		cpus[j] = append(cpus[j], f.CPU)
+		sp := &spans[j]
+		sp.whole = sp.whole && sp.last == i-1
+		sp.last = i
+		sp.n++
 	}
 	lines := make([]string, 0, len(order))
+	var cpus []int
 	var b []byte // each line is written here, then copied once
 	for j, k := range order {
+		sp := spans[j]
+		cpus = slices.Grow(cpus[:0], sp.n)
+		for i := sp.first; i <= sp.last; i++ {
+			if f := m.Failures[i]; sp.whole || f.Event == k.event && f.Advice == k.advice && f.Errno == k.errno {
+				cpus = append(cpus, f.CPU)
+			}
+		}
 		b = strconv.AppendQuote(append(b[:0], "perf_event_open failed for "...), k.event)
-		b = append(append(append(append(b, " on "...), cpulist.Describe(cpus[j])...), ": "...), k.advice...)
+		b = append(append(append(append(b, " on "...), cpulist.Describe(cpus)...), ": "...), k.advice...)
 		if k.errno != 0 {
 			b = append(append(append(b, " ("...), unix.ErrnoName(k.errno)...), ')')
 		}
