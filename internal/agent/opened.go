@@ -56,16 +56,26 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 	// Sized once: a Counter is a few hundred bytes.
 	o.counters, o.notes = make([]setup.Counter, 0, len(p.Counters)), make([]setup.Note, 0, len(p.Counters)+len(p.Derived))
 	var cpus []int // one buffer for every event's failed CPUs: Describe keeps none
+	// Each note is written into one buffer, then copied once into its
+	// string: joined piece by piece, a note of a few hundred bytes was
+	// copied whole at each of up to five steps, at every start, for each
+	// counter.
+	var text []byte
 	for _, c := range p.Counters {
 		ev, _ := set.Lookup(c.Event.Name)
 		served := set.CPUs(ev)
-		text := c.Event.Name + ": " + c.Describe()
+		text = text[:0]
 		if c.For != "" {
-			text = "catalog: " + text + " (" + c.For + ")"
+			text = append(text, "catalog: "...)
+		}
+		text = append(append(append(text, c.Event.Name...), ": "...), c.Describe()...)
+		if c.For != "" {
+			text = append(append(append(text, " ("...), c.For...), ')')
 		}
 		fails := byEvent[c.Event.Name]
 		if len(fails) == 0 {
-			o.notes = append(o.notes, setup.Note{Pos: c.Pos, Severity: setup.Info, Text: text + ", on " + cpulist.Describe(served)})
+			text = append(append(text, ", on "...), cpulist.Describe(served)...)
+			o.notes = append(o.notes, setup.Note{Pos: c.Pos, Severity: setup.Info, Text: string(text)})
 			o.counters = append(o.counters, c)
 			continue
 		}
@@ -73,14 +83,14 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 		for _, f := range fails {
 			cpus = append(cpus, f.CPU)
 		}
-		text += fmt.Sprintf("; cannot count on %s: %s", cpulist.Describe(cpus), fails[0].Advice)
+		text = append(append(append(append(text, "; cannot count on "...), cpulist.Describe(cpus)...), ": "...), fails[0].Advice...)
 		if fails[0].Errno != 0 {
-			text += " (" + unix.ErrnoName(fails[0].Errno) + ")"
+			text = append(append(append(text, " ("...), unix.ErrnoName(fails[0].Errno)...), ')')
 		}
 		if len(served) > 0 {
-			text += "; counting on " + cpulist.Describe(served)
+			text = append(append(text, "; counting on "...), cpulist.Describe(served)...)
 		} else {
-			text += "; skipped"
+			text = append(text, "; skipped"...)
 		}
 		sev := setup.Problem
 		if allUnsupported(fails) || c.For != "" {
@@ -89,7 +99,7 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 				o.unsupported[c.Event.Name] = true
 			}
 		}
-		o.notes = append(o.notes, setup.Note{Pos: c.Pos, Severity: sev, Text: text})
+		o.notes = append(o.notes, setup.Note{Pos: c.Pos, Severity: sev, Text: string(text)})
 		if len(served) > 0 {
 			c.CPUs = served
 			o.counters = append(o.counters, c)

@@ -42,6 +42,11 @@ func (r *report) addText(level, key, text, short string) {
 	r.lines = append(r.lines, reportLine{level: level, text: text, key: level + "\x00" + key, short: short})
 }
 
+// addKeyed adds a line whose key is already level + "\x00" + its key.
+func (r *report) addKeyed(level, key, text, short string) {
+	r.lines = append(r.lines, reportLine{level: level, text: text, key: key, short: short})
+}
+
 func (r *report) infof(format string, args ...any)    { r.add("Info", "", format, args...) }
 func (r *report) warningf(format string, args ...any) { r.add("Warning", "", format, args...) }
 func (r *report) errorf(format string, args ...any)   { r.add("Error", "", format, args...) }
@@ -58,12 +63,17 @@ func (r *report) note(n setup.Note) {
 	if n.Pos.Line != 0 {
 		pos := n.Pos.String()
 		text = pos + ": " + n.Text
-		short = pos + ": " + short
+		short = text[:len(pos)+2+len(short)] // its own prefix: no copy
 	}
 	// Compared without its CPU list: a CPU going offline or coming back
 	// changes every line's list, and the summary and the hotplug line
-	// already say so.
-	r.addText(level, maskCPULists(n.Text), text, short)
+	// already say so. The key is written once, level first.
+	var key strings.Builder
+	key.Grow(len(level) + 1 + len(n.Text) + 8) // a list masked may grow by a few bytes
+	key.WriteString(level)
+	key.WriteByte(0)
+	writeMasked(&key, n.Text)
+	r.addKeyed(level, key.String(), text, short)
 }
 
 // maskCPULists replaces each CPU list in s ("cpu 3", "cpus 0-1,4",
@@ -73,32 +83,41 @@ func (r *report) note(n setup.Note) {
 // compiling one at every start or running it on every note.
 func maskCPULists(s string) string {
 	var b strings.Builder
-	done := 0 // s[:done] is in b, or b is unused
+	b.Grow(len(s))
+	writeMasked(&b, s)
+	return b.String()
+}
+
+// writeMasked writes s to b with each CPU list masked (maskCPULists).
+func writeMasked(b *strings.Builder, s string) {
+	done := 0 // s[:done] is in b
 	for i := 0; i+3 < len(s); i++ {
-		if s[i] != 'c' || s[i+1] != 'p' || s[i+2] != 'u' || (i > 0 && isWordByte(s[i-1])) {
+		j := cpuListAt(s, i)
+		if j < 0 {
 			continue
-		}
-		j := i + 3
-		if end := cpuListEnd(s, j+1); j < len(s) && s[j] == 's' && end > 0 {
-			j = end
-		} else if end := cpuListEnd(s, j); end > 0 {
-			j = end
-		} else {
-			continue
-		}
-		if done == 0 {
-			b.Grow(len(s))
 		}
 		b.WriteString(s[done:i])
 		b.WriteString("cpus *")
 		done = j
 		i = j - 1
 	}
-	if done == 0 {
-		return s
-	}
 	b.WriteString(s[done:])
-	return b.String()
+}
+
+// cpuListAt is where a CPU list that starts at s[i] ("cpu" or "cpus" at
+// the start of a word, then cpuListEnd's list) ends, or -1 if none does.
+func cpuListAt(s string, i int) int {
+	if s[i] != 'c' || s[i+1] != 'p' || s[i+2] != 'u' || (i > 0 && isWordByte(s[i-1])) {
+		return -1
+	}
+	j := i + 3
+	if end := cpuListEnd(s, j+1); j < len(s) && s[j] == 's' && end > 0 {
+		return end
+	}
+	if end := cpuListEnd(s, j); end > 0 {
+		return end
+	}
+	return -1
 }
 
 // cpuListEnd is where a CPU list starting at s[i] (an optional space, a

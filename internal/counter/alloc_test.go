@@ -1,6 +1,8 @@
 package counter_test
 
 import (
+	"math"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -121,4 +123,44 @@ func (o failingOpener) Open(event string, attr *unix.PerfEventAttr, cpu int, lea
 		return o.fake.Open(event, attr, cpu, leader)
 	}
 	return nullSource{}, nil
+}
+
+// noneOpener fails every open as a machine without the event does,
+// allocating nothing.
+type noneOpener struct{}
+
+func (noneOpener) Open(string, *unix.PerfEventAttr, int, counter.Source) (counter.Source, error) {
+	return nil, unix.ENOENT
+}
+
+// An (event, CPU) that fails to open costs its slot, its OpenError and
+// its place in the Summary, and little else: no reading, no room among
+// its group's open members. A 160-CPU machine without a PMU has thousands.
+func TestFailedOpenBytesPerCPU(t *testing.T) {
+	bytes := func(cpus int) uint64 {
+		specs, cfg := allocSpecs(cpus)
+		cfg.Opener = noneOpener{}
+		least := uint64(math.MaxUint64)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			s, err := counter.New(specs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := s.Open()
+			runtime.ReadMemStats(&after)
+			if err != nil || len(sum.Failures) != len(specs)*cpus {
+				t.Fatalf("Open: %d failures, %v; want every event on each of %d CPUs", len(sum.Failures), err, cpus)
+			}
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
+		}
+		return least
+	}
+	const small, large = 64, 576
+	per := float64(bytes(large)-bytes(small)) / float64(7*(large-small))
+	t.Logf("%.0f bytes per failing (event, CPU)", per)
+	if per > 216 {
+		t.Errorf("New and Open take %.0f bytes per failing (event, CPU), want at most 216", per)
+	}
 }

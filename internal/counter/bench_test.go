@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/perf"
 )
 
@@ -93,5 +96,55 @@ func TestReadDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("a fetch allocates %v times", allocs)
+	}
+}
+
+// BenchmarkNew is New on a large machine: hardware events of their own,
+// software events in each CPU's group and five named groups of two, on
+// 160 CPUs.
+func BenchmarkNew(b *testing.B) {
+	ids := make([]int, 160)
+	for i := range ids {
+		ids[i] = i
+	}
+	var specs []counter.Spec
+	for i := range 10 {
+		specs = append(specs, hw(fmt.Sprintf("hw%d", i), uint64(i), ids...))
+	}
+	for i := range 8 {
+		specs = append(specs, sw(fmt.Sprintf("sw%d", i), uint64(i), ids...))
+	}
+	for g := range 5 {
+		for m := range 2 {
+			specs = append(specs, counter.Spec{Name: fmt.Sprintf("g%d-%d", g, m), Attr: unix.PerfEventAttr{Type: 4, Config: uint64(g*2 + m)}, CPUs: ids, Group: fmt.Sprintf("r%d", g)})
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := counter.New(specs, counter.Config{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFailureLines is the log's lines for a machine whose events
+// fail on most CPUs: 28 events on 160 CPUs, each failing on every one.
+func BenchmarkFailureLines(b *testing.B) {
+	var sum counter.Summary
+	for e := range 28 {
+		err := unix.EINVAL
+		if e < 10 {
+			err = unix.ENOENT
+		}
+		name := fmt.Sprintf("event%d", e)
+		for cpu := range 160 {
+			sum.Failures = append(sum.Failures, counter.NewOpenError(hostfs.Default(), name, cpu, err))
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(sum.FailureLines()); n != 28 {
+			b.Fatalf("%d lines, want 28", n)
+		}
 	}
 }

@@ -36,8 +36,8 @@ func (s *Set) Carry(old *Set) {
 	}
 	for i := range old.events {
 		ev := &old.events[i]
-		for _, k := range ev.inst {
-			vals[carryKey{ev.name, ev.attr, int(ev.slots[k].cpu)}] = ev.slots[k].value
+		for j, k := range ev.inst {
+			vals[carryKey{ev.name, ev.attr, int(ev.slots[k].cpu)}] = ev.reads[j].value
 		}
 	}
 	old.mu.Unlock()
@@ -46,10 +46,10 @@ func (s *Set) Carry(old *Set) {
 	defer s.mu.Unlock()
 	for i := range s.events {
 		ev := &s.events[i]
-		for _, k := range ev.inst {
+		for j, k := range ev.inst {
 			key := carryKey{ev.name, ev.attr, int(ev.slots[k].cpu)}
 			if v, ok := vals[key]; ok {
-				ev.slots[k].value = v
+				ev.reads[j].value = v
 				delete(vals, key)
 			}
 		}

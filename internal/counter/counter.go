@@ -93,6 +93,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -235,22 +236,29 @@ type Config struct {
 }
 
 // slot is one (event, CPU). There is one per event per CPU, thousands on a
-// large machine, so it is kept small: ids in int32, and one error field,
-// since a slot whose open failed has no descriptor to read.
+// large machine, so it is kept small: ids in int32, one error field, since
+// a slot whose open failed has no descriptor to read, and what its reads
+// keep apart (reading), for the served slots only: on a machine that
+// lacks an event, or a PMU on some CPUs, most slots never read.
 type slot struct {
-	src   Source     // nil while closed or when the open failed
-	err   error      // why the most recent open failed (openFailed), else why the most recent read failed
-	last  perf.Count // previous reading of src; zero right after an open
-	value uint64     // the exported accumulator
-	duty  float64    // running/enabled since the open, as of the last read
-	cpu   int32      // kernel CPU id
-	grp   int32      // index into Set.groups, or -1 when read on its own
-	home  int32      // the group New put it in, or -1; grp is -1 while it is split off
+	src  Source   // nil while closed or when the open failed
+	err  error    // why the most recent open failed (openFailed), else why the most recent read failed
+	rd   *reading // its instance's in event.reads once Open served it, else nil
+	cpu  int32    // kernel CPU id
+	grp  int32    // index into Set.groups, or -1 when read on its own
+	home int32    // the group New put it in, or -1; grp is -1 while it is split off
 
 	ok         bool // the most recent read since the open succeeded
 	served     bool // an instance of its event: it opened at Open
 	off        bool // src is open but disabled by Release
 	openFailed bool // err is the *OpenError of the most recent open
+}
+
+// reading is what the reads of a served slot accumulate.
+type reading struct {
+	last  perf.Count // previous reading of src; zero right after an open
+	value uint64     // the exported accumulator
+	duty  float64    // running/enabled since the open, as of the last read
 }
 
 // openErr is why the most recent open failed, or nil.
@@ -297,8 +305,8 @@ type group struct {
 	refs    []ref  // every software slot of the CPU, in Spec order
 	open    []ref  // the members open now, in open order: the leader first
 	readErr error  // why the most recent read failed, to log once
-	read    bool   // read by the current fetch
 	name    string // a Spec.Group; "" for the software events of the CPU
+	read    bool   // read by the current fetch
 	mixed   bool   // a group of software events that msr or tracepoint events joined
 	split   bool   // a named group that never ran: its members open on their own
 	starved bool   // split is due: seen never running, not yet reopened
@@ -310,6 +318,7 @@ type event struct {
 	slots  []slot             // one per Spec CPU
 	inst   []int              // indexes into slots of the served CPUs
 	cpus   []int              // the served CPU ids, parallel to inst
+	reads  []reading          // the served slots' readings, parallel to inst
 	needed bool               // marked in the current fetch
 }
 
@@ -498,20 +507,24 @@ func (s *Set) makeGroups(specs []Spec) {
 		g    int // index into s.groups of its last group, or -1
 	}
 	// At most one key per CPU for the software group and for each name.
-	hint, total := 0, 0
+	hint, total, top := 0, 0, int32(-1)
 	for i := range s.events {
-		hint = max(hint, len(s.events[i].slots))
-		total += len(s.events[i].slots)
+		ev := &s.events[i]
+		hint = max(hint, len(ev.slots))
+		total += len(ev.slots)
+		for k := range ev.slots {
+			top = max(top, ev.slots[k].cpu)
+		}
 	}
 	hint = min(hint*(len(names)+1), total)
-	keys := make(map[groupKey]int, hint) // → index into states
+	keys := newKeyIndex(int(top)+1, len(names)+1, total, hint)
 	states := make([]keyState, 0, hint)
 	members, nGroups := 0, 0
 	each(func(key groupKey, _ ref) {
-		j, ok := keys[key]
-		if !ok {
+		j := keys.find(key.cpu, key.name)
+		if j < 0 {
 			j = len(states)
-			keys[key] = j
+			keys.set(key.cpu, key.name, j)
 			states = append(states, keyState{g: -1})
 		}
 		if states[j].left%maxGroup == 0 {
@@ -527,7 +540,7 @@ func (s *Set) makeGroups(specs []Spec) {
 	refs := make([]ref, members)
 	largest := 0
 	each(func(key groupKey, r ref) {
-		ks := &states[keys[key]]
+		ks := &states[keys.find(key.cpu, key.name)]
 		g := ks.g
 		if g < 0 || len(s.groups[g].refs) == maxGroup {
 			g = len(s.groups)
@@ -550,6 +563,44 @@ func (s *Set) makeGroups(specs []Spec) {
 		s.events[r.ev].slots[r.k].home = int32(g)
 	})
 	s.vals = make([]uint64, largest)
+}
+
+// keyIndex finds makeGroups' keys, a CPU and a name (0 for the software
+// group): in a table by name and CPU id, as the kernel's CPU ids are dense
+// (below nr_cpu_ids), or in a map when they are far sparser than the
+// slots, which only a made-up Spec has. A map of thousands of keys, looked
+// up twice for each grouped slot, was most of New's time on a large
+// machine.
+type keyIndex struct {
+	table  []int32 // 1 + index into the states by name*cpus + cpu; 0: none yet
+	cpus   int
+	sparse map[[2]int32]int
+}
+
+func newKeyIndex(cpus, names, slots, hint int) keyIndex {
+	if cpus*names <= 4*slots+1024 {
+		return keyIndex{table: make([]int32, cpus*names), cpus: cpus}
+	}
+	return keyIndex{sparse: make(map[[2]int32]int, hint)}
+}
+
+// find is the key's index into the states, or -1.
+func (x *keyIndex) find(cpu, name int32) int {
+	if x.table == nil {
+		if j, ok := x.sparse[[2]int32{cpu, name}]; ok {
+			return j
+		}
+		return -1
+	}
+	return int(x.table[int(name)*x.cpus+int(cpu)]) - 1
+}
+
+func (x *keyIndex) set(cpu, name int32, j int) {
+	if x.table == nil {
+		x.sparse[[2]int32{cpu, name}] = j
+		return
+	}
+	x.table[int(name)*x.cpus+int(cpu)] = int32(j + 1)
 }
 
 // Summary describes the outcome of Open or Reopen, for the log.
@@ -579,37 +630,57 @@ func (m Summary) FailureLines() []string {
 		event, advice string
 		errno         unix.Errno
 	}
-	// Counted first, so that each key's CPUs are cut from one array.
+	// An event's failures come together, mostly with one cause: the key
+	// of the previous failure is tried before the map, whose hash of the
+	// event and advice per failure was most of the cost on a large
+	// machine, and a key's CPUs are mostly one run of the failures, read
+	// from there into one buffer rather than copied out for every key.
+	type span struct {
+		first, last, n int  // its first and last failures, and how many
+		whole          bool // they are m.Failures[first : last+1]
+	}
 	var order []key
-	var count []int
+	var spans []span
 	index := map[key]int{}
-	for _, f := range m.Failures {
-		k := key{f.Event, f.Advice, f.Errno}
+	find := func(k key, last int) (int, bool) {
+		if last >= 0 && order[last] == k {
+			return last, true
+		}
 		j, ok := index[k]
-		if !ok {
+		return j, ok
+	}
+	j := -1
+	for i, f := range m.Failures {
+		k := key{f.Event, f.Advice, f.Errno}
+		var ok bool
+		if j, ok = find(k, j); !ok {
 			j = len(order)
 			index[k] = j
 			order = append(order, k)
-			count = append(count, 0)
+			spans = append(spans, span{first: i, last: i - 1, whole: true})
 		}
-		count[j]++
-	}
-	all := make([]int, len(m.Failures))
-	cpus := make([][]int, len(order))
-	for j, n := range count {
-		cpus[j], all = all[:0:n], all[n:]
-	}
-	for _, f := range m.Failures {
-		j := index[key{f.Event, f.Advice, f.Errno}]
-		cpus[j] = append(cpus[j], f.CPU)
+		sp := &spans[j]
+		sp.whole = sp.whole && sp.last == i-1
+		sp.last = i
+		sp.n++
 	}
 	lines := make([]string, 0, len(order))
+	var cpus []int
+	var b []byte // each line is written here, then copied once
 	for j, k := range order {
-		line := fmt.Sprintf("perf_event_open failed for %q on %s: %s", k.event, cpulist.Describe(cpus[j]), k.advice)
-		if k.errno != 0 {
-			line += " (" + unix.ErrnoName(k.errno) + ")"
+		sp := spans[j]
+		cpus = slices.Grow(cpus[:0], sp.n)
+		for i := sp.first; i <= sp.last; i++ {
+			if f := m.Failures[i]; sp.whole || f.Event == k.event && f.Advice == k.advice && f.Errno == k.errno {
+				cpus = append(cpus, f.CPU)
+			}
 		}
-		lines = append(lines, line)
+		b = strconv.AppendQuote(append(b[:0], "perf_event_open failed for "...), k.event)
+		b = append(append(append(append(b, " on "...), cpulist.Describe(cpus)...), ": "...), k.advice...)
+		if k.errno != 0 {
+			b = append(append(append(b, " ("...), unix.ErrnoName(k.errno)...), ')')
+		}
+		lines = append(lines, string(b))
 	}
 	return lines
 }
@@ -632,6 +703,16 @@ func (s *Set) Open() (Summary, error) {
 	o := s.openAll(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The served slots' readings are one array, as the slots are.
+	served := 0
+	for i := range s.events {
+		for k := range s.events[i].slots {
+			if o.srcs[i][k] != nil {
+				served++
+			}
+		}
+	}
+	reads := make([]reading, served)
 	for i := range s.events {
 		ev := &s.events[i]
 		n := 0
@@ -644,9 +725,11 @@ func (s *Set) Open() (Summary, error) {
 			continue
 		}
 		ev.inst, ev.cpus = make([]int, 0, n), make([]int, 0, n)
+		ev.reads, reads = reads[:n:n], reads[n:]
 		for k := range ev.slots {
 			if o.srcs[i][k] != nil {
 				ev.slots[k].served = true
+				ev.slots[k].rd = &ev.reads[len(ev.inst)]
 				ev.inst = append(ev.inst, k)
 				ev.cpus = append(ev.cpus, int(ev.slots[k].cpu))
 			}
@@ -657,13 +740,14 @@ func (s *Set) Open() (Summary, error) {
 	return s.summary(), nil
 }
 
-// opened is what openAll opened, to be installed under mu.
+// opened is what openAll opened, to be installed under mu. A group's
+// members in open order are its refs that joined: whichever opened first
+// led it, and the others joined in the order of its refs.
 type opened struct {
-	srcs   [][]Source     // per event, per slot
-	errs   [][]*OpenError // per event, per slot
-	groups [][]ref        // per group, its members in open order
-	tried  []bool         // per group: openAll opened it (it had no open member)
-	solo   [][]bool       // per event, per slot: opened on its own, out of its named group
+	srcs  [][]Source     // per event, per slot
+	errs  [][]*OpenError // per event, per slot
+	tried []bool         // per group: openAll opened it (it had no open member)
+	solo  [][]bool       // per event, per slot: opened on its own, out of its named group
 	// attr is where an attr that differs from its event's is made for
 	// the Opener, one for every open rather than a copy on the heap each.
 	attr *unix.PerfEventAttr
@@ -674,6 +758,10 @@ type opened struct {
 	errBlocks int        // the size of the last block
 	advice    readAdvice // what the failures so far read of the system
 }
+
+// joined says whether openAll opened r in its group, rather than on its
+// own or not at all.
+func (o *opened) joined(r ref) bool { return o.srcs[r.ev][r.k] != nil && !o.solo[r.ev][r.k] }
 
 // openError is NewOpenError, the OpenError cut from a block that grows
 // with the failures, to at most maxErrBlock.
@@ -753,11 +841,8 @@ func (s *Set) openAll(onlyServed bool) opened {
 				}
 				continue
 			}
-			if src != nil {
-				if leader == nil {
-					leader = src
-				}
-				o.groups[g] = append(o.groups[g], r)
+			if src != nil && leader == nil {
+				leader = src
 			}
 		}
 		if leader == nil {
@@ -766,16 +851,18 @@ func (s *Set) openAll(onlyServed bool) opened {
 		if err := leader.Enable(); err != nil {
 			// A group that cannot start counts nothing: close it,
 			// leader last, and let each member show why.
-			members := o.groups[g]
-			for j := len(members) - 1; j >= 0; j-- {
-				r := members[j]
+			refs := s.groups[g].refs
+			for j := len(refs) - 1; j >= 0; j-- {
+				r := refs[j]
+				if !o.joined(r) {
+					continue
+				}
 				ev := &s.events[r.ev]
 				o.srcs[r.ev][r.k].Close() // its error adds nothing to err
 				o.srcs[r.ev][r.k] = nil
 				o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, s.groups[g].cpu,
 					fmt.Errorf("enabling the group of software events on cpu%d: %w", s.groups[g].cpu, err))
 			}
-			o.groups[g] = nil
 		}
 	}
 	for i := range s.events {
@@ -805,9 +892,31 @@ func (s *Set) mayGoSolo(g *group, r ref, joinErr *OpenError) bool {
 // Called with mu held.
 func (s *Set) install(o opened, mute bool) {
 	srcs, errs := o.srcs, o.errs
+	// The groups' open members, in one array: on a machine that lacks a
+	// PMU, or some CPUs, most groups have none.
+	n := 0
 	for g := range s.groups {
 		if o.tried[g] {
-			s.groups[g].open = o.groups[g]
+			for _, r := range s.groups[g].refs {
+				if o.joined(r) {
+					n++
+				}
+			}
+		}
+	}
+	joined := make([]ref, 0, n)
+	for g := range s.groups {
+		if o.tried[g] {
+			start := len(joined)
+			for _, r := range s.groups[g].refs {
+				if o.joined(r) {
+					joined = append(joined, r)
+				}
+			}
+			s.groups[g].open = nil
+			if len(joined) > start {
+				s.groups[g].open = joined[start:len(joined):len(joined)]
+			}
 			s.groups[g].readErr = nil
 		}
 	}
@@ -823,7 +932,9 @@ func (s *Set) install(o opened, mute bool) {
 			if o.solo[i][k] {
 				sl.grp = -1
 			}
-			sl.last = perf.Count{}
+			if sl.rd != nil {
+				sl.rd.last = perf.Count{}
+			}
 			if sl.ok {
 				sl.ok = false
 				s.nOK--
@@ -1222,13 +1333,15 @@ func (s *Set) readOK(sl *slot, c perf.Count) {
 		sl.ok = true
 		s.nOK++
 	}
+	// Only a served slot is ever open, so it has its reading.
+	rd := sl.rd
 	// Unsigned differences are right even if a raw count wrapped.
-	sl.value += Scale(c.Value-sl.last.Value, c.Enabled-sl.last.Enabled, c.Running-sl.last.Running)
-	sl.last = c
+	rd.value += Scale(c.Value-rd.last.Value, c.Enabled-rd.last.Enabled, c.Running-rd.last.Running)
+	rd.last = c
 	if c.Enabled != 0 {
-		sl.duty = float64(c.Running) / float64(c.Enabled)
+		rd.duty = float64(c.Running) / float64(c.Enabled)
 	} else {
-		sl.duty = 0
+		rd.duty = 0
 	}
 }
 
@@ -1250,15 +1363,13 @@ func Scale(raw, enabled, running uint64) uint64 {
 
 // Value is the accumulated value of instance i (an index into CPUs(ev)).
 func (f *Fetch) Value(ev, i int) uint64 {
-	e := &f.s.events[ev]
-	return e.slots[e.inst[i]].value
+	return f.s.events[ev].reads[i].value
 }
 
 // Dutycycle is time_running/time_enabled of instance i since its last
 // open, as of its last successful read; 0 before any time was enabled.
 func (f *Fetch) Dutycycle(ev, i int) float64 {
-	e := &f.s.events[ev]
-	return e.slots[e.inst[i]].duty
+	return f.s.events[ev].reads[i].duty
 }
 
 // Active is the number of open descriptors whose most recent read

@@ -103,8 +103,7 @@ func (f *Fetch) DerivedValue(d, i int) float64 {
 	x := &f.s.derived[d]
 	sum := 0.0
 	for j, ev := range x.members {
-		e := &f.s.events[ev]
-		sum += float64(e.slots[e.inst[i]].value) * x.scales[j]
+		sum += float64(f.s.events[ev].reads[i].value) * x.scales[j]
 	}
 	return sum
 }

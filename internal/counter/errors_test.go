@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -105,5 +107,29 @@ func TestClassifyErrnoAllocatesNothing(t *testing.T) {
 	var err error = unix.ENOENT
 	if n := testing.AllocsPerRun(10, func() { Classify(err) }); n != 0 {
 		t.Errorf("Classify(ENOENT) makes %v objects, want 0", n)
+	}
+}
+
+// FailureLines groups by event and cause whatever the order of the
+// failures: a cause that comes back after another keeps its first line,
+// with every CPU it failed on, in the order they came.
+func TestFailureLinesInterleaved(t *testing.T) {
+	fs := hostfs.Default()
+	sum := Summary{Failures: []*OpenError{
+		NewOpenError(fs, "a", 0, unix.ENOENT),
+		NewOpenError(fs, "a", 1, unix.EBUSY),
+		NewOpenError(fs, "a", 2, unix.ENOENT),
+		NewOpenError(fs, "b", 0, unix.ENOENT),
+		NewOpenError(fs, "a", 3, unix.ENOENT),
+		NewOpenError(fs, "a", 5, unix.ENOENT),
+		NewOpenError(fs, "a", 4, unix.EBUSY),
+	}}
+	want := []string{
+		`perf_event_open failed for "a" on cpus 0,2-3,5: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)`,
+		`perf_event_open failed for "a" on cpus 1,4: the PMU is busy (another user holds exclusive counters) (EBUSY)`,
+		`perf_event_open failed for "b" on cpu0: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)`,
+	}
+	if got := sum.FailureLines(); !slices.Equal(got, want) {
+		t.Errorf("FailureLines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -317,3 +317,20 @@ func TestManySoftwareEventsSplitIntoGroups(t *testing.T) {
 		t.Errorf("%d reads for one fetch, want %d: one per group", reads, 2*groups)
 	}
 }
+
+// CPU ids far apart, which no kernel gives but a Spec may, group as dense
+// ones do: each CPU's software events in one group, a named group's
+// members in one group per CPU.
+func TestGroupsOfSparseCPUs(t *testing.T) {
+	const far = 1 << 30
+	specs := []counter.Spec{
+		sw("a", 0, 3, far), sw("b", 1, 3, far),
+		{Name: "x", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE}, CPUs: []int{3, far}, Group: "r"},
+		{Name: "y", Attr: unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: 1}, CPUs: []int{3, far}, Group: "r"},
+	}
+	_, fake := newSet(t, specs...)
+	for _, cpu := range []int{3, far} {
+		wantGroup(t, fake, "b", cpu, "a", "b")
+		wantGroup(t, fake, "y", cpu, "x", "y")
+	}
+}

@@ -135,7 +135,9 @@ func (s *Set) splitStarved() {
 	for _, r := range moved {
 		sl := &s.events[r.ev].slots[r.k]
 		sl.opened(o.srcs[r.ev][r.k], o.errs[r.ev][r.k])
-		sl.last = perf.Count{}
+		if sl.rd != nil {
+			sl.rd.last = perf.Count{}
+		}
 		sl.grp = -1
 	}
 }
@@ -147,12 +149,11 @@ func (s *Set) WaitSplit() { s.splitWG.Wait() }
 // newOpened is an empty opened, sized for every slot.
 func (s *Set) newOpened() opened {
 	o := opened{
-		srcs:   make([][]Source, len(s.events)),
-		errs:   make([][]*OpenError, len(s.events)),
-		groups: make([][]ref, len(s.groups)),
-		tried:  make([]bool, len(s.groups)),
-		solo:   make([][]bool, len(s.events)),
-		attr:   new(unix.PerfEventAttr),
+		srcs:  make([][]Source, len(s.events)),
+		errs:  make([][]*OpenError, len(s.events)),
+		tried: make([]bool, len(s.groups)),
+		solo:  make([][]bool, len(s.events)),
+		attr:  new(unix.PerfEventAttr),
 	}
 	n := 0
 	for i := range s.events {
@@ -164,15 +165,6 @@ func (s *Set) newOpened() opened {
 		o.srcs[i], srcs = srcs[:n:n], srcs[n:]
 		o.errs[i], errs = errs[:n:n], errs[n:]
 		o.solo[i], solo = solo[:n:n], solo[n:]
-	}
-	members := 0
-	for g := range s.groups {
-		members += len(s.groups[g].refs)
-	}
-	refs := make([]ref, members)
-	for g := range s.groups {
-		n := len(s.groups[g].refs)
-		o.groups[g], refs = refs[:0:n], refs[n:]
 	}
 	return o
 }

@@ -2,6 +2,7 @@ package pmda
 
 import (
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"strconv"
@@ -38,7 +39,13 @@ type Logger struct {
 	now  func() time.Time
 	buf  []byte
 
-	repeats map[string]*repeat
+	// repeats are the kinds' windows, by a hash of the kind: the kind of
+	// a report line is as long as the line, and every line of the
+	// start-up report is a kind of its own, so a string key kept a copy
+	// of the whole report. kind is where a kind is written to be hashed.
+	repeats map[uint64]*repeat
+	seed    maphash.Seed
+	kind    []byte
 	held    int         // repeats with messages held back
 	timer   *time.Timer // tells the held-back counts when their window ends
 
@@ -82,7 +89,7 @@ type repeat struct {
 // NewLogger returns a Logger that tags lines with prog (e.g.
 // "pmdaperfevent") and this process's id.
 func NewLogger(w io.Writer, prog string) *Logger {
-	return &Logger{w: w, prog: prog, pid: os.Getpid(), now: time.Now, repeats: map[string]*repeat{}}
+	return &Logger{w: w, prog: prog, pid: os.Getpid(), now: time.Now, repeats: map[uint64]*repeat{}, seed: maphash.MakeSeed()}
 }
 
 // Start writes the header libpcp's pmOpenLog writes when a log is opened:
@@ -180,14 +187,14 @@ func (l *Logger) logf(level, format string, args ...any) {
 	for len(msg) > 0 && msg[len(msg)-1] == '\n' {
 		msg = msg[:len(msg)-1]
 	}
-	var key string
-	if onlyVerbs(format) {
-		key = kindOf(level, msg)
-	} else {
-		key = level + "\x00" + format
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if onlyVerbs(format) {
+		l.kind = appendKind(l.kind[:0], level, msg)
+	} else {
+		l.kind = append(append(append(l.kind[:0], level...), 0), format...)
+	}
+	key := maphash.Bytes(l.seed, l.kind)
 	now := l.now()
 	l.tellHeld(false)
 	r := l.repeats[key]
@@ -228,11 +235,11 @@ func onlyString(format string, args []any) (string, bool) {
 // level and its text with each run of digits made one '#' (messages built
 // before they are logged differ only there when they are the same
 // message: durations, counts, pids).
-func kindOf(level, msg string) string {
-	var b strings.Builder
-	b.Grow(len(level) + 2 + len(msg))
-	b.WriteString(level)
-	b.WriteString("\x00\x00")
+func kindOf(level, msg string) string { return string(appendKind(nil, level, msg)) }
+
+// appendKind appends the kind of msg at level (kindOf) to b.
+func appendKind(b []byte, level, msg string) []byte {
+	b = append(append(b, level...), 0, 0)
 	last := byte(0)
 	for i := 0; i < len(msg); i++ {
 		c := msg[i]
@@ -242,10 +249,10 @@ func kindOf(level, msg string) string {
 				continue
 			}
 		}
-		b.WriteByte(c)
+		b = append(b, c)
 		last = c
 	}
-	return b.String()
+	return b
 }
 
 // line writes one log line; the caller holds l.mu.

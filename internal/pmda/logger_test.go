@@ -2,8 +2,10 @@ package pmda
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,5 +237,30 @@ func TestLoggerBatchPages(t *testing.T) {
 	// before the long line; "last" with the Batch's end.
 	if lines.n != 32 || batched.n != 5 {
 		t.Errorf("%d writes line by line, %d batched; want 32 and 5", lines.n, batched.n)
+	}
+}
+
+// A kind is remembered by its hash: a line logged costs no copy of
+// itself kept for its window, though the start-up report's lines are all
+// kinds of their own, some hundreds of bytes long.
+func TestLoggerKeepsNoCopyOfEachLine(t *testing.T) {
+	l := NewLogger(io.Discard, "pmdaperfevent")
+	msgs := make([]string, 200)
+	for i := range msgs {
+		// Letters only: a digit would make every line one kind.
+		msgs[i] = strings.Repeat(string(rune('a'+i%26))+string(rune('a'+i/26)), 1000)
+	}
+	l.Infof("%s", "warm up")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, m := range msgs {
+		l.Infof("%s", m)
+	}
+	runtime.ReadMemStats(&after)
+	if len(l.repeats) != len(msgs)+1 {
+		t.Fatalf("%d kinds remembered, want %d", len(l.repeats), len(msgs)+1)
+	}
+	if per := (after.TotalAlloc - before.TotalAlloc) / uint64(len(msgs)); per > 500 {
+		t.Errorf("a line of %d bytes allocated %d bytes, want at most 500: its kind is kept as a copy", len(msgs[0]), per)
 	}
 }
