@@ -141,7 +141,7 @@ func renderIndex() ([]byte, error) {
 	b.WriteString("// The data is libpfm4's (MIT): see tables/LICENSE.libpfm4.\n\npackage pfm\n\n")
 	b.WriteString("var generatedIndex = []generatedArch{\n")
 	for _, arch := range Archs {
-		fmt.Fprintf(&b, "\t{arch: %q, pmus: index_%s, byName: byName_%s, byID: byID_%s},\n", arch, arch, arch, arch)
+		fmt.Fprintf(&b, "\t{arch: %q, pmus: index_%s[:], byName: byName_%s, byID: byID_%s},\n", arch, arch, arch, arch)
 	}
 	b.WriteString("}\n\n")
 
@@ -153,7 +153,9 @@ func renderIndex() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, "var index_%s = []PMU{\n", arch)
+		// An array, not a slice: byID's pointers into it are then
+		// addresses the linker writes, not code every start runs.
+		fmt.Fprintf(&b, "var index_%s = [...]PMU{\n", arch)
 		for _, p := range pmus {
 			tabs := []string{p.table}
 			for _, mt := range p.ModelTables {
@@ -201,6 +203,18 @@ func renderIndex() ([]byte, error) {
 				order[i] = uint16(i)
 			}
 			slices.SortStableFunc(order, func(x, y uint16) int { return o.cmp(pmus[x], pmus[y]) })
+			if o.name == "byID" {
+				// ArchPMUsByID's slice itself, so that no start builds it.
+				fmt.Fprintf(&b, "var %s_%s = []*PMU{", o.name, arch)
+				for i, k := range order {
+					if i%8 == 0 {
+						b.WriteString("\n\t")
+					}
+					fmt.Fprintf(&b, "&index_%s[%d], ", arch, k)
+				}
+				b.WriteString("\n}\n\n")
+				continue
+			}
 			fmt.Fprintf(&b, "var %s_%s = []uint16{", o.name, arch)
 			for i, k := range order {
 				if i%16 == 0 {

@@ -1,6 +1,10 @@
 package pmu
 
-import "perfevent/internal/pfm"
+import (
+	"testing"
+
+	"perfevent/internal/pfm"
+)
 
 // fakeCatalog is a few of libpfm4's PMUs, with their real ids, for the
 // detection rules' unit test; the fixture tests use the real catalog.
@@ -41,8 +45,8 @@ func fakeCatalog() []*pfm.PMU {
 		intel(319, "skx", 85),
 		uncore(354, "skx_unc_imc0", "uncore_imc_0"),
 		other(436, "arm_thunderx2", pfm.FamilyARM),
-		other(438, "tx2_dmc0", pfm.FamilyARM),
 		intel(437, "clx", 85),
+		other(438, "tx2_dmc0", pfm.FamilyARM),
 		other(444, "amd64_fam17h_zen1", pfm.FamilyAMD64),
 		other(445, "amd64_fam17h_zen2", pfm.FamilyAMD64),
 		other(449, "arm_n1", pfm.FamilyARM),
@@ -63,5 +67,16 @@ func fakeCatalog() []*pfm.PMU {
 		uncore(684, "gnr_unc_imc0", "uncore_imc_0"),
 		other(698, "amd64_fam1ah_zen6", pfm.FamilyAMD64),
 		{Name: "amd64_fam1ah_zen6_l3", ID: 699, Family: pfm.FamilyAMD64, Type: pfm.PMUTypeUncore, PerfName: "amd_l3"},
+	}
+}
+
+// catalog hands its source's order on as libpfm4's; a fake catalog must
+// keep to the ids' order as the generated one does.
+func TestFakeCatalogByID(t *testing.T) {
+	pmus := fakeCatalog()
+	for i := 1; i < len(pmus); i++ {
+		if pmus[i-1].ID >= pmus[i].ID {
+			t.Errorf("fakeCatalog: %s (id %d) before %s (id %d)", pmus[i-1].Name, pmus[i-1].ID, pmus[i].Name, pmus[i].ID)
+		}
 	}
 }
