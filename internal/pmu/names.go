@@ -3,12 +3,14 @@ package pmu
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pfm"
 )
 
@@ -44,7 +46,7 @@ type ARMCore struct{ Implementer, Part int }
 func (fs *FS) CPUInfo() (CPUInfo, error) {
 	fs.cpuOnce.Do(func() {
 		path := fs.CPUInfoFile()
-		f, err := os.Open(path)
+		f, err := hostfs.Open(path)
 		if err != nil {
 			fs.cpuErr = err
 			return
@@ -55,7 +57,7 @@ func (fs *FS) CPUInfo() (CPUInfo, error) {
 	return fs.cpu, fs.cpuErr
 }
 
-func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
+func parseCPUInfo(path string, f io.Reader) (CPUInfo, error) {
 	info := CPUInfo{Flags: map[string]bool{}}
 	sc := bufio.NewScanner(f)
 	// Small reads: the kernel writes the file in the reader's chunks, and

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -171,12 +170,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 // from one listing: a glob stats the directory before it lists it, and
 // matches each name with the pattern's parser.
 func nodeDirs(dir string) []string {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
+	names, _ := hostfs.ReadDirNames(dir)
 	var dirs []string
 	for _, n := range names {
 		if len(n) > len("node") && strings.HasPrefix(n, "node") && '0' <= n[4] && n[4] <= '9' {
