@@ -63,14 +63,15 @@ func (fs *FS) PMUNames() ([]string, error) {
 	return fs.cachedNames(fs.readPMUNames)
 }
 
+// readPMUNames lists the names alone: os.ReadDir would make an entry of
+// each, in a directory buffer of its own, for the names to be copied out.
 func (fs *FS) readPMUNames() ([]string, error) {
-	ents, err := os.ReadDir(fs.devicesDir())
+	names, err := hostfs.ReadDirNames(fs.devicesDir())
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
+	if len(names) == 0 {
+		return nil, nil
 	}
 	slices.Sort(names)
 	return names, nil
