@@ -475,3 +475,33 @@ func BenchmarkScaleFor(b *testing.B) {
 		})
 	}
 }
+
+// eachFile reads a directory's files in the order of their names and
+// passes over its subdirectories; a missing directory has no files, and
+// one that cannot be listed is an error.
+func TestEachFile(t *testing.T) {
+	dir := t.TempDir()
+	for n, text := range map[string]string{"umask": "config:8-15\n", "event": "config:0-7\n", "edge": "config:18\n"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "power"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := eachFile(dir, func(n, text string) { got = append(got, n+"="+text) }); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"edge=config:18\n", "event=config:0-7\n", "umask=config:8-15\n"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("eachFile gave %q, want %q", got, want)
+	}
+	got = nil
+	if err := eachFile(filepath.Join(dir, "missing"), func(n, _ string) { got = append(got, n) }); err != nil || got != nil {
+		t.Errorf("eachFile(missing) = %v, called for %q; want nil, no calls", err, got)
+	}
+	if err := eachFile(filepath.Join(dir, "event"), func(string, string) {}); err == nil {
+		t.Error("eachFile(a file) = nil, want an error")
+	}
+}
