@@ -141,7 +141,7 @@ func renderIndex() ([]byte, error) {
 	b.WriteString("// The data is libpfm4's (MIT): see tables/LICENSE.libpfm4.\n\npackage pfm\n\n")
 	b.WriteString("var generatedIndex = []generatedArch{\n")
 	for _, arch := range Archs {
-		fmt.Fprintf(&b, "\t{arch: %q, pmus: index_%s[:], byName: byName_%s, byID: byID_%s},\n", arch, arch, arch, arch)
+		fmt.Fprintf(&b, "\t{arch: %q, pmus: index_%s[:], byName: byName_%s, byID: byID_%s, sketch: sketch_%s},\n", arch, arch, arch, arch, arch)
 	}
 	b.WriteString("}\n\n")
 
@@ -213,6 +213,9 @@ func renderIndex() ([]byte, error) {
 					fmt.Fprintf(&b, "&index_%s[%d], ", arch, k)
 				}
 				b.WriteString("\n}\n\n")
+				if err := renderSketch(&b, arch, pmus, order); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			fmt.Fprintf(&b, "var %s_%s = []uint16{", o.name, arch)
@@ -259,6 +262,58 @@ func renderIndex() ([]byte, error) {
 	b.WriteString("}\n\n")
 	b.Write(defs.Bytes())
 	return format.Source(b.Bytes())
+}
+
+// renderSketch writes the sketches of an architecture's PMUs in the
+// order given (see sketchTable).
+func renderSketch(b *bytes.Buffer, arch string, pmus []*PMU, order []uint16) error {
+	var names, models strings.Builder
+	offsets := map[string]int{}
+	str := func(s string) (int, int, error) {
+		if s == "" {
+			return 0, 0, nil
+		}
+		o, ok := offsets[s]
+		if !ok {
+			o = names.Len()
+			offsets[s] = o
+			names.WriteString(s)
+		}
+		if o > 0xffff || len(s) > 0xff {
+			return 0, 0, fmt.Errorf("%s: sketch: %q does not fit a row", arch, s)
+		}
+		return o, len(s), nil
+	}
+	var rows bytes.Buffer
+	for _, k := range order {
+		p := pmus[k]
+		no, nl, err := str(p.Name)
+		if err != nil {
+			return err
+		}
+		po, pl, err := str(p.PerfName)
+		if err != nil {
+			return err
+		}
+		mo := models.Len()
+		for _, m := range p.CPUModels {
+			if m < 0 || m > 0xff {
+				return fmt.Errorf("%s/%s: sketch: CPU model %d is not a byte", arch, p.Name, m)
+			}
+			models.WriteByte(byte(m))
+		}
+		if len(p.CPUModels) > 0xff || mo > 0xffff || p.CPUFamily < 0 || p.CPUFamily > 0xffff {
+			return fmt.Errorf("%s/%s: sketch: models or family do not fit a row", arch, p.Name)
+		}
+		if len(p.CPUModels) == 0 {
+			mo = 0
+		}
+		fmt.Fprintf(&rows, "\t\t{name: %d, nameLen: %d, perfName: %d, perfNameLen: %d, family: %s, models: %d, modelsLen: %d, cpuFamily: %d}, // %s\n",
+			no, nl, po, pl, familyIdents[p.Family], mo, len(p.CPUModels), p.CPUFamily, p.Name)
+	}
+	fmt.Fprintf(b, "var sketch_%s = sketchTable{\n\tnames: %+q,\n\tmodels: %+q,\n\trows: []sketchRow{\n%s\t},\n}\n\n",
+		arch, names.String(), models.String(), rows.String())
+	return nil
 }
 
 func renderPMU(b *bytes.Buffer, p *PMU, hashVar string) {
@@ -446,4 +501,35 @@ func (r *fields) ints(i int) []int {
 		v[k] = n
 	}
 	return v
+}
+
+// SelectByID shows keep each PMU of ArchPMUsByID with the fields
+// detection reads as the index has them, and gives the PMUs it accepts.
+func TestSelectByID(t *testing.T) {
+	for _, arch := range Archs {
+		all := ArchPMUsByID(arch)
+		i := 0
+		odd := SelectByID(arch, func(s *PMU) bool {
+			p := all[i]
+			want := PMU{Name: p.Name, Family: p.Family, PerfName: p.PerfName, CPUFamily: p.CPUFamily, CPUModels: p.CPUModels}
+			if !reflect.DeepEqual(*s, want) {
+				t.Errorf("%s: sketch %d is\n%+v\nthe index has\n%+v", arch, i, *s, want)
+			}
+			i++
+			return i%2 == 0
+		})
+		if i != len(all) {
+			t.Errorf("%s: SelectByID showed %d PMUs, ArchPMUsByID has %d", arch, i, len(all))
+		}
+		var want []*PMU
+		for k := 1; k < len(all); k += 2 {
+			want = append(want, all[k])
+		}
+		if !slices.Equal(odd, want) {
+			t.Errorf("%s: SelectByID gave %d PMUs, not the %d accepted", arch, len(odd), len(want))
+		}
+	}
+	if got := SelectByID("s390x", func(*PMU) bool { return true }); got != nil {
+		t.Errorf("SelectByID(s390x) = %v, want nil", got)
+	}
 }

@@ -181,6 +181,7 @@ type generatedArch struct {
 	pmus   []PMU
 	byName []uint16 // indexes of pmus by Name, then Order
 	byID   []*PMU   // by ID, then Order: pointers into pmus
+	sketch sketchTable
 }
 
 // generatedTable is a table compiled in rather than decoded.

@@ -231,7 +231,7 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 		device := func(name string) bool {
 			return isPathElem(name) && fs.hasPMU(name)
 		}
-		fs.active = Detect(cpu, catalog(arch), device)
+		fs.active = detectCatalog(cpu, arch, device)
 		fs.arch = arch
 	})
 	return fs.active
