@@ -26,8 +26,8 @@ type sketchRow struct {
 
 // SelectByID gives the PMUs of ArchPMUsByID(arch) that keep accepts, in
 // that order. keep sees a sketch of each, a PMU with only Name, Family,
-// PerfName, CPUFamily and CPUModels set, which it must not keep: only the
-// PMUs it accepts are read from the index.
+// PerfName, CPUFamily and CPUModels set, which it must neither change nor
+// keep: only the PMUs it accepts are read from the index.
 func SelectByID(arch string, keep func(sketch *PMU) bool) []*PMU {
 	for _, a := range generatedIndex {
 		if a.arch != arch {
@@ -45,12 +45,13 @@ func SelectByID(arch string, keep func(sketch *PMU) bool) []*PMU {
 			for _, m := range []byte(t.models[r.models : int(r.models)+int(r.modelsLen)]) {
 				models = append(models, int(m))
 			}
-			*s = PMU{
-				Name:      t.names[r.name : int(r.name)+int(r.nameLen)],
-				Family:    r.family,
-				PerfName:  t.names[r.perfName : int(r.perfName)+int(r.perfNameLen)],
-				CPUFamily: int(r.cpuFamily),
-			}
+			// Field by field: the rest of the sketch stays zero, and is
+			// not written again for every PMU.
+			s.Name = t.names[r.name : int(r.name)+int(r.nameLen)]
+			s.Family = r.family
+			s.PerfName = t.names[r.perfName : int(r.perfName)+int(r.perfNameLen)]
+			s.CPUFamily = int(r.cpuFamily)
+			s.CPUModels = nil
 			if r.modelsLen > 0 {
 				s.CPUModels = models
 			}
