@@ -34,6 +34,12 @@ type CPUInfo struct {
 	// big.LITTLE machine. libpfm4 after 4.13 activates the PMU of each.
 	// Only processors with implementer, architecture and part count.
 	ARMCores []ARMCore
+
+	// cores are the Arm cores with their processors, as the vendor
+	// lists' detection wants them (see armCores), when coresRead: the
+	// file was read to its end, which an Arm one is.
+	cores     []armCore
+	coresRead bool
 }
 
 // ARMCore is one kind of ARM core.
@@ -65,6 +71,7 @@ func parseCPUInfo(path string, f io.Reader) (CPUInfo, error) {
 	sc.Buffer(make([]byte, 4096), 1024*1024)
 	line := 0
 	seenProcessor := false
+	scan := newCoreScan()
 	for sc.Scan() {
 		line++
 		key, val, ok := strings.Cut(sc.Text(), ":")
@@ -72,6 +79,7 @@ func parseCPUInfo(path string, f io.Reader) (CPUInfo, error) {
 			continue
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		scan.line(key, val)
 		num := func(dst *int) error {
 			n, err := strconv.ParseInt(val, 0, 32)
 			if err != nil {
@@ -89,8 +97,11 @@ func parseCPUInfo(path string, f io.Reader) (CPUInfo, error) {
 			if seenProcessor {
 				// ARM: the other processors only for their cores.
 				info.ARMCores = info.firstCore()
-				rest, err := armCores(path, sc, line)
+				rest, err := armCores(path, sc, line, &scan)
 				info.ARMCores = appendCores(info.ARMCores, rest...)
+				if err == nil {
+					info.cores, info.coresRead = scan.done(), true
+				}
 				return info, err
 			}
 			seenProcessor = true
@@ -131,7 +142,11 @@ func parseCPUInfo(path string, f io.Reader) (CPUInfo, error) {
 		}
 	}
 	info.ARMCores = info.firstCore()
-	return info, sc.Err()
+	if err := sc.Err(); err != nil {
+		return info, err
+	}
+	info.cores, info.coresRead = scan.done(), true
+	return info, nil
 }
 
 func (c CPUInfo) firstCore() []ARMCore {
@@ -152,8 +167,9 @@ func appendCores(list []ARMCore, cores ...ARMCore) []ARMCore {
 }
 
 // armCores reads the rest of an ARM cpuinfo, from the line after the
-// second "processor", for the core of each processor.
-func armCores(path string, sc *bufio.Scanner, line int) ([]ARMCore, error) {
+// second "processor", for the core of each processor; it gives scan
+// every line too.
+func armCores(path string, sc *bufio.Scanner, line int, scan *coreScan) ([]ARMCore, error) {
 	var cores []ARMCore
 	var cur ARMCore
 	var impl, arch, part bool
@@ -170,6 +186,7 @@ func armCores(path string, sc *bufio.Scanner, line int) ([]ARMCore, error) {
 			continue
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		scan.line(key, val)
 		var dst *int
 		switch key {
 		case "processor":
