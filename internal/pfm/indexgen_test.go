@@ -191,42 +191,41 @@ func renderIndex() ([]byte, error) {
 			renderPMU(&b, p, hv)
 		}
 		b.WriteString("}\n\n")
-		for _, o := range []struct {
-			name string
-			cmp  func(x, y *PMU) int
-		}{
-			{"byName", func(x, y *PMU) int { return strings.Compare(x.Name, y.Name) }},
-			{"byID", func(x, y *PMU) int { return x.ID - y.ID }},
-		} {
+		sorted := func(cmp func(x, y *PMU) int) []uint16 {
 			order := make([]uint16, len(pmus))
 			for i := range order {
 				order[i] = uint16(i)
 			}
-			slices.SortStableFunc(order, func(x, y uint16) int { return o.cmp(pmus[x], pmus[y]) })
-			if o.name == "byID" {
-				// ArchPMUsByID's slice itself, so that no start builds it.
-				fmt.Fprintf(&b, "var %s_%s = []*PMU{", o.name, arch)
-				for i, k := range order {
-					if i%8 == 0 {
-						b.WriteString("\n\t")
-					}
-					fmt.Fprintf(&b, "&index_%s[%d], ", arch, k)
-				}
-				b.WriteString("\n}\n\n")
-				if err := renderSketch(&b, arch, pmus, order); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			fmt.Fprintf(&b, "var %s_%s = []uint16{", o.name, arch)
-			for i, k := range order {
-				if i%16 == 0 {
-					b.WriteString("\n\t")
-				}
-				fmt.Fprintf(&b, "%d, ", k)
-			}
-			b.WriteString("\n}\n\n")
+			slices.SortStableFunc(order, func(x, y uint16) int { return cmp(pmus[x], pmus[y]) })
+			return order
 		}
+		byID := sorted(func(x, y *PMU) int { return x.ID - y.ID })
+		// ArchPMUsByID's slice itself, so that no start builds it.
+		fmt.Fprintf(&b, "var byID_%s = []*PMU{", arch)
+		for i, k := range byID {
+			if i%8 == 0 {
+				b.WriteString("\n\t")
+			}
+			fmt.Fprintf(&b, "&index_%s[%d], ", arch, k)
+		}
+		b.WriteString("\n}\n\n")
+		if err := renderSketch(&b, arch, pmus, byID); err != nil {
+			return nil, err
+		}
+		// byName holds positions in byID, which are the sketches' rows:
+		// a lookup compares the sketches' names, not the PMUs'.
+		row := make([]uint16, len(pmus))
+		for i, k := range byID {
+			row[k] = uint16(i)
+		}
+		fmt.Fprintf(&b, "var byName_%s = []uint16{", arch)
+		for i, k := range sorted(func(x, y *PMU) int { return strings.Compare(x.Name, y.Name) }) {
+			if i%16 == 0 {
+				b.WriteString("\n\t")
+			}
+			fmt.Fprintf(&b, "%d, ", row[k])
+		}
+		b.WriteString("\n}\n\n")
 	}
 	b.Write(hashes.Bytes())
 

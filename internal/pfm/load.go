@@ -100,13 +100,15 @@ func find(arch, name string) *PMU {
 		if a.arch != arch {
 			continue
 		}
+		t := &a.sketch
 		i, ok := slices.BinarySearchFunc(a.byName, name, func(k uint16, name string) int {
-			return strings.Compare(a.pmus[k].Name, name)
+			r := &t.rows[k]
+			return strings.Compare(t.names[r.name:int(r.name)+int(r.nameLen)], name)
 		})
 		if !ok {
 			return nil
 		}
-		return &a.pmus[a.byName[i]]
+		return a.byID[a.byName[i]]
 	}
 	return nil
 }
@@ -179,7 +181,7 @@ func table(arch, name string, size [2]int) *loadedTable {
 type generatedArch struct {
 	arch   string
 	pmus   []PMU
-	byName []uint16 // indexes of pmus by Name, then Order
+	byName []uint16 // rows of sketch (and byID) by Name, then Order: a lookup reads the sketches' names
 	byID   []*PMU   // by ID, then Order: pointers into pmus
 	sketch sketchTable
 }
