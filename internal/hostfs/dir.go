@@ -3,6 +3,7 @@ package hostfs
 import (
 	"io"
 	"io/fs"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,11 +21,12 @@ func ReadDirNames(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	// Enough for a sysfs directory of a hundred entries in one call.
-	var buf [4096]byte
+	direntBuf.Lock()
+	defer direntBuf.Unlock()
+	buf := direntBuf.b[:]
 	names := []string{}
 	for {
-		n, err := unix.Getdents(fd, buf[:])
+		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -36,6 +38,15 @@ func ReadDirNames(dir string) ([]string, error) {
 		}
 		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
+}
+
+// direntBuf is ReadDirNames' buffer, enough for a sysfs directory of a
+// hundred entries in one call: one for the process rather than one on
+// the stack of each caller, whose goroutine's stack it could make the
+// runtime grow (a copy of every frame on it), nor one made per call.
+var direntBuf struct {
+	sync.Mutex
+	b [4096]byte
 }
 
 // File is a file read with plain system calls, away from the runtime's
