@@ -102,7 +102,7 @@ func TestDetectCatalogIsDetect(t *testing.T) {
 	if len(cpus) < 15 {
 		t.Fatalf("%d fixtures with a cpuinfo, want the 15 or more of testdata", len(cpus))
 	}
-	perfmon := map[string]bool{"arch_perfmon": true}
+	perfmon := CPUFlags("fpu arch_perfmon pni")
 	for _, fam := range []int{5, 6, 15, 16, 17, 18, 20, 21, 22, 23, 25, 26} {
 		for model := 0; model < 256; model++ {
 			for _, stepping := range []int{0, 4, 5} {

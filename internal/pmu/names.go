@@ -22,7 +22,7 @@ type CPUInfo struct {
 	Family   int
 	Model    int
 	Stepping int
-	Flags    map[string]bool
+	Flags    CPUFlags
 
 	Implementer     int  // ARM "CPU implementer", e.g. 0x41 for Arm Ltd
 	Part            int  // ARM "CPU part", e.g. 0xd0c for Neoverse N1
@@ -40,6 +40,29 @@ type CPUInfo struct {
 	// file was read to its end, which an Arm one is.
 	cores     []armCore
 	coresRead bool
+}
+
+// CPUFlags are a processor's "flags" as cpuinfo lists them, separated by
+// spaces. Detection asks for one of the hundred and more; a map of them
+// all was some kilobytes of heap made at every start for that.
+type CPUFlags string
+
+// Has reports whether flag is one of f.
+func (f CPUFlags) Has(flag string) bool {
+	s := string(f)
+	for s != "" {
+		i := strings.IndexAny(s, " \t")
+		tok := s
+		if i >= 0 {
+			tok, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if tok != "" && tok == flag {
+			return true
+		}
+	}
+	return false
 }
 
 // ARMCore is one kind of ARM core.
@@ -64,7 +87,7 @@ func (fs *FS) CPUInfo() (CPUInfo, error) {
 }
 
 func parseCPUInfo(path string, f io.Reader) (CPUInfo, error) {
-	info := CPUInfo{Flags: map[string]bool{}}
+	info := CPUInfo{}
 	sc := bufio.NewScanner(f)
 	// Small reads: the kernel writes the file in the reader's chunks, and
 	// only the first processor is read.
@@ -114,15 +137,10 @@ func parseCPUInfo(path string, f io.Reader) (CPUInfo, error) {
 		case "stepping":
 			err = num(&info.Stepping)
 		case "flags":
-			fields := strings.Fields(val)
-			if len(info.Flags) == 0 {
-				// Sized once: a hundred flags or more grew the map
-				// several times.
-				info.Flags = make(map[string]bool, len(fields))
+			if info.Flags != "" {
+				val = string(info.Flags) + " " + val
 			}
-			for _, fl := range fields {
-				info.Flags[fl] = true
-			}
+			info.Flags = CPUFlags(val)
 		case "CPU implementer":
 			err = num(&info.Implementer)
 		case "CPU part":

@@ -125,7 +125,7 @@ func TestPresentNames(t *testing.T) {
 
 func TestDetect(t *testing.T) {
 	intel := func(model, stepping int) CPUInfo {
-		return CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: model, Stepping: stepping, Flags: map[string]bool{"arch_perfmon": true}}
+		return CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: model, Stepping: stepping, Flags: "arch_perfmon"}
 	}
 	amd := func(family, model, stepping int) CPUInfo {
 		return CPUInfo{Vendor: "AuthenticAMD", Family: family, Model: model, Stepping: stepping}
@@ -148,8 +148,8 @@ func TestDetect(t *testing.T) {
 		// Alder Lake's two kinds of cores, each its own PMU.
 		{intel(0x97, 2), []string{"ix86arch", "perf", "perf_raw", "adl_glc", "adl_grt"}},
 		{intel(0xbf, 2), []string{"ix86arch", "perf", "perf_raw", "adl_glc", "adl_grt"}},
-		{CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: 85, Flags: map[string]bool{}}, []string{"perf", "rapl", "perf_raw", "skx", "skx_unc_imc0"}},
-		{CPUInfo{Vendor: "GenuineIntel", Family: 15, Model: 4, Flags: map[string]bool{"arch_perfmon": true}}, []string{"netburst_p", "perf", "perf_raw"}},
+		{CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: 85, Flags: ""}, []string{"perf", "rapl", "perf_raw", "skx", "skx_unc_imc0"}},
+		{CPUInfo{Vendor: "GenuineIntel", Family: 15, Model: 4, Flags: "arch_perfmon"}, []string{"netburst_p", "perf", "perf_raw"}},
 		{amd(15, 5, 1), []string{"perf", "amd64_k8_revb", "perf_raw"}},
 		{amd(15, 0x41, 2), []string{"perf", "amd64_k8_revf", "perf_raw"}},
 		{amd(0x10, 2, 0), []string{"perf", "amd64_fam10h_barcelona", "perf_raw"}},
@@ -189,7 +189,7 @@ func TestCPUInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Vendor != "AuthenticAMD" || c.Family != 26 || c.Model != 2 || c.Stepping != 1 || !c.Flags["avx512f"] {
+	if c.Vendor != "AuthenticAMD" || c.Family != 26 || c.Model != 2 || c.Stepping != 1 || !c.Flags.Has("avx512f") {
 		t.Errorf("vm cpuinfo = %s %d %d %d", c.Vendor, c.Family, c.Model, c.Stepping)
 	}
 	p, err := testFS("power9").CPUInfo()
