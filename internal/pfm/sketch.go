@@ -1,5 +1,7 @@
 package pfm
 
+import "sync"
+
 // A sketch is what detection reads of a PMU (Name, Family, PerfName,
 // CPUFamily, CPUModels), for every PMU of one build in the order of
 // ArchPMUsByID, packed into a few pages: the index's PMU values span
@@ -24,10 +26,20 @@ type sketchRow struct {
 	cpuFamily      uint16
 }
 
+// scratch is SelectByID's sketch and its models, one for the process: a
+// PMU made for each call would be the first object of its size, and cost
+// the heap a fresh page.
+var scratch struct {
+	sync.Mutex
+	sketch PMU
+	models [32]int
+}
+
 // SelectByID gives the PMUs of ArchPMUsByID(arch) that keep accepts, in
 // that order. keep sees a sketch of each, a PMU with only Name, Family,
 // PerfName, CPUFamily and CPUModels set, which it must neither change nor
-// keep: only the PMUs it accepts are read from the index.
+// keep, nor call SelectByID: only the PMUs it accepts are read from the
+// index.
 func SelectByID(arch string, keep func(sketch *PMU) bool) []*PMU {
 	for _, a := range generatedIndex {
 		if a.arch != arch {
@@ -37,8 +49,11 @@ func SelectByID(arch string, keep func(sketch *PMU) bool) []*PMU {
 		var out []*PMU
 		// One sketch, and one list of models, for every PMU: keep
 		// must not keep them.
-		s := new(PMU)
-		var models []int
+		scratch.Lock()
+		defer scratch.Unlock()
+		s := &scratch.sketch
+		*s = PMU{}
+		models := scratch.models[:0]
 		for i := range t.rows {
 			r := &t.rows[i]
 			models = models[:0]
