@@ -70,7 +70,7 @@ func ipc(inst, cyc, source string) ratio.Def {
 // mpki are misses per kilo-instruction over inst: L1 data cache, last
 // level cache and branch mispredictions, each "" where not defined.
 func mpki(inst, l1d, llc, branch, source string) []ratio.Def {
-	var defs []ratio.Def
+	defs := make([]ratio.Def, 0, 3)
 	for _, m := range []struct{ name, ev, what string }{
 		{"l1d_mpki", l1d, "L1 data cache misses (lines brought into L1D)"},
 		{"llc_mpki", llc, "last-level cache misses"},
@@ -87,7 +87,7 @@ func mpki(inst, l1d, llc, branch, source string) []ratio.Def {
 
 // energy are the power PMU's energy counters in watts, per package.
 func energy() []ratio.Def {
-	var defs []ratio.Def
+	defs := make([]ratio.Def, 0, 3)
 	for _, e := range []struct{ name, ev, what string }{
 		{"energy_package_watts", "power.energy-pkg", "the whole package (cores, caches, uncore)"},
 		{"energy_dram_watts", "power.energy-ram", "the DRAM attached to the package"},
@@ -334,7 +334,16 @@ func intelMPKI(source string) []ratio.Def {
 }
 
 func concat(parts ...[]ratio.Def) []ratio.Def {
-	var all []ratio.Def
+	// Sized once: a Def is some two hundred bytes, and growing the list
+	// part by part copied it into an array of each size on the way.
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n == 0 {
+		return nil
+	}
+	all := make([]ratio.Def, 0, n)
 	for _, p := range parts {
 		all = append(all, p...)
 	}

@@ -13,9 +13,11 @@ import (
 // machine never counts events for a ratio it cannot serve. It returns the
 // names of those ratios too; plan is left as it was.
 func Open(plan *setup.Plan, defs []ratio.Def) (_ *setup.Plan, unusable []string) {
-	var ops []setup.Operand
-	var notes []setup.Note
-	at := map[string]int{}
+	// Sized once, for a note per ratio at most and an operand for each of
+	// a ratio's terms.
+	ops := make([]setup.Operand, 0, 2*len(defs))
+	notes := make([]setup.Note, 0, len(defs))
+	at := make(map[string]int, 2*len(defs))
 	for _, d := range defs {
 		usable := true
 		terms := Operands(d)

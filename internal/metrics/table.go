@@ -597,8 +597,12 @@ func (c cpuInstances) inDom(indom pdu.InDom, cpus []int, sockets map[int]int) pm
 // serve. One whose name the table cannot hold beside the others (a level
 // of the namespace that is a metric there) is left out, with the reason.
 func (s *Source) addC(ts *pmda.TableSpec, spec Spec) {
-	taken := map[string]bool{}
-	dirs := map[string]bool{}
+	// Sized once, for the table's names and a value and a dutycycle of
+	// each slot: grown a name at a time, each map was rehashed into a
+	// new table of twice the size several times over.
+	n := len(ts.Metrics) + 2*len(spec.C)
+	taken := make(map[string]bool, n)
+	dirs := make(map[string]bool, n/2)
 	for _, m := range ts.Metrics {
 		taken[m.Name] = true
 		for i := range len(m.Name) {

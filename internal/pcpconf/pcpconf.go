@@ -4,13 +4,14 @@
 package pcpconf
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -122,17 +123,23 @@ func Parse(r io.Reader) (map[string]string, error) {
 	return parse(data), err
 }
 
-// parse is Parse of the whole text, read already: a string is made of
-// each name and value kept, and the map for as many as there may be.
-func parse(text []byte) map[string]string {
-	m := make(map[string]string, bytes.Count(text, []byte("=")))
+// parse is Parse of the whole text, read already, which it takes: data
+// becomes the string every name and value kept is cut from (a string
+// made of each was a hundred and more allocations), and the caller must
+// not write it again. The map is made for as many as there may be.
+func parse(data []byte) map[string]string {
+	if len(data) == 0 {
+		return map[string]string{}
+	}
+	text := unsafe.String(&data[0], len(data))
+	m := make(map[string]string, strings.Count(text, "="))
 	for len(text) > 0 {
-		var line []byte
-		line, text, _ = bytes.Cut(text, []byte("\n"))
-		if line = bytes.TrimSpace(line); len(line) > 0 && line[0] != '#' {
-			name, value, ok := bytes.Cut(line, []byte("="))
-			if ok && bytes.IndexAny(name, " \t") < 0 {
-				m[string(name)] = string(bytes.Trim(value, `"'`))
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
+		if line = strings.TrimSpace(line); len(line) > 0 && line[0] != '#' {
+			name, value, ok := strings.Cut(line, "=")
+			if ok && strings.IndexAny(name, " \t") < 0 {
+				m[name] = strings.Trim(value, `"'`)
 			}
 		}
 	}

@@ -4,12 +4,12 @@
 package pfm
 
 var generatedIndex = []generatedArch{
-	{arch: "amd64", pmus: index_amd64, byName: byName_amd64, byID: byID_amd64},
-	{arch: "arm64", pmus: index_arm64, byName: byName_arm64, byID: byID_arm64},
-	{arch: "ppc64le", pmus: index_ppc64le, byName: byName_ppc64le, byID: byID_ppc64le},
+	{arch: "amd64", pmus: index_amd64[:], byName: byName_amd64, byID: byID_amd64, sketch: sketch_amd64},
+	{arch: "arm64", pmus: index_arm64[:], byName: byName_arm64, byID: byID_arm64, sketch: sketch_arm64},
+	{arch: "ppc64le", pmus: index_ppc64le[:], byName: byName_ppc64le, byID: byID_ppc64le, sketch: sketch_ppc64le},
 }
 
-var index_amd64 = []PMU{
+var index_amd64 = [...]PMU{
 	{Name: "netburst", Desc: "Pentium4", ID: 7, Order: 0, Family: FamilyNetburst, Type: PMUTypeCore, Flags: 0x0, Rev: 0, NumCounters: 18, NumFixed: 0, SupportedPLM: 0x9, MaxEncoding: 3, CPUFamily: 0, Arch: "amd64", table: "netburst", size: [2]int{45, 206}, names: names_amd64_netburst},
 	{Name: "netburst_p", Desc: "Pentium4 (Prescott)", ID: 8, Order: 1, Family: FamilyNetburst, Type: PMUTypeCore, Flags: 0x0, Rev: 0, NumCounters: 18, NumFixed: 0, SupportedPLM: 0x9, MaxEncoding: 3, CPUFamily: 0, Arch: "amd64", table: "netburst_p", size: [2]int{46, 208}, names: names_amd64_netburst_p},
 	{Name: "amd64_k7", Desc: "AMD64 K7", ID: 55, Order: 2, Family: FamilyAMD64, Type: PMUTypeCore, Flags: 0x4, Rev: 1, NumCounters: 4, NumFixed: 0, SupportedPLM: 0x9, MaxEncoding: 1, CPUFamily: 55, Arch: "amd64", table: "amd64_k7", size: [2]int{24, 18}, names: names_amd64_amd64_k7},
@@ -573,85 +573,688 @@ var index_amd64 = []PMU{
 	{Name: "perf_raw", Desc: "perf_events raw PMU", ID: 114, Order: 560, Family: FamilyPerf, Type: PMUTypeOSGeneric, Flags: 0x0, Rev: 0, NumCounters: 0, NumFixed: 0, SupportedPLM: 0x19, MaxEncoding: 1, CPUFamily: 0, Arch: "amd64", table: "perf_raw", size: [2]int{1, 0}, names: names_amd64_perf_raw},
 }
 
+var byID_amd64 = []*PMU{
+	&index_amd64[0], &index_amd64[1], &index_amd64[29], &index_amd64[30], &index_amd64[31], &index_amd64[32], &index_amd64[33], &index_amd64[558],
+	&index_amd64[559], &index_amd64[34], &index_amd64[35], &index_amd64[36], &index_amd64[2], &index_amd64[3], &index_amd64[4], &index_amd64[5],
+	&index_amd64[6], &index_amd64[7], &index_amd64[8], &index_amd64[9], &index_amd64[10], &index_amd64[11], &index_amd64[37], &index_amd64[14],
+	&index_amd64[15], &index_amd64[42], &index_amd64[13], &index_amd64[12], &index_amd64[43], &index_amd64[38], &index_amd64[39], &index_amd64[40],
+	&index_amd64[41], &index_amd64[231], &index_amd64[232], &index_amd64[233], &index_amd64[234], &index_amd64[235], &index_amd64[236], &index_amd64[237],
+	&index_amd64[238], &index_amd64[239], &index_amd64[240], &index_amd64[241], &index_amd64[242], &index_amd64[243], &index_amd64[244], &index_amd64[245],
+	&index_amd64[246], &index_amd64[247], &index_amd64[248], &index_amd64[249], &index_amd64[250], &index_amd64[251], &index_amd64[48], &index_amd64[49],
+	&index_amd64[44], &index_amd64[45], &index_amd64[46], &index_amd64[47], &index_amd64[230], &index_amd64[252], &index_amd64[16], &index_amd64[560],
+	&index_amd64[255], &index_amd64[256], &index_amd64[257], &index_amd64[258], &index_amd64[259], &index_amd64[260], &index_amd64[261], &index_amd64[262],
+	&index_amd64[263], &index_amd64[264], &index_amd64[265], &index_amd64[266], &index_amd64[267], &index_amd64[268], &index_amd64[269], &index_amd64[270],
+	&index_amd64[271], &index_amd64[272], &index_amd64[273], &index_amd64[274], &index_amd64[275], &index_amd64[276], &index_amd64[277], &index_amd64[278],
+	&index_amd64[279], &index_amd64[280], &index_amd64[281], &index_amd64[282], &index_amd64[283], &index_amd64[284], &index_amd64[285], &index_amd64[286],
+	&index_amd64[287], &index_amd64[288], &index_amd64[289], &index_amd64[50], &index_amd64[51], &index_amd64[290], &index_amd64[291], &index_amd64[292],
+	&index_amd64[293], &index_amd64[294], &index_amd64[295], &index_amd64[296], &index_amd64[297], &index_amd64[298], &index_amd64[299], &index_amd64[300],
+	&index_amd64[301], &index_amd64[302], &index_amd64[303], &index_amd64[304], &index_amd64[305], &index_amd64[306], &index_amd64[307], &index_amd64[308],
+	&index_amd64[309], &index_amd64[310], &index_amd64[311], &index_amd64[312], &index_amd64[313], &index_amd64[314], &index_amd64[315], &index_amd64[316],
+	&index_amd64[317], &index_amd64[318], &index_amd64[319], &index_amd64[320], &index_amd64[325], &index_amd64[326], &index_amd64[327], &index_amd64[328],
+	&index_amd64[329], &index_amd64[330], &index_amd64[321], &index_amd64[322], &index_amd64[323], &index_amd64[324], &index_amd64[53], &index_amd64[52],
+	&index_amd64[253], &index_amd64[331], &index_amd64[332], &index_amd64[333], &index_amd64[334], &index_amd64[335], &index_amd64[336], &index_amd64[337],
+	&index_amd64[338], &index_amd64[339], &index_amd64[348], &index_amd64[349], &index_amd64[350], &index_amd64[351], &index_amd64[352], &index_amd64[353],
+	&index_amd64[354], &index_amd64[355], &index_amd64[340], &index_amd64[341], &index_amd64[342], &index_amd64[343], &index_amd64[344], &index_amd64[345],
+	&index_amd64[346], &index_amd64[347], &index_amd64[356], &index_amd64[357], &index_amd64[358], &index_amd64[359], &index_amd64[360], &index_amd64[361],
+	&index_amd64[362], &index_amd64[363], &index_amd64[364], &index_amd64[365], &index_amd64[366], &index_amd64[367], &index_amd64[368], &index_amd64[369],
+	&index_amd64[370], &index_amd64[371], &index_amd64[372], &index_amd64[373], &index_amd64[374], &index_amd64[375], &index_amd64[376], &index_amd64[377],
+	&index_amd64[378], &index_amd64[379], &index_amd64[380], &index_amd64[381], &index_amd64[382], &index_amd64[383], &index_amd64[384], &index_amd64[385],
+	&index_amd64[386], &index_amd64[387], &index_amd64[388], &index_amd64[389], &index_amd64[390], &index_amd64[391], &index_amd64[392], &index_amd64[393],
+	&index_amd64[394], &index_amd64[395], &index_amd64[396], &index_amd64[397], &index_amd64[398], &index_amd64[399], &index_amd64[400], &index_amd64[401],
+	&index_amd64[402], &index_amd64[403], &index_amd64[404], &index_amd64[405], &index_amd64[406], &index_amd64[407], &index_amd64[408], &index_amd64[409],
+	&index_amd64[410], &index_amd64[411], &index_amd64[412], &index_amd64[413], &index_amd64[414], &index_amd64[415], &index_amd64[416], &index_amd64[417],
+	&index_amd64[418], &index_amd64[424], &index_amd64[425], &index_amd64[426], &index_amd64[427], &index_amd64[428], &index_amd64[429], &index_amd64[430],
+	&index_amd64[431], &index_amd64[432], &index_amd64[433], &index_amd64[435], &index_amd64[436], &index_amd64[437], &index_amd64[438], &index_amd64[419],
+	&index_amd64[439], &index_amd64[440], &index_amd64[441], &index_amd64[442], &index_amd64[434], &index_amd64[420], &index_amd64[421], &index_amd64[422],
+	&index_amd64[423], &index_amd64[18], &index_amd64[17], &index_amd64[54], &index_amd64[443], &index_amd64[444], &index_amd64[445], &index_amd64[446],
+	&index_amd64[447], &index_amd64[448], &index_amd64[449], &index_amd64[450], &index_amd64[451], &index_amd64[452], &index_amd64[453], &index_amd64[454],
+	&index_amd64[455], &index_amd64[456], &index_amd64[457], &index_amd64[458], &index_amd64[459], &index_amd64[460], &index_amd64[461], &index_amd64[462],
+	&index_amd64[463], &index_amd64[464], &index_amd64[465], &index_amd64[466], &index_amd64[467], &index_amd64[468], &index_amd64[469], &index_amd64[470],
+	&index_amd64[471], &index_amd64[472], &index_amd64[473], &index_amd64[474], &index_amd64[475], &index_amd64[476], &index_amd64[477], &index_amd64[478],
+	&index_amd64[479], &index_amd64[480], &index_amd64[481], &index_amd64[482], &index_amd64[493], &index_amd64[487], &index_amd64[488], &index_amd64[490],
+	&index_amd64[491], &index_amd64[492], &index_amd64[483], &index_amd64[489], &index_amd64[484], &index_amd64[485], &index_amd64[486], &index_amd64[494],
+	&index_amd64[495], &index_amd64[496], &index_amd64[497], &index_amd64[498], &index_amd64[499], &index_amd64[500], &index_amd64[501], &index_amd64[502],
+	&index_amd64[511], &index_amd64[512], &index_amd64[513], &index_amd64[514], &index_amd64[515], &index_amd64[516], &index_amd64[517], &index_amd64[518],
+	&index_amd64[503], &index_amd64[504], &index_amd64[505], &index_amd64[506], &index_amd64[507], &index_amd64[508], &index_amd64[509], &index_amd64[510],
+	&index_amd64[519], &index_amd64[520], &index_amd64[521], &index_amd64[522], &index_amd64[523], &index_amd64[524], &index_amd64[525], &index_amd64[526],
+	&index_amd64[527], &index_amd64[528], &index_amd64[529], &index_amd64[530], &index_amd64[531], &index_amd64[532], &index_amd64[533], &index_amd64[534],
+	&index_amd64[535], &index_amd64[536], &index_amd64[537], &index_amd64[538], &index_amd64[539], &index_amd64[540], &index_amd64[541], &index_amd64[542],
+	&index_amd64[543], &index_amd64[544], &index_amd64[545], &index_amd64[546], &index_amd64[547], &index_amd64[548], &index_amd64[549], &index_amd64[550],
+	&index_amd64[551], &index_amd64[552], &index_amd64[553], &index_amd64[554], &index_amd64[555], &index_amd64[556], &index_amd64[557], &index_amd64[55],
+	&index_amd64[19], &index_amd64[20], &index_amd64[254], &index_amd64[56], &index_amd64[21], &index_amd64[28], &index_amd64[23], &index_amd64[57],
+	&index_amd64[137], &index_amd64[22], &index_amd64[214], &index_amd64[58], &index_amd64[59], &index_amd64[60], &index_amd64[61], &index_amd64[62],
+	&index_amd64[63], &index_amd64[64], &index_amd64[65], &index_amd64[66], &index_amd64[67], &index_amd64[68], &index_amd64[69], &index_amd64[70],
+	&index_amd64[71], &index_amd64[72], &index_amd64[73], &index_amd64[74], &index_amd64[75], &index_amd64[76], &index_amd64[77], &index_amd64[78],
+	&index_amd64[79], &index_amd64[80], &index_amd64[81], &index_amd64[82], &index_amd64[83], &index_amd64[84], &index_amd64[85], &index_amd64[86],
+	&index_amd64[87], &index_amd64[88], &index_amd64[89], &index_amd64[90], &index_amd64[91], &index_amd64[92], &index_amd64[93], &index_amd64[94],
+	&index_amd64[95], &index_amd64[96], &index_amd64[97], &index_amd64[98], &index_amd64[99], &index_amd64[100], &index_amd64[101], &index_amd64[102],
+	&index_amd64[103], &index_amd64[104], &index_amd64[105], &index_amd64[106], &index_amd64[107], &index_amd64[108], &index_amd64[109], &index_amd64[112],
+	&index_amd64[113], &index_amd64[114], &index_amd64[115], &index_amd64[116], &index_amd64[117], &index_amd64[118], &index_amd64[119], &index_amd64[120],
+	&index_amd64[121], &index_amd64[122], &index_amd64[123], &index_amd64[110], &index_amd64[111], &index_amd64[124], &index_amd64[125], &index_amd64[126],
+	&index_amd64[127], &index_amd64[128], &index_amd64[129], &index_amd64[130], &index_amd64[131], &index_amd64[132], &index_amd64[133], &index_amd64[134],
+	&index_amd64[135], &index_amd64[136], &index_amd64[228], &index_amd64[229], &index_amd64[138], &index_amd64[139], &index_amd64[140], &index_amd64[141],
+	&index_amd64[142], &index_amd64[143], &index_amd64[144], &index_amd64[145], &index_amd64[146], &index_amd64[147], &index_amd64[148], &index_amd64[149],
+	&index_amd64[150], &index_amd64[151], &index_amd64[152], &index_amd64[153], &index_amd64[154], &index_amd64[155], &index_amd64[156], &index_amd64[157],
+	&index_amd64[158], &index_amd64[159], &index_amd64[160], &index_amd64[161], &index_amd64[162], &index_amd64[163], &index_amd64[164], &index_amd64[165],
+	&index_amd64[166], &index_amd64[167], &index_amd64[168], &index_amd64[169], &index_amd64[170], &index_amd64[171], &index_amd64[172], &index_amd64[173],
+	&index_amd64[174], &index_amd64[175], &index_amd64[176], &index_amd64[177], &index_amd64[178], &index_amd64[179], &index_amd64[180], &index_amd64[181],
+	&index_amd64[182], &index_amd64[183], &index_amd64[184], &index_amd64[185], &index_amd64[186], &index_amd64[187], &index_amd64[188], &index_amd64[189],
+	&index_amd64[190], &index_amd64[191], &index_amd64[192], &index_amd64[193], &index_amd64[194], &index_amd64[195], &index_amd64[196], &index_amd64[197],
+	&index_amd64[198], &index_amd64[199], &index_amd64[200], &index_amd64[201], &index_amd64[202], &index_amd64[203], &index_amd64[204], &index_amd64[205],
+	&index_amd64[206], &index_amd64[207], &index_amd64[208], &index_amd64[209], &index_amd64[210], &index_amd64[211], &index_amd64[212], &index_amd64[213],
+	&index_amd64[215], &index_amd64[24], &index_amd64[25], &index_amd64[216], &index_amd64[217], &index_amd64[218], &index_amd64[219], &index_amd64[220],
+	&index_amd64[221], &index_amd64[222], &index_amd64[223], &index_amd64[224], &index_amd64[225], &index_amd64[226], &index_amd64[227], &index_amd64[26],
+	&index_amd64[27],
+}
+
+var sketch_amd64 = sketchTable{
+	names:  "netburstnetburst_pcoreatomnhmnhm_exnhm_uncuncoreix86archperfwsmwsm_dpwsm_uncamd64_k7amd64_k8_revbamd64_k8_revcamd64_k8_revdamd64_k8_reveamd64_k8_revfamd64_k8_revgamd64_fam10h_barcelonaamd64_fam10h_shanghaiamd64_fam10h_istanbulsnbamd64_fam14h_bobcatamd64_fam15h_interlagossnb_epamd64_fam12h_llanoamd64_fam11h_turionivbsnb_unc_cbo0uncore_cbox_0snb_unc_cbo1uncore_cbox_1snb_unc_cbo2uncore_cbox_2snb_unc_cbo3uncore_cbox_3snbep_unc_cbo0snbep_unc_cbo1snbep_unc_cbo2snbep_unc_cbo3snbep_unc_cbo4uncore_cbox_4snbep_unc_cbo5uncore_cbox_5snbep_unc_cbo6uncore_cbox_6snbep_unc_cbo7uncore_cbox_7snbep_unc_hauncore_hasnbep_unc_imc0uncore_imc_0snbep_unc_imc1uncore_imc_1snbep_unc_imc2uncore_imc_2snbep_unc_imc3uncore_imc_3snbep_unc_pcuuncore_pcusnbep_unc_qpi0uncore_qpi_0snbep_unc_qpi1uncore_qpi_1snbep_unc_ubouncore_uboxsnbep_unc_r2pcieuncore_r2pciesnbep_unc_r3qpi0uncore_r3qpi_0snbep_unc_r3qpi1uncore_r3qpi_1kncivb_ephswivb_unc_cbo0ivb_unc_cbo1ivb_unc_cbo2ivb_unc_cbo3raplpowerslmamd64_fam15h_nbamd_nbperf_rawivbep_unc_cbo0ivbep_unc_cbo1ivbep_unc_cbo2ivbep_unc_cbo3ivbep_unc_cbo4ivbep_unc_cbo5ivbep_unc_cbo6ivbep_unc_cbo7ivbep_unc_cbo8uncore_cbox_8ivbep_unc_cbo9uncore_cbox_9ivbep_unc_cbo10uncore_cbox_10ivbep_unc_cbo11uncore_cbox_11ivbep_unc_cbo12uncore_cbox_12ivbep_unc_cbo13uncore_cbox_13ivbep_unc_cbo14uncore_cbox_14ivbep_unc_ha0uncore_ha_0ivbep_unc_ha1uncore_ha_1ivbep_unc_imc0ivbep_unc_imc1ivbep_unc_imc2ivbep_unc_imc3ivbep_unc_imc4uncore_imc_4ivbep_unc_imc5uncore_imc_5ivbep_unc_imc6uncore_imc_6ivbep_unc_imc7uncore_imc_7ivbep_unc_pcuivbep_unc_qpi0ivbep_unc_qpi1ivbep_unc_qpi2uncore_qpi_2ivbep_unc_uboivbep_unc_r2pcieivbep_unc_r3qpi0ivbep_unc_r3qpi1ivbep_unc_r3qpi2uncore_r3qpi_2ivbep_unc_irpuncore_irphsw_epbdwhswep_unc_cbo0hswep_unc_cbo1hswep_unc_cbo2hswep_unc_cbo3hswep_unc_cbo4hswep_unc_cbo5hswep_unc_cbo6hswep_unc_cbo7hswep_unc_cbo8hswep_unc_cbo9hswep_unc_cbo10hswep_unc_cbo11hswep_unc_cbo12hswep_unc_cbo13hswep_unc_cbo14hswep_unc_cbo15uncore_cbox_15hswep_unc_cbo16uncore_cbox_16hswep_unc_cbo17uncore_cbox_17hswep_unc_ha0hswep_unc_ha1hswep_unc_imc0hswep_unc_imc1hswep_unc_imc2hswep_unc_imc3hswep_unc_imc4hswep_unc_imc5hswep_unc_imc6hswep_unc_imc7hswep_unc_pcuhswep_unc_qpi0hswep_unc_qpi1hswep_unc_ubohswep_unc_r2pciehswep_unc_r3qpi0hswep_unc_r3qpi1hswep_unc_r3qpi2hswep_unc_irphswep_unc_sbo0uncore_sbox_0hswep_unc_sbo1uncore_sbox_1hswep_unc_sbo2uncore_sbox_2hswep_unc_sbo3uncore_sbox_3sklbdw_epglmknlknl_unc_imc0knl_unc_imc1knl_unc_imc2knl_unc_imc3knl_unc_imc4knl_unc_imc5knl_unc_imc_uclk0uncore_mc_uclk_0knl_unc_imc_uclk1uncore_mc_uclk_1knl_unc_edc_eclk0uncore_edc_eclk_0knl_unc_edc_eclk1uncore_edc_eclk_1knl_unc_edc_eclk2uncore_edc_eclk_2knl_unc_edc_eclk3uncore_edc_eclk_3knl_unc_edc_eclk4uncore_edc_eclk_4knl_unc_edc_eclk5uncore_edc_eclk_5knl_unc_edc_eclk6uncore_edc_eclk_6knl_unc_edc_eclk7uncore_edc_eclk_7knl_unc_edc_uclk0uncore_edc_uclk_0knl_unc_edc_uclk1uncore_edc_uclk_1knl_unc_edc_uclk2uncore_edc_uclk_2knl_unc_edc_uclk3uncore_edc_uclk_3knl_unc_edc_uclk4uncore_edc_uclk_4knl_unc_edc_uclk5uncore_edc_uclk_5knl_unc_edc_uclk6uncore_edc_uclk_6knl_unc_edc_uclk7uncore_edc_uclk_7knl_unc_cha0uncore_cha_0knl_unc_cha1uncore_cha_1knl_unc_cha2uncore_cha_2knl_unc_cha3uncore_cha_3knl_unc_cha4uncore_cha_4knl_unc_cha5uncore_cha_5knl_unc_cha6uncore_cha_6knl_unc_cha7uncore_cha_7knl_unc_cha8uncore_cha_8knl_unc_cha9uncore_cha_9knl_unc_cha10uncore_cha_10knl_unc_cha11uncore_cha_11knl_unc_cha12uncore_cha_12knl_unc_cha13uncore_cha_13knl_unc_cha14uncore_cha_14knl_unc_cha15uncore_cha_15knl_unc_cha16uncore_cha_16knl_unc_cha17uncore_cha_17knl_unc_cha18uncore_cha_18knl_unc_cha19uncore_cha_19knl_unc_cha20uncore_cha_20knl_unc_cha21uncore_cha_21knl_unc_cha22uncore_cha_22knl_unc_cha23uncore_cha_23knl_unc_cha24uncore_cha_24knl_unc_cha25uncore_cha_25knl_unc_cha26uncore_cha_26knl_unc_cha27uncore_cha_27knl_unc_cha28uncore_cha_28knl_unc_cha29uncore_cha_29knl_unc_cha30uncore_cha_30knl_unc_cha31uncore_cha_31knl_unc_cha32uncore_cha_32knl_unc_cha33uncore_cha_33knl_unc_cha34uncore_cha_34knl_unc_cha35uncore_cha_35knl_unc_cha36uncore_cha_36knl_unc_cha37uncore_cha_37knl_unc_m2pcieuncore_m2pciebdx_unc_cbo0bdx_unc_cbo1bdx_unc_cbo2bdx_unc_cbo3bdx_unc_cbo4bdx_unc_cbo5bdx_unc_cbo6bdx_unc_cbo7bdx_unc_cbo8bdx_unc_cbo9bdx_unc_cbo10bdx_unc_cbo11bdx_unc_cbo12bdx_unc_cbo13bdx_unc_cbo14bdx_unc_cbo15bdx_unc_cbo16bdx_unc_cbo17bdx_unc_cbo18uncore_cbox_18bdx_unc_cbo19uncore_cbox_19bdx_unc_cbo20uncore_cbox_20bdx_unc_cbo21uncore_cbox_21bdx_unc_cbo22uncore_cbox_22bdx_unc_cbo23uncore_cbox_23bdx_unc_ha0bdx_unc_ha1bdx_unc_imc0bdx_unc_imc1bdx_unc_imc2bdx_unc_imc3bdx_unc_imc4bdx_unc_imc5bdx_unc_imc6bdx_unc_imc7bdx_unc_pcubdx_unc_qpi0bdx_unc_qpi1bdx_unc_qpi2bdx_unc_ubobdx_unc_r2pciebdx_unc_r3qpi0bdx_unc_r3qpi1bdx_unc_r3qpi2bdx_unc_irpbdx_unc_sbo0bdx_unc_sbo1bdx_unc_sbo2bdx_unc_sbo3amd64_fam17hamd64_fam16hskxskx_unc_cha0skx_unc_cha1skx_unc_cha2skx_unc_cha3skx_unc_cha4skx_unc_cha5skx_unc_cha6skx_unc_cha7skx_unc_cha8skx_unc_cha9skx_unc_cha10skx_unc_cha11skx_unc_cha12skx_unc_cha13skx_unc_cha14skx_unc_cha15skx_unc_cha16skx_unc_cha17skx_unc_cha18skx_unc_cha19skx_unc_cha20skx_unc_cha21skx_unc_cha22skx_unc_cha23skx_unc_cha24skx_unc_cha25skx_unc_cha26skx_unc_cha27skx_unc_iio0uncore_iio_0skx_unc_iio1uncore_iio_1skx_unc_iio2uncore_iio_2skx_unc_iio3uncore_iio_3skx_unc_iio4uncore_iio_4skx_unc_iio5uncore_iio_5skx_unc_imc0skx_unc_imc1skx_unc_imc2skx_unc_imc3skx_unc_imc4skx_unc_imc5skx_unc_irpskx_unc_m2m0uncore_m2m_0skx_unc_m2m1uncore_m2m_1skx_unc_m3upi0uncore_m3upi_0skx_unc_m3upi1uncore_m3upi_1skx_unc_m3upi2uncore_m3upi_2skx_unc_pcuskx_unc_uboskx_unc_upi0uncore_upi_0skx_unc_upi1uncore_upi_1skx_unc_upi2uncore_upi_2knmknm_unc_imc0knm_unc_imc1knm_unc_imc2knm_unc_imc3knm_unc_imc4knm_unc_imc5knm_unc_imc_uclk0knm_unc_imc_uclk1knm_unc_edc_eclk0knm_unc_edc_eclk1knm_unc_edc_eclk2knm_unc_edc_eclk3knm_unc_edc_eclk4knm_unc_edc_eclk5knm_unc_edc_eclk6knm_unc_edc_eclk7knm_unc_edc_uclk0knm_unc_edc_uclk1knm_unc_edc_uclk2knm_unc_edc_uclk3knm_unc_edc_uclk4knm_unc_edc_uclk5knm_unc_edc_uclk6knm_unc_edc_uclk7knm_unc_cha0knm_unc_cha1knm_unc_cha2knm_unc_cha3knm_unc_cha4knm_unc_cha5knm_unc_cha6knm_unc_cha7knm_unc_cha8knm_unc_cha9knm_unc_cha10knm_unc_cha11knm_unc_cha12knm_unc_cha13knm_unc_cha14knm_unc_cha15knm_unc_cha16knm_unc_cha17knm_unc_cha18knm_unc_cha19knm_unc_cha20knm_unc_cha21knm_unc_cha22knm_unc_cha23knm_unc_cha24knm_unc_cha25knm_unc_cha26knm_unc_cha27knm_unc_cha28knm_unc_cha29knm_unc_cha30knm_unc_cha31knm_unc_cha32knm_unc_cha33knm_unc_cha34knm_unc_cha35knm_unc_cha36knm_unc_cha37knm_unc_m2pcieclxamd64_fam17h_zen1amd64_fam17h_zen2tmticlamd64_fam19h_zen3amd64_raplamd64_fam19h_zen3_l3amd_l3icxspramd64_fam19h_zen4emricx_unc_cha0icx_unc_cha1icx_unc_cha2icx_unc_cha3icx_unc_cha4icx_unc_cha5icx_unc_cha6icx_unc_cha7icx_unc_cha8icx_unc_cha9icx_unc_cha10icx_unc_cha11icx_unc_cha12icx_unc_cha13icx_unc_cha14icx_unc_cha15icx_unc_cha16icx_unc_cha17icx_unc_cha18icx_unc_cha19icx_unc_cha20icx_unc_cha21icx_unc_cha22icx_unc_cha23icx_unc_cha24icx_unc_cha25icx_unc_cha26icx_unc_cha27icx_unc_cha28icx_unc_cha29icx_unc_cha30icx_unc_cha31icx_unc_cha32icx_unc_cha33icx_unc_cha34icx_unc_cha35icx_unc_cha36icx_unc_cha37icx_unc_cha38uncore_cha_38icx_unc_cha39uncore_cha_39icx_unc_imc0icx_unc_imc1icx_unc_imc2icx_unc_imc3icx_unc_imc4icx_unc_imc5icx_unc_imc6icx_unc_imc7icx_unc_imc8uncore_imc_8icx_unc_imc9uncore_imc_9icx_unc_imc10uncore_imc_10icx_unc_imc11uncore_imc_11icx_unc_iio0icx_unc_iio1icx_unc_iio2icx_unc_iio3icx_unc_iio4icx_unc_iio5icx_unc_irp0uncore_irp_0icx_unc_irp1uncore_irp_1icx_unc_irp2uncore_irp_2icx_unc_irp3uncore_irp_3icx_unc_irp4uncore_irp_4icx_unc_irp5uncore_irp_5icx_unc_m2m0icx_unc_m2m1icx_unc_pcuicx_unc_upi0icx_unc_upi1icx_unc_upi2icx_unc_upi3uncore_upi_3icx_unc_m3upi0icx_unc_m3upi1icx_unc_m3upi2icx_unc_m3upi3uncore_m3upi_3icx_unc_uboxicx_unc_m2pcie0uncore_m2pcie_0icx_unc_m2pcie1uncore_m2pcie_1icx_unc_m2pcie2uncore_m2pcie_2adl_glccpu_coreadl_grtcpu_atomspr_unc_imc0spr_unc_imc1spr_unc_imc2spr_unc_imc3spr_unc_imc4spr_unc_imc5spr_unc_imc6spr_unc_imc7spr_unc_imc8spr_unc_imc9spr_unc_imc10spr_unc_imc11spr_unc_upi0spr_unc_upi1spr_unc_upi2spr_unc_upi3spr_unc_cha0spr_unc_cha1spr_unc_cha2spr_unc_cha3spr_unc_cha4spr_unc_cha5spr_unc_cha6spr_unc_cha7spr_unc_cha8spr_unc_cha9spr_unc_cha10spr_unc_cha11spr_unc_cha12spr_unc_cha13spr_unc_cha14spr_unc_cha15spr_unc_cha16spr_unc_cha17spr_unc_cha18spr_unc_cha19spr_unc_cha20spr_unc_cha21spr_unc_cha22spr_unc_cha23spr_unc_cha24spr_unc_cha25spr_unc_cha26spr_unc_cha27spr_unc_cha28spr_unc_cha29spr_unc_cha30spr_unc_cha31spr_unc_cha32spr_unc_cha33spr_unc_cha34spr_unc_cha35spr_unc_cha36spr_unc_cha37spr_unc_cha38spr_unc_cha39spr_unc_cha40uncore_cha_40spr_unc_cha41uncore_cha_41spr_unc_cha42uncore_cha_42spr_unc_cha43uncore_cha_43spr_unc_cha44uncore_cha_44spr_unc_cha45uncore_cha_45spr_unc_cha46uncore_cha_46spr_unc_cha47uncore_cha_47spr_unc_cha48uncore_cha_48spr_unc_cha49uncore_cha_49spr_unc_cha50uncore_cha_50spr_unc_cha51uncore_cha_51spr_unc_cha52uncore_cha_52spr_unc_cha53uncore_cha_53spr_unc_cha54uncore_cha_54spr_unc_cha55uncore_cha_55spr_unc_cha56uncore_cha_56spr_unc_cha57uncore_cha_57spr_unc_cha58uncore_cha_58spr_unc_cha59uncore_cha_59gnramd64_fam1ah_zen5amd64_fam1ah_zen5_l3gnr_unc_imc0gnr_unc_imc1gnr_unc_imc2gnr_unc_imc3gnr_unc_imc4gnr_unc_imc5gnr_unc_imc6gnr_unc_imc7gnr_unc_imc8gnr_unc_imc9gnr_unc_imc10gnr_unc_imc11amd64_fam1ah_zen6amd64_fam1ah_zen6_l3",
+	models: "\x0f\x17\x1d\x1c&'56\x1a\x1e\x1f.\x1a\x1e\x1f%,/,/*-:****\x01><EF7ML?=GN^\x8e\x9e\xa5\xa6OV\\_WU\x85U\x86\x96l}~\x9d\x8c\x8d\xa7j\x8f\u03d7\x9a\xb7\xba\xbf\x97\x9a\xb7\xba\xbf\xad\xae",
+	rows: []sketchRow{
+		{name: 0, nameLen: 8, perfName: 0, perfNameLen: 0, family: FamilyNetburst, models: 0, modelsLen: 0, cpuFamily: 0},              // netburst
+		{name: 8, nameLen: 10, perfName: 0, perfNameLen: 0, family: FamilyNetburst, models: 0, modelsLen: 0, cpuFamily: 0},             // netburst_p
+		{name: 18, nameLen: 4, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 0, modelsLen: 3, cpuFamily: 6},             // core
+		{name: 22, nameLen: 4, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 3, modelsLen: 5, cpuFamily: 6},             // atom
+		{name: 26, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 8, modelsLen: 3, cpuFamily: 6},             // nhm
+		{name: 29, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 11, modelsLen: 1, cpuFamily: 6},            // nhm_ex
+		{name: 35, nameLen: 7, perfName: 42, perfNameLen: 6, family: FamilyIntelNHMUncore, models: 12, modelsLen: 3, cpuFamily: 6},     // nhm_unc
+		{name: 48, nameLen: 8, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 0, modelsLen: 0, cpuFamily: 0},             // ix86arch
+		{name: 56, nameLen: 4, perfName: 0, perfNameLen: 0, family: FamilyPerf, models: 0, modelsLen: 0, cpuFamily: 0},                 // perf
+		{name: 60, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 15, modelsLen: 1, cpuFamily: 6},            // wsm
+		{name: 63, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 16, modelsLen: 2, cpuFamily: 6},            // wsm_dp
+		{name: 69, nameLen: 7, perfName: 42, perfNameLen: 6, family: FamilyIntelNHMUncore, models: 18, modelsLen: 2, cpuFamily: 6},     // wsm_unc
+		{name: 76, nameLen: 8, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 55},               // amd64_k7
+		{name: 84, nameLen: 13, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 56},              // amd64_k8_revb
+		{name: 97, nameLen: 13, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 57},              // amd64_k8_revc
+		{name: 110, nameLen: 13, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 58},             // amd64_k8_revd
+		{name: 123, nameLen: 13, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 59},             // amd64_k8_reve
+		{name: 136, nameLen: 13, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 60},             // amd64_k8_revf
+		{name: 149, nameLen: 13, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 61},             // amd64_k8_revg
+		{name: 162, nameLen: 22, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 62},             // amd64_fam10h_barcelona
+		{name: 184, nameLen: 21, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 63},             // amd64_fam10h_shanghai
+		{name: 205, nameLen: 21, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 64},             // amd64_fam10h_istanbul
+		{name: 226, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 20, modelsLen: 1, cpuFamily: 6},           // snb
+		{name: 229, nameLen: 19, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 69},             // amd64_fam14h_bobcat
+		{name: 248, nameLen: 23, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 70},             // amd64_fam15h_interlagos
+		{name: 271, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 21, modelsLen: 1, cpuFamily: 6},           // snb_ep
+		{name: 277, nameLen: 18, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 72},             // amd64_fam12h_llano
+		{name: 295, nameLen: 19, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 73},             // amd64_fam11h_turion
+		{name: 314, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 22, modelsLen: 1, cpuFamily: 6},           // ivb
+		{name: 317, nameLen: 12, perfName: 329, perfNameLen: 13, family: FamilyIntelNHMUncore, models: 23, modelsLen: 1, cpuFamily: 6}, // snb_unc_cbo0
+		{name: 342, nameLen: 12, perfName: 354, perfNameLen: 13, family: FamilyIntelNHMUncore, models: 24, modelsLen: 1, cpuFamily: 6}, // snb_unc_cbo1
+		{name: 367, nameLen: 12, perfName: 379, perfNameLen: 13, family: FamilyIntelNHMUncore, models: 25, modelsLen: 1, cpuFamily: 6}, // snb_unc_cbo2
+		{name: 392, nameLen: 12, perfName: 404, perfNameLen: 13, family: FamilyIntelNHMUncore, models: 26, modelsLen: 1, cpuFamily: 6}, // snb_unc_cbo3
+		{name: 417, nameLen: 14, perfName: 329, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_cbo0
+		{name: 431, nameLen: 14, perfName: 354, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_cbo1
+		{name: 445, nameLen: 14, perfName: 379, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_cbo2
+		{name: 459, nameLen: 14, perfName: 404, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_cbo3
+		{name: 473, nameLen: 14, perfName: 487, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_cbo4
+		{name: 500, nameLen: 14, perfName: 514, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_cbo5
+		{name: 527, nameLen: 14, perfName: 541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_cbo6
+		{name: 554, nameLen: 14, perfName: 568, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_cbo7
+		{name: 581, nameLen: 12, perfName: 593, perfNameLen: 9, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},      // snbep_unc_ha
+		{name: 602, nameLen: 14, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_imc0
+		{name: 628, nameLen: 14, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_imc1
+		{name: 654, nameLen: 14, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_imc2
+		{name: 680, nameLen: 14, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_imc3
+		{name: 706, nameLen: 13, perfName: 719, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_pcu
+		{name: 729, nameLen: 14, perfName: 743, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_qpi0
+		{name: 755, nameLen: 14, perfName: 769, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_qpi1
+		{name: 781, nameLen: 13, perfName: 794, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_ubo
+		{name: 805, nameLen: 16, perfName: 821, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_r2pcie
+		{name: 834, nameLen: 16, perfName: 850, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_r3qpi0
+		{name: 864, nameLen: 16, perfName: 880, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // snbep_unc_r3qpi1
+		{name: 894, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 27, modelsLen: 1, cpuFamily: 11},          // knc
+		{name: 897, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 28, modelsLen: 1, cpuFamily: 6},           // ivb_ep
+		{name: 903, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 29, modelsLen: 3, cpuFamily: 6},           // hsw
+		{name: 906, nameLen: 12, perfName: 329, perfNameLen: 13, family: FamilyIntelNHMUncore, models: 0, modelsLen: 0, cpuFamily: 0},  // ivb_unc_cbo0
+		{name: 918, nameLen: 12, perfName: 354, perfNameLen: 13, family: FamilyIntelNHMUncore, models: 0, modelsLen: 0, cpuFamily: 0},  // ivb_unc_cbo1
+		{name: 930, nameLen: 12, perfName: 379, perfNameLen: 13, family: FamilyIntelNHMUncore, models: 0, modelsLen: 0, cpuFamily: 0},  // ivb_unc_cbo2
+		{name: 942, nameLen: 12, perfName: 404, perfNameLen: 13, family: FamilyIntelNHMUncore, models: 0, modelsLen: 0, cpuFamily: 0},  // ivb_unc_cbo3
+		{name: 954, nameLen: 4, perfName: 958, perfNameLen: 5, family: FamilyIntelRAPL, models: 0, modelsLen: 0, cpuFamily: 0},         // rapl
+		{name: 963, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 32, modelsLen: 3, cpuFamily: 6},           // slm
+		{name: 966, nameLen: 15, perfName: 981, perfNameLen: 6, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 70},           // amd64_fam15h_nb
+		{name: 987, nameLen: 8, perfName: 0, perfNameLen: 0, family: FamilyPerf, models: 0, modelsLen: 0, cpuFamily: 0},                // perf_raw
+		{name: 995, nameLen: 14, perfName: 329, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},     // ivbep_unc_cbo0
+		{name: 1009, nameLen: 14, perfName: 354, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_cbo1
+		{name: 1023, nameLen: 14, perfName: 379, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_cbo2
+		{name: 1037, nameLen: 14, perfName: 404, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_cbo3
+		{name: 1051, nameLen: 14, perfName: 487, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_cbo4
+		{name: 1065, nameLen: 14, perfName: 514, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_cbo5
+		{name: 1079, nameLen: 14, perfName: 541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_cbo6
+		{name: 1093, nameLen: 14, perfName: 568, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_cbo7
+		{name: 1107, nameLen: 14, perfName: 1121, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_cbo8
+		{name: 1134, nameLen: 14, perfName: 1148, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_cbo9
+		{name: 1161, nameLen: 15, perfName: 1176, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_cbo10
+		{name: 1190, nameLen: 15, perfName: 1205, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_cbo11
+		{name: 1219, nameLen: 15, perfName: 1234, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_cbo12
+		{name: 1248, nameLen: 15, perfName: 1263, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_cbo13
+		{name: 1277, nameLen: 15, perfName: 1292, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_cbo14
+		{name: 1306, nameLen: 13, perfName: 1319, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_ha0
+		{name: 1330, nameLen: 13, perfName: 1343, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_ha1
+		{name: 1354, nameLen: 14, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_imc0
+		{name: 1368, nameLen: 14, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_imc1
+		{name: 1382, nameLen: 14, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_imc2
+		{name: 1396, nameLen: 14, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_imc3
+		{name: 1410, nameLen: 14, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_imc4
+		{name: 1436, nameLen: 14, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_imc5
+		{name: 1462, nameLen: 14, perfName: 1476, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_imc6
+		{name: 1488, nameLen: 14, perfName: 1502, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_imc7
+		{name: 1514, nameLen: 13, perfName: 719, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_pcu
+		{name: 1527, nameLen: 14, perfName: 743, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_qpi0
+		{name: 1541, nameLen: 14, perfName: 769, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_qpi1
+		{name: 1555, nameLen: 14, perfName: 1569, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_qpi2
+		{name: 1581, nameLen: 13, perfName: 794, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_ubo
+		{name: 1594, nameLen: 16, perfName: 821, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_r2pcie
+		{name: 1610, nameLen: 16, perfName: 850, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_r3qpi0
+		{name: 1626, nameLen: 16, perfName: 880, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // ivbep_unc_r3qpi1
+		{name: 1642, nameLen: 16, perfName: 1658, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_r3qpi2
+		{name: 1672, nameLen: 13, perfName: 1685, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // ivbep_unc_irp
+		{name: 1695, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 35, modelsLen: 1, cpuFamily: 6},          // hsw_ep
+		{name: 1701, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 36, modelsLen: 2, cpuFamily: 6},          // bdw
+		{name: 1704, nameLen: 14, perfName: 329, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_cbo0
+		{name: 1718, nameLen: 14, perfName: 354, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_cbo1
+		{name: 1732, nameLen: 14, perfName: 379, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_cbo2
+		{name: 1746, nameLen: 14, perfName: 404, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_cbo3
+		{name: 1760, nameLen: 14, perfName: 487, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_cbo4
+		{name: 1774, nameLen: 14, perfName: 514, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_cbo5
+		{name: 1788, nameLen: 14, perfName: 541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_cbo6
+		{name: 1802, nameLen: 14, perfName: 568, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_cbo7
+		{name: 1816, nameLen: 14, perfName: 1121, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo8
+		{name: 1830, nameLen: 14, perfName: 1148, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo9
+		{name: 1844, nameLen: 15, perfName: 1176, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo10
+		{name: 1859, nameLen: 15, perfName: 1205, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo11
+		{name: 1874, nameLen: 15, perfName: 1234, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo12
+		{name: 1889, nameLen: 15, perfName: 1263, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo13
+		{name: 1904, nameLen: 15, perfName: 1292, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo14
+		{name: 1919, nameLen: 15, perfName: 1934, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo15
+		{name: 1948, nameLen: 15, perfName: 1963, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo16
+		{name: 1977, nameLen: 15, perfName: 1992, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_cbo17
+		{name: 2006, nameLen: 13, perfName: 1319, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_ha0
+		{name: 2019, nameLen: 13, perfName: 1343, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_ha1
+		{name: 2032, nameLen: 14, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_imc0
+		{name: 2046, nameLen: 14, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_imc1
+		{name: 2060, nameLen: 14, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_imc2
+		{name: 2074, nameLen: 14, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_imc3
+		{name: 2088, nameLen: 14, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_imc4
+		{name: 2102, nameLen: 14, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_imc5
+		{name: 2116, nameLen: 14, perfName: 1476, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_imc6
+		{name: 2130, nameLen: 14, perfName: 1502, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_imc7
+		{name: 2144, nameLen: 13, perfName: 719, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_pcu
+		{name: 2157, nameLen: 14, perfName: 743, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_qpi0
+		{name: 2171, nameLen: 14, perfName: 769, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_qpi1
+		{name: 2185, nameLen: 13, perfName: 794, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_ubo
+		{name: 2198, nameLen: 16, perfName: 821, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_r2pcie
+		{name: 2214, nameLen: 16, perfName: 850, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_r3qpi0
+		{name: 2230, nameLen: 16, perfName: 880, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // hswep_unc_r3qpi1
+		{name: 2246, nameLen: 16, perfName: 1658, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_r3qpi2
+		{name: 2262, nameLen: 13, perfName: 1685, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_irp
+		{name: 2275, nameLen: 14, perfName: 2289, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_sbo0
+		{name: 2302, nameLen: 14, perfName: 2316, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_sbo1
+		{name: 2329, nameLen: 14, perfName: 2343, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_sbo2
+		{name: 2356, nameLen: 14, perfName: 2370, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hswep_unc_sbo3
+		{name: 2383, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 38, modelsLen: 6, cpuFamily: 6},          // skl
+		{name: 2386, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 44, modelsLen: 2, cpuFamily: 6},          // bdw_ep
+		{name: 2392, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 46, modelsLen: 2, cpuFamily: 6},          // glm
+		{name: 2395, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 48, modelsLen: 1, cpuFamily: 6},          // knl
+		{name: 2398, nameLen: 12, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // knl_unc_imc0
+		{name: 2410, nameLen: 12, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // knl_unc_imc1
+		{name: 2422, nameLen: 12, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // knl_unc_imc2
+		{name: 2434, nameLen: 12, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // knl_unc_imc3
+		{name: 2446, nameLen: 12, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_imc4
+		{name: 2458, nameLen: 12, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_imc5
+		{name: 2470, nameLen: 17, perfName: 2487, perfNameLen: 16, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_imc_uclk0
+		{name: 2503, nameLen: 17, perfName: 2520, perfNameLen: 16, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_imc_uclk1
+		{name: 2536, nameLen: 17, perfName: 2553, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_eclk0
+		{name: 2570, nameLen: 17, perfName: 2587, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_eclk1
+		{name: 2604, nameLen: 17, perfName: 2621, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_eclk2
+		{name: 2638, nameLen: 17, perfName: 2655, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_eclk3
+		{name: 2672, nameLen: 17, perfName: 2689, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_eclk4
+		{name: 2706, nameLen: 17, perfName: 2723, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_eclk5
+		{name: 2740, nameLen: 17, perfName: 2757, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_eclk6
+		{name: 2774, nameLen: 17, perfName: 2791, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_eclk7
+		{name: 2808, nameLen: 17, perfName: 2825, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_uclk0
+		{name: 2842, nameLen: 17, perfName: 2859, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_uclk1
+		{name: 2876, nameLen: 17, perfName: 2893, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_uclk2
+		{name: 2910, nameLen: 17, perfName: 2927, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_uclk3
+		{name: 2944, nameLen: 17, perfName: 2961, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_uclk4
+		{name: 2978, nameLen: 17, perfName: 2995, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_uclk5
+		{name: 3012, nameLen: 17, perfName: 3029, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_uclk6
+		{name: 3046, nameLen: 17, perfName: 3063, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_edc_uclk7
+		{name: 3080, nameLen: 12, perfName: 3092, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha0
+		{name: 3104, nameLen: 12, perfName: 3116, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha1
+		{name: 3128, nameLen: 12, perfName: 3140, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha2
+		{name: 3152, nameLen: 12, perfName: 3164, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha3
+		{name: 3176, nameLen: 12, perfName: 3188, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha4
+		{name: 3200, nameLen: 12, perfName: 3212, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha5
+		{name: 3224, nameLen: 12, perfName: 3236, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha6
+		{name: 3248, nameLen: 12, perfName: 3260, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha7
+		{name: 3272, nameLen: 12, perfName: 3284, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha8
+		{name: 3296, nameLen: 12, perfName: 3308, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha9
+		{name: 3320, nameLen: 13, perfName: 3333, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha10
+		{name: 3346, nameLen: 13, perfName: 3359, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha11
+		{name: 3372, nameLen: 13, perfName: 3385, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha12
+		{name: 3398, nameLen: 13, perfName: 3411, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha13
+		{name: 3424, nameLen: 13, perfName: 3437, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha14
+		{name: 3450, nameLen: 13, perfName: 3463, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha15
+		{name: 3476, nameLen: 13, perfName: 3489, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha16
+		{name: 3502, nameLen: 13, perfName: 3515, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha17
+		{name: 3528, nameLen: 13, perfName: 3541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha18
+		{name: 3554, nameLen: 13, perfName: 3567, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha19
+		{name: 3580, nameLen: 13, perfName: 3593, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha20
+		{name: 3606, nameLen: 13, perfName: 3619, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha21
+		{name: 3632, nameLen: 13, perfName: 3645, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha22
+		{name: 3658, nameLen: 13, perfName: 3671, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha23
+		{name: 3684, nameLen: 13, perfName: 3697, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha24
+		{name: 3710, nameLen: 13, perfName: 3723, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha25
+		{name: 3736, nameLen: 13, perfName: 3749, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha26
+		{name: 3762, nameLen: 13, perfName: 3775, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha27
+		{name: 3788, nameLen: 13, perfName: 3801, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha28
+		{name: 3814, nameLen: 13, perfName: 3827, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha29
+		{name: 3840, nameLen: 13, perfName: 3853, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha30
+		{name: 3866, nameLen: 13, perfName: 3879, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha31
+		{name: 3892, nameLen: 13, perfName: 3905, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha32
+		{name: 3918, nameLen: 13, perfName: 3931, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha33
+		{name: 3944, nameLen: 13, perfName: 3957, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha34
+		{name: 3970, nameLen: 13, perfName: 3983, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha35
+		{name: 3996, nameLen: 13, perfName: 4009, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha36
+		{name: 4022, nameLen: 13, perfName: 4035, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_cha37
+		{name: 4048, nameLen: 14, perfName: 4062, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knl_unc_m2pcie
+		{name: 4075, nameLen: 12, perfName: 329, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_cbo0
+		{name: 4087, nameLen: 12, perfName: 354, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_cbo1
+		{name: 4099, nameLen: 12, perfName: 379, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_cbo2
+		{name: 4111, nameLen: 12, perfName: 404, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_cbo3
+		{name: 4123, nameLen: 12, perfName: 487, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_cbo4
+		{name: 4135, nameLen: 12, perfName: 514, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_cbo5
+		{name: 4147, nameLen: 12, perfName: 541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_cbo6
+		{name: 4159, nameLen: 12, perfName: 568, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_cbo7
+		{name: 4171, nameLen: 12, perfName: 1121, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo8
+		{name: 4183, nameLen: 12, perfName: 1148, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo9
+		{name: 4195, nameLen: 13, perfName: 1176, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo10
+		{name: 4208, nameLen: 13, perfName: 1205, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo11
+		{name: 4221, nameLen: 13, perfName: 1234, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo12
+		{name: 4234, nameLen: 13, perfName: 1263, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo13
+		{name: 4247, nameLen: 13, perfName: 1292, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo14
+		{name: 4260, nameLen: 13, perfName: 1934, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo15
+		{name: 4273, nameLen: 13, perfName: 1963, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo16
+		{name: 4286, nameLen: 13, perfName: 1992, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo17
+		{name: 4299, nameLen: 13, perfName: 4312, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo18
+		{name: 4326, nameLen: 13, perfName: 4339, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo19
+		{name: 4353, nameLen: 13, perfName: 4366, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo20
+		{name: 4380, nameLen: 13, perfName: 4393, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo21
+		{name: 4407, nameLen: 13, perfName: 4420, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo22
+		{name: 4434, nameLen: 13, perfName: 4447, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_cbo23
+		{name: 4461, nameLen: 11, perfName: 1319, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_ha0
+		{name: 4472, nameLen: 11, perfName: 1343, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_ha1
+		{name: 4483, nameLen: 12, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_imc0
+		{name: 4495, nameLen: 12, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_imc1
+		{name: 4507, nameLen: 12, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_imc2
+		{name: 4519, nameLen: 12, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_imc3
+		{name: 4531, nameLen: 12, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_imc4
+		{name: 4543, nameLen: 12, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_imc5
+		{name: 4555, nameLen: 12, perfName: 1476, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_imc6
+		{name: 4567, nameLen: 12, perfName: 1502, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_imc7
+		{name: 4579, nameLen: 11, perfName: 719, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_pcu
+		{name: 4590, nameLen: 12, perfName: 743, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_qpi0
+		{name: 4602, nameLen: 12, perfName: 769, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_qpi1
+		{name: 4614, nameLen: 12, perfName: 1569, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_qpi2
+		{name: 4626, nameLen: 11, perfName: 794, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_ubo
+		{name: 4637, nameLen: 14, perfName: 821, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_r2pcie
+		{name: 4651, nameLen: 14, perfName: 850, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_r3qpi0
+		{name: 4665, nameLen: 14, perfName: 880, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // bdx_unc_r3qpi1
+		{name: 4679, nameLen: 14, perfName: 1658, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_r3qpi2
+		{name: 4693, nameLen: 11, perfName: 1685, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_irp
+		{name: 4704, nameLen: 12, perfName: 2289, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_sbo0
+		{name: 4716, nameLen: 12, perfName: 2316, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_sbo1
+		{name: 4728, nameLen: 12, perfName: 2343, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_sbo2
+		{name: 4740, nameLen: 12, perfName: 2370, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // bdx_unc_sbo3
+		{name: 4752, nameLen: 12, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 317},           // amd64_fam17h
+		{name: 4764, nameLen: 12, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 318},           // amd64_fam16h
+		{name: 4776, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 49, modelsLen: 1, cpuFamily: 6},          // skx
+		{name: 4779, nameLen: 12, perfName: 3092, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha0
+		{name: 4791, nameLen: 12, perfName: 3116, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha1
+		{name: 4803, nameLen: 12, perfName: 3140, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha2
+		{name: 4815, nameLen: 12, perfName: 3164, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha3
+		{name: 4827, nameLen: 12, perfName: 3188, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha4
+		{name: 4839, nameLen: 12, perfName: 3212, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha5
+		{name: 4851, nameLen: 12, perfName: 3236, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha6
+		{name: 4863, nameLen: 12, perfName: 3260, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha7
+		{name: 4875, nameLen: 12, perfName: 3284, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha8
+		{name: 4887, nameLen: 12, perfName: 3308, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha9
+		{name: 4899, nameLen: 13, perfName: 3333, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha10
+		{name: 4912, nameLen: 13, perfName: 3359, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha11
+		{name: 4925, nameLen: 13, perfName: 3385, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha12
+		{name: 4938, nameLen: 13, perfName: 3411, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha13
+		{name: 4951, nameLen: 13, perfName: 3437, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha14
+		{name: 4964, nameLen: 13, perfName: 3463, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha15
+		{name: 4977, nameLen: 13, perfName: 3489, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha16
+		{name: 4990, nameLen: 13, perfName: 3515, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha17
+		{name: 5003, nameLen: 13, perfName: 3541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha18
+		{name: 5016, nameLen: 13, perfName: 3567, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha19
+		{name: 5029, nameLen: 13, perfName: 3593, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha20
+		{name: 5042, nameLen: 13, perfName: 3619, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha21
+		{name: 5055, nameLen: 13, perfName: 3645, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha22
+		{name: 5068, nameLen: 13, perfName: 3671, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha23
+		{name: 5081, nameLen: 13, perfName: 3697, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha24
+		{name: 5094, nameLen: 13, perfName: 3723, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha25
+		{name: 5107, nameLen: 13, perfName: 3749, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha26
+		{name: 5120, nameLen: 13, perfName: 3775, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_cha27
+		{name: 5133, nameLen: 12, perfName: 5145, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_iio0
+		{name: 5157, nameLen: 12, perfName: 5169, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_iio1
+		{name: 5181, nameLen: 12, perfName: 5193, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_iio2
+		{name: 5205, nameLen: 12, perfName: 5217, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_iio3
+		{name: 5229, nameLen: 12, perfName: 5241, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_iio4
+		{name: 5253, nameLen: 12, perfName: 5265, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_iio5
+		{name: 5277, nameLen: 12, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // skx_unc_imc0
+		{name: 5289, nameLen: 12, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // skx_unc_imc1
+		{name: 5301, nameLen: 12, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // skx_unc_imc2
+		{name: 5313, nameLen: 12, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // skx_unc_imc3
+		{name: 5325, nameLen: 12, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_imc4
+		{name: 5337, nameLen: 12, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_imc5
+		{name: 5349, nameLen: 11, perfName: 1685, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_irp
+		{name: 5360, nameLen: 12, perfName: 5372, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_m2m0
+		{name: 5384, nameLen: 12, perfName: 5396, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_m2m1
+		{name: 5408, nameLen: 14, perfName: 5422, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_m3upi0
+		{name: 5436, nameLen: 14, perfName: 5450, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_m3upi1
+		{name: 5464, nameLen: 14, perfName: 5478, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_m3upi2
+		{name: 5492, nameLen: 11, perfName: 719, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // skx_unc_pcu
+		{name: 5503, nameLen: 11, perfName: 794, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // skx_unc_ubo
+		{name: 5514, nameLen: 12, perfName: 5526, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_upi0
+		{name: 5538, nameLen: 12, perfName: 5550, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_upi1
+		{name: 5562, nameLen: 12, perfName: 5574, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // skx_unc_upi2
+		{name: 5586, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 50, modelsLen: 1, cpuFamily: 6},          // knm
+		{name: 5589, nameLen: 12, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // knm_unc_imc0
+		{name: 5601, nameLen: 12, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // knm_unc_imc1
+		{name: 5613, nameLen: 12, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // knm_unc_imc2
+		{name: 5625, nameLen: 12, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // knm_unc_imc3
+		{name: 5637, nameLen: 12, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_imc4
+		{name: 5649, nameLen: 12, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_imc5
+		{name: 5661, nameLen: 17, perfName: 2487, perfNameLen: 16, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_imc_uclk0
+		{name: 5678, nameLen: 17, perfName: 2520, perfNameLen: 16, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_imc_uclk1
+		{name: 5695, nameLen: 17, perfName: 2553, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_eclk0
+		{name: 5712, nameLen: 17, perfName: 2587, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_eclk1
+		{name: 5729, nameLen: 17, perfName: 2621, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_eclk2
+		{name: 5746, nameLen: 17, perfName: 2655, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_eclk3
+		{name: 5763, nameLen: 17, perfName: 2689, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_eclk4
+		{name: 5780, nameLen: 17, perfName: 2723, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_eclk5
+		{name: 5797, nameLen: 17, perfName: 2757, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_eclk6
+		{name: 5814, nameLen: 17, perfName: 2791, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_eclk7
+		{name: 5831, nameLen: 17, perfName: 2825, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_uclk0
+		{name: 5848, nameLen: 17, perfName: 2859, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_uclk1
+		{name: 5865, nameLen: 17, perfName: 2893, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_uclk2
+		{name: 5882, nameLen: 17, perfName: 2927, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_uclk3
+		{name: 5899, nameLen: 17, perfName: 2961, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_uclk4
+		{name: 5916, nameLen: 17, perfName: 2995, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_uclk5
+		{name: 5933, nameLen: 17, perfName: 3029, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_uclk6
+		{name: 5950, nameLen: 17, perfName: 3063, perfNameLen: 17, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_edc_uclk7
+		{name: 5967, nameLen: 12, perfName: 3092, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha0
+		{name: 5979, nameLen: 12, perfName: 3116, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha1
+		{name: 5991, nameLen: 12, perfName: 3140, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha2
+		{name: 6003, nameLen: 12, perfName: 3164, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha3
+		{name: 6015, nameLen: 12, perfName: 3188, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha4
+		{name: 6027, nameLen: 12, perfName: 3212, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha5
+		{name: 6039, nameLen: 12, perfName: 3236, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha6
+		{name: 6051, nameLen: 12, perfName: 3260, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha7
+		{name: 6063, nameLen: 12, perfName: 3284, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha8
+		{name: 6075, nameLen: 12, perfName: 3308, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha9
+		{name: 6087, nameLen: 13, perfName: 3333, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha10
+		{name: 6100, nameLen: 13, perfName: 3359, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha11
+		{name: 6113, nameLen: 13, perfName: 3385, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha12
+		{name: 6126, nameLen: 13, perfName: 3411, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha13
+		{name: 6139, nameLen: 13, perfName: 3437, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha14
+		{name: 6152, nameLen: 13, perfName: 3463, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha15
+		{name: 6165, nameLen: 13, perfName: 3489, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha16
+		{name: 6178, nameLen: 13, perfName: 3515, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha17
+		{name: 6191, nameLen: 13, perfName: 3541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha18
+		{name: 6204, nameLen: 13, perfName: 3567, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha19
+		{name: 6217, nameLen: 13, perfName: 3593, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha20
+		{name: 6230, nameLen: 13, perfName: 3619, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha21
+		{name: 6243, nameLen: 13, perfName: 3645, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha22
+		{name: 6256, nameLen: 13, perfName: 3671, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha23
+		{name: 6269, nameLen: 13, perfName: 3697, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha24
+		{name: 6282, nameLen: 13, perfName: 3723, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha25
+		{name: 6295, nameLen: 13, perfName: 3749, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha26
+		{name: 6308, nameLen: 13, perfName: 3775, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha27
+		{name: 6321, nameLen: 13, perfName: 3801, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha28
+		{name: 6334, nameLen: 13, perfName: 3827, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha29
+		{name: 6347, nameLen: 13, perfName: 3853, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha30
+		{name: 6360, nameLen: 13, perfName: 3879, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha31
+		{name: 6373, nameLen: 13, perfName: 3905, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha32
+		{name: 6386, nameLen: 13, perfName: 3931, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha33
+		{name: 6399, nameLen: 13, perfName: 3957, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha34
+		{name: 6412, nameLen: 13, perfName: 3983, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha35
+		{name: 6425, nameLen: 13, perfName: 4009, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha36
+		{name: 6438, nameLen: 13, perfName: 4035, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_cha37
+		{name: 6451, nameLen: 14, perfName: 4062, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // knm_unc_m2pcie
+		{name: 6465, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 51, modelsLen: 1, cpuFamily: 6},          // clx
+		{name: 6468, nameLen: 17, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 444},           // amd64_fam17h_zen1
+		{name: 6485, nameLen: 17, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 445},           // amd64_fam17h_zen2
+		{name: 6502, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 52, modelsLen: 2, cpuFamily: 6},          // tmt
+		{name: 6505, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 54, modelsLen: 7, cpuFamily: 6},          // icl
+		{name: 6508, nameLen: 17, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 450},           // amd64_fam19h_zen3
+		{name: 6525, nameLen: 10, perfName: 958, perfNameLen: 5, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 0},           // amd64_rapl
+		{name: 6535, nameLen: 20, perfName: 6555, perfNameLen: 6, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 450},        // amd64_fam19h_zen3_l3
+		{name: 6561, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 61, modelsLen: 1, cpuFamily: 6},          // icx
+		{name: 6564, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 62, modelsLen: 1, cpuFamily: 6},          // spr
+		{name: 6567, nameLen: 17, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 514},           // amd64_fam19h_zen4
+		{name: 6584, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 63, modelsLen: 1, cpuFamily: 6},          // emr
+		{name: 6587, nameLen: 12, perfName: 3092, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha0
+		{name: 6599, nameLen: 12, perfName: 3116, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha1
+		{name: 6611, nameLen: 12, perfName: 3140, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha2
+		{name: 6623, nameLen: 12, perfName: 3164, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha3
+		{name: 6635, nameLen: 12, perfName: 3188, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha4
+		{name: 6647, nameLen: 12, perfName: 3212, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha5
+		{name: 6659, nameLen: 12, perfName: 3236, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha6
+		{name: 6671, nameLen: 12, perfName: 3260, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha7
+		{name: 6683, nameLen: 12, perfName: 3284, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha8
+		{name: 6695, nameLen: 12, perfName: 3308, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha9
+		{name: 6707, nameLen: 13, perfName: 3333, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha10
+		{name: 6720, nameLen: 13, perfName: 3359, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha11
+		{name: 6733, nameLen: 13, perfName: 3385, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha12
+		{name: 6746, nameLen: 13, perfName: 3411, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha13
+		{name: 6759, nameLen: 13, perfName: 3437, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha14
+		{name: 6772, nameLen: 13, perfName: 3463, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha15
+		{name: 6785, nameLen: 13, perfName: 3489, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha16
+		{name: 6798, nameLen: 13, perfName: 3515, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha17
+		{name: 6811, nameLen: 13, perfName: 3541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha18
+		{name: 6824, nameLen: 13, perfName: 3567, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha19
+		{name: 6837, nameLen: 13, perfName: 3593, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha20
+		{name: 6850, nameLen: 13, perfName: 3619, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha21
+		{name: 6863, nameLen: 13, perfName: 3645, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha22
+		{name: 6876, nameLen: 13, perfName: 3671, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha23
+		{name: 6889, nameLen: 13, perfName: 3697, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha24
+		{name: 6902, nameLen: 13, perfName: 3723, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha25
+		{name: 6915, nameLen: 13, perfName: 3749, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha26
+		{name: 6928, nameLen: 13, perfName: 3775, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha27
+		{name: 6941, nameLen: 13, perfName: 3801, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha28
+		{name: 6954, nameLen: 13, perfName: 3827, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha29
+		{name: 6967, nameLen: 13, perfName: 3853, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha30
+		{name: 6980, nameLen: 13, perfName: 3879, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha31
+		{name: 6993, nameLen: 13, perfName: 3905, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha32
+		{name: 7006, nameLen: 13, perfName: 3931, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha33
+		{name: 7019, nameLen: 13, perfName: 3957, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha34
+		{name: 7032, nameLen: 13, perfName: 3983, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha35
+		{name: 7045, nameLen: 13, perfName: 4009, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha36
+		{name: 7058, nameLen: 13, perfName: 4035, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha37
+		{name: 7071, nameLen: 13, perfName: 7084, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha38
+		{name: 7097, nameLen: 13, perfName: 7110, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_cha39
+		{name: 7123, nameLen: 12, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // icx_unc_imc0
+		{name: 7135, nameLen: 12, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // icx_unc_imc1
+		{name: 7147, nameLen: 12, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // icx_unc_imc2
+		{name: 7159, nameLen: 12, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // icx_unc_imc3
+		{name: 7171, nameLen: 12, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_imc4
+		{name: 7183, nameLen: 12, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_imc5
+		{name: 7195, nameLen: 12, perfName: 1476, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_imc6
+		{name: 7207, nameLen: 12, perfName: 1502, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_imc7
+		{name: 7219, nameLen: 12, perfName: 7231, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_imc8
+		{name: 7243, nameLen: 12, perfName: 7255, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_imc9
+		{name: 7267, nameLen: 13, perfName: 7280, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_imc10
+		{name: 7293, nameLen: 13, perfName: 7306, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_imc11
+		{name: 7319, nameLen: 12, perfName: 5145, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_iio0
+		{name: 7331, nameLen: 12, perfName: 5169, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_iio1
+		{name: 7343, nameLen: 12, perfName: 5193, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_iio2
+		{name: 7355, nameLen: 12, perfName: 5217, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_iio3
+		{name: 7367, nameLen: 12, perfName: 5241, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_iio4
+		{name: 7379, nameLen: 12, perfName: 5265, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_iio5
+		{name: 7391, nameLen: 12, perfName: 7403, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_irp0
+		{name: 7415, nameLen: 12, perfName: 7427, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_irp1
+		{name: 7439, nameLen: 12, perfName: 7451, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_irp2
+		{name: 7463, nameLen: 12, perfName: 7475, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_irp3
+		{name: 7487, nameLen: 12, perfName: 7499, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_irp4
+		{name: 7511, nameLen: 12, perfName: 7523, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_irp5
+		{name: 7535, nameLen: 12, perfName: 5372, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m2m0
+		{name: 7547, nameLen: 12, perfName: 5396, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m2m1
+		{name: 7559, nameLen: 11, perfName: 719, perfNameLen: 10, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // icx_unc_pcu
+		{name: 7570, nameLen: 12, perfName: 5526, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_upi0
+		{name: 7582, nameLen: 12, perfName: 5550, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_upi1
+		{name: 7594, nameLen: 12, perfName: 5574, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_upi2
+		{name: 7606, nameLen: 12, perfName: 7618, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_upi3
+		{name: 7630, nameLen: 14, perfName: 5422, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m3upi0
+		{name: 7644, nameLen: 14, perfName: 5450, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m3upi1
+		{name: 7658, nameLen: 14, perfName: 5478, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m3upi2
+		{name: 7672, nameLen: 14, perfName: 7686, perfNameLen: 14, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m3upi3
+		{name: 7700, nameLen: 12, perfName: 794, perfNameLen: 11, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // icx_unc_ubox
+		{name: 7712, nameLen: 15, perfName: 7727, perfNameLen: 15, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m2pcie0
+		{name: 7742, nameLen: 15, perfName: 7757, perfNameLen: 15, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m2pcie1
+		{name: 7772, nameLen: 15, perfName: 7787, perfNameLen: 15, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // icx_unc_m2pcie2
+		{name: 7802, nameLen: 7, perfName: 7809, perfNameLen: 8, family: FamilyIntelX86, models: 64, modelsLen: 5, cpuFamily: 6},       // adl_glc
+		{name: 7817, nameLen: 7, perfName: 7824, perfNameLen: 8, family: FamilyIntelX86, models: 69, modelsLen: 5, cpuFamily: 6},       // adl_grt
+		{name: 7832, nameLen: 12, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // spr_unc_imc0
+		{name: 7844, nameLen: 12, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // spr_unc_imc1
+		{name: 7856, nameLen: 12, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // spr_unc_imc2
+		{name: 7868, nameLen: 12, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // spr_unc_imc3
+		{name: 7880, nameLen: 12, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_imc4
+		{name: 7892, nameLen: 12, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_imc5
+		{name: 7904, nameLen: 12, perfName: 1476, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_imc6
+		{name: 7916, nameLen: 12, perfName: 1502, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_imc7
+		{name: 7928, nameLen: 12, perfName: 7231, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_imc8
+		{name: 7940, nameLen: 12, perfName: 7255, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_imc9
+		{name: 7952, nameLen: 13, perfName: 7280, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_imc10
+		{name: 7965, nameLen: 13, perfName: 7306, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_imc11
+		{name: 7978, nameLen: 12, perfName: 5526, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_upi0
+		{name: 7990, nameLen: 12, perfName: 5550, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_upi1
+		{name: 8002, nameLen: 12, perfName: 5574, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_upi2
+		{name: 8014, nameLen: 12, perfName: 7618, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_upi3
+		{name: 8026, nameLen: 12, perfName: 3092, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha0
+		{name: 8038, nameLen: 12, perfName: 3116, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha1
+		{name: 8050, nameLen: 12, perfName: 3140, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha2
+		{name: 8062, nameLen: 12, perfName: 3164, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha3
+		{name: 8074, nameLen: 12, perfName: 3188, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha4
+		{name: 8086, nameLen: 12, perfName: 3212, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha5
+		{name: 8098, nameLen: 12, perfName: 3236, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha6
+		{name: 8110, nameLen: 12, perfName: 3260, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha7
+		{name: 8122, nameLen: 12, perfName: 3284, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha8
+		{name: 8134, nameLen: 12, perfName: 3308, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha9
+		{name: 8146, nameLen: 13, perfName: 3333, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha10
+		{name: 8159, nameLen: 13, perfName: 3359, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha11
+		{name: 8172, nameLen: 13, perfName: 3385, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha12
+		{name: 8185, nameLen: 13, perfName: 3411, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha13
+		{name: 8198, nameLen: 13, perfName: 3437, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha14
+		{name: 8211, nameLen: 13, perfName: 3463, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha15
+		{name: 8224, nameLen: 13, perfName: 3489, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha16
+		{name: 8237, nameLen: 13, perfName: 3515, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha17
+		{name: 8250, nameLen: 13, perfName: 3541, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha18
+		{name: 8263, nameLen: 13, perfName: 3567, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha19
+		{name: 8276, nameLen: 13, perfName: 3593, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha20
+		{name: 8289, nameLen: 13, perfName: 3619, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha21
+		{name: 8302, nameLen: 13, perfName: 3645, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha22
+		{name: 8315, nameLen: 13, perfName: 3671, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha23
+		{name: 8328, nameLen: 13, perfName: 3697, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha24
+		{name: 8341, nameLen: 13, perfName: 3723, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha25
+		{name: 8354, nameLen: 13, perfName: 3749, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha26
+		{name: 8367, nameLen: 13, perfName: 3775, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha27
+		{name: 8380, nameLen: 13, perfName: 3801, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha28
+		{name: 8393, nameLen: 13, perfName: 3827, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha29
+		{name: 8406, nameLen: 13, perfName: 3853, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha30
+		{name: 8419, nameLen: 13, perfName: 3879, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha31
+		{name: 8432, nameLen: 13, perfName: 3905, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha32
+		{name: 8445, nameLen: 13, perfName: 3931, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha33
+		{name: 8458, nameLen: 13, perfName: 3957, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha34
+		{name: 8471, nameLen: 13, perfName: 3983, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha35
+		{name: 8484, nameLen: 13, perfName: 4009, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha36
+		{name: 8497, nameLen: 13, perfName: 4035, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha37
+		{name: 8510, nameLen: 13, perfName: 7084, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha38
+		{name: 8523, nameLen: 13, perfName: 7110, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha39
+		{name: 8536, nameLen: 13, perfName: 8549, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha40
+		{name: 8562, nameLen: 13, perfName: 8575, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha41
+		{name: 8588, nameLen: 13, perfName: 8601, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha42
+		{name: 8614, nameLen: 13, perfName: 8627, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha43
+		{name: 8640, nameLen: 13, perfName: 8653, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha44
+		{name: 8666, nameLen: 13, perfName: 8679, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha45
+		{name: 8692, nameLen: 13, perfName: 8705, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha46
+		{name: 8718, nameLen: 13, perfName: 8731, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha47
+		{name: 8744, nameLen: 13, perfName: 8757, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha48
+		{name: 8770, nameLen: 13, perfName: 8783, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha49
+		{name: 8796, nameLen: 13, perfName: 8809, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha50
+		{name: 8822, nameLen: 13, perfName: 8835, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha51
+		{name: 8848, nameLen: 13, perfName: 8861, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha52
+		{name: 8874, nameLen: 13, perfName: 8887, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha53
+		{name: 8900, nameLen: 13, perfName: 8913, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha54
+		{name: 8926, nameLen: 13, perfName: 8939, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha55
+		{name: 8952, nameLen: 13, perfName: 8965, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha56
+		{name: 8978, nameLen: 13, perfName: 8991, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha57
+		{name: 9004, nameLen: 13, perfName: 9017, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha58
+		{name: 9030, nameLen: 13, perfName: 9043, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // spr_unc_cha59
+		{name: 9056, nameLen: 3, perfName: 0, perfNameLen: 0, family: FamilyIntelX86, models: 74, modelsLen: 2, cpuFamily: 6},          // gnr
+		{name: 9059, nameLen: 17, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 676},           // amd64_fam1ah_zen5
+		{name: 9076, nameLen: 20, perfName: 6555, perfNameLen: 6, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 676},        // amd64_fam1ah_zen5_l3
+		{name: 9096, nameLen: 12, perfName: 616, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // gnr_unc_imc0
+		{name: 9108, nameLen: 12, perfName: 642, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // gnr_unc_imc1
+		{name: 9120, nameLen: 12, perfName: 668, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // gnr_unc_imc2
+		{name: 9132, nameLen: 12, perfName: 694, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},    // gnr_unc_imc3
+		{name: 9144, nameLen: 12, perfName: 1424, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // gnr_unc_imc4
+		{name: 9156, nameLen: 12, perfName: 1450, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // gnr_unc_imc5
+		{name: 9168, nameLen: 12, perfName: 1476, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // gnr_unc_imc6
+		{name: 9180, nameLen: 12, perfName: 1502, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // gnr_unc_imc7
+		{name: 9192, nameLen: 12, perfName: 7231, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // gnr_unc_imc8
+		{name: 9204, nameLen: 12, perfName: 7255, perfNameLen: 12, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // gnr_unc_imc9
+		{name: 9216, nameLen: 13, perfName: 7280, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // gnr_unc_imc10
+		{name: 9229, nameLen: 13, perfName: 7306, perfNameLen: 13, family: FamilyIntelUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // gnr_unc_imc11
+		{name: 9242, nameLen: 17, perfName: 0, perfNameLen: 0, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 698},           // amd64_fam1ah_zen6
+		{name: 9259, nameLen: 20, perfName: 6555, perfNameLen: 6, family: FamilyAMD64, models: 0, modelsLen: 0, cpuFamily: 698},        // amd64_fam1ah_zen6_l3
+	},
+}
+
 var byName_amd64 = []uint16{
-	228, 229, 9, 11, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 23,
-	22, 24, 25, 26, 27, 2, 3, 4, 5, 6, 7, 8, 28, 30, 51, 52,
-	395, 396, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 397, 415, 416, 417,
-	418, 398, 399, 400, 401, 402, 403, 404, 424, 425, 426, 427, 428, 429, 430, 431,
-	432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 420, 421, 422, 423, 419,
-	55, 29, 214, 253, 215, 216, 217, 226, 227, 218, 219, 220, 221, 222, 223, 224,
-	225, 49, 50, 290, 291, 300, 301, 302, 303, 304, 305, 306, 307, 292, 293, 294,
-	295, 296, 297, 298, 299, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 330,
-	318, 319, 320, 326, 327, 328, 329, 321, 322, 323, 324, 325, 56, 57, 58, 59,
-	68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 60, 78, 79, 80, 81, 82,
-	83, 84, 85, 86, 87, 61, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97,
-	62, 63, 64, 65, 66, 67, 112, 113, 114, 115, 116, 117, 98, 99, 108, 109,
-	100, 101, 102, 103, 104, 105, 106, 107, 118, 119, 120, 121, 122, 123, 110, 111,
-	134, 135, 136, 129, 130, 131, 132, 124, 133, 125, 126, 127, 128, 43, 48, 44,
-	45, 46, 47, 255, 256, 265, 266, 267, 268, 269, 257, 258, 259, 260, 261, 262,
-	263, 264, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 289, 280, 281, 282,
-	283, 285, 286, 287, 288, 284, 558, 251, 331, 356, 357, 366, 367, 368, 369, 370,
-	371, 372, 373, 374, 375, 358, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385,
-	359, 386, 387, 388, 389, 390, 391, 392, 393, 360, 361, 362, 363, 364, 365, 348,
-	349, 350, 351, 352, 353, 354, 355, 340, 341, 342, 343, 344, 345, 346, 347, 332,
-	333, 334, 335, 336, 337, 338, 339, 394, 494, 519, 520, 529, 530, 531, 532, 533,
-	534, 535, 536, 537, 538, 521, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548,
-	522, 549, 550, 551, 552, 553, 554, 555, 556, 523, 524, 525, 526, 527, 528, 511,
-	512, 513, 514, 515, 516, 517, 518, 503, 504, 505, 506, 507, 508, 509, 510, 495,
-	496, 497, 498, 499, 500, 501, 502, 557, 0, 1, 31, 32, 33, 559, 560, 230,
-	53, 54, 443, 444, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 445, 463,
-	464, 465, 466, 467, 468, 469, 470, 446, 447, 448, 449, 450, 451, 452, 471, 472,
-	473, 474, 475, 476, 477, 478, 479, 480, 481, 482, 493, 487, 488, 490, 491, 492,
-	483, 489, 484, 485, 486, 252, 37, 42, 38, 39, 40, 41, 231, 232, 233, 234,
-	235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 248, 249, 250, 247,
-	137, 154, 155, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 156, 174, 175,
-	176, 177, 178, 179, 180, 181, 182, 183, 157, 184, 185, 186, 187, 188, 189, 190,
-	191, 192, 193, 158, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 159, 204,
-	205, 206, 207, 208, 209, 210, 211, 212, 213, 160, 161, 162, 163, 138, 139, 148,
-	149, 140, 141, 142, 143, 144, 145, 146, 147, 150, 151, 152, 153, 254, 34, 35,
-	36,
+	466, 467, 19, 21, 20, 27, 26, 23, 24, 62, 258, 257, 376, 377, 380, 382,
+	385, 545, 546, 559, 560, 12, 13, 14, 15, 16, 17, 18, 381, 3, 100, 143,
+	209, 210, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 211, 229, 230, 231,
+	232, 212, 213, 214, 215, 216, 217, 218, 233, 234, 235, 236, 237, 238, 239, 240,
+	241, 242, 252, 243, 244, 245, 246, 248, 249, 250, 251, 253, 254, 255, 256, 247,
+	375, 2, 386, 144, 544, 547, 548, 557, 558, 549, 550, 551, 552, 553, 554, 555,
+	556, 55, 99, 101, 102, 111, 112, 113, 114, 115, 116, 117, 118, 103, 104, 105,
+	106, 107, 108, 109, 110, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 137,
+	129, 130, 131, 133, 134, 135, 136, 138, 139, 140, 141, 132, 379, 383, 387, 388,
+	397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 389, 407, 408, 409, 410, 411,
+	412, 413, 414, 415, 416, 390, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426,
+	391, 392, 393, 394, 395, 396, 439, 440, 441, 442, 443, 444, 427, 428, 437, 438,
+	429, 430, 431, 432, 433, 434, 435, 436, 445, 446, 447, 448, 449, 450, 451, 452,
+	463, 464, 465, 458, 459, 460, 461, 453, 462, 454, 455, 456, 457, 28, 54, 56,
+	57, 58, 59, 64, 65, 74, 75, 76, 77, 78, 66, 67, 68, 69, 70, 71,
+	72, 73, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 98, 89, 90, 91,
+	92, 94, 95, 96, 97, 93, 7, 53, 145, 170, 171, 180, 181, 182, 183, 184,
+	185, 186, 187, 188, 189, 172, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199,
+	173, 200, 201, 202, 203, 204, 205, 206, 207, 174, 175, 176, 177, 178, 179, 154,
+	155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 146,
+	147, 148, 149, 150, 151, 152, 153, 208, 311, 336, 337, 346, 347, 348, 349, 350,
+	351, 352, 353, 354, 355, 338, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365,
+	339, 366, 367, 368, 369, 370, 371, 372, 373, 340, 341, 342, 343, 344, 345, 320,
+	321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 312,
+	313, 314, 315, 316, 317, 318, 319, 374, 0, 1, 4, 5, 6, 8, 63, 60,
+	142, 259, 260, 261, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 262, 280,
+	281, 282, 283, 284, 285, 286, 287, 263, 264, 265, 266, 267, 268, 269, 288, 289,
+	290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305,
+	306, 307, 308, 309, 310, 61, 22, 25, 29, 30, 31, 32, 33, 34, 35, 36,
+	37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 50, 51, 52, 49,
+	384, 484, 485, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 486, 504, 505,
+	506, 507, 508, 509, 510, 511, 512, 513, 487, 514, 515, 516, 517, 518, 519, 520,
+	521, 522, 523, 488, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 489, 534,
+	535, 536, 537, 538, 539, 540, 541, 542, 543, 490, 491, 492, 493, 468, 469, 478,
+	479, 470, 471, 472, 473, 474, 475, 476, 477, 480, 481, 482, 483, 378, 9, 10,
+	11,
 }
 
-var byID_amd64 = []uint16{
-	0, 1, 29, 30, 31, 32, 33, 558, 559, 34, 35, 36, 2, 3, 4, 5,
-	6, 7, 8, 9, 10, 11, 37, 14, 15, 42, 13, 12, 43, 38, 39, 40,
-	41, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245,
-	246, 247, 248, 249, 250, 251, 48, 49, 44, 45, 46, 47, 230, 252, 16, 560,
-	255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 270,
-	271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286,
-	287, 288, 289, 50, 51, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300,
-	301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316,
-	317, 318, 319, 320, 325, 326, 327, 328, 329, 330, 321, 322, 323, 324, 53, 52,
-	253, 331, 332, 333, 334, 335, 336, 337, 338, 339, 348, 349, 350, 351, 352, 353,
-	354, 355, 340, 341, 342, 343, 344, 345, 346, 347, 356, 357, 358, 359, 360, 361,
-	362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377,
-	378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393,
-	394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409,
-	410, 411, 412, 413, 414, 415, 416, 417, 418, 424, 425, 426, 427, 428, 429, 430,
-	431, 432, 433, 435, 436, 437, 438, 419, 439, 440, 441, 442, 434, 420, 421, 422,
-	423, 18, 17, 54, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454,
-	455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470,
-	471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 481, 482, 493, 487, 488, 490,
-	491, 492, 483, 489, 484, 485, 486, 494, 495, 496, 497, 498, 499, 500, 501, 502,
-	511, 512, 513, 514, 515, 516, 517, 518, 503, 504, 505, 506, 507, 508, 509, 510,
-	519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534,
-	535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550,
-	551, 552, 553, 554, 555, 556, 557, 55, 19, 20, 254, 56, 21, 28, 23, 57,
-	137, 22, 214, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70,
-	71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86,
-	87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102,
-	103, 104, 105, 106, 107, 108, 109, 112, 113, 114, 115, 116, 117, 118, 119, 120,
-	121, 122, 123, 110, 111, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134,
-	135, 136, 228, 229, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149,
-	150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165,
-	166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181,
-	182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197,
-	198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213,
-	215, 24, 25, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 26,
-	27,
-}
-
-var index_arm64 = []PMU{
+var index_arm64 = [...]PMU{
 	{Name: "arm_ac57", Desc: "ARM Cortex A57", ID: 151, Order: 0, Family: FamilyARM, Type: PMUTypeCore, PerfName: "armv8_cortex_a57,armv8_pmuv3_0,armv8_pmuv3", Flags: 0x0, Rev: 0, NumCounters: 6, NumFixed: 0, SupportedPLM: 0x19, MaxEncoding: 1, CPUFamily: 0, Arch: "arm64", table: "arm_ac57", size: [2]int{82, 0}, names: names_arm64_arm_ac57},
 	{Name: "arm_ac53", Desc: "ARM Cortex A53", ID: 152, Order: 1, Family: FamilyARM, Type: PMUTypeCore, PerfName: "armv8_cortex_a53", Flags: 0x0, Rev: 0, NumCounters: 6, NumFixed: 0, SupportedPLM: 0x19, MaxEncoding: 1, CPUFamily: 0, Arch: "arm64", table: "arm_ac53", size: [2]int{32, 0}, names: names_arm64_arm_ac53},
 	{Name: "arm_ac55", Desc: "ARM Cortex A55", ID: 680, Order: 2, Family: FamilyARM, Type: PMUTypeCore, PerfName: "armv8_cortex_a55", Flags: 0x0, Rev: 0, NumCounters: 6, NumFixed: 0, SupportedPLM: 0x19, MaxEncoding: 1, CPUFamily: 0, Arch: "arm64", table: "arm_ac55", size: [2]int{112, 0}, names: names_arm64_arm_ac55},
@@ -736,25 +1339,119 @@ var index_arm64 = []PMU{
 	{Name: "perf_raw", Desc: "perf_events raw PMU", ID: 114, Order: 81, Family: FamilyPerf, Type: PMUTypeOSGeneric, Flags: 0x0, Rev: 0, NumCounters: 0, NumFixed: 0, SupportedPLM: 0x19, MaxEncoding: 1, CPUFamily: 0, Arch: "arm64", table: "perf_raw", size: [2]int{1, 0}, names: names_arm64_perf_raw},
 }
 
+var byID_arm64 = []*PMU{
+	&index_arm64[80], &index_arm64[81], &index_arm64[0], &index_arm64[1], &index_arm64[6], &index_arm64[7], &index_arm64[8], &index_arm64[9],
+	&index_arm64[10], &index_arm64[11], &index_arm64[12], &index_arm64[13], &index_arm64[14], &index_arm64[72], &index_arm64[73], &index_arm64[78],
+	&index_arm64[16], &index_arm64[17], &index_arm64[18], &index_arm64[19], &index_arm64[20], &index_arm64[21], &index_arm64[22], &index_arm64[23],
+	&index_arm64[24], &index_arm64[25], &index_arm64[26], &index_arm64[27], &index_arm64[28], &index_arm64[29], &index_arm64[30], &index_arm64[31],
+	&index_arm64[32], &index_arm64[33], &index_arm64[34], &index_arm64[35], &index_arm64[36], &index_arm64[37], &index_arm64[38], &index_arm64[39],
+	&index_arm64[40], &index_arm64[41], &index_arm64[42], &index_arm64[43], &index_arm64[44], &index_arm64[45], &index_arm64[46], &index_arm64[47],
+	&index_arm64[48], &index_arm64[49], &index_arm64[50], &index_arm64[51], &index_arm64[52], &index_arm64[53], &index_arm64[54], &index_arm64[55],
+	&index_arm64[56], &index_arm64[57], &index_arm64[58], &index_arm64[59], &index_arm64[60], &index_arm64[61], &index_arm64[62], &index_arm64[63],
+	&index_arm64[64], &index_arm64[65], &index_arm64[66], &index_arm64[67], &index_arm64[68], &index_arm64[69], &index_arm64[70], &index_arm64[71],
+	&index_arm64[75], &index_arm64[76], &index_arm64[3], &index_arm64[77], &index_arm64[2], &index_arm64[4], &index_arm64[74], &index_arm64[15],
+	&index_arm64[5], &index_arm64[79],
+}
+
+var sketch_arm64 = sketchTable{
+	names:  "perfperf_rawarm_ac57armv8_cortex_a57,armv8_pmuv3_0,armv8_pmuv3arm_ac53armv8_cortex_a53arm_xgenearm_thunderx2armv8_cavium_thundertx2_dmc0uncore_dmc_0tx2_dmc1uncore_dmc_1tx2_llc0uncore_l3c_0tx2_llc1uncore_l3c_1tx2_ccpi0uncore_ccpi2_0tx2_ccpi1uncore_ccpi2_1arm_a64fxarm_n1arm_n2arm_kunpenghisi_sccl1_ddrc0hisi_sccl1_ddrc1hisi_sccl1_ddrc2hisi_sccl1_ddrc3hisi_sccl3_ddrc0hisi_sccl3_ddrc1hisi_sccl3_ddrc2hisi_sccl3_ddrc3hisi_sccl5_ddrc0hisi_sccl5_ddrc1hisi_sccl5_ddrc2hisi_sccl5_ddrc3hisi_sccl7_ddrc0hisi_sccl7_ddrc1hisi_sccl7_ddrc2hisi_sccl7_ddrc3hisi_sccl1_hha2hisi_sccl1_hha3hisi_sccl3_hha0hisi_sccl3_hha1hisi_sccl5_hha6hisi_sccl5_hha7hisi_sccl7_hha4hisi_sccl7_hha5hisi_sccl1_l3c10hisi_sccl1_l3c11hisi_sccl1_l3c12hisi_sccl1_l3c13hisi_sccl1_l3c14hisi_sccl1_l3c15hisi_sccl1_l3c8hisi_sccl1_l3c9hisi_sccl3_l3c0hisi_sccl3_l3c1hisi_sccl3_l3c2hisi_sccl3_l3c3hisi_sccl3_l3c4hisi_sccl3_l3c5hisi_sccl3_l3c6hisi_sccl3_l3c7hisi_sccl5_l3c24hisi_sccl5_l3c25hisi_sccl5_l3c26hisi_sccl5_l3c27hisi_sccl5_l3c28hisi_sccl5_l3c29hisi_sccl5_l3c30hisi_sccl5_l3c31hisi_sccl7_l3c16hisi_sccl7_l3c17hisi_sccl7_l3c18hisi_sccl7_l3c19hisi_sccl7_l3c20hisi_sccl7_l3c21hisi_sccl7_l3c22hisi_sccl7_l3c23arm_v1arm_v2arm_ac72armv8_cortex_a72,armv8_pmuv3_0arm_v3arm_ac55armv8_cortex_a55arm_ac76armv8_cortex_a76arm_n3arm_monakaarm_x4armv8_pmuv3_0,armv8_pmuv3arm_olympus",
+	models: "",
+	rows: []sketchRow{
+		{name: 0, nameLen: 4, perfName: 0, perfNameLen: 0, family: FamilyPerf, models: 0, modelsLen: 0, cpuFamily: 0},                     // perf
+		{name: 4, nameLen: 8, perfName: 0, perfNameLen: 0, family: FamilyPerf, models: 0, modelsLen: 0, cpuFamily: 0},                     // perf_raw
+		{name: 12, nameLen: 8, perfName: 20, perfNameLen: 42, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                   // arm_ac57
+		{name: 62, nameLen: 8, perfName: 70, perfNameLen: 16, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                   // arm_ac53
+		{name: 86, nameLen: 9, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                     // arm_xgene
+		{name: 95, nameLen: 13, perfName: 108, perfNameLen: 20, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                 // arm_thunderx2
+		{name: 128, nameLen: 8, perfName: 136, perfNameLen: 12, family: FamilyARMTX2Uncore, models: 0, modelsLen: 0, cpuFamily: 0},        // tx2_dmc0
+		{name: 148, nameLen: 8, perfName: 156, perfNameLen: 12, family: FamilyARMTX2Uncore, models: 0, modelsLen: 0, cpuFamily: 0},        // tx2_dmc1
+		{name: 168, nameLen: 8, perfName: 176, perfNameLen: 12, family: FamilyARMTX2Uncore, models: 0, modelsLen: 0, cpuFamily: 0},        // tx2_llc0
+		{name: 188, nameLen: 8, perfName: 196, perfNameLen: 12, family: FamilyARMTX2Uncore, models: 0, modelsLen: 0, cpuFamily: 0},        // tx2_llc1
+		{name: 208, nameLen: 9, perfName: 217, perfNameLen: 14, family: FamilyARMTX2Uncore, models: 0, modelsLen: 0, cpuFamily: 0},        // tx2_ccpi0
+		{name: 231, nameLen: 9, perfName: 240, perfNameLen: 14, family: FamilyARMTX2Uncore, models: 0, modelsLen: 0, cpuFamily: 0},        // tx2_ccpi1
+		{name: 254, nameLen: 9, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                    // arm_a64fx
+		{name: 263, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                    // arm_n1
+		{name: 269, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                    // arm_n2
+		{name: 275, nameLen: 11, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                   // arm_kunpeng
+		{name: 286, nameLen: 16, perfName: 286, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_ddrc0
+		{name: 302, nameLen: 16, perfName: 302, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_ddrc1
+		{name: 318, nameLen: 16, perfName: 318, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_ddrc2
+		{name: 334, nameLen: 16, perfName: 334, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_ddrc3
+		{name: 350, nameLen: 16, perfName: 350, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_ddrc0
+		{name: 366, nameLen: 16, perfName: 366, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_ddrc1
+		{name: 382, nameLen: 16, perfName: 382, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_ddrc2
+		{name: 398, nameLen: 16, perfName: 398, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_ddrc3
+		{name: 414, nameLen: 16, perfName: 414, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_ddrc0
+		{name: 430, nameLen: 16, perfName: 430, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_ddrc1
+		{name: 446, nameLen: 16, perfName: 446, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_ddrc2
+		{name: 462, nameLen: 16, perfName: 462, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_ddrc3
+		{name: 478, nameLen: 16, perfName: 478, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl7_ddrc0
+		{name: 494, nameLen: 16, perfName: 494, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl7_ddrc1
+		{name: 510, nameLen: 16, perfName: 510, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl7_ddrc2
+		{name: 526, nameLen: 16, perfName: 526, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl7_ddrc3
+		{name: 542, nameLen: 15, perfName: 542, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_hha2
+		{name: 557, nameLen: 15, perfName: 557, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_hha3
+		{name: 572, nameLen: 15, perfName: 572, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_hha0
+		{name: 587, nameLen: 15, perfName: 587, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_hha1
+		{name: 602, nameLen: 15, perfName: 602, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_hha6
+		{name: 617, nameLen: 15, perfName: 617, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_hha7
+		{name: 632, nameLen: 15, perfName: 632, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl7_hha4
+		{name: 647, nameLen: 15, perfName: 647, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl7_hha5
+		{name: 662, nameLen: 16, perfName: 662, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_l3c10
+		{name: 678, nameLen: 16, perfName: 678, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_l3c11
+		{name: 694, nameLen: 16, perfName: 694, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_l3c12
+		{name: 710, nameLen: 16, perfName: 710, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_l3c13
+		{name: 726, nameLen: 16, perfName: 726, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_l3c14
+		{name: 742, nameLen: 16, perfName: 742, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_l3c15
+		{name: 758, nameLen: 15, perfName: 758, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_l3c8
+		{name: 773, nameLen: 15, perfName: 773, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl1_l3c9
+		{name: 788, nameLen: 15, perfName: 788, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_l3c0
+		{name: 803, nameLen: 15, perfName: 803, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_l3c1
+		{name: 818, nameLen: 15, perfName: 818, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_l3c2
+		{name: 833, nameLen: 15, perfName: 833, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_l3c3
+		{name: 848, nameLen: 15, perfName: 848, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_l3c4
+		{name: 863, nameLen: 15, perfName: 863, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_l3c5
+		{name: 878, nameLen: 15, perfName: 878, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_l3c6
+		{name: 893, nameLen: 15, perfName: 893, perfNameLen: 15, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl3_l3c7
+		{name: 908, nameLen: 16, perfName: 908, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_l3c24
+		{name: 924, nameLen: 16, perfName: 924, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_l3c25
+		{name: 940, nameLen: 16, perfName: 940, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_l3c26
+		{name: 956, nameLen: 16, perfName: 956, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_l3c27
+		{name: 972, nameLen: 16, perfName: 972, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_l3c28
+		{name: 988, nameLen: 16, perfName: 988, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0},   // hisi_sccl5_l3c29
+		{name: 1004, nameLen: 16, perfName: 1004, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl5_l3c30
+		{name: 1020, nameLen: 16, perfName: 1020, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl5_l3c31
+		{name: 1036, nameLen: 16, perfName: 1036, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl7_l3c16
+		{name: 1052, nameLen: 16, perfName: 1052, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl7_l3c17
+		{name: 1068, nameLen: 16, perfName: 1068, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl7_l3c18
+		{name: 1084, nameLen: 16, perfName: 1084, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl7_l3c19
+		{name: 1100, nameLen: 16, perfName: 1100, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl7_l3c20
+		{name: 1116, nameLen: 16, perfName: 1116, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl7_l3c21
+		{name: 1132, nameLen: 16, perfName: 1132, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl7_l3c22
+		{name: 1148, nameLen: 16, perfName: 1148, perfNameLen: 16, family: FamilyARMKunpengUncore, models: 0, modelsLen: 0, cpuFamily: 0}, // hisi_sccl7_l3c23
+		{name: 1164, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                   // arm_v1
+		{name: 1170, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                   // arm_v2
+		{name: 1176, nameLen: 8, perfName: 1184, perfNameLen: 30, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},               // arm_ac72
+		{name: 1214, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                   // arm_v3
+		{name: 1220, nameLen: 8, perfName: 1228, perfNameLen: 16, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},               // arm_ac55
+		{name: 1244, nameLen: 8, perfName: 1252, perfNameLen: 16, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},               // arm_ac76
+		{name: 1268, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                   // arm_n3
+		{name: 1274, nameLen: 10, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                  // arm_monaka
+		{name: 1284, nameLen: 6, perfName: 1290, perfNameLen: 25, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},               // arm_x4
+		{name: 1315, nameLen: 11, perfName: 0, perfNameLen: 0, family: FamilyARM, models: 0, modelsLen: 0, cpuFamily: 0},                  // arm_olympus
+	},
+}
+
 var byName_arm64 = []uint16{
-	14, 1, 2, 0, 3, 4, 78, 15, 72, 73, 74, 79, 7, 75, 76, 77,
-	5, 6, 16, 17, 18, 19, 32, 33, 40, 41, 42, 43, 44, 45, 46, 47,
+	12, 3, 76, 2, 74, 77, 15, 79, 13, 14, 78, 81, 5, 72, 73, 75,
+	80, 4, 16, 17, 18, 19, 32, 33, 40, 41, 42, 43, 44, 45, 46, 47,
 	20, 21, 22, 23, 34, 35, 48, 49, 50, 51, 52, 53, 54, 55, 24, 25,
 	26, 27, 36, 37, 56, 57, 58, 59, 60, 61, 62, 63, 28, 29, 30, 31,
-	38, 39, 64, 65, 66, 67, 68, 69, 70, 71, 80, 81, 12, 13, 8, 9,
-	10, 11,
+	38, 39, 64, 65, 66, 67, 68, 69, 70, 71, 0, 1, 10, 11, 6, 7,
+	8, 9,
 }
 
-var byID_arm64 = []uint16{
-	80, 81, 0, 1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 72, 73, 78,
-	16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
-	32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
-	48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
-	64, 65, 66, 67, 68, 69, 70, 71, 75, 76, 3, 77, 2, 4, 74, 15,
-	5, 79,
-}
-
-var index_ppc64le = []PMU{
+var index_ppc64le = [...]PMU{
 	{Name: "power4", Desc: "POWER4", ID: 46, Order: 0, Family: FamilyPower, Type: PMUTypeCore, Flags: 0x0, Rev: 0, NumCounters: 8, NumFixed: 0, SupportedPLM: 0x0, MaxEncoding: 1, CPUFamily: 0, Arch: "ppc64le", table: "power4", size: [2]int{244, 0}, names: names_ppc64le_power4},
 	{Name: "ppc970", Desc: "PPC970", ID: 43, Order: 1, Family: FamilyPower, Type: PMUTypeUnknown, Flags: 0x0, Rev: 0, NumCounters: 0, NumFixed: 0, SupportedPLM: 0x0, MaxEncoding: 1, CPUFamily: 0, Arch: "ppc64le", table: "ppc970", size: [2]int{215, 0}, names: names_ppc64le_ppc970},
 	{Name: "ppc970mp", Desc: "PPC970MP", ID: 44, Order: 2, Family: FamilyPower, Type: PMUTypeUnknown, Flags: 0x0, Rev: 0, NumCounters: 0, NumFixed: 0, SupportedPLM: 0x0, MaxEncoding: 1, CPUFamily: 0, Arch: "ppc64le", table: "ppc970mp", size: [2]int{230, 0}, names: names_ppc64le_ppc970mp},
@@ -772,12 +1469,35 @@ var index_ppc64le = []PMU{
 	{Name: "perf_raw", Desc: "perf_events raw PMU", ID: 114, Order: 14, Family: FamilyPerf, Type: PMUTypeOSGeneric, Flags: 0x0, Rev: 0, NumCounters: 0, NumFixed: 0, SupportedPLM: 0x19, MaxEncoding: 1, CPUFamily: 0, Arch: "ppc64le", table: "perf_raw", size: [2]int{1, 0}, names: names_ppc64le_perf_raw},
 }
 
-var byName_ppc64le = []uint16{
-	13, 14, 9, 0, 3, 4, 5, 6, 7, 8, 10, 11, 12, 1, 2,
+var byID_ppc64le = []*PMU{
+	&index_ppc64le[1], &index_ppc64le[2], &index_ppc64le[0], &index_ppc64le[3], &index_ppc64le[4], &index_ppc64le[5], &index_ppc64le[6], &index_ppc64le[13],
+	&index_ppc64le[10], &index_ppc64le[7], &index_ppc64le[14], &index_ppc64le[11], &index_ppc64le[12], &index_ppc64le[8], &index_ppc64le[9],
 }
 
-var byID_ppc64le = []uint16{
-	1, 2, 0, 3, 4, 5, 6, 13, 10, 7, 14, 11, 12, 8, 9,
+var sketch_ppc64le = sketchTable{
+	names:  "ppc970ppc970mppower4power5power5ppower6power7perfpower_torrentpower8perf_rawpowerpc_nest_mcs_readNest_MCS_Read_BWpowerpc_nest_mcs_writeNest_MCS_Write_BWpower9power10",
+	models: "",
+	rows: []sketchRow{
+		{name: 0, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},          // ppc970
+		{name: 6, nameLen: 8, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},          // ppc970mp
+		{name: 14, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},         // power4
+		{name: 20, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},         // power5
+		{name: 26, nameLen: 7, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},         // power5p
+		{name: 33, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},         // power6
+		{name: 39, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},         // power7
+		{name: 45, nameLen: 4, perfName: 0, perfNameLen: 0, family: FamilyPerf, models: 0, modelsLen: 0, cpuFamily: 0},          // perf
+		{name: 49, nameLen: 13, perfName: 0, perfNameLen: 0, family: FamilyPowerTorrent, models: 0, modelsLen: 0, cpuFamily: 0}, // power_torrent
+		{name: 62, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},         // power8
+		{name: 68, nameLen: 8, perfName: 0, perfNameLen: 0, family: FamilyPerf, models: 0, modelsLen: 0, cpuFamily: 0},          // perf_raw
+		{name: 76, nameLen: 21, perfName: 97, perfNameLen: 16, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},      // powerpc_nest_mcs_read
+		{name: 113, nameLen: 22, perfName: 135, perfNameLen: 17, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},    // powerpc_nest_mcs_write
+		{name: 152, nameLen: 6, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},        // power9
+		{name: 158, nameLen: 7, perfName: 0, perfNameLen: 0, family: FamilyPower, models: 0, modelsLen: 0, cpuFamily: 0},        // power10
+	},
+}
+
+var byName_ppc64le = []uint16{
+	7, 10, 14, 2, 3, 4, 5, 6, 9, 13, 8, 11, 12, 0, 1,
 }
 
 var names_amd64_netburst = []uint32{

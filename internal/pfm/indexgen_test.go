@@ -141,7 +141,7 @@ func renderIndex() ([]byte, error) {
 	b.WriteString("// The data is libpfm4's (MIT): see tables/LICENSE.libpfm4.\n\npackage pfm\n\n")
 	b.WriteString("var generatedIndex = []generatedArch{\n")
 	for _, arch := range Archs {
-		fmt.Fprintf(&b, "\t{arch: %q, pmus: index_%s, byName: byName_%s, byID: byID_%s},\n", arch, arch, arch, arch)
+		fmt.Fprintf(&b, "\t{arch: %q, pmus: index_%s[:], byName: byName_%s, byID: byID_%s, sketch: sketch_%s},\n", arch, arch, arch, arch, arch)
 	}
 	b.WriteString("}\n\n")
 
@@ -153,7 +153,9 @@ func renderIndex() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, "var index_%s = []PMU{\n", arch)
+		// An array, not a slice: byID's pointers into it are then
+		// addresses the linker writes, not code every start runs.
+		fmt.Fprintf(&b, "var index_%s = [...]PMU{\n", arch)
 		for _, p := range pmus {
 			tabs := []string{p.table}
 			for _, mt := range p.ModelTables {
@@ -189,27 +191,41 @@ func renderIndex() ([]byte, error) {
 			renderPMU(&b, p, hv)
 		}
 		b.WriteString("}\n\n")
-		for _, o := range []struct {
-			name string
-			cmp  func(x, y *PMU) int
-		}{
-			{"byName", func(x, y *PMU) int { return strings.Compare(x.Name, y.Name) }},
-			{"byID", func(x, y *PMU) int { return x.ID - y.ID }},
-		} {
+		sorted := func(cmp func(x, y *PMU) int) []uint16 {
 			order := make([]uint16, len(pmus))
 			for i := range order {
 				order[i] = uint16(i)
 			}
-			slices.SortStableFunc(order, func(x, y uint16) int { return o.cmp(pmus[x], pmus[y]) })
-			fmt.Fprintf(&b, "var %s_%s = []uint16{", o.name, arch)
-			for i, k := range order {
-				if i%16 == 0 {
-					b.WriteString("\n\t")
-				}
-				fmt.Fprintf(&b, "%d, ", k)
-			}
-			b.WriteString("\n}\n\n")
+			slices.SortStableFunc(order, func(x, y uint16) int { return cmp(pmus[x], pmus[y]) })
+			return order
 		}
+		byID := sorted(func(x, y *PMU) int { return x.ID - y.ID })
+		// ArchPMUsByID's slice itself, so that no start builds it.
+		fmt.Fprintf(&b, "var byID_%s = []*PMU{", arch)
+		for i, k := range byID {
+			if i%8 == 0 {
+				b.WriteString("\n\t")
+			}
+			fmt.Fprintf(&b, "&index_%s[%d], ", arch, k)
+		}
+		b.WriteString("\n}\n\n")
+		if err := renderSketch(&b, arch, pmus, byID); err != nil {
+			return nil, err
+		}
+		// byName holds positions in byID, which are the sketches' rows:
+		// a lookup compares the sketches' names, not the PMUs'.
+		row := make([]uint16, len(pmus))
+		for i, k := range byID {
+			row[k] = uint16(i)
+		}
+		fmt.Fprintf(&b, "var byName_%s = []uint16{", arch)
+		for i, k := range sorted(func(x, y *PMU) int { return strings.Compare(x.Name, y.Name) }) {
+			if i%16 == 0 {
+				b.WriteString("\n\t")
+			}
+			fmt.Fprintf(&b, "%d, ", row[k])
+		}
+		b.WriteString("\n}\n\n")
 	}
 	b.Write(hashes.Bytes())
 
@@ -245,6 +261,58 @@ func renderIndex() ([]byte, error) {
 	b.WriteString("}\n\n")
 	b.Write(defs.Bytes())
 	return format.Source(b.Bytes())
+}
+
+// renderSketch writes the sketches of an architecture's PMUs in the
+// order given (see sketchTable).
+func renderSketch(b *bytes.Buffer, arch string, pmus []*PMU, order []uint16) error {
+	var names, models strings.Builder
+	offsets := map[string]int{}
+	str := func(s string) (int, int, error) {
+		if s == "" {
+			return 0, 0, nil
+		}
+		o, ok := offsets[s]
+		if !ok {
+			o = names.Len()
+			offsets[s] = o
+			names.WriteString(s)
+		}
+		if o > 0xffff || len(s) > 0xff {
+			return 0, 0, fmt.Errorf("%s: sketch: %q does not fit a row", arch, s)
+		}
+		return o, len(s), nil
+	}
+	var rows bytes.Buffer
+	for _, k := range order {
+		p := pmus[k]
+		no, nl, err := str(p.Name)
+		if err != nil {
+			return err
+		}
+		po, pl, err := str(p.PerfName)
+		if err != nil {
+			return err
+		}
+		mo := models.Len()
+		for _, m := range p.CPUModels {
+			if m < 0 || m > 0xff {
+				return fmt.Errorf("%s/%s: sketch: CPU model %d is not a byte", arch, p.Name, m)
+			}
+			models.WriteByte(byte(m))
+		}
+		if len(p.CPUModels) > 0xff || mo > 0xffff || p.CPUFamily < 0 || p.CPUFamily > 0xffff {
+			return fmt.Errorf("%s/%s: sketch: models or family do not fit a row", arch, p.Name)
+		}
+		if len(p.CPUModels) == 0 {
+			mo = 0
+		}
+		fmt.Fprintf(&rows, "\t\t{name: %d, nameLen: %d, perfName: %d, perfNameLen: %d, family: %s, models: %d, modelsLen: %d, cpuFamily: %d}, // %s\n",
+			no, nl, po, pl, familyIdents[p.Family], mo, len(p.CPUModels), p.CPUFamily, p.Name)
+	}
+	fmt.Fprintf(b, "var sketch_%s = sketchTable{\n\tnames: %+q,\n\tmodels: %+q,\n\trows: []sketchRow{\n%s\t},\n}\n\n",
+		arch, names.String(), models.String(), rows.String())
+	return nil
 }
 
 func renderPMU(b *bytes.Buffer, p *PMU, hashVar string) {
@@ -432,4 +500,35 @@ func (r *fields) ints(i int) []int {
 		v[k] = n
 	}
 	return v
+}
+
+// SelectByID shows keep each PMU of ArchPMUsByID with the fields
+// detection reads as the index has them, and gives the PMUs it accepts.
+func TestSelectByID(t *testing.T) {
+	for _, arch := range Archs {
+		all := ArchPMUsByID(arch)
+		i := 0
+		odd := SelectByID(arch, func(s *PMU) bool {
+			p := all[i]
+			want := PMU{Name: p.Name, Family: p.Family, PerfName: p.PerfName, CPUFamily: p.CPUFamily, CPUModels: p.CPUModels}
+			if !reflect.DeepEqual(*s, want) {
+				t.Errorf("%s: sketch %d is\n%+v\nthe index has\n%+v", arch, i, *s, want)
+			}
+			i++
+			return i%2 == 0
+		})
+		if i != len(all) {
+			t.Errorf("%s: SelectByID showed %d PMUs, ArchPMUsByID has %d", arch, i, len(all))
+		}
+		var want []*PMU
+		for k := 1; k < len(all); k += 2 {
+			want = append(want, all[k])
+		}
+		if !slices.Equal(odd, want) {
+			t.Errorf("%s: SelectByID gave %d PMUs, not the %d accepted", arch, len(odd), len(want))
+		}
+	}
+	if got := SelectByID("s390x", func(*PMU) bool { return true }); got != nil {
+		t.Errorf("SelectByID(s390x) = %v, want nil", got)
+	}
 }

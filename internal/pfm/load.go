@@ -23,7 +23,6 @@ var catalog struct {
 	once   sync.Once
 	pmus   []*PMU
 	byArch map[string][]*PMU
-	byID   map[string][]*PMU
 
 	mu     sync.Mutex
 	loaded map[*PMU]*loadedPMU // keyed by header
@@ -59,10 +58,15 @@ func ArchPMUs(arch string) []*PMU {
 }
 
 // ArchPMUsByID is ArchPMUs in the order of libpfm4's PMU ids, in which
-// pfm_for_all_pmus walks them.
+// pfm_for_all_pmus walks them. Every start asks for it, so it is
+// generated, not built: the PMUs are the same as ArchPMUs gives.
 func ArchPMUsByID(arch string) []*PMU {
-	readIndex()
-	return catalog.byID[arch]
+	for _, a := range generatedIndex {
+		if a.arch == arch {
+			return a.byID
+		}
+	}
+	return nil
 }
 
 // Load gives the PMU named name, with its tables, decoded on first use
@@ -70,7 +74,6 @@ func ArchPMUsByID(arch string) []*PMU {
 // builds have (perf, perf_raw) gives the host architecture's, or else the
 // first in Archs order.
 func Load(name string) (*PMU, error) {
-	readIndex()
 	h := find(runtime.GOARCH, name)
 	for _, a := range Archs {
 		if h == nil {
@@ -85,7 +88,6 @@ func Load(name string) (*PMU, error) {
 
 // LoadArch is Load for one architecture's build.
 func LoadArch(arch, name string) (*PMU, error) {
-	readIndex()
 	h := find(arch, name)
 	if h == nil {
 		return nil, fmt.Errorf("pfm: no PMU %q in libpfm4's %s tables (commit %.12s)", name, arch, tables.Libpfm4Commit)
@@ -98,32 +100,38 @@ func find(arch, name string) *PMU {
 		if a.arch != arch {
 			continue
 		}
+		t := &a.sketch
 		i, ok := slices.BinarySearchFunc(a.byName, name, func(k uint16, name string) int {
-			return strings.Compare(a.pmus[k].Name, name)
+			r := &t.rows[k]
+			return strings.Compare(t.names[r.name:int(r.name)+int(r.nameLen)], name)
 		})
 		if !ok {
 			return nil
 		}
-		return catalog.byArch[arch][a.byName[i]]
+		return a.byID[a.byName[i]]
 	}
 	return nil
 }
 
-// entry gives m's entry for k, made on first use, under the catalog's lock;
-// the entry's own sync.Once then decodes without holding it.
-func entry[K comparable, V any](m map[K]*V, k K) *V {
+// entry gives *m's entry for k, made on first use (and the map with
+// it), under the catalog's lock; the entry's own sync.Once then decodes
+// without holding it.
+func entry[K comparable, V any](m *map[K]*V, k K) *V {
 	catalog.mu.Lock()
 	defer catalog.mu.Unlock()
-	v := m[k]
+	if *m == nil {
+		*m = map[K]*V{}
+	}
+	v := (*m)[k]
 	if v == nil {
 		v = new(V)
-		m[k] = v
+		(*m)[k] = v
 	}
 	return v
 }
 
 func load(h *PMU) (*PMU, error) {
-	l := entry(catalog.loaded, h)
+	l := entry(&catalog.loaded, h)
 	l.once.Do(func() { l.pmu, l.err = loadTables(h) })
 	return l.pmu, l.err
 }
@@ -154,7 +162,7 @@ func loadTables(h *PMU) (*PMU, error) {
 // The tables every machine needs (perf's) are compiled in.
 func table(arch, name string, size [2]int) *loadedTable {
 	key := arch + "/" + name
-	t := entry(catalog.tables, key)
+	t := entry(&catalog.tables, key)
 	t.once.Do(func() {
 		for _, g := range generatedTables {
 			if g.key == key {
@@ -173,8 +181,9 @@ func table(arch, name string, size [2]int) *loadedTable {
 type generatedArch struct {
 	arch   string
 	pmus   []PMU
-	byName []uint16 // indexes of pmus by Name, then Order
-	byID   []uint16 // by ID, then Order
+	byName []uint16 // rows of sketch (and byID) by Name, then Order: a lookup reads the sketches' names
+	byID   []*PMU   // by ID, then Order: pointers into pmus
+	sketch sketchTable
 }
 
 // generatedTable is a table compiled in rather than decoded.
@@ -184,23 +193,17 @@ type generatedTable struct {
 	events []Event
 }
 
+// readIndex makes the lists of PMUs() and ArchPMUs(), which listings
+// and tests use; a start needs neither.
 func readIndex() {
 	catalog.once.Do(func() {
 		catalog.byArch = map[string][]*PMU{}
-		catalog.byID = map[string][]*PMU{}
-		catalog.loaded = map[*PMU]*loadedPMU{}
-		catalog.tables = map[string]*loadedTable{}
 		for _, a := range generatedIndex {
 			pmus := make([]*PMU, len(a.pmus))
 			for i := range a.pmus {
 				pmus[i] = &a.pmus[i]
 			}
 			catalog.byArch[a.arch] = pmus
-			byID := make([]*PMU, len(a.byID))
-			for i, k := range a.byID {
-				byID[i] = pmus[k]
-			}
-			catalog.byID[a.arch] = byID
 			catalog.pmus = append(catalog.pmus, pmus...)
 		}
 	})

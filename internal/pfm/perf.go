@@ -190,7 +190,6 @@ func activePMUs(active []string, env Env) ([]*PMU, error) {
 
 // header gives a PMU of one build as the index has it, without its tables.
 func header(arch, name string) (*PMU, error) {
-	readIndex()
 	if h := find(arch, name); h != nil {
 		return h, nil
 	}

@@ -7,19 +7,22 @@ import (
 	"perfevent/internal/pfm"
 )
 
-// catalogSource gives one libpfm4 build's PMUs; tests swap in small ones.
-var catalogSource = pfm.ArchPMUsByID
+// catalogSource, when set, gives one libpfm4 build's PMUs in the order of
+// their ids for detection to walk; tests swap in small ones. Unset, the
+// generated catalog is walked by its sketches (see detectCatalog).
+var catalogSource func(arch string) []*pfm.PMU
 
-// catalog returns the PMUs of the libpfm4 build for arch in the order of
-// their ids, as pfm_for_all_pmus walks them. The result is shared.
-func catalog(arch string) []*pfm.PMU {
-	pmus := catalogSource(arch)
-	byID := func(a, b *pfm.PMU) int { return a.ID - b.ID }
-	if !slices.IsSortedFunc(pmus, byID) {
-		pmus = slices.Clone(pmus)
-		slices.SortStableFunc(pmus, byID)
+// detectCatalog is Detect on the PMUs of the libpfm4 build for arch in
+// the order of their ids, as pfm_for_all_pmus walks them (the generated
+// index holds them in that order: TestIndexMatchesTables). Detection reads five fields
+// of every PMU of the build, and the generated catalog's sketches hold
+// just those in a few pages, where its PMUs span forty: a start touches
+// those pages for the first time, at some microseconds each.
+func detectCatalog(cpu CPUInfo, arch string, device func(string) bool) []*pfm.PMU {
+	if catalogSource != nil {
+		return Detect(cpu, catalogSource(arch), device)
 	}
-	return pmus
+	return pfm.SelectByID(arch, func(p *pfm.PMU) bool { return detects(cpu, p, device) })
 }
 
 // arch is the libpfm4 build a CPU belongs to: the machine's, which for

@@ -1,6 +1,12 @@
 package pmu
 
-import "perfevent/internal/pfm"
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"perfevent/internal/pfm"
+)
 
 // fakeCatalog is a few of libpfm4's PMUs, with their real ids, for the
 // detection rules' unit test; the fixture tests use the real catalog.
@@ -41,8 +47,8 @@ func fakeCatalog() []*pfm.PMU {
 		intel(319, "skx", 85),
 		uncore(354, "skx_unc_imc0", "uncore_imc_0"),
 		other(436, "arm_thunderx2", pfm.FamilyARM),
-		other(438, "tx2_dmc0", pfm.FamilyARM),
 		intel(437, "clx", 85),
+		other(438, "tx2_dmc0", pfm.FamilyARM),
 		other(444, "amd64_fam17h_zen1", pfm.FamilyAMD64),
 		other(445, "amd64_fam17h_zen2", pfm.FamilyAMD64),
 		other(449, "arm_n1", pfm.FamilyARM),
@@ -64,4 +70,84 @@ func fakeCatalog() []*pfm.PMU {
 		other(698, "amd64_fam1ah_zen6", pfm.FamilyAMD64),
 		{Name: "amd64_fam1ah_zen6_l3", ID: 699, Family: pfm.FamilyAMD64, Type: pfm.PMUTypeUncore, PerfName: "amd_l3"},
 	}
+}
+
+// catalog hands its source's order on as libpfm4's; a fake catalog must
+// keep to the ids' order as the generated one does.
+func TestFakeCatalogByID(t *testing.T) {
+	pmus := fakeCatalog()
+	for i := 1; i < len(pmus); i++ {
+		if pmus[i-1].ID >= pmus[i].ID {
+			t.Errorf("fakeCatalog: %s (id %d) before %s (id %d)", pmus[i-1].Name, pmus[i-1].ID, pmus[i].Name, pmus[i].ID)
+		}
+	}
+}
+
+// Detection by the generated catalog's sketches activates, in the same
+// order, the PMUs that Detect finds walking the catalog itself: for every
+// fixture, and for CPUs of each vendor's families and models with every
+// kernel PMU present, none, and some.
+func TestDetectCatalogIsDetect(t *testing.T) {
+	var cpus []CPUInfo
+	dirs, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		fs := testFS(d.Name())
+		if c, err := fs.CPUInfo(); err == nil {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) < 15 {
+		t.Fatalf("%d fixtures with a cpuinfo, want the 15 or more of testdata", len(cpus))
+	}
+	perfmon := CPUFlags("fpu arch_perfmon pni")
+	for _, fam := range []int{5, 6, 15, 16, 17, 18, 20, 21, 22, 23, 25, 26} {
+		for model := 0; model < 256; model++ {
+			for _, stepping := range []int{0, 4, 5} {
+				cpus = append(cpus,
+					CPUInfo{Vendor: "GenuineIntel", Family: fam, Model: model, Stepping: stepping, Flags: perfmon},
+					CPUInfo{Vendor: "AuthenticAMD", Family: fam, Model: model, Stepping: stepping})
+			}
+		}
+	}
+	for _, a := range armParts {
+		cpus = append(cpus, CPUInfo{Implementer: a.implementer, Part: a.part, HasArchitecture: true,
+			ARMCores: []ARMCore{{a.implementer, a.part}, {0x41, 0xd05}}})
+	}
+	for _, p := range powerPVRs {
+		for _, pvr := range p.pvrs {
+			cpus = append(cpus, CPUInfo{PVR: pvr})
+		}
+	}
+	cpus = append(cpus, CPUInfo{})
+	devices := map[string]func(string) bool{
+		"every": func(string) bool { return true },
+		"no":    func(string) bool { return false },
+		// Some kernel PMUs but not others, by their names.
+		"odd-named": func(n string) bool { return len(n)%2 == 1 },
+	}
+	var active int
+	for _, c := range cpus {
+		for dn, device := range devices {
+			want := Detect(c, pfm.ArchPMUsByID(c.arch()), device)
+			got := detectCatalog(c, c.arch(), device)
+			if !slices.Equal(got, want) {
+				t.Errorf("%+v, %s kernel PMU: sketches detect %v, Detect %v", c, dn, pmuNames(got), pmuNames(want))
+			}
+			active += len(got)
+		}
+	}
+	if active < 3*len(cpus) {
+		t.Errorf("%d PMUs active over %d machines: the sweep detects too little to compare", active, len(cpus)*len(devices))
+	}
+}
+
+func pmuNames(pmus []*pfm.PMU) []string {
+	var out []string
+	for _, p := range pmus {
+		out = append(out, p.Name)
+	}
+	return out
 }

@@ -86,7 +86,7 @@ func intelDetects(c CPUInfo, p *pfm.PMU, device func(string) bool) bool {
 	case "ix86arch":
 		// CPUID leaf 0xa with a version >= 1, which the kernel reports as
 		// arch_perfmon; never on Pentium 4 (family 15) or older than P5.
-		return c.Family >= 5 && c.Family != 15 && c.Flags["arch_perfmon"]
+		return c.Family >= 5 && c.Family != 15 && c.Flags.Has("arch_perfmon")
 	case "netburst":
 		return c.Family == 15 && c.Model != 3 && c.Model != 4 && c.Model != 6
 	case "netburst_p":

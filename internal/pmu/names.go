@@ -3,12 +3,14 @@ package pmu
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"perfevent/internal/hostfs"
 	"perfevent/internal/pfm"
 )
 
@@ -20,7 +22,7 @@ type CPUInfo struct {
 	Family   int
 	Model    int
 	Stepping int
-	Flags    map[string]bool
+	Flags    CPUFlags
 
 	Implementer     int  // ARM "CPU implementer", e.g. 0x41 for Arm Ltd
 	Part            int  // ARM "CPU part", e.g. 0xd0c for Neoverse N1
@@ -32,6 +34,35 @@ type CPUInfo struct {
 	// big.LITTLE machine. libpfm4 after 4.13 activates the PMU of each.
 	// Only processors with implementer, architecture and part count.
 	ARMCores []ARMCore
+
+	// cores are the Arm cores with their processors, as the vendor
+	// lists' detection wants them (see armCores), when coresRead: the
+	// file was read to its end, which an Arm one is.
+	cores     []armCore
+	coresRead bool
+}
+
+// CPUFlags are a processor's "flags" as cpuinfo lists them, separated by
+// spaces. Detection asks for one of the hundred and more; a map of them
+// all was some kilobytes of heap made at every start for that.
+type CPUFlags string
+
+// Has reports whether flag is one of f.
+func (f CPUFlags) Has(flag string) bool {
+	s := string(f)
+	for s != "" {
+		i := strings.IndexAny(s, " \t")
+		tok := s
+		if i >= 0 {
+			tok, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if tok != "" && tok == flag {
+			return true
+		}
+	}
+	return false
 }
 
 // ARMCore is one kind of ARM core.
@@ -44,7 +75,7 @@ type ARMCore struct{ Implementer, Part int }
 func (fs *FS) CPUInfo() (CPUInfo, error) {
 	fs.cpuOnce.Do(func() {
 		path := fs.CPUInfoFile()
-		f, err := os.Open(path)
+		f, err := hostfs.Open(path)
 		if err != nil {
 			fs.cpuErr = err
 			return
@@ -55,14 +86,15 @@ func (fs *FS) CPUInfo() (CPUInfo, error) {
 	return fs.cpu, fs.cpuErr
 }
 
-func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
-	info := CPUInfo{Flags: map[string]bool{}}
+func parseCPUInfo(path string, f io.Reader) (CPUInfo, error) {
+	info := CPUInfo{}
 	sc := bufio.NewScanner(f)
 	// Small reads: the kernel writes the file in the reader's chunks, and
 	// only the first processor is read.
 	sc.Buffer(make([]byte, 4096), 1024*1024)
 	line := 0
 	seenProcessor := false
+	scan := newCoreScan()
 	for sc.Scan() {
 		line++
 		key, val, ok := strings.Cut(sc.Text(), ":")
@@ -70,6 +102,7 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 			continue
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		scan.line(key, val)
 		num := func(dst *int) error {
 			n, err := strconv.ParseInt(val, 0, 32)
 			if err != nil {
@@ -87,8 +120,11 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 			if seenProcessor {
 				// ARM: the other processors only for their cores.
 				info.ARMCores = info.firstCore()
-				rest, err := armCores(path, sc, line)
+				rest, err := armCores(path, sc, line, &scan)
 				info.ARMCores = appendCores(info.ARMCores, rest...)
+				if err == nil {
+					info.cores, info.coresRead = scan.done(), true
+				}
 				return info, err
 			}
 			seenProcessor = true
@@ -101,15 +137,10 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 		case "stepping":
 			err = num(&info.Stepping)
 		case "flags":
-			fields := strings.Fields(val)
-			if len(info.Flags) == 0 {
-				// Sized once: a hundred flags or more grew the map
-				// several times.
-				info.Flags = make(map[string]bool, len(fields))
+			if info.Flags != "" {
+				val = string(info.Flags) + " " + val
 			}
-			for _, fl := range fields {
-				info.Flags[fl] = true
-			}
+			info.Flags = CPUFlags(val)
 		case "CPU implementer":
 			err = num(&info.Implementer)
 		case "CPU part":
@@ -129,7 +160,11 @@ func parseCPUInfo(path string, f *os.File) (CPUInfo, error) {
 		}
 	}
 	info.ARMCores = info.firstCore()
-	return info, sc.Err()
+	if err := sc.Err(); err != nil {
+		return info, err
+	}
+	info.cores, info.coresRead = scan.done(), true
+	return info, nil
 }
 
 func (c CPUInfo) firstCore() []ARMCore {
@@ -150,8 +185,9 @@ func appendCores(list []ARMCore, cores ...ARMCore) []ARMCore {
 }
 
 // armCores reads the rest of an ARM cpuinfo, from the line after the
-// second "processor", for the core of each processor.
-func armCores(path string, sc *bufio.Scanner, line int) ([]ARMCore, error) {
+// second "processor", for the core of each processor; it gives scan
+// every line too.
+func armCores(path string, sc *bufio.Scanner, line int, scan *coreScan) ([]ARMCore, error) {
 	var cores []ARMCore
 	var cur ARMCore
 	var impl, arch, part bool
@@ -168,6 +204,7 @@ func armCores(path string, sc *bufio.Scanner, line int) ([]ARMCore, error) {
 			continue
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		scan.line(key, val)
 		var dst *int
 		switch key {
 		case "processor":
@@ -229,7 +266,7 @@ func (fs *FS) LibpfmPMUs() []*pfm.PMU {
 		device := func(name string) bool {
 			return isPathElem(name) && fs.hasPMU(name)
 		}
-		fs.active = Detect(cpu, catalog(arch), device)
+		fs.active = detectCatalog(cpu, arch, device)
 		fs.arch = arch
 	})
 	return fs.active

@@ -2,6 +2,7 @@ package pmu
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -104,5 +105,27 @@ func TestParseTerms(t *testing.T) {
 		if _, err := ParseTerms(text); err == nil || err.Error() != msg {
 			t.Errorf("ParseTerms(%q) error = %v, want %s", text, err, msg)
 		}
+	}
+}
+
+// The flags of the first processor are there by their whole names, and
+// nothing else is: not a prefix of one, not another processor's, not "".
+func TestCPUFlags(t *testing.T) {
+	text := "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n" +
+		"flags\t\t: fpu vme\tavx512f arch_perfmon  pni\n\nprocessor\t: 1\nflags\t\t: fpu sse4_2\n"
+	c, err := parseCPUInfo("cpuinfo", strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]bool{
+		"fpu": true, "vme": true, "avx512f": true, "arch_perfmon": true, "pni": true,
+		"avx512": false, "arch": false, "sse4_2": false, "": false, "fpu vme": false,
+	} {
+		if got := c.Flags.Has(flag); got != want {
+			t.Errorf("Flags %q: Has(%q) = %v, want %v", c.Flags, flag, got, want)
+		}
+	}
+	if CPUFlags("").Has("fpu") {
+		t.Error(`CPUFlags("").Has("fpu") = true`)
 	}
 }

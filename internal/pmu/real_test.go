@@ -116,7 +116,7 @@ func TestHostIntelArch(t *testing.T) {
 	}
 	a := hostIntelArch()
 	switch {
-	case c.Vendor == "GenuineIntel" && c.Flags["arch_perfmon"]:
+	case c.Vendor == "GenuineIntel" && c.Flags.Has("arch_perfmon"):
 		if a == nil || a.Version < 1 {
 			t.Errorf("arch_perfmon, but CPUID leaf 0xa gives %+v", a)
 		}

@@ -3,6 +3,7 @@ package pmu
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,8 @@ import (
 
 	"perfevent/internal/cpulist"
 	"perfevent/internal/hostfs"
+
+	"golang.org/x/sys/unix"
 )
 
 // PMU is one directory of /sys/bus/event_source/devices.
@@ -63,14 +66,15 @@ func (fs *FS) PMUNames() ([]string, error) {
 	return fs.cachedNames(fs.readPMUNames)
 }
 
+// readPMUNames lists the names alone: os.ReadDir would make an entry of
+// each, in a directory buffer of its own, for the names to be copied out.
 func (fs *FS) readPMUNames() ([]string, error) {
-	ents, err := os.ReadDir(fs.devicesDir())
+	names, err := hostfs.ReadDirNames(fs.devicesDir())
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
+	if len(names) == 0 {
+		return nil, nil
 	}
 	slices.Sort(names)
 	return names, nil
@@ -224,32 +228,36 @@ func isTrue(s string) bool {
 	return s != "" && s != "0"
 }
 
-// eachFile calls f for every regular file in dir. A missing dir is an
-// empty one: caps, format and events are all optional.
+// eachFile calls f for every file in dir but its directories, in the
+// order of their names. A missing dir is an empty one: caps, format and
+// events are all optional. The listing is of names alone (a directory
+// fails to read with EISDIR and is passed over), not os.ReadDir's
+// entries in a buffer of their own.
 func eachFile(dir string, f func(name, text string)) error {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
+	names, err := hostfs.ReadDirNames(dir)
+	if os.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	slices.Sort(names)
 	// One buffer for every file, rather than one each: f gets a string
 	// the size of the text, not of the buffer.
 	var buf []byte
-	for _, e := range ents {
-		if e.IsDir() {
-			continue
-		}
+	for _, n := range names {
 		if buf == nil {
 			buf = make([]byte, 0, 512)
 		}
-		b, err := hostfs.AppendFile(buf[:0], filepath.Join(dir, e.Name()))
+		b, err := hostfs.AppendFile(buf[:0], filepath.Join(dir, n))
+		if pe, ok := err.(*iofs.PathError); ok && pe.Op == "read" && pe.Err == unix.EISDIR {
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		buf = b
-		f(e.Name(), string(b))
+		f(n, string(b))
 	}
 	return nil
 }

@@ -125,7 +125,7 @@ func TestPresentNames(t *testing.T) {
 
 func TestDetect(t *testing.T) {
 	intel := func(model, stepping int) CPUInfo {
-		return CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: model, Stepping: stepping, Flags: map[string]bool{"arch_perfmon": true}}
+		return CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: model, Stepping: stepping, Flags: "arch_perfmon"}
 	}
 	amd := func(family, model, stepping int) CPUInfo {
 		return CPUInfo{Vendor: "AuthenticAMD", Family: family, Model: model, Stepping: stepping}
@@ -148,8 +148,8 @@ func TestDetect(t *testing.T) {
 		// Alder Lake's two kinds of cores, each its own PMU.
 		{intel(0x97, 2), []string{"ix86arch", "perf", "perf_raw", "adl_glc", "adl_grt"}},
 		{intel(0xbf, 2), []string{"ix86arch", "perf", "perf_raw", "adl_glc", "adl_grt"}},
-		{CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: 85, Flags: map[string]bool{}}, []string{"perf", "rapl", "perf_raw", "skx", "skx_unc_imc0"}},
-		{CPUInfo{Vendor: "GenuineIntel", Family: 15, Model: 4, Flags: map[string]bool{"arch_perfmon": true}}, []string{"netburst_p", "perf", "perf_raw"}},
+		{CPUInfo{Vendor: "GenuineIntel", Family: 6, Model: 85, Flags: ""}, []string{"perf", "rapl", "perf_raw", "skx", "skx_unc_imc0"}},
+		{CPUInfo{Vendor: "GenuineIntel", Family: 15, Model: 4, Flags: "arch_perfmon"}, []string{"netburst_p", "perf", "perf_raw"}},
 		{amd(15, 5, 1), []string{"perf", "amd64_k8_revb", "perf_raw"}},
 		{amd(15, 0x41, 2), []string{"perf", "amd64_k8_revf", "perf_raw"}},
 		{amd(0x10, 2, 0), []string{"perf", "amd64_fam10h_barcelona", "perf_raw"}},
@@ -189,7 +189,7 @@ func TestCPUInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Vendor != "AuthenticAMD" || c.Family != 26 || c.Model != 2 || c.Stepping != 1 || !c.Flags["avx512f"] {
+	if c.Vendor != "AuthenticAMD" || c.Family != 26 || c.Model != 2 || c.Stepping != 1 || !c.Flags.Has("avx512f") {
 		t.Errorf("vm cpuinfo = %s %d %d %d", c.Vendor, c.Family, c.Model, c.Stepping)
 	}
 	p, err := testFS("power9").CPUInfo()
@@ -473,5 +473,35 @@ func BenchmarkScaleFor(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// eachFile reads a directory's files in the order of their names and
+// passes over its subdirectories; a missing directory has no files, and
+// one that cannot be listed is an error.
+func TestEachFile(t *testing.T) {
+	dir := t.TempDir()
+	for n, text := range map[string]string{"umask": "config:8-15\n", "event": "config:0-7\n", "edge": "config:18\n"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "power"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := eachFile(dir, func(n, text string) { got = append(got, n+"="+text) }); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"edge=config:18\n", "event=config:0-7\n", "umask=config:8-15\n"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("eachFile gave %q, want %q", got, want)
+	}
+	got = nil
+	if err := eachFile(filepath.Join(dir, "missing"), func(n, _ string) { got = append(got, n) }); err != nil || got != nil {
+		t.Errorf("eachFile(missing) = %v, called for %q; want nil, no calls", err, got)
+	}
+	if err := eachFile(filepath.Join(dir, "event"), func(string, string) {}); err == nil {
+		t.Error("eachFile(a file) = nil, want an error")
 	}
 }

@@ -134,47 +134,80 @@ type armCore struct {
 	cpus              []int
 }
 
-// armCores reads every processor of cpuinfo for its implementer and
-// part, kinds in the order first seen.
+// armCores gives every kind of Arm core of cpuinfo and its processors,
+// kinds in the order first seen: as parseCPUInfo gathered them when it
+// read the whole file (an Arm cpuinfo), else from a read of its own.
 func (fs *FS) armCores() []armCore {
+	if cpu, err := fs.CPUInfo(); err == nil && cpu.coresRead {
+		return cpu.cores
+	}
+	return fs.readArmCores()
+}
+
+func (fs *FS) readArmCores() []armCore {
 	b, err := os.ReadFile(fs.CPUInfoFile())
 	if err != nil {
 		return nil
 	}
-	var cores []armCore
-	cpu, impl, part := -1, -1, -1
-	flush := func() {
-		if cpu < 0 || impl < 0 || part < 0 {
-			return
-		}
-		i := slices.IndexFunc(cores, func(c armCore) bool { return c.implementer == impl && c.part == part })
-		if i < 0 {
-			cores = append(cores, armCore{implementer: impl, part: part})
-			i = len(cores) - 1
-		}
-		cores[i].cpus = append(cores[i].cpus, cpu)
-	}
+	scan := newCoreScan()
 	for _, line := range strings.Split(string(b), "\n") {
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(val), 0, 32)
-		if err != nil {
-			continue
-		}
-		switch strings.TrimSpace(key) {
-		case "processor":
-			flush()
-			cpu, impl, part = int(n), -1, -1
-		case "CPU implementer":
-			impl = int(n)
-		case "CPU part":
-			part = int(n)
-		}
+		scan.line(strings.TrimSpace(key), strings.TrimSpace(val))
 	}
-	flush()
-	return cores
+	return scan.done()
+}
+
+// coreScan gathers armCores from cpuinfo's lines, given one by one as
+// key and value, trimmed: the processor's number, implementer and part,
+// for every processor that has all three. A line whose value is not a
+// number is passed over.
+type coreScan struct {
+	cores           []armCore
+	cpu, impl, part int
+}
+
+func newCoreScan() coreScan { return coreScan{cpu: -1, impl: -1, part: -1} }
+
+func (s *coreScan) line(key, val string) {
+	switch key {
+	case "processor", "CPU implementer", "CPU part":
+	default:
+		return
+	}
+	n, err := strconv.ParseInt(val, 0, 32)
+	if err != nil {
+		return
+	}
+	switch key {
+	case "processor":
+		s.flush()
+		s.cpu, s.impl, s.part = int(n), -1, -1
+	case "CPU implementer":
+		s.impl = int(n)
+	case "CPU part":
+		s.part = int(n)
+	}
+}
+
+func (s *coreScan) flush() {
+	if s.cpu < 0 || s.impl < 0 || s.part < 0 {
+		return
+	}
+	i := slices.IndexFunc(s.cores, func(c armCore) bool { return c.implementer == s.impl && c.part == s.part })
+	if i < 0 {
+		s.cores = append(s.cores, armCore{implementer: s.impl, part: s.part})
+		i = len(s.cores) - 1
+	}
+	s.cores[i].cpus = append(s.cores[i].cpus, s.cpu)
+}
+
+// done gives the cores of every line given.
+func (s *coreScan) done() []armCore {
+	s.flush()
+	return s.cores
 }
 
 // armKernelPMU finds the core PMU of one kind of Arm core. Device-tree

@@ -1,6 +1,8 @@
 package pmu
 
 import (
+	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -252,5 +254,46 @@ func TestVendorPMUsReadCPUInfoOnce(t *testing.T) {
 	}
 	if opens != 1 {
 		t.Errorf("%s opened %d times by detection and the vendor lists, want once", fs.CPUInfoFile(), opens)
+	}
+}
+
+// The Arm cores parseCPUInfo gathers on its way through an Arm cpuinfo
+// are those a read of the file for them finds, for every fixture; an x86
+// cpuinfo, read only to its second processor, leaves them to that read.
+func TestCPUInfoGathersArmCores(t *testing.T) {
+	dirs, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := 0
+	for _, d := range dirs {
+		fs := testFS(d.Name())
+		c, err := fs.CPUInfo()
+		if err != nil {
+			continue
+		}
+		read := fs.readArmCores()
+		switch {
+		case c.Vendor != "" && c.coresRead && len(read) > 0:
+			t.Errorf("%s: an x86 cpuinfo gathered Arm cores %v", d.Name(), c.cores)
+		case c.coresRead && !reflect.DeepEqual(c.cores, read):
+			t.Errorf("%s: parseCPUInfo gathered cores %v, a read finds %v", d.Name(), c.cores, read)
+		}
+		if c.Implementer != 0 {
+			arm++
+			if !c.coresRead || len(c.cores) == 0 {
+				t.Errorf("%s: Arm cpuinfo, cores gathered %v (read to its end: %v)", d.Name(), c.cores, c.coresRead)
+			}
+			if got := fs.armCores(); !reflect.DeepEqual(got, read) {
+				t.Errorf("%s: armCores = %v, a read finds %v", d.Name(), got, read)
+			}
+		}
+	}
+	if arm < 4 {
+		t.Errorf("%d Arm fixtures, want the 4 or more of testdata", arm)
+	}
+	big, _ := testFS("biglittle").CPUInfo()
+	if len(big.cores) != 2 || len(big.cores[0].cpus)+len(big.cores[1].cpus) < 4 {
+		t.Errorf("biglittle: cores %v, want two kinds with their CPUs", big.cores)
 	}
 }

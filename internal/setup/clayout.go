@@ -1,12 +1,12 @@
 package setup
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"perfevent/internal/config"
+	"perfevent/internal/hostfs"
 	"perfevent/internal/names"
 	"perfevent/internal/pmu"
 )
@@ -269,17 +269,9 @@ func cPMUs(fs *pmu.FS) []cPMU {
 
 // readdir lists a directory in the kernel's order; nil if it cannot.
 func readdir(dir string) []string {
-	d, err := os.Open(dir)
+	names, err := hostfs.ReadDirNames(dir)
 	if err != nil {
 		return nil
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil
-	}
-	if names == nil {
-		names = []string{}
 	}
 	return names
 }

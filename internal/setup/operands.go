@@ -33,7 +33,12 @@ type Operand struct {
 // counter counts on every online CPU, or on its PMU's cpumask.
 func (p *Plan) WithOperands(ops []Operand, notes ...Note) *Plan {
 	q := *p
-	q.Notes = append(slices.Clone(p.Notes), notes...)
+	// One copy, made at its size: a clone of p's then grown for notes
+	// was two.
+	q.Notes = nil
+	if n := len(p.Notes) + len(notes); n > 0 {
+		q.Notes = append(append(make([]Note, 0, n), p.Notes...), notes...)
+	}
 	if len(ops) == 0 {
 		// Nothing to add: the counters and the names they took are
 		// p's, which q only reads (a WithOperands of q copies them).

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -171,12 +170,7 @@ func ReadMachine(fs *pmu.FS) (Machine, error) {
 // from one listing: a glob stats the directory before it lists it, and
 // matches each name with the pattern's parser.
 func nodeDirs(dir string) []string {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
+	names, _ := hostfs.ReadDirNames(dir)
 	var dirs []string
 	for _, n := range names {
 		if len(n) > len("node") && strings.HasPrefix(n, "node") && '0' <= n[4] && n[4] <= '9' {
@@ -238,7 +232,7 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 	// Sized once: a Counter is a few hundred bytes.
 	p.Counters = make([]Counter, 0, n)
 	taken := make(map[string]config.Pos, n)
-	tree := newSubtree("perfevent.hwcounters")
+	tree := newSubtree("perfevent.hwcounters", n)
 	p.alloc, p.taken, p.tree = alloc, taken, tree
 	if section != nil {
 		for _, ev := range section.Events {
@@ -250,8 +244,9 @@ func Make(f *config.File, parseErr error, m Machine, compat bool) *Plan {
 	}
 
 	derivedTaken := map[string]config.Pos{}
-	dtree := newSubtree("perfevent.derived", "active")
-	for _, s := range f.DerivedSections() {
+	derived := f.DerivedSections()
+	dtree := newSubtree("perfevent.derived", len(derived), "active")
+	for _, s := range derived {
 		name := names.Metric(s.Name, compat)
 		if prev, ok := derivedTaken[name]; ok {
 			p.problem(s.Pos, "%s: metric perfevent.derived.%s is already defined at line %d; section skipped", s.Header(), name, prev.Line)
@@ -285,9 +280,11 @@ type subtree struct {
 	dirs   map[string]config.Pos // their parents, with the first line that made each
 }
 
-// newSubtree starts a subtree below root holding the fixed metrics given.
-func newSubtree(root string, fixed ...string) *subtree {
-	t := &subtree{root: root, leaves: map[string]config.Pos{}, dirs: map[string]config.Pos{}}
+// newSubtree starts a subtree below root holding the fixed metrics given,
+// with room for the value and dutycycle of n counters: maps grown a
+// counter at a time were rehashed several times over.
+func newSubtree(root string, n int, fixed ...string) *subtree {
+	t := &subtree{root: root, leaves: make(map[string]config.Pos, 2*n+len(fixed)), dirs: make(map[string]config.Pos, n)}
 	for _, name := range fixed {
 		t.leaves[name] = config.Pos{}
 	}
