@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"perfevent/internal/emulator"
 )
 
 // The agent is built with updatemaxprocs=0 (runtime.go), so that the
@@ -14,11 +12,7 @@ import (
 // cgroup limit every second; a GODEBUG line lost from runtime.go, or one
 // the go.mod's language version overrides, shows here.
 func TestAgentKeepsItsGOMAXPROCS(t *testing.T) {
-	bin := agentBinary(t)
-	if emulator.Name() != "" {
-		bin += ".bin" // emulator.Wrap left a script in its place
-	}
-	info, err := buildinfo.ReadFile(bin)
+	info, err := buildinfo.ReadFile(agentELF(t))
 	if err != nil {
 		t.Fatal(err)
 	}

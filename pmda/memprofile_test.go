@@ -13,11 +13,7 @@ import (
 // profiler's bucket table. Linking runtime/pprof, or anything that calls
 // runtime.MemProfile, would turn it back on at every start.
 func TestAgentLinksNoHeapProfiler(t *testing.T) {
-	bin := agentBinary(t)
-	if emulator.Name() != "" {
-		bin += ".bin" // emulator.Wrap left a script in its place
-	}
-	f, err := elf.Open(bin)
+	f, err := elf.Open(agentELF(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,4 +40,15 @@ func TestAgentLinksNoHeapProfiler(t *testing.T) {
 		return
 	}
 	t.Fatal("the agent has no symbol runtime.disableMemoryProfiling: the runtime changed how it turns the heap profiler off")
+}
+
+// agentELF is the path of the agent's executable as the tests built it:
+// under an emulator, emulator.Wrap leaves a script in its place and moves
+// the ELF aside.
+func agentELF(t *testing.T) string {
+	bin := agentBinary(t)
+	if emulator.Name() != "" {
+		bin += ".bin"
+	}
+	return bin
 }

@@ -77,12 +77,7 @@ func (m *Map) FD() int { return m.fd }
 // Close lets go of the map's descriptor: the kernel frees the map when
 // no program or other descriptor holds it.
 func (m *Map) Close() error {
-	if m.fd < 0 {
-		return nil
-	}
-	err := unix.Close(m.fd)
-	m.fd = -1
-	return err
+	return closeFD(&m.fd)
 }
 
 // MapUpdateFlags say what an update may do (BPF_ANY...).

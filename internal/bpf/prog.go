@@ -158,12 +158,7 @@ func (p *Program) FD() int { return p.fd }
 // Close lets go of the program's descriptor: the kernel unloads it when
 // nothing else holds it (a perf event it is attached to does).
 func (p *Program) Close() error {
-	if p.fd < 0 {
-		return nil
-	}
-	err := unix.Close(p.fd)
-	p.fd = -1
-	return err
+	return closeFD(&p.fd)
 }
 
 // testRunAttr is union bpf_attr for BPF_PROG_TEST_RUN.
@@ -240,10 +235,5 @@ func EnableStats(typ uint32) (*Stats, error) {
 
 // Close turns the statistics off, unless another holder keeps them on.
 func (s *Stats) Close() error {
-	if s.fd < 0 {
-		return nil
-	}
-	err := unix.Close(s.fd)
-	s.fd = -1
-	return err
+	return closeFD(&s.fd)
 }

@@ -81,3 +81,14 @@ func errnoText(err error) string {
 	}
 	return err.Error()
 }
+
+// closeFD closes *fd once: it leaves -1 there, and a closed descriptor is
+// not closed again (its number may be another file's by then).
+func closeFD(fd *int) error {
+	if *fd < 0 {
+		return nil
+	}
+	err := unix.Close(*fd)
+	*fd = -1
+	return err
+}
