@@ -6,8 +6,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"perfevent/internal/hostfs"
 )
 
 // boostNice is the nice value every thread of the process has during
@@ -29,46 +27,6 @@ import (
 // there, so a thread woken on a CPU where the group has little else waits
 // behind the other groups.
 const boostNice = -20
-
-// contendedShare is the share of time, in percent, in which some task
-// waited for a CPU over the last ten seconds, from which Drop boosts its
-// threads. Below it a drop's rounds seldom wait: listing, lifting, pinning
-// and putting back every thread, which takes two more all-thread calls,
-// would cost the drop more than the boost could save.
-const contendedShare = 5.0
-
-// contended reports whether the machine's CPUs have had tasks waiting for
-// them lately, by the kernel's pressure stall information; a kernel
-// without it counts as contended, so that the drop keeps its boost there.
-// A variable, for tests.
-var contended = func() bool {
-	var buf [256]byte
-	b, err := hostfs.AppendFile(buf[:0], hostfs.FS{}.ProcPath("pressure", "cpu"))
-	if err != nil {
-		return true
-	}
-	share, ok := someAvg10(b)
-	return !ok || share >= contendedShare
-}
-
-// someAvg10 reads the "some" line's avg10 of a /proc/pressure file: the
-// share of the last ten seconds, in percent, in which at least one task
-// was stalled.
-func someAvg10(b []byte) (float64, bool) {
-	for line := range bytes.Lines(b) {
-		rest, ok := bytes.CutPrefix(line, []byte("some "))
-		if !ok {
-			continue
-		}
-		for f := range bytes.FieldsSeq(rest) {
-			if v, ok := bytes.CutPrefix(f, []byte("avg10=")); ok {
-				share, err := strconv.ParseFloat(string(v), 64)
-				return share, err == nil
-			}
-		}
-	}
-	return 0, false
-}
 
 // boostThreads sets every thread of the process to boostNice, on the CPU
 // the caller runs on, and returns what puts each back to the nice value

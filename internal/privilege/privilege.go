@@ -126,14 +126,11 @@ func (a Account) Drop(c int) (Identity, error) {
 	// protected nothing; it is also cleared by execve. Clearing it cost
 	// a seventh all-thread call.
 	//
-	// When the CPUs are contended, every thread runs at boostNice on the
-	// caller's CPU during the calls, so that the rounds do not wait behind
-	// the load (see boostNice and contended).
+	// During the calls every thread runs at boostNice on the caller's CPU,
+	// so that on a busy machine the rounds do not wait behind the load
+	// (see boostNice).
 	p := newDropCalls(a, c)
-	restore := func() {}
-	if contended() {
-		restore = boostThreads()
-	}
+	restore := boostThreads()
 	defer restore()
 	for i, s := range p.steps {
 		err := allThreads(s.trap, s.a1, s.a2, s.a3)

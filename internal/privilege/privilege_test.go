@@ -104,9 +104,8 @@ func TestDropCalls(t *testing.T) {
 	testneed.Root(t, "as Drop refuses to start otherwise")
 	type call struct{ trap, a1, a2, a3 uintptr }
 	var calls []call
-	real, realContended := allThreadsSyscall, contended
-	t.Cleanup(func() { allThreadsSyscall, contended = real, realContended })
-	contended = func() bool { return true }
+	real := allThreadsSyscall
+	t.Cleanup(func() { allThreadsSyscall = real })
 	nice, masks := ownNice(t), threadMasks(t)
 	allThreadsSyscall = func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
 		calls = append(calls, call{trap, a1, a2, a3})
