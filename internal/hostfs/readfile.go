@@ -21,16 +21,9 @@ func ReadFile(path string) ([]byte, error) {
 // growing it only when the file does not fit. A caller that reads many
 // small files one after another (a PMU's events) keeps one buffer for all.
 func AppendFile(b []byte, path string) ([]byte, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	fd, err := open(path, unix.O_RDONLY|unix.O_CLOEXEC)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
 	defer unix.Close(fd)
 	for {
