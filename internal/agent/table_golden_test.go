@@ -14,6 +14,7 @@ import (
 	"perfevent/internal/metrics"
 	"perfevent/internal/pdu"
 	"perfevent/internal/pmda"
+	"perfevent/internal/testgolden"
 )
 
 var updateTables = flag.Bool("update-tables", false, "rewrite testdata/table-*.txt from the tables built now")
@@ -80,25 +81,7 @@ func TestTableTexts(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := strings.ReplaceAll(tableText(table), dir, "DIR")
-			golden := filepath.Join("testdata", "table-"+fx.name+".txt")
-			if *updateTables {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-				for i := range min(len(gl), len(wl)) {
-					if gl[i] != wl[i] {
-						t.Fatalf("%s differs at line %d:\n got %s\nwant %s", golden, i+1, gl[i], wl[i])
-					}
-				}
-				t.Fatalf("%s: %d lines, want %d", golden, len(gl), len(wl))
-			}
+			testgolden.Check(t, filepath.Join("testdata", "table-"+fx.name+".txt"), got, *updateTables)
 		})
 	}
 }

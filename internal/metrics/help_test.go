@@ -3,13 +3,13 @@ package metrics
 import (
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"perfevent/internal/counter"
 	"perfevent/internal/counter/countertest"
 	"perfevent/internal/pdu"
+	"perfevent/internal/testgolden"
 )
 
 var updateHelp = flag.Bool("update-help", false, "rewrite testdata/help.txt from the table built now")
@@ -26,24 +26,7 @@ func TestHelpTexts(t *testing.T) {
 		fmt.Fprintf(&b, "%s\n  %q\n  %q\n", m.Name, m.OneLine, m.LongHelp())
 	}
 	got := b.String()
-	if *updateHelp {
-		if err := os.WriteFile("testdata/help.txt", []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile("testdata/help.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Fatalf("testdata/help.txt differs at line %d:\n got %s\nwant %s", i+1, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("testdata/help.txt: %d lines, want %d", len(gl), len(wl))
-	}
+	testgolden.Check(t, "testdata/help.txt", got, *updateHelp)
 }
 
 // Build leaves the counters', ratios' and reservations' long help to be
