@@ -1,7 +1,9 @@
 package hostfs
 
 import (
+	"errors"
 	"io/fs"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,16 +28,42 @@ func AppendFile(b []byte, path string) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	return AppendFrom(b, fd, path, 0)
+}
+
+// ErrTooLarge is AppendFrom's error for a file longer than its limit.
+var ErrTooLarge = errors.New("larger than the limit")
+
+// AppendFrom appends what fd reads, from its offset to the end, to b, as
+// AppendFile does for the file it opens; path names the file in errors.
+// With a limit above 0 it reads at most limit+1 bytes, and a file longer
+// than limit is ErrTooLarge. A failed read returns what came before it,
+// as os.ReadFile does, with the error.
+func AppendFrom(b []byte, fd int, path string, limit int) ([]byte, error) {
+	start := len(b)
 	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+		got := len(b) - start
+		if limit > 0 && got > limit {
+			return b, &fs.PathError{Op: "read", Path: path, Err: ErrTooLarge}
 		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if len(b) == cap(b) {
+			// By doubling, as append grows, but not past the limit's byte.
+			more := max(got, 1)
+			if limit > 0 {
+				more = min(more, limit+1-got)
+			}
+			b = slices.Grow(b, more)
+		}
+		room := b[len(b):cap(b)]
+		if limit > 0 {
+			room = room[:min(len(room), limit+1-got)]
+		}
+		n, err := unix.Read(fd, room)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+			return b, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
 		if n == 0 {
 			return b, nil

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -71,5 +72,43 @@ func TestAppendFile(t *testing.T) {
 	}
 	if _, err := AppendFile(b[:0], filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v is not fs.ErrNotExist", err)
+	}
+}
+
+// AppendFrom with a limit reads a file of exactly the limit, and stops a
+// longer one at the limit's byte with ErrTooLarge, wherever the buffer
+// starts; a failed read keeps what came before it.
+func TestAppendFromLimit(t *testing.T) {
+	dir := t.TempDir()
+	const limit = 1000
+	for _, n := range []int{0, 1, limit - 1, limit, limit + 1, 3 * limit} {
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, bytes.Repeat([]byte("y"), n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []int{0, 1, 7, 2 * limit} {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := AppendFrom(append(make([]byte, 0, 3+c), "ab:"...), int(f.Fd()), p, limit)
+			f.Close()
+			switch {
+			case n <= limit && (err != nil || string(b) != "ab:"+strings.Repeat("y", n)):
+				t.Errorf("%d bytes, room %d: %d bytes, %v; want the prefix and the file", n, c, len(b), err)
+			case n > limit && (!errors.Is(err, ErrTooLarge) || len(b) != 3+limit+1):
+				t.Errorf("%d bytes, room %d: %d bytes, %v; want ErrTooLarge after the limit's byte", n, c, len(b), err)
+			}
+		}
+	}
+	d, err := os.Open(dir) // read(2) of a directory fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b, err := AppendFrom([]byte("kept"), int(d.Fd()), dir, 0)
+	var pe *fs.PathError
+	if string(b) != "kept" || !errors.As(err, &pe) || pe.Op != "read" || pe.Path != dir {
+		t.Errorf("a failed read: %q, %v; want what came before and a read error naming %s", b, err, dir)
 	}
 }

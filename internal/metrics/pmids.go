@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"perfevent/internal/atomicfile"
+	"perfevent/internal/hostfs"
 )
 
 // Clusters remembers which PMID cluster each dynamic metric got, so that a
@@ -193,27 +194,15 @@ func readMap(path string, trusted []int) ([]byte, error) {
 		return nil, fmt.Errorf("it belongs to uid %d, not to root or the agent's user", st.Uid)
 	}
 	// As much as fstat says, and a byte more to see the end (or that the
-	// file grew), up to the bound and a byte more to see it passed.
-	data := make([]byte, 0, min(max(st.Size, 0), maxMapSize)+1)
-	for {
-		if len(data) == cap(data) {
-			if len(data) > maxMapSize {
-				return nil, fmt.Errorf("it is larger than %d bytes", maxMapSize)
-			}
-			data = slices.Grow(data, min(len(data), maxMapSize+1-len(data)))
-		}
-		n, err := unix.Read(fd, data[len(data):cap(data)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if n == 0 {
-			return data, nil
-		}
-		data = data[:len(data)+n]
+	// file grew).
+	data, err := hostfs.AppendFrom(make([]byte, 0, min(max(st.Size, 0), maxMapSize)+1), fd, path, maxMapSize)
+	if errors.Is(err, hostfs.ErrTooLarge) {
+		return nil, fmt.Errorf("it is larger than %d bytes", maxMapSize)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // modeType is the type bits of a stat mode as fs.FileMode has them, as

@@ -9,11 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"perfevent/internal/hostfs"
 )
 
 // defaultOf is Debian's value of a PCP_* variable, used when neither the
@@ -66,50 +65,25 @@ func Load() *Config {
 		path = "/etc/pcp.conf"
 	}
 	c := &Config{file: map[string]string{}, env: os.LookupEnv}
-	data, err := readFile(path)
-	if errors.Is(err, unix.ENOENT) {
+	// The system calls alone, into a buffer the size of a usual pcp.conf
+	// (Debian's is 7 KiB): os.Open and a bufio.Reader would add four calls
+	// (the poller's fcntl and epoll_ctl) and a read per 4 KiB to every
+	// start of the agent. A failed open returns nil, a failed read what
+	// came before it.
+	data, err := hostfs.AppendFile(make([]byte, 0, 8<<10), path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return c
 	}
-	if data == nil && err != nil {
-		c.err = &fs.PathError{Op: "open", Path: path, Err: err}
+	if data == nil {
+		c.err = err
 		return c
 	}
 	c.file = parse(data)
 	if err != nil {
-		c.err = fmt.Errorf("%s: %w after %d settings; the environment and defaults stand in for the rest", path, err, len(c.file))
+		// The read's *fs.PathError would name the file a second time.
+		c.err = fmt.Errorf("%s: %w after %d settings; the environment and defaults stand in for the rest", path, errors.Unwrap(err), len(c.file))
 	}
 	return c
-}
-
-// readFile reads the file at path with the system calls alone, an open,
-// reads into a buffer the size of a usual pcp.conf (Debian's is 7 KiB) and
-// a close: os.Open and a bufio.Reader made four more calls (the poller's
-// fcntl and epoll_ctl) and a read per 4 KiB. Every start of the agent
-// reads the file. A failed open returns nil and the error; a failed read returns
-// what came before it (not nil) and the error.
-func readFile(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	data := make([]byte, 0, 8<<10)
-	for {
-		if len(data) == cap(data) {
-			data = slices.Grow(data, len(data))
-		}
-		n, err := unix.Read(fd, data[len(data):cap(data)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return data, err
-		}
-		if n == 0 {
-			return data, nil
-		}
-		data = data[:len(data)+n]
-	}
 }
 
 // Err reports why pcp.conf could not be read in full, or nil.
