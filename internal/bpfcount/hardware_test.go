@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -231,21 +232,37 @@ func countLoop(t *testing.T, c *bpfcount.Counter) hwRun {
 	startHelper(t, filepath.Join(base, "B"), 0)
 	loop := startHelper(t, filepath.Join(base, "A"), loopIterations)
 	own := taskCounters(t, loop.pid, instructions, cycles)
-	read := func() map[string][][]bpfcount.Reading {
-		if err := c.Sync(); err != nil {
-			t.Fatal(err)
+	readSlot := func(slot int) [][]bpfcount.Reading {
+		var evs [][]bpfcount.Reading
+		for ev := range c.Events() {
+			var cpus []bpfcount.Reading
+			for cpu := range c.CPUs() {
+				cpus = append(cpus, c.Read(slot, ev, cpu))
+			}
+			evs = append(evs, cpus)
 		}
-		m := map[string][][]bpfcount.Reading{}
-		for n, slot := range slots {
-			for ev := range c.Events() {
-				var cpus []bpfcount.Reading
-				for cpu := range c.CPUs() {
-					cpus = append(cpus, c.Read(slot, ev, cpu))
-				}
-				m[n] = append(m[n], cpus)
+		return evs
+	}
+	// Read sums what the BPF program has charged so far, and the helpers'
+	// runtime threads (sysmon) can be charged between two slots' reads:
+	// the parent is read before and after its children, and the reading
+	// is kept once the two agree, nothing having been charged between.
+	read := func() map[string][][]bpfcount.Reading {
+		for try := 0; ; try++ {
+			if err := c.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			m := map[string][][]bpfcount.Reading{}
+			for _, n := range []string{".", "A", "B"} {
+				m[n] = readSlot(slots[n])
+			}
+			if slices.EqualFunc(readSlot(slots["."]), m["."], slices.Equal) {
+				return m
+			}
+			if try == 100 {
+				t.Fatal("the parent's sums changed between every two reads of its children")
 			}
 		}
-		return m
 	}
 	// The helper waits meanwhile: its counters stand still.
 	ownBefore, before := own(), read()
