@@ -2,10 +2,10 @@ package bpf
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
+
+	"perfevent/internal/cpulist"
+	"perfevent/internal/hostfs"
 )
 
 // PossibleCPU is the number of CPUs the kernel may ever bring up, which
@@ -27,11 +27,11 @@ var possible struct {
 }
 
 func possibleCPUs(path string) (int, error) {
-	b, err := os.ReadFile(path)
+	b, err := hostfs.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
-	n, err := cpuListEnd(strings.TrimSpace(string(b)))
+	n, err := cpuListEnd(string(b))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
@@ -41,18 +41,12 @@ func possibleCPUs(path string) (int, error) {
 // cpuListEnd is one more than the highest CPU of a kernel CPU list such
 // as "0-3,8,10-11".
 func cpuListEnd(list string) (int, error) {
-	end := 0
-	for r := range strings.SplitSeq(list, ",") {
-		lo, hi, isRange := strings.Cut(r, "-")
-		if !isRange {
-			hi = lo
-		}
-		a, errLo := strconv.Atoi(lo)
-		b, errHi := strconv.Atoi(hi)
-		if errLo != nil || errHi != nil || a < 0 || b < a {
-			return 0, fmt.Errorf("%q is not a CPU list", list)
-		}
-		end = max(end, b+1)
+	cpus, err := cpulist.Parse(list)
+	if err != nil {
+		return 0, err
 	}
-	return end, nil
+	if len(cpus) == 0 {
+		return 0, fmt.Errorf("%q is not a CPU list", list)
+	}
+	return cpus[len(cpus)-1] + 1, nil
 }
