@@ -57,7 +57,7 @@ type mapCreateAttr struct {
 
 // NewMap creates the map spec describes.
 func NewMap(spec *MapSpec) (*Map, error) {
-	obj := fmt.Sprintf("map %s (%s)", spec.Name, spec.Type)
+	obj := mapObject(spec.Name, spec.Type)
 	name, err := objName(spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", obj, err)
@@ -152,7 +152,7 @@ func (m *Map) Delete(key any) error {
 }
 
 func (m *Map) error(op string, errno error) error {
-	e := &Error{Op: op, Object: fmt.Sprintf("map %s (%s)", m.name, m.typ), Errno: errno}
+	e := &Error{Op: op, Object: mapObject(m.name, m.typ), Errno: errno}
 	switch errno {
 	case unix.ENOENT:
 		e.is = ErrKeyNotExist
@@ -161,6 +161,9 @@ func (m *Map) error(op string, errno error) error {
 	}
 	return e
 }
+
+// mapObject names a map in an Error, as "map pe_prev (array)".
+func mapObject(name string, t MapType) string { return fmt.Sprintf("map %s (%s)", name, t) }
 
 // bytes is v, a key or value, in the host's byte order, checked against
 // the map's size for it.
