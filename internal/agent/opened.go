@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"perfevent/internal/config"
 	"perfevent/internal/counter"
 	"perfevent/internal/cpulist"
@@ -83,10 +81,7 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 		for _, f := range fails {
 			cpus = append(cpus, f.CPU)
 		}
-		text = append(append(append(append(text, "; cannot count on "...), cpulist.Describe(cpus)...), ": "...), fails[0].Advice...)
-		if fails[0].Errno != 0 {
-			text = append(append(append(text, " ("...), unix.ErrnoName(fails[0].Errno)...), ')')
-		}
+		text = counter.AppendCause(append(append(append(text, "; cannot count on "...), cpulist.Describe(cpus)...), ": "...), fails[0].Advice, fails[0].Errno)
 		if len(served) > 0 {
 			text = append(append(text, "; counting on "...), cpulist.Describe(served)...)
 		} else {

@@ -676,10 +676,7 @@ func (m Summary) FailureLines() []string {
 			}
 		}
 		b = strconv.AppendQuote(append(b[:0], "perf_event_open failed for "...), k.event)
-		b = append(append(append(append(b, " on "...), cpulist.Describe(cpus)...), ": "...), k.advice...)
-		if k.errno != 0 {
-			b = append(append(append(b, " ("...), unix.ErrnoName(k.errno)...), ')')
-		}
+		b = AppendCause(append(append(append(b, " on "...), cpulist.Describe(cpus)...), ": "...), k.advice, k.errno)
 		lines = append(lines, string(b))
 	}
 	return lines

@@ -146,12 +146,19 @@ func (e *OpenError) set(fs hostfs.FS, event string, cpu int, err error, seen *re
 // Error reads like the C agent's log line, with the advice in place of the
 // bare strerror and the errno name for people who search for it.
 func (e *OpenError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "perf_event_open failed on cpu%d for %q: %s", e.CPU, e.Event, e.Advice)
-	if e.Errno != 0 {
-		fmt.Fprintf(&b, " (%s)", unix.ErrnoName(e.Errno))
+	b := fmt.Appendf(nil, "perf_event_open failed on cpu%d for %q: ", e.CPU, e.Event)
+	return string(AppendCause(b, e.Advice, e.Errno))
+}
+
+// AppendCause appends a failed open's cause as the agent writes it: the
+// advice, then the errno's name in parentheses when there is one, for
+// people who search for it.
+func AppendCause(b []byte, advice string, errno unix.Errno) []byte {
+	b = append(b, advice...)
+	if errno != 0 {
+		b = append(append(append(b, " ("...), unix.ErrnoName(errno)...), ')')
 	}
-	return b.String()
+	return b
 }
 
 func (e *OpenError) Unwrap() error { return e.Err }

@@ -82,10 +82,7 @@ func (r ProbeResult) mark() string {
 		return "[ok]"
 	case OpenFailed:
 		if oe, ok := r.Err.(*counter.OpenError); ok {
-			if oe.Errno != 0 {
-				return fmt.Sprintf("[cannot open: %s (%s)]", oe.Advice, unix.ErrnoName(oe.Errno))
-			}
-			return fmt.Sprintf("[cannot open: %s]", oe.Advice)
+			return "[cannot open: " + string(counter.AppendCause(nil, oe.Advice, oe.Errno)) + "]"
 		}
 		return fmt.Sprintf("[cannot open: %v]", r.Err)
 	case Skipped:
