@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"perfevent/internal/config"
@@ -38,7 +37,7 @@ type opened struct {
 func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 	o := &opened{unsupported: map[string]bool{}}
 	// The failures come event by event: each event's are a run of them.
-	byEvent := map[string][]*counter.OpenError{}
+	byEvent := make(map[string][]counter.Failure, len(sum.Failures))
 	for i := 0; i < len(sum.Failures); {
 		j := i + 1
 		for j < len(sum.Failures) && sum.Failures[j].Event == sum.Failures[i].Event {
@@ -77,9 +76,9 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 			o.counters = append(o.counters, c)
 			continue
 		}
-		cpus = slices.Grow(cpus[:0], len(fails))
+		cpus = cpus[:0]
 		for _, f := range fails {
-			cpus = append(cpus, f.CPU)
+			cpus = append(cpus, f.CPUs...)
 		}
 		text = counter.AppendCause(append(append(append(text, "; cannot count on "...), cpulist.Describe(cpus)...), ": "...), fails[0].Advice, fails[0].Errno)
 		if len(served) > 0 {
@@ -103,7 +102,7 @@ func recordOpen(p *setup.Plan, set *counter.Set, sum counter.Summary) *opened {
 	return o
 }
 
-func allUnsupported(fails []*counter.OpenError) bool {
+func allUnsupported(fails []counter.Failure) bool {
 	for _, f := range fails {
 		if f.Kind != counter.Unsupported {
 			return false

@@ -32,7 +32,7 @@ type machine struct {
 	apart  []string
 
 	// failures are the opens the fake refused.
-	failures []*counter.OpenError
+	failures []counter.Failure
 }
 
 func plan(t *testing.T, fixture string) *machine {

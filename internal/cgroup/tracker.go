@@ -703,7 +703,7 @@ func (t *Tracker) openSet(path string, dir *os.File) (*counter.Set, int) {
 	}
 	sum, err := set.Open()
 	if err == nil && sum.FDs == 0 && len(sum.Failures) > 0 {
-		err = sum.Failures[0]
+		err = sum.Failures[0].OpenError
 	}
 	if err != nil {
 		set.Close()

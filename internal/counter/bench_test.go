@@ -136,10 +136,11 @@ func BenchmarkFailureLines(b *testing.B) {
 		if e < 10 {
 			err = unix.ENOENT
 		}
-		name := fmt.Sprintf("event%d", e)
+		f := counter.Failure{OpenError: counter.NewOpenError(hostfs.Default(), fmt.Sprintf("event%d", e), 0, err)}
 		for cpu := range 160 {
-			sum.Failures = append(sum.Failures, counter.NewOpenError(hostfs.Default(), name, cpu, err))
+			f.CPUs = append(f.CPUs, cpu)
 		}
+		sum.Failures = append(sum.Failures, f)
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -261,12 +261,25 @@ type reading struct {
 	duty  float64    // running/enabled since the open, as of the last read
 }
 
-// openErr is why the most recent open failed, or nil.
+// openErr is why the most recent open failed, or nil. The CPUs on which an
+// event failed alike share one OpenError, which names one of them.
 func (sl *slot) openErr() *OpenError {
 	if !sl.openFailed {
 		return nil
 	}
 	return sl.err.(*OpenError)
+}
+
+// ownOpenErr is openErr naming the slot's own CPU: a copy when the error
+// is shared with another CPU.
+func (sl *slot) ownOpenErr() *OpenError {
+	e := sl.openErr()
+	if e == nil || e.CPU == int(sl.cpu) {
+		return e
+	}
+	own := *e
+	own.CPU = int(sl.cpu)
+	return &own
 }
 
 // readErr is why the most recent read failed, or nil.
@@ -605,18 +618,28 @@ func (x *keyIndex) set(cpu, name int32, j int) {
 
 // Summary describes the outcome of Open or Reopen, for the log.
 type Summary struct {
-	Events   int          // events configured
-	Served   int          // events with at least one open CPU
-	FDs      int          // descriptors open now
-	Failures []*OpenError // every (event, CPU) that did not open, in event order, then Spec CPU order
+	Events int // events configured
+	Served int // events with at least one open CPU
+	FDs    int // descriptors open now
+	Failed int // (event, CPU) opens that failed
+	// Failures are those failed opens, in event order: an event's CPUs,
+	// in its Spec order, in one Failure for each run of them that failed
+	// alike. An event the machine lacks is one Failure, however many CPUs.
+	Failures []Failure
+}
+
+// Failure is CPUs on which an event failed to open for one cause.
+type Failure struct {
+	*OpenError       // the cause, as one of the CPUs met it (its CPU)
+	CPUs       []int // in the event's Spec order
 }
 
 // String is one line for the log, e.g.
 // "14 of 16 events served on 28 descriptors; 4 opens failed".
 func (m Summary) String() string {
 	line := fmt.Sprintf("%d of %d events served on %d descriptors", m.Served, m.Events, m.FDs)
-	if n := len(m.Failures); n > 0 {
-		line += fmt.Sprintf("; %d opens failed", n)
+	if m.Failed > 0 {
+		line += fmt.Sprintf("; %d opens failed", m.Failed)
 	}
 	return line
 }
@@ -630,50 +653,24 @@ func (m Summary) FailureLines() []string {
 		event, advice string
 		errno         unix.Errno
 	}
-	// An event's failures come together, mostly with one cause: the key
-	// of the previous failure is tried before the map, whose hash of the
-	// event and advice per failure was most of the cost on a large
-	// machine, and a key's CPUs are mostly one run of the failures, read
-	// from there into one buffer rather than copied out for every key.
-	type span struct {
-		first, last, n int  // its first and last failures, and how many
-		whole          bool // they are m.Failures[first : last+1]
-	}
+	// A cause that comes back after another, on a later CPU of the same
+	// event, joins its first line; mostly each key is one Failure.
 	var order []key
-	var spans []span
-	index := map[key]int{}
-	find := func(k key, last int) (int, bool) {
-		if last >= 0 && order[last] == k {
-			return last, true
-		}
-		j, ok := index[k]
-		return j, ok
-	}
-	j := -1
+	runs := make(map[key][]int, len(m.Failures)) // indexes into m.Failures
 	for i, f := range m.Failures {
 		k := key{f.Event, f.Advice, f.Errno}
-		var ok bool
-		if j, ok = find(k, j); !ok {
-			j = len(order)
-			index[k] = j
+		if _, ok := runs[k]; !ok {
 			order = append(order, k)
-			spans = append(spans, span{first: i, last: i - 1, whole: true})
 		}
-		sp := &spans[j]
-		sp.whole = sp.whole && sp.last == i-1
-		sp.last = i
-		sp.n++
+		runs[k] = append(runs[k], i)
 	}
 	lines := make([]string, 0, len(order))
 	var cpus []int
 	var b []byte // each line is written here, then copied once
-	for j, k := range order {
-		sp := spans[j]
-		cpus = slices.Grow(cpus[:0], sp.n)
-		for i := sp.first; i <= sp.last; i++ {
-			if f := m.Failures[i]; sp.whole || f.Event == k.event && f.Advice == k.advice && f.Errno == k.errno {
-				cpus = append(cpus, f.CPU)
-			}
+	for _, k := range order {
+		cpus = cpus[:0]
+		for _, i := range runs[k] {
+			cpus = append(cpus, m.Failures[i].CPUs...)
 		}
 		b = strconv.AppendQuote(append(b[:0], "perf_event_open failed for "...), k.event)
 		b = AppendCause(append(append(append(b, " on "...), cpulist.Describe(cpus)...), ": "...), k.advice, k.errno)
@@ -748,33 +745,30 @@ type opened struct {
 	// attr is where an attr that differs from its event's is made for
 	// the Opener, one for every open rather than a copy on the heap each.
 	attr *unix.PerfEventAttr
-	// errBlock is where openError takes OpenErrors from: an event the
-	// machine lacks fails on every CPU, and one allocation per block
-	// rather than per failure keeps that cheap.
-	errBlock  []OpenError
-	errBlocks int        // the size of the last block
-	advice    readAdvice // what the failures so far read of the system
+	// last is each event's latest OpenError, which its next failure for
+	// the same reason shares: an event the machine lacks fails on every
+	// CPU, and one OpenError rather than one per CPU keeps that cheap.
+	last   []*OpenError
+	advice readAdvice // what the failures so far read of the system
 }
 
 // joined says whether openAll opened r in its group, rather than on its
 // own or not at all.
 func (o *opened) joined(r ref) bool { return o.srcs[r.ev][r.k] != nil && !o.solo[r.ev][r.k] }
 
-// openError is NewOpenError, the OpenError cut from a block that grows
-// with the failures, to at most maxErrBlock.
-func (o *opened) openError(fs hostfs.FS, event string, cpu int, err error) *OpenError {
-	if len(o.errBlock) == 0 {
-		o.errBlocks = min(max(8, 2*o.errBlocks), maxErrBlock)
-		o.errBlock = make([]OpenError, o.errBlocks)
+// openError is NewOpenError for ev, or the event's latest OpenError when
+// this failure is alike: the same bare errno, whose advice names no CPU.
+func (o *opened) openError(fs hostfs.FS, ev int, event string, cpu int, err error) *OpenError {
+	if e := o.last[ev]; e != nil && e.Kind != CPUOffline {
+		if errno, ok := err.(unix.Errno); ok && e.Err == error(errno) {
+			return e
+		}
 	}
-	e := &o.errBlock[0]
-	o.errBlock = o.errBlock[1:]
+	e := new(OpenError)
 	e.set(fs, event, cpu, err, &o.advice)
+	o.last[ev] = e
 	return e
 }
-
-// maxErrBlock is the most OpenErrors allocated together (about 18 kB).
-const maxErrBlock = 256
 
 // openAll opens the served slots (onlyServed) or all slots, without
 // touching the Set's state, so that it can run outside mu. The slot layout
@@ -800,7 +794,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 		}
 		src, err := s.opener.Open(ev.name, attr, int(sl.cpu), leader)
 		if err != nil {
-			o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, int(sl.cpu), err)
+			o.errs[r.ev][r.k] = o.openError(s.fs, int(r.ev), ev.name, int(sl.cpu), err)
 			return nil
 		}
 		o.srcs[r.ev][r.k] = src
@@ -857,7 +851,7 @@ func (s *Set) openAll(onlyServed bool) opened {
 				ev := &s.events[r.ev]
 				o.srcs[r.ev][r.k].Close() // its error adds nothing to err
 				o.srcs[r.ev][r.k] = nil
-				o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, s.groups[g].cpu,
+				o.errs[r.ev][r.k] = o.openError(s.fs, int(r.ev), ev.name, s.groups[g].cpu,
 					fmt.Errorf("enabling the group of software events on cpu%d: %w", s.groups[g].cpu, err))
 			}
 		}
@@ -965,12 +959,25 @@ func (s *Set) summary() Summary {
 	if failed == 0 {
 		return m
 	}
-	m.Failures = make([]*OpenError, 0, failed)
+	m.Failed = failed
+	// Every Failure's CPUs are a part of one array.
+	cpus := make([]int, 0, failed)
 	for i := range s.events {
+		var cause *OpenError
 		for k := range s.events[i].slots {
-			if e := s.events[i].slots[k].openErr(); e != nil {
-				m.Failures = append(m.Failures, e)
+			sl := &s.events[i].slots[k]
+			e := sl.openErr()
+			if e == nil {
+				cause = nil
+				continue
 			}
+			if e != cause {
+				cause = e
+				m.Failures = append(m.Failures, Failure{OpenError: e})
+			}
+			cpus = append(cpus, int(sl.cpu))
+			f := &m.Failures[len(m.Failures)-1]
+			f.CPUs = cpus[len(cpus)-len(f.CPUs)-1 : len(cpus) : len(cpus)]
 		}
 	}
 	return m
@@ -1117,7 +1124,7 @@ func (s *Set) Status(ev int) []CPUStatus {
 			Served:   sl.served,
 			Open:     sl.src != nil,
 			Disabled: sl.off,
-			OpenErr:  sl.openErr(),
+			OpenErr:  sl.ownOpenErr(),
 			ReadErr:  sl.readErr(),
 		}
 	}
@@ -1138,6 +1145,9 @@ func (s *Set) Counting(ev int) (cpus int, why error) {
 		}
 		if why == nil && sl.err != nil {
 			why = sl.err
+			if sl.openFailed {
+				why = sl.ownOpenErr()
+			}
 		}
 	}
 	return cpus, why

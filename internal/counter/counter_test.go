@@ -311,7 +311,7 @@ func TestPartialOpenFailure(t *testing.T) {
 		{Name: "tsc", CPUs: []int{0, 1, 2}},
 		sw("cpu-clock", 0, 0, 1),
 	}, counter.Config{Opener: fake})
-	if sum.Events != 3 || sum.Served != 2 || sum.FDs != 4 || len(sum.Failures) != 3 {
+	if sum.Events != 3 || sum.Served != 2 || sum.FDs != 4 || sum.Failed != 3 {
 		t.Errorf("summary %+v, want 3 events, 2 served, 4 fds, 3 failures", sum)
 	}
 	if got, want := sum.String(), "2 of 3 events served on 4 descriptors; 3 opens failed"; got != want {
@@ -431,7 +431,7 @@ func TestReopenFailureKeepsInstances(t *testing.T) {
 	s.Close()
 	fake.FailOpen("a", 1, unix.EBUSY)
 	sum, err := s.Reopen()
-	if err != nil || sum.FDs != 1 || len(sum.Failures) != 1 || sum.Failures[0].Kind != counter.Busy {
+	if err != nil || sum.FDs != 1 || sum.Failed != 1 || sum.Failures[0].Kind != counter.Busy {
 		t.Fatalf("Reopen = %+v, %v; want 1 fd and one Busy failure", sum, err)
 	}
 	if c := s.CPUs(0); fmt.Sprint(c) != "[0 1]" {
@@ -569,10 +569,34 @@ func TestFailuresInEventThenCPUOrder(t *testing.T) {
 	_, sum := openSet(t, []counter.Spec{hw("a", 0, 2, 0, 1), sw("b", 0, 0, 1), hw("c", 1, 1, 0)}, counter.Config{Opener: fake})
 	var got []string
 	for _, f := range sum.Failures {
-		got = append(got, fmt.Sprintf("%s/%d", f.Event, f.CPU))
+		got = append(got, fmt.Sprintf("%s/%v", f.Event, f.CPUs))
 	}
-	if want := []string{"a/2", "a/0", "a/1", "c/1", "c/0"}; !slices.Equal(got, want) {
-		t.Errorf("failures %v, want %v", got, want)
+	if want := []string{"a/[2 0 1]", "c/[1 0]"}; !slices.Equal(got, want) || sum.Failed != 5 {
+		t.Errorf("failures %v (%d opens), want %v (5)", got, sum.Failed, want)
+	}
+}
+
+// The CPUs on which an event failed alike share one cause in the Summary,
+// yet Status and Counting name each CPU's own.
+func TestSharedFailureNamesEachCPU(t *testing.T) {
+	fake := countertest.New()
+	fake.FailOpen("a", countertest.AnyCPU, unix.ENOENT)
+	fake.FailOpen("a", 2, unix.ENODEV)
+	s, sum := openSet(t, []counter.Spec{hw("a", 0, 0, 1, 2, 3)}, counter.Config{Opener: fake})
+	var got []string
+	for _, f := range sum.Failures {
+		got = append(got, fmt.Sprintf("%v %v", f.CPUs, f.Kind))
+	}
+	if want := []string{"[0 1] unsupported", "[2] cpu-offline", "[3] unsupported"}; !slices.Equal(got, want) || sum.Failed != 4 {
+		t.Errorf("failures %q (%d opens), want %q (4)", got, sum.Failed, want)
+	}
+	for _, st := range s.Status(0) {
+		if st.OpenErr == nil || st.OpenErr.CPU != st.CPU || !strings.Contains(st.OpenErr.Error(), fmt.Sprintf("on cpu%d ", st.CPU)) {
+			t.Errorf("cpu%d's status: %v", st.CPU, st.OpenErr)
+		}
+	}
+	if n, why := s.Counting(0); n != 0 || why == nil || !strings.HasPrefix(why.Error(), `perf_event_open failed on cpu0 for "a"`) {
+		t.Errorf("Counting: %d CPUs, %v; want none, cpu0's failure", n, why)
 	}
 }
 
@@ -594,7 +618,9 @@ func TestPermissionAdviceReadOncePerOpen(t *testing.T) {
 	_, sum := openSet(t, []counter.Spec{hw("cycles", 0, 0, 1, 2, 3)}, counter.Config{Opener: opener, FS: fs})
 	var got []string
 	for _, f := range sum.Failures {
-		got = append(got, f.Advice)
+		for range f.CPUs {
+			got = append(got, f.Advice)
+		}
 	}
 	want := "permission denied: kernel.perf_event_paranoid is 2 (see " + p + "); run as root or grant CAP_PERFMON"
 	if !slices.Equal(got, []string{want, want, want, want}) {

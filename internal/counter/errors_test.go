@@ -115,14 +115,14 @@ func TestClassifyErrnoAllocatesNothing(t *testing.T) {
 // with every CPU it failed on, in the order they came.
 func TestFailureLinesInterleaved(t *testing.T) {
 	fs := hostfs.Default()
-	sum := Summary{Failures: []*OpenError{
-		NewOpenError(fs, "a", 0, unix.ENOENT),
-		NewOpenError(fs, "a", 1, unix.EBUSY),
-		NewOpenError(fs, "a", 2, unix.ENOENT),
-		NewOpenError(fs, "b", 0, unix.ENOENT),
-		NewOpenError(fs, "a", 3, unix.ENOENT),
-		NewOpenError(fs, "a", 5, unix.ENOENT),
-		NewOpenError(fs, "a", 4, unix.EBUSY),
+	enoent, ebusy := NewOpenError(fs, "a", 0, unix.ENOENT), NewOpenError(fs, "a", 1, unix.EBUSY)
+	sum := Summary{Failures: []Failure{
+		{enoent, []int{0}},
+		{ebusy, []int{1}},
+		{enoent, []int{2, 3}},
+		{NewOpenError(fs, "b", 0, unix.ENOENT), []int{0}},
+		{NewOpenError(fs, "a", 5, unix.ENOENT), []int{5}},
+		{ebusy, []int{4}},
 	}}
 	want := []string{
 		`perf_event_open failed for "a" on cpus 0,2-3,5: not supported on this machine (e.g. a VM without a hardware PMU) (ENOENT)`,

@@ -81,7 +81,7 @@ func TestGroupMemberOpenFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, _ := s.Open()
-	if sum.FDs != 5 || len(sum.Failures) != 1 || sum.Failures[0].Event != "b" || sum.Failures[0].CPU != 1 {
+	if sum.FDs != 5 || sum.Failed != 1 || sum.Failures[0].Event != "b" || !slices.Equal(sum.Failures[0].CPUs, []int{1}) {
 		t.Fatalf("summary %+v, want 5 descriptors and b failing on cpu1", sum)
 	}
 	if got := fmt.Sprint(s.CPUs(1)); got != "[0]" {
@@ -164,11 +164,11 @@ func TestGroupEnableFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, _ := s.Open()
-	if sum.FDs != 3 || len(sum.Failures) != 3 || fake.OpenNow() != 3 {
+	if sum.FDs != 3 || sum.Failed != 3 || fake.OpenNow() != 3 {
 		t.Fatalf("summary %+v with %d open, want cpu1's group of 3 closed and failed", sum, fake.OpenNow())
 	}
 	for _, f := range sum.Failures {
-		if f.CPU != 1 || f.Kind != counter.Busy || !strings.Contains(f.Err.Error(), "enabling the group of software events on cpu1") {
+		if !slices.Equal(f.CPUs, []int{1}) || f.Kind != counter.Busy || !strings.Contains(f.Err.Error(), "enabling the group of software events on cpu1") {
 			t.Errorf("failure %+v, want cpu1, Busy and the enable named", f)
 		}
 	}
@@ -197,7 +197,7 @@ func TestGroupCloseReopen(t *testing.T) {
 	// a is gone from cpu0 for now: b leads there after the reopen.
 	fake.FailOpen("a", 0, unix.EBUSY)
 	sum, err := s.Reopen()
-	if err != nil || sum.FDs != 5 || len(sum.Failures) != 1 {
+	if err != nil || sum.FDs != 5 || sum.Failed != 1 {
 		t.Fatalf("Reopen: %+v %v; want 5 descriptors and a's failure", sum, err)
 	}
 	wantGroup(t, fake, "b", 0, "b", "c")

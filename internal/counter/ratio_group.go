@@ -57,7 +57,7 @@ func (s *Set) openSolo(o *opened, r ref, onlyServed bool) {
 	src, err := s.opener.Open(ev.name, o.attr, int(sl.cpu), nil)
 	if err != nil {
 		o.srcs[r.ev][r.k], o.solo[r.ev][r.k] = nil, false
-		o.errs[r.ev][r.k] = o.openError(s.fs, ev.name, int(sl.cpu), err)
+		o.errs[r.ev][r.k] = o.openError(s.fs, int(r.ev), ev.name, int(sl.cpu), err)
 		return
 	}
 	o.srcs[r.ev][r.k], o.errs[r.ev][r.k], o.solo[r.ev][r.k] = src, nil, true
@@ -154,6 +154,7 @@ func (s *Set) newOpened() opened {
 		tried: make([]bool, len(s.groups)),
 		solo:  make([][]bool, len(s.events)),
 		attr:  new(unix.PerfEventAttr),
+		last:  make([]*OpenError, len(s.events)),
 	}
 	n := 0
 	for i := range s.events {
