@@ -76,20 +76,25 @@ func NewCPUAllocator(t Topology) (*CPUAllocator, error) {
 //
 // A CPU index beyond the online CPUs is an error; the C agent quietly used
 // the first CPU instead.
+//
+// The lists are shared by the events given them, so that a machine of
+// hundreds of CPUs does not keep a copy of its CPU list for each event:
+// callers must not change them. Appending to one is safe, as each ends at
+// its capacity.
 func (a *CPUAllocator) CPUs(opt CPUOption, at Pos) ([]int, error) {
 	switch opt.Kind {
 	case CPUDefault, CPUAll:
-		return slices.Clone(a.online), nil
+		return slices.Clip(a.online), nil
 	case CPURoundRobin:
 		cpu := a.online[a.rr]
 		a.rr = (a.rr + 1) % len(a.online)
 		return []int{cpu}, nil
 	case CPUNode:
-		return slices.Clone(a.byRank[0]), nil
+		return slices.Clip(a.byRank[0]), nil
 	case CPUNodeRoundRobin:
 		cpus := a.byRank[a.nodeRR]
 		a.nodeRR = (a.nodeRR + 1) % len(a.byRank)
-		return slices.Clone(cpus), nil
+		return slices.Clip(cpus), nil
 	case CPUIndex:
 		if opt.Index < 0 || opt.Index >= len(a.online) {
 			return nil, errorf(at, "CPU index %d is out of range: this machine has %d online CPUs (%s), so the index must be 0 to %d",

@@ -48,11 +48,16 @@ func TestCPUAllocator(t *testing.T) {
 		}
 	}
 
-	// Callers own what they get back.
-	got, _ := a.CPUs(CPUOption{Kind: CPUAll}, at(1))
-	got[0] = 99
-	if again, _ := a.CPUs(CPUOption{Kind: CPUAll}, at(1)); again[0] != 0 {
-		t.Error("CPUs returned the allocator's own slice")
+	// Every event gets the one list of the online CPUs, which an append
+	// to it copies rather than changes.
+	all, _ := a.CPUs(CPUOption{Kind: CPUAll}, at(1))
+	def, _ := a.CPUs(CPUOption{}, at(2))
+	if &all[0] != &def[0] {
+		t.Error("CPUs made a copy of the online CPUs for each event")
+	}
+	more := append(all, 99)
+	if again, _ := a.CPUs(CPUOption{Kind: CPUAll}, at(3)); len(again) != 6 || &more[0] == &all[0] {
+		t.Errorf("an append to CPUs' list changed the allocator's: %v", again)
 	}
 }
 
