@@ -146,8 +146,7 @@ func (fs *FS) cachedNames(read func() ([]string, error)) ([]string, error) {
 	if p == nil {
 		return read()
 	}
-	names, err := fs.passNames(p, read)
-	return slices.Clone(names), err
+	return fs.passNames(p, read)
 }
 
 // passNames is pass p's listing of the PMUs, read the first time; the

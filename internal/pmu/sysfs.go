@@ -61,7 +61,8 @@ func (p *PMU) Event(name string) (*PMUEvent, bool) {
 }
 
 // PMUNames lists the PMU directories under <Sys>/bus/event_source/devices,
-// sorted.
+// sorted. Within a pass (see Pass) the list is read once and shared:
+// callers must not change it.
 func (fs *FS) PMUNames() ([]string, error) {
 	return fs.cachedNames(fs.readPMUNames)
 }
