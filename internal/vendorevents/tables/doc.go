@@ -18,3 +18,12 @@ import "embed"
 //
 //go:embed intel/index.tsv intel/*.tsv.gz arm/index.tsv arm/*.tsv.gz
 var FS embed.FS
+
+// The indexes again, as strings: every start reads them, and an embedded
+// string is read in place, where FS copies a file out.
+var (
+	//go:embed intel/index.tsv
+	IntelIndex string
+	//go:embed arm/index.tsv
+	ArmIndex string
+)
