@@ -655,7 +655,7 @@ func (m Summary) FailureLines() []string {
 	}
 	// A cause that comes back after another, on a later CPU of the same
 	// event, joins its first line; mostly each key is one Failure.
-	var order []key
+	order := make([]key, 0, len(m.Failures))
 	runs := make(map[key][]int, len(m.Failures)) // indexes into m.Failures
 	for i, f := range m.Failures {
 		k := key{f.Event, f.Advice, f.Errno}

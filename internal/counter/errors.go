@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -146,8 +147,11 @@ func (e *OpenError) set(fs hostfs.FS, event string, cpu int, err error, seen *re
 // Error reads like the C agent's log line, with the advice in place of the
 // bare strerror and the errno name for people who search for it.
 func (e *OpenError) Error() string {
-	b := fmt.Appendf(nil, "perf_event_open failed on cpu%d for %q: ", e.CPU, e.Event)
-	return string(AppendCause(b, e.Advice, e.Errno))
+	// Sized once: the state file asks every failed event for its text.
+	b := make([]byte, 0, 64+len(e.Event)+len(e.Advice))
+	b = strconv.AppendInt(append(b, "perf_event_open failed on cpu"...), int64(e.CPU), 10)
+	b = strconv.AppendQuote(append(b, " for "...), e.Event)
+	return string(AppendCause(append(b, ": "...), e.Advice, e.Errno))
 }
 
 // AppendCause appends a failed open's cause as the agent writes it: the
