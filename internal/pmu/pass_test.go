@@ -314,3 +314,22 @@ func TestPassTypeAllocatesNothing(t *testing.T) {
 		t.Errorf("typeOf(tracepoint) again in the pass: %.0f allocations, want none", allocs)
 	}
 }
+
+// Within a pass PMUNames reads the directory once and gives every caller
+// that one list, without a copy each: a start asks for it dozens of times,
+// and a large server lists a hundred PMUs or more (a box of each uncore unit).
+func TestPassSharesPMUNames(t *testing.T) {
+	fs := testFS("sapphirerapids")
+	end := fs.Pass()
+	defer end()
+	first, err := fs.PMUNames()
+	if err != nil || len(first) < 10 {
+		t.Fatalf("PMUNames: %d names, %v; the fixture lists 20", len(first), err)
+	}
+	if n := testing.AllocsPerRun(10, func() { fs.PMUNames() }); n != 0 {
+		t.Errorf("PMUNames in a pass makes %v objects a call, want 0", n)
+	}
+	if again, _ := fs.PMUNames(); &again[0] != &first[0] {
+		t.Error("PMUNames in a pass gave a list of its own")
+	}
+}
