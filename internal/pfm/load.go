@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"perfevent/internal/pfm/tables"
+	"perfevent/internal/tsv"
 )
 
 // Archs are the libpfm4 builds the catalog holds, in the order PMUs gives them.
@@ -310,7 +311,7 @@ func decodeTable(file string, size [2]int) ([]Modifier, []Event, error) {
 		lineNo++
 		line, rest, _ := strings.Cut(text, "\n")
 		text = rest
-		n := split(line, cols[:])
+		n := tsv.Split(line, cols[:])
 		r := fields{file: file, line: lineNo, f: cols[:n]}
 		kind := cols[0]
 		want := 13
@@ -425,25 +426,6 @@ func readAll(f fs.File, zr *gzip.Reader) (string, error) {
 	}
 	// b is not written again, nor kept but as this string.
 	return unsafe.String(&b[0], n), nil
-}
-
-// split cuts line at tabs into cols and returns how many fields it had
-// (more than len(cols) counts as len(cols)+1).
-func split(line string, cols []string) int {
-	n := 0
-	for {
-		i := strings.IndexByte(line, '\t')
-		if n == len(cols) {
-			return n + 1
-		}
-		if i < 0 {
-			cols[n] = line
-			return n + 1
-		}
-		cols[n] = line[:i]
-		line = line[i+1:]
-		n++
-	}
 }
 
 // unescape undoes the dumper's escapes (\\ \t \n \r); most strings have none

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"perfevent/internal/tsv"
 	"perfevent/internal/vendorevents/tables"
 )
 
@@ -139,7 +140,7 @@ func loadIndex(index, vendor string) ([]*PMU, *Catalog, error) {
 		if strings.HasPrefix(line, "pmu\t") {
 			continue
 		}
-		if n := splitTabs(line, f[:]); n != len(f) {
+		if n := tsv.Split(line, f[:]); n != len(f) {
 			return nil, nil, fmt.Errorf("vendorevents: %s:%d: %d fields, want 6", path, i+1, n)
 		}
 		p := &PMU{Name: f[0], Kernel: f[2], file: f[3], Version: f[4], Desc: f[5], Catalog: cat, dir: vendor}
@@ -164,19 +165,6 @@ func loadIndex(index, vendor string) ([]*PMU, *Catalog, error) {
 		return nil, nil, fmt.Errorf("vendorevents: %s names no source commit", path)
 	}
 	return pmus, cat, nil
-}
-
-// splitTabs cuts line at tabs into f and returns how many fields it had
-// (len(f)+1 for more than len(f)).
-func splitTabs(line string, f []string) int {
-	for n := range f {
-		var ok bool
-		f[n], line, ok = strings.Cut(line, "\t")
-		if !ok {
-			return n + 1
-		}
-	}
-	return len(f) + 1
 }
 
 // Matches reports whether the PMU belongs to this CPU.
@@ -269,8 +257,8 @@ func readEvents(fsys fs.FS, path string) ([]Event, error) {
 	line := 0
 	for sc.Scan() {
 		line++
-		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 3 || f[0] == "" || f[1] == "" {
+		var f [3]string
+		if tsv.Split(sc.Text(), f[:]) != len(f) || f[0] == "" || f[1] == "" {
 			return nil, fmt.Errorf("vendorevents: %s:%d: want NAME, TERMS and DESCRIPTION", path, line)
 		}
 		evs = append(evs, Event{Name: f[0], Terms: f[1], Desc: f[2]})
