@@ -659,10 +659,11 @@ func (m Summary) FailureLines() []string {
 	runs := make(map[key][]int, len(m.Failures)) // indexes into m.Failures
 	for i, f := range m.Failures {
 		k := key{f.Event, f.Advice, f.Errno}
-		if _, ok := runs[k]; !ok {
+		run, seen := runs[k]
+		if !seen {
 			order = append(order, k)
 		}
-		runs[k] = append(runs[k], i)
+		runs[k] = append(run, i)
 	}
 	lines := make([]string, 0, len(order))
 	var cpus []int
