@@ -1,11 +1,11 @@
 package privilege
 
 import (
-	"bytes"
-	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/threads"
 )
 
 // boostNice is the nice value every thread of the process has during
@@ -73,10 +73,10 @@ func boostThreads() (restore func()) {
 		}
 		return saved{}, false
 	}
-	tasks := openTasks()
+	tasks := threads.Open()
 	for pass := 0; pass < 4; pass++ {
 		found := false
-		for _, tid := range tasks.list() {
+		for _, tid := range tasks.List() {
 			if _, seen := find(tid); seen {
 				continue
 			}
@@ -108,7 +108,7 @@ func boostThreads() (restore func()) {
 	}
 	caller := saved{nice: callerNice, mask: callerMask, hasMask: pin >= 0}
 	return func() {
-		defer tasks.close()
+		defer tasks.Close()
 		// Each thread puts itself back, in two more all-thread calls:
 		// while one runs, the runtime starts no thread, and a thread it
 		// starts later comes from one already put back. Scanning
@@ -131,7 +131,7 @@ func boostThreads() (restore func()) {
 		if !own {
 			return
 		}
-		for _, tid := range tasks.list() {
+		for _, tid := range tasks.List() {
 			s, ok := find(tid)
 			if !ok {
 				s = caller
@@ -165,73 +165,4 @@ func currentCPU() int {
 		return -1
 	}
 	return int(cpu)
-}
-
-// tasks lists the threads of the process from one descriptor of
-// /proc/self/task, read again from its start for each listing: the boost
-// lists them three times or more, and each open of the directory is a
-// walk of procfs.
-type tasks struct {
-	fd int // -1: not open
-}
-
-func openTasks() *tasks {
-	fd, err := unix.Open(procDir(0)+"/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		fd = -1
-	}
-	return &tasks{fd: fd}
-}
-
-// list returns the thread ids, or none if the directory cannot be read.
-// The buffer is small: a Go program has a handful of threads, each entry
-// takes 24 bytes, and a buffer of its own size class would be fresh memory
-// for the kernel to fault in.
-func (t *tasks) list() []int {
-	if t.fd < 0 {
-		return nil
-	}
-	if _, err := unix.Seek(t.fd, 0, 0); err != nil {
-		return nil
-	}
-	var buf [512]byte
-	tids := make([]int, 0, 16)
-	for {
-		n, err := unix.Getdents(t.fd, buf[:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n <= 0 {
-			break
-		}
-		tids = appendTIDs(tids, buf[:n])
-	}
-	return tids
-}
-
-// appendTIDs appends the numeric names of the linux_dirent64 records in b.
-func appendTIDs(tids []int, b []byte) []int {
-	const nameOff = int(unsafe.Offsetof(unix.Dirent{}.Name))
-	for len(b) >= nameOff {
-		reclen := int(*(*uint16)(unsafe.Pointer(&b[unsafe.Offsetof(unix.Dirent{}.Reclen)])))
-		if reclen < nameOff || reclen > len(b) {
-			break
-		}
-		name := b[nameOff:reclen]
-		if i := bytes.IndexByte(name, 0); i >= 0 {
-			name = name[:i]
-		}
-		if tid, err := strconv.Atoi(string(name)); err == nil {
-			tids = append(tids, tid)
-		}
-		b = b[reclen:]
-	}
-	return tids
-}
-
-func (t *tasks) close() {
-	if t.fd >= 0 {
-		unix.Close(t.fd)
-		t.fd = -1
-	}
 }

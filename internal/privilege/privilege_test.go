@@ -402,30 +402,6 @@ func threadIDs() []int {
 	return tids
 }
 
-// The boost's listing reads its one descriptor of /proc/self/task again
-// from the start each time: a thread started between two listings is in
-// the second, as a fresh read of the directory shows.
-func TestTasksListsAgain(t *testing.T) {
-	ts := openTasks()
-	defer ts.close()
-	first := ts.list()
-	if !slices.Equal(slices.Sorted(slices.Values(first)), slices.Sorted(slices.Values(threadIDs()))) || len(first) == 0 {
-		t.Fatalf("listing %v, /proc/self/task %v", first, threadIDs())
-	}
-	started, stop := make(chan int), make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // a thread of its own, which ends with it
-		started <- unix.Gettid()
-		<-stop
-	}()
-	tid := <-started
-	defer close(stop)
-	second := ts.list()
-	if !slices.Contains(second, tid) || !slices.Equal(slices.Sorted(slices.Values(second)), slices.Sorted(slices.Values(threadIDs()))) {
-		t.Errorf("second listing %v lacks thread %d or differs from /proc/self/task %v", second, tid, threadIDs())
-	}
-}
-
 // A thread whose nice value differs from the caller's before Drop has its
 // own back afterwards; the others have the caller's.
 func TestDropPutsBackOwnNice(t *testing.T) {
