@@ -24,6 +24,7 @@ import (
 	"perfevent/internal/reservation"
 	"perfevent/internal/testneed"
 	"perfevent/internal/testwait"
+	"perfevent/internal/threads"
 )
 
 // pmcd is a fake pmcd (pmcdtest) on a real pmdaperfevent process, with
@@ -512,6 +513,47 @@ func TestRealTimeAgentDropsAndServes(t *testing.T) {
 	}
 	if n := r.Sets[0].NumVal; int(n) != len(onlineCPUs(t)) {
 		t.Errorf("cpu_clock has %d values; want one for each of the %d online CPUs", n, len(onlineCPUs(t)))
+	}
+}
+
+// Every thread of a running agent lets the kernel put its timed wake-ups
+// off by timerSlack, the runtime's own threads included, but the lock
+// watcher's: a real-time thread has no slack, and one that could not be
+// made real-time keeps the kernel's default.
+func TestThreadsTakeTheTimerSlack(t *testing.T) {
+	testneed.User(t, "nobody")
+	h := startPMDA(t, "[perf]\ncpu-clock\n", "-U", "nobody")
+	h.fetch("perfevent.hwcounters.cpu_clock.value")
+	pid := h.cmd.Process.Pid
+	ents, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slack := map[int]time.Duration{}
+	realTime, other := 0, 0
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "timerslack_ns"))
+		if err != nil {
+			continue // the thread ended
+		}
+		ns, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		slack[tid] = time.Duration(ns)
+		a, err := unix.SchedGetAttr(tid, 0)
+		switch {
+		case err == nil && a.Policy == unix.SCHED_FIFO:
+			realTime++
+			if ns != 0 {
+				t.Errorf("real-time thread %d has slack %v", tid, time.Duration(ns))
+			}
+		case time.Duration(ns) == threads.DefaultTimerSlack:
+			other++
+		case time.Duration(ns) != timerSlack:
+			t.Errorf("thread %d has slack %v, want %v", tid, time.Duration(ns), timerSlack)
+		}
+	}
+	if realTime+other != 1 || len(slack) < 3 {
+		t.Errorf("%d real-time threads and %d with the default slack, want the lock watcher's alone; slack by thread: %v", realTime, other, slack)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"perfevent/internal/release"
 	"perfevent/internal/reservation"
 	"perfevent/internal/reservation/lockwatch"
+	"perfevent/internal/threads"
 )
 
 const (
@@ -55,6 +56,7 @@ type options struct {
 }
 
 func main() {
+	threads.SetTimerSlack(timerSlack)
 	growStack()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"perfevent/internal/threads"
 )
 
 // realtime says whether the watcher's thread asks for SCHED_FIFO: tests
@@ -29,6 +31,10 @@ var watcherSlice = 100 * time.Microsecond
 // the thread asks for a short slice instead (setSlice). Children do not
 // inherit either.
 func setScheduling() bool {
+	// The checks keep to the ppoll's timeouts: the thread takes the
+	// kernel's default timer slack back from the agent's longer one (a
+	// real-time thread has none).
+	threads.SetOwnTimerSlack(threads.DefaultTimerSlack)
 	if a, err := unix.SchedGetAttr(0, 0); err == nil && (a.Policy == unix.SCHED_FIFO || a.Policy == unix.SCHED_RR) {
 		// The whole agent runs real-time (started by chrt, or by a pmcd
 		// run so): the lowest priority would put the watcher below its
