@@ -1,6 +1,7 @@
 package threads
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,35 +23,46 @@ func SetTimerSlack(d time.Duration) (int, error) {
 	if err := SetOwnTimerSlack(d); err != nil {
 		return 0, err
 	}
-	n := 1
-	self := unix.Gettid()
+	n, done := 1, []int{unix.Gettid()}
 	t := Open()
 	defer t.Close()
-	var path [32]byte
 	var value [20]byte
 	v := strconv.AppendInt(value[:0], int64(d), 10)
-	for _, tid := range t.List() {
-		if tid == self {
-			continue
-		}
-		p := strconv.AppendInt(append(path[:0], "/proc/"...), int64(tid), 10)
-		p = append(p, "/timerslack_ns"...)
-		fd, err := unix.Open(string(p), unix.O_WRONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			if err == unix.EACCES || err == unix.EPERM {
-				break // so for every other thread too
+	// A thread that the runtime starts during a pass, from one not yet
+	// set, has the old slack: passes go on until one finds no new thread.
+	for pass := 0; pass < 4; pass++ {
+		found := false
+		for _, tid := range t.List() {
+			if slices.Contains(done, tid) {
+				continue
 			}
-			continue // the thread ended
+			found = true
+			done = append(done, tid)
+			switch err := setTimerSlackOf(tid, v); err {
+			case nil:
+				n++
+			case unix.EACCES, unix.EPERM:
+				return n, nil // so for every other thread too
+			}
 		}
-		if _, err := unix.Write(fd, v); err == nil {
-			n++
-		} else if err == unix.EPERM {
-			unix.Close(fd)
+		if !found {
 			break
 		}
-		unix.Close(fd)
 	}
 	return n, nil
+}
+
+// setTimerSlackOf writes value, the slack in ns, for thread tid.
+func setTimerSlackOf(tid int, value []byte) error {
+	var path [32]byte
+	p := strconv.AppendInt(append(path[:0], "/proc/"...), int64(tid), 10)
+	fd, err := unix.Open(string(append(p, "/timerslack_ns"...)), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err // the thread ended, or no access
+	}
+	defer unix.Close(fd)
+	_, err = unix.Write(fd, value)
+	return err
 }
 
 // SetOwnTimerSlack sets the calling thread's timer slack to d, or to
