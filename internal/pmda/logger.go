@@ -449,15 +449,32 @@ func OpenLog(path string, stderr io.Writer) (io.Writer, *os.File, func(), error)
 	return f, f, func() { f.Close() }, nil
 }
 
+// releasePrevAfter is how long createLog keeps the replaced .prev file
+// alive: long enough for the start to be over.
+const releasePrevAfter = time.Second
+
 // createLog moves whatever is at path to path.prev and creates the log
 // anew there, then points fd 2 at it.
 //
 // It makes the system calls alone: rename(2) says whether there was
 // anything to move, where os.Rename would look first (lstat) and os.OpenFile
 // asks the poller to take a regular file (four fcntl and an epoll_ctl).
+//
+// The old .prev goes first, and not inside the rename: the kernel frees
+// a file's blocks as its last name goes, which on a filesystem mounted
+// with discard means waiting for the disk, and ext4 starts writing out a
+// file renamed over an existing one.
+// A descriptor held across the unlink (O_PATH: nothing is opened for
+// reading, and a link is not followed) keeps the file alive until it is
+// closed a moment later, off the start.
 func createLog(path string) (*os.File, error) {
-	if err := unix.Rename(path, path+".prev"); err != nil && err != unix.ENOENT {
-		return nil, &os.LinkError{Op: "rename", Old: path, New: path + ".prev", Err: err}
+	prev := path + ".prev"
+	if old, err := unix.Open(prev, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		unix.Unlink(prev)
+		time.AfterFunc(releasePrevAfter, func() { unix.Close(old) })
+	}
+	if err := unix.Rename(path, prev); err != nil && err != unix.ENOENT {
+		return nil, &os.LinkError{Op: "rename", Old: path, New: prev, Err: err}
 	}
 	fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {

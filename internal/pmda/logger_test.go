@@ -132,6 +132,61 @@ func TestLoggerRotates(t *testing.T) {
 	}
 }
 
+// Each OpenLog keeps the log before it as .prev. The .prev it replaces is
+// still open in the process for a moment, so that its blocks are freed
+// after the start rather than during it, and then let go.
+func TestOpenLogKeepsPrev(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "perfevent.log")
+	saved, err := dupStderr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer saved()
+	for _, line := range []string{"first start", "second start", "third start"} {
+		w, _, closeLog, err := OpenLog(path, os.Stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(w, line)
+		closeLog()
+	}
+	if b, err := os.ReadFile(path + ".prev"); err != nil || string(b) != "second start\n" {
+		t.Errorf(".prev holds %q, %v; want the second start's log", b, err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "third start\n" {
+		t.Errorf("the log holds %q, %v", b, err)
+	}
+	// The first start's log, replaced as .prev by the third, is held.
+	if n := heldDeleted(t, path+".prev"); n != 1 {
+		t.Fatalf("%d descriptors of a deleted %s.prev just after the start, want 1", n, path)
+	}
+	deadline := time.Now().Add(releasePrevAfter + 5*time.Second)
+	for heldDeleted(t, path+".prev") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replaced .prev is still open %v after the start", releasePrevAfter+5*time.Second)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// heldDeleted counts this process's descriptors of a deleted file that was
+// at path.
+func heldDeleted(t *testing.T, path string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && target == path+" (deleted)" {
+			n++
+		}
+	}
+	return n
+}
+
 // dupStderr keeps a copy of fd 2 and returns what puts it back.
 func dupStderr() (func(), error) {
 	fd, err := unix.Dup(2)
