@@ -193,9 +193,9 @@ func New(o Options) *Agent {
 }
 
 // Start does what comes before serving pmcd, in the order the privilege
-// drop needs: the user to run as, the lock file and state directory, the
-// first generation, the lock watcher and state file, the drop itself, and
-// the watch on the online CPUs. Only an agent that cannot serve even its
+// drop needs: the user to run as, the lock file, state directory and lock
+// watcher's thread, the first generation, the state file and the watcher's
+// first check, the drop itself, and the watch on the online CPUs. Only an agent that cannot serve even its
 // static metrics is an error: an unreadable configuration is logged, and
 // perfevent.version and perfevent.active are served until a reload.
 func (a *Agent) Start() error {
@@ -206,6 +206,8 @@ func (a *Agent) Start() error {
 	uid, gid, acct, drop := a.runAs()
 	if err := a.openLock(uid, gid); err != nil {
 		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+	} else {
+		a.prepareWatch()
 	}
 
 	g, err := a.build(false)
@@ -220,9 +222,9 @@ func (a *Agent) Start() error {
 	}
 	a.gen.Store(g)
 
-	// The lock watcher's thread starts on a thread of the runtime's while
-	// the report is written, and is ready by the drop (see below).
-	if a.lock != nil {
+	// The lock watcher's first check needs the generation: counters it
+	// finds reserved are released at once.
+	if a.watcher != nil {
 		if err := a.watchLock(); err != nil {
 			a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
 		}
@@ -233,11 +235,8 @@ func (a *Agent) Start() error {
 	if drop {
 		if a.watcher != nil {
 			// Its thread asks for a real-time policy, which root may
-			// give itself and the agent's user may not. Waiting in
-			// Watch instead parked this goroutine before that thread
-			// had started: this one's thread then ran it, and the
-			// runtime made one more thread to go on with start-up,
-			// which each of Drop's calls then had to signal.
+			// give itself and the agent's user may not. Started
+			// before the build, it has long since done so.
 			a.watcher.Ready()
 		}
 		a.dropPrivileges(acct)

@@ -34,12 +34,31 @@ func (a *Agent) openLock(uid, gid int) error {
 	return nil
 }
 
+// prepareWatch starts the lock watcher's thread, paused, before the
+// configuration is read: the thread's start and its real-time policy,
+// which the drop of privileges must wait for, then overlap the build.
+func (a *Agent) prepareWatch() {
+	w, err := lockwatch.Prepare(a.lock, lockwatch.Options{
+		Poll:     a.o.Poll,
+		NoNotify: a.o.NoInotify,
+		Log:      a.log,
+		// Begin lets it check once the privileges are dropped: Drop's
+		// all-thread calls then find its thread in a read they leave
+		// alone (see Paused).
+		Paused: true,
+	})
+	if err != nil {
+		a.log.Errorf("perfalloc lock file: %v; counters stay open and perfalloc cannot reserve them", err)
+		return
+	}
+	a.watcher = w
+}
+
 // watchLock starts watching the lock file: counters stop while someone
 // holds a read lock on it (counter.Set.Release: closed if they hold a PMU
 // counter, disabled if not) and count again when the last holder lets go.
 // The state file beside it tells perfalloc when that has happened.
 func (a *Agent) watchLock() error {
-	lf := a.lock
 	if a.stateDir != nil {
 		st, err := reservation.NewStateFileIn(a.stateDir, reservation.State{
 			Program:  Program,
@@ -60,19 +79,11 @@ func (a *Agent) watchLock() error {
 			a.published.Store(st)
 		}
 	}
-	w, err := lockwatch.Watch(lf, lockwatch.Options{
-		Poll:     a.o.Poll,
-		NoNotify: a.o.NoInotify,
-		Log:      a.log,
-		// Start lets it check once the privileges are dropped: Drop's
-		// all-thread calls then find its thread in a read they leave
-		// alone (see Paused).
-		Paused: true,
-	}, a.reservationChanged)
-	if err != nil {
+	if err := a.watcher.Start(a.reservationChanged); err != nil {
+		a.watcher.Close()
+		a.watcher = nil
 		return err
 	}
-	a.watcher = w
 	return nil
 }
 

@@ -46,14 +46,16 @@ type Watcher struct {
 	wake int
 	// ready is closed when the watcher's thread has its scheduling;
 	// beginFd, an eventfd, is written when it may start checking
-	// (Options.Paused).
+	// (Options.Paused), and begun closed just before.
 	ready       chan struct{}
 	beginFd     int
+	begun       chan struct{}
 	beginOnce   sync.Once
 	floodLogged time.Time     // when a flood was last logged
 	readAt      time.Time     // the last read of the inotify queue
 	readGap     time.Duration // the least time between two reads (see readEvents)
 	done        chan struct{}
+	runs        bool // run has a goroutine, from Prepare or Start
 
 	closeOnce sync.Once
 
@@ -65,7 +67,7 @@ type Watcher struct {
 	// the lock file, which decides between the poll intervals.
 	users users
 
-	// The rest belongs to the watcher's goroutine, once Watch returns.
+	// The rest belongs to the watcher's goroutine, once Start returns.
 	next time.Time // when the next check is due
 	// events is the buffer for reading the inotify queue. As a field it
 	// is on the heap, where its pages are touched only as reads fill them;
@@ -113,7 +115,24 @@ const (
 // check waits for it to return, so keep it short-ish (closing or opening
 // counters is fine). fn must not call Close.
 func Watch(lf *reservation.LockFile, opts Options, fn func(reservation.Status)) (*Watcher, error) {
-	w := newWatcher(lf, opts, fn)
+	w, err := Prepare(lf, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(fn); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Prepare is the first half of Watch: a Watcher that checks nothing until
+// Start. A paused one (Options.Paused) starts its thread here, so that the
+// thread's start and its request for a policy overlap whatever the caller
+// does before Start, where Ready would otherwise wait for them. Close
+// ends a Watcher that never started.
+func Prepare(lf *reservation.LockFile, opts Options) (*Watcher, error) {
+	w := newWatcher(lf, opts, nil)
 	var err error
 	if w.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("lock file %s: eventfd: %w", lf.Path(), err)
@@ -123,21 +142,25 @@ func Watch(lf *reservation.LockFile, opts Options, fn func(reservation.Status)) 
 			unix.Close(w.wake)
 			return nil, fmt.Errorf("lock file %s: eventfd: %w", lf.Path(), err)
 		}
+		w.runs = true
+		go w.run()
 	}
+	return w, nil
+}
+
+// Start is the second half of Watch, for a Watcher from Prepare; call it
+// once, and Begin (for a paused one) only after it.
+func (w *Watcher) Start(fn func(reservation.Status)) error {
+	w.fn = fn
 	if !w.opts.NoNotify {
 		if err := w.startNotify(); err != nil {
-			w.logf("lock file %s: no inotify hints, polling every %v only: %v", lf.Path(), w.opts.Poll, err)
+			w.logf("lock file %s: no inotify hints, polling every %v only: %v", w.lf.Path(), w.opts.Poll, err)
 		}
 	}
 	now := time.Now()
 	st, err := w.look(now, reservation.Status{}, false)
 	if err != nil {
-		w.stopNotify()
-		unix.Close(w.wake)
-		if w.opts.Paused {
-			unix.Close(w.beginFd)
-		}
-		return nil, err
+		return err
 	}
 	if w.naming {
 		// Nobody waits for the first Status yet: it may as well be named.
@@ -145,14 +168,17 @@ func Watch(lf *reservation.LockFile, opts Options, fn func(reservation.Status)) 
 	}
 	w.lastCheck, w.lastEnsure = now, now
 	if w.note != nil {
-		w.users.probe(lf, now)
+		w.users.probe(w.lf, now)
 	}
 	st.Since = now
 	w.current = st
 	w.schedule(now, false)
 	fn(st)
-	go w.run()
-	return w, nil
+	if !w.opts.Paused {
+		w.runs = true
+		go w.run()
+	}
+	return nil
 }
 
 // Ready waits until the watcher's thread has asked for its scheduling: a
@@ -164,6 +190,7 @@ func (w *Watcher) Ready() { <-w.ready }
 // after the first call, or for a watcher that was not paused.
 func (w *Watcher) Begin() {
 	w.beginOnce.Do(func() {
+		close(w.begun)
 		if w.opts.Paused {
 			one := [8]byte{1}
 			unix.Write(w.beginFd, one[:])
@@ -180,6 +207,7 @@ func newWatcher(lf lockFile, opts Options, fn func(reservation.Status)) *Watcher
 		fn:        fn,
 		done:      make(chan struct{}),
 		ready:     make(chan struct{}),
+		begun:     make(chan struct{}),
 		dense:     newDenseBucket(),
 		changes:   newSilentBucket(),
 		readGap:   densePoll,
@@ -331,6 +359,11 @@ func (w *Watcher) run() {
 			if _, err := unix.Read(w.beginFd, b[:]); err != unix.EINTR {
 				break
 			}
+		}
+		// What Start set, before Begin, is this goroutine's from here.
+		<-w.begun
+		if w.closing.Load() {
+			return // closed before it began, perhaps before Start
 		}
 	}
 	if w.note != nil {
@@ -596,6 +629,9 @@ func (w *Watcher) Current() reservation.Status {
 // be called again. The LockFile stays open.
 func (w *Watcher) Close() error {
 	w.closeOnce.Do(func() {
+		if !w.runs {
+			close(w.done) // Start failed, or never came
+		}
 		w.closing.Store(true)
 		w.Begin() // a paused watcher sees the closing at its first wait
 		one := [8]byte{1}

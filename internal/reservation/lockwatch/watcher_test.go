@@ -227,3 +227,70 @@ func TestWatcherPaused(t *testing.T) {
 		w.Close()
 	}
 }
+
+// Prepare starts a paused watcher's thread, policy and all, before
+// anything is watched: no check is made until Start, which reports a lock
+// taken meanwhile as the initial Status. A watcher that is never started
+// closes, paused or not.
+func TestWatcherPrepared(t *testing.T) {
+	path, lf := tempLockFile(t)
+	w, err := Prepare(lf, Options{Poll: time.Hour, Paused: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Ready()
+	tid := w.tid.Load()
+	if tid == 0 {
+		t.Fatal("Ready returned before the watcher's thread started")
+	}
+	attr, err := unix.SchedGetAttr(int(tid), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := mayBeRealtime(); (attr.Policy == unix.SCHED_FIFO) != want {
+		t.Errorf("prepared thread's policy %d, want SCHED_FIFO %v", attr.Policy, want)
+	}
+	h := startHolder(t, path, false)
+	if n := w.checks.Load(); n != 0 {
+		t.Errorf("%d checks before Start", n)
+	}
+	ch := make(chan Status, 8)
+	if err := w.Start(func(st Status) { ch <- st }); err != nil {
+		t.Fatal(err)
+	}
+	if st := nextStatus(t, ch); !st.Reserved || !slices.Equal(st.Holders, []int{h.pid()}) {
+		t.Fatalf("initial status %+v, want reserved by %d", st, h.pid())
+	}
+	w.Begin()
+	h.release(t)
+	if st := nextStatus(t, ch); st.Reserved {
+		t.Fatalf("after the release: %+v", st)
+	}
+	closeWithin(t, w)
+
+	for _, paused := range []bool{true, false} {
+		w, err := Prepare(lf, Options{Paused: paused})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if paused {
+			w.Ready()
+		}
+		closeWithin(t, w)
+	}
+}
+
+// closeWithin fails the test if w's Close does not return.
+func closeWithin(t *testing.T, w *Watcher) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		w.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(patience):
+		t.Fatal("Close did not return")
+	}
+}
