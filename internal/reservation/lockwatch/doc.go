@@ -85,7 +85,7 @@
 // inotify counts (open file descriptions, so a descriptor shared by fork,
 // exec or SCM_RIGHTS is one, opened once and closed once), costs one
 // system call, and needs no access to other processes, which even root
-// lacks for some (on our test VM, pid 1). The probe runs at Watch, after
+// lacks for some (on our test VM, pid 1). The probe runs at Start, after
 // the file is recreated, at most once a second while the count is in
 // doubt, and whenever a close brings the count back to 0. A probe that
 // events overtook is discarded.

@@ -158,9 +158,9 @@ type Options struct {
 	OpenPoll time.Duration
 	// NoNotify turns off the inotify hints, leaving only the poll.
 	NoNotify bool
-	// Paused has Watch start the watcher's thread, which asks for its
-	// scheduling (Ready waits for that), but leave the checks after the
-	// first until Begin. Until then the thread blocks in a read of an
+	// Paused has Prepare (or Watch) start the watcher's thread, which
+	// asks for its scheduling (Ready waits for that), but leave the checks
+	// after the first, Start's, until Begin. Until then the thread blocks in a read of an
 	// eventfd: a caller that changes the credentials of every thread
 	// (privilege.Drop) has each of its calls run on that thread by a
 	// signal's handler, after which the kernel restarts the read, where
