@@ -51,9 +51,9 @@ func boostThreads() (restore func()) {
 	// A thread the runtime starts while the first pass runs may come from
 	// one not yet lifted, and so start at the old priority. A thread
 	// that holds a processor must run before the world can stop: one left
-	// behind held up the first call for 305 ms in a trace. Scanning until
-	// a pass finds no new thread leaves only threads started by lifted
-	// ones, which inherit the boost and the mask.
+	// behind held up the first call for 305 ms in a trace. Each lists the
+	// threads until a pass finds none new, which leaves only threads
+	// started by lifted ones, which inherit the boost and the mask.
 	type saved struct {
 		nice    int
 		mask    unix.CPUSet
@@ -74,38 +74,29 @@ func boostThreads() (restore func()) {
 		return saved{}, false
 	}
 	tasks := threads.Open()
-	for pass := 0; pass < 4; pass++ {
-		found := false
-		for _, tid := range tasks.List() {
-			if _, seen := find(tid); seen {
-				continue
-			}
-			p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
-			if err != nil {
-				continue
-			}
-			found = true
-			s := saved{nice: 20 - p}
-			if s.nice > boostNice {
-				unix.Setpriority(unix.PRIO_PROCESS, tid, boostNice)
-			}
-			if pin >= 0 && unix.SchedGetaffinity(tid, &s.mask) == nil {
-				s.hasMask = true
-				var one unix.CPUSet
-				one.Set(pin)
-				unix.SchedSetaffinity(tid, &one)
-			}
-			if pass > 0 {
-				// Started during the boost, perhaps from a lifted
-				// thread: what it has now is the boost's.
-				s = saved{nice: callerNice, mask: callerMask, hasMask: pin >= 0}
-			}
-			orig = append(orig, thread{tid, s})
+	tasks.Each(func(tid, pass int) bool {
+		p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+		if err != nil {
+			return true // it has ended
 		}
-		if !found {
-			break
+		s := saved{nice: 20 - p}
+		if s.nice > boostNice {
+			unix.Setpriority(unix.PRIO_PROCESS, tid, boostNice)
 		}
-	}
+		if pin >= 0 && unix.SchedGetaffinity(tid, &s.mask) == nil {
+			s.hasMask = true
+			var one unix.CPUSet
+			one.Set(pin)
+			unix.SchedSetaffinity(tid, &one)
+		}
+		if pass > 0 {
+			// Started during the boost, perhaps from a lifted
+			// thread: what it has now is the boost's.
+			s = saved{nice: callerNice, mask: callerMask, hasMask: pin >= 0}
+		}
+		orig = append(orig, thread{tid, s})
+		return true
+	})
 	caller := saved{nice: callerNice, mask: callerMask, hasMask: pin >= 0}
 	return func() {
 		defer tasks.Close()

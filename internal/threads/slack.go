@@ -1,7 +1,6 @@
 package threads
 
 import (
-	"slices"
 	"strconv"
 	"time"
 
@@ -23,32 +22,23 @@ func SetTimerSlack(d time.Duration) (int, error) {
 	if err := SetOwnTimerSlack(d); err != nil {
 		return 0, err
 	}
-	n, done := 1, []int{unix.Gettid()}
+	n, self := 1, unix.Gettid()
 	t := Open()
 	defer t.Close()
 	var value [20]byte
 	v := strconv.AppendInt(value[:0], int64(d), 10)
-	// A thread that the runtime starts during a pass, from one not yet
-	// set, has the old slack: passes go on until one finds no new thread.
-	for pass := 0; pass < 4; pass++ {
-		found := false
-		for _, tid := range t.List() {
-			if slices.Contains(done, tid) {
-				continue
-			}
-			found = true
-			done = append(done, tid)
-			switch err := setTimerSlackOf(tid, v); err {
-			case nil:
-				n++
-			case unix.EACCES, unix.EPERM:
-				return n, nil // so for every other thread too
-			}
+	t.Each(func(tid, _ int) bool {
+		if tid == self {
+			return true
 		}
-		if !found {
-			break
+		switch err := setTimerSlackOf(tid, v); err {
+		case nil:
+			n++
+		case unix.EACCES, unix.EPERM:
+			return false // so for every other thread too
 		}
-	}
+		return true
+	})
 	return n, nil
 }
 

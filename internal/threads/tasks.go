@@ -2,6 +2,7 @@ package threads
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -49,6 +50,36 @@ func (t *Tasks) List() []int {
 		tids = appendTIDs(tids, buf[:n])
 	}
 	return tids
+}
+
+// maxPasses bounds Each's listings: the runtime starts threads at its own
+// pace, and a caller must not chase them for ever.
+const maxPasses = 4
+
+// Each calls f once for each thread of the process, listing the threads
+// again until a listing finds none that f has not been called for: a
+// thread the runtime starts during a pass, from one that f has not reached
+// yet, does not inherit what f does to the others. It stops after
+// maxPasses listings, or as soon as f returns false. pass counts the
+// listings from 0: a thread of a later pass was started during the calls.
+func (t *Tasks) Each(f func(tid, pass int) bool) {
+	seen := make([]int, 0, 16)
+	for pass := range maxPasses {
+		found := false
+		for _, tid := range t.List() {
+			if slices.Contains(seen, tid) {
+				continue
+			}
+			found = true
+			seen = append(seen, tid)
+			if !f(tid, pass) {
+				return
+			}
+		}
+		if !found {
+			return
+		}
+	}
 }
 
 // appendTIDs appends the numeric names of the linux_dirent64 records in b.

@@ -100,3 +100,63 @@ func TestTasksListsAgain(t *testing.T) {
 		t.Errorf("second listing %v lacks thread %d, started after the first", second, tid)
 	}
 }
+
+// Each reaches a thread started while it runs, in a later pass, calls f
+// once for each thread, and stops as soon as f says so.
+func TestTasksEach(t *testing.T) {
+	ts := Open()
+	defer ts.Close()
+	stop := make(chan struct{})
+	var locked []int
+	late := 0
+	calls := map[int]int{}
+	passOf := map[int]int{}
+	ts.Each(func(tid, pass int) bool {
+		calls[tid]++
+		passOf[tid] = pass
+		if late == 0 {
+			// A locked goroutine may take an idle thread of the runtime,
+			// one the first pass lists: lock more until one is new.
+			before := threadIDs()
+			for late == 0 && len(locked) < 16 {
+				started := make(chan int)
+				go func() {
+					runtime.LockOSThread() // never unlocked: the thread ends with it
+					started <- unix.Gettid()
+					<-stop
+				}()
+				tid := <-started
+				locked = append(locked, tid)
+				if !slices.Contains(before, tid) {
+					late = tid
+				}
+			}
+		}
+		return true
+	})
+	defer func() {
+		close(stop)
+		if !testwait.Until(testwait.Settle, func() bool {
+			return !slices.ContainsFunc(threadIDs(), func(tid int) bool { return tid != os.Getpid() && slices.Contains(locked, tid) })
+		}) {
+			t.Errorf("the locked goroutines' threads did not end")
+		}
+	}()
+	if late == 0 {
+		t.Fatalf("16 locked goroutines took threads that were there already: %v", locked)
+	}
+	if calls[late] != 1 || passOf[late] == 0 {
+		t.Errorf("thread %d, started during the first pass: %d calls, pass %d; want 1 call, in a later pass", late, calls[late], passOf[late])
+	}
+	for tid, n := range calls {
+		if n != 1 {
+			t.Errorf("thread %d: %d calls", tid, n)
+		}
+	}
+
+	n := 0
+	ts.Each(func(int, int) bool { n++; return false })
+	if n != 1 {
+		t.Errorf("f that stops at once was called %d times", n)
+	}
+}
