@@ -194,10 +194,11 @@ func New(o Options) *Agent {
 
 // Start does what comes before serving pmcd, in the order the privilege
 // drop needs: the user to run as, the lock file, state directory and lock
-// watcher's thread, the first generation, the state file and the watcher's
-// first check, the drop itself, and the watch on the online CPUs. Only an agent that cannot serve even its
-// static metrics is an error: an unreadable configuration is logged, and
-// perfevent.version and perfevent.active are served until a reload.
+// watcher's thread, the first generation, the state file and the
+// watcher's first check, the drop itself, and the watch on the online
+// CPUs. Only an agent that cannot serve even its static metrics is an
+// error: an unreadable configuration is logged, and perfevent.version and
+// perfevent.active are served until a reload.
 func (a *Agent) Start() error {
 	// What needs a descriptor or root besides the counters comes first:
 	// the counters may use up the descriptor limit. The state file's and

@@ -463,10 +463,9 @@ const releasePrevAfter = time.Second
 // The old .prev goes first, and not inside the rename: the kernel frees
 // a file's blocks as its last name goes, which on a filesystem mounted
 // with discard means waiting for the disk, and ext4 starts writing out a
-// file renamed over an existing one.
-// A descriptor held across the unlink (O_PATH: nothing is opened for
-// reading, and a link is not followed) keeps the file alive until it is
-// closed a moment later, off the start.
+// file renamed over an existing one. A descriptor held across the unlink
+// (O_PATH: nothing is opened for reading, and a link is not followed)
+// keeps the file alive until it is closed a moment later, off the start.
 func createLog(path string) (*os.File, error) {
 	prev := path + ".prev"
 	if old, err := unix.Open(prev, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {

@@ -160,15 +160,15 @@ type Options struct {
 	NoNotify bool
 	// Paused has Prepare (or Watch) start the watcher's thread, which
 	// asks for its scheduling (Ready waits for that), but leave the checks
-	// after the first, Start's, until Begin. Until then the thread blocks in a read of an
-	// eventfd: a caller that changes the credentials of every thread
-	// (privilege.Drop) has each of its calls run on that thread by a
-	// signal's handler, after which the kernel restarts the read, where
-	// the checks' ppoll would return EINTR and the thread would go back
-	// to the runtime's scheduler for a processor each time. The thread's
-	// real-time policy is asked for while the caller is still root.
-	// Events meanwhile wait in inotify's queue, and Begin acts on them at
-	// once.
+	// after the first, Start's, until Begin. Until then the thread blocks
+	// in a read of an eventfd: a caller that changes the credentials of
+	// every thread (privilege.Drop) has each of its calls run on that
+	// thread by a signal's handler, after which the kernel restarts the
+	// read, where the checks' ppoll would return EINTR and the thread
+	// would go back to the runtime's scheduler for a processor each time.
+	// The thread's real-time policy is asked for while the caller is
+	// still root. Events meanwhile wait in inotify's queue, and Begin acts
+	// on them at once.
 	Paused bool
 	// Log, if set, is warned of problems (a lock file that cannot be
 	// recreated, a failing F_GETLK, inotify unavailable) and recreations of
