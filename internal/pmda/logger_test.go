@@ -90,14 +90,7 @@ func TestLoggerRepeatsFinish(t *testing.T) {
 // Past its cap the log is closed with libpcp's footer, kept as .prev, and
 // a new one starts with libpcp's header.
 func TestLoggerRotates(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "perfevent.log")
-	// Keep fd 2 for the test's own output: createLog points it at the log.
-	saved, err := dupStderr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer saved()
+	path := logPath(t)
 	w, f, closeLog, err := OpenLog(path, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
@@ -136,13 +129,7 @@ func TestLoggerRotates(t *testing.T) {
 // still open in the process for a moment, so that its blocks are freed
 // after the start rather than during it, and then let go.
 func TestOpenLogKeepsPrev(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "perfevent.log")
-	saved, err := dupStderr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer saved()
+	path := logPath(t)
 	for _, line := range []string{"first start", "second start", "third start"} {
 		w, _, closeLog, err := OpenLog(path, os.Stderr)
 		if err != nil {
@@ -185,6 +172,19 @@ func heldDeleted(t *testing.T, path string) int {
 		}
 	}
 	return n
+}
+
+// logPath is a log's path in a directory of the test's. It keeps fd 2 for
+// the test's own output, which createLog points at the log, until the
+// test ends.
+func logPath(t *testing.T) string {
+	t.Helper()
+	saved, err := dupStderr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(saved)
+	return filepath.Join(t.TempDir(), "perfevent.log")
 }
 
 // dupStderr keeps a copy of fd 2 and returns what puts it back.

@@ -169,6 +169,25 @@ func (c chanLog) Infof(format string, args ...any)    { c <- fmt.Sprintf(format,
 func (c chanLog) Warningf(format string, args ...any) { c <- fmt.Sprintf(format, args...) }
 func (c chanLog) Errorf(format string, args ...any)   { c <- fmt.Sprintf(format, args...) }
 
+// readyThread waits for w's thread (Ready) and checks that it exists and
+// has the policy this process may give it; what names the watcher in an
+// error.
+func readyThread(t *testing.T, w *Watcher, what string) {
+	t.Helper()
+	w.Ready()
+	tid := w.tid.Load()
+	if tid == 0 {
+		t.Fatalf("%s: Ready returned before the watcher's thread started", what)
+	}
+	attr, err := unix.SchedGetAttr(int(tid), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := mayBeRealtime(); (attr.Policy == unix.SCHED_FIFO) != want {
+		t.Errorf("%s thread's policy %d, want SCHED_FIFO %v", what, attr.Policy, want)
+	}
+}
+
 // A paused watcher has its thread, with the policy asked for, once Ready
 // returns, and checks nothing more until Begin; a lock taken meanwhile is
 // reported once it begins. Closing one that never began returns.
@@ -184,18 +203,7 @@ func TestWatcherPaused(t *testing.T) {
 		if first := nextStatus(t, ch); first.Reserved {
 			t.Fatalf("initial status %+v", first)
 		}
-		w.Ready()
-		tid := w.tid.Load()
-		if tid == 0 {
-			t.Fatal("Ready returned before the watcher's thread started")
-		}
-		attr, err := unix.SchedGetAttr(int(tid), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := mayBeRealtime(); (attr.Policy == unix.SCHED_FIFO) != want {
-			t.Errorf("NoNotify=%v: paused thread's policy %d, want SCHED_FIFO %v", opts.NoNotify, attr.Policy, want)
-		}
+		readyThread(t, w, fmt.Sprintf("NoNotify=%v: paused", opts.NoNotify))
 		h := startHolder(t, path, false)
 		if opts.NoNotify {
 			// Three polls pass without a check: a paused watcher does not
@@ -238,18 +246,7 @@ func TestWatcherPrepared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Ready()
-	tid := w.tid.Load()
-	if tid == 0 {
-		t.Fatal("Ready returned before the watcher's thread started")
-	}
-	attr, err := unix.SchedGetAttr(int(tid), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := mayBeRealtime(); (attr.Policy == unix.SCHED_FIFO) != want {
-		t.Errorf("prepared thread's policy %d, want SCHED_FIFO %v", attr.Policy, want)
-	}
+	readyThread(t, w, "prepared")
 	h := startHolder(t, path, false)
 	if n := w.checks.Load(); n != 0 {
 		t.Errorf("%d checks before Start", n)
